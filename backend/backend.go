@@ -1,0 +1,87 @@
+// Package backend defines what every live tracing backend provides: a small
+// [Backend] interface, the [Options] that push filters down to the kernel,
+// and [ErrNotSupported] for a backend that cannot run on this machine.
+//
+// A backend delivers its trace to an [event.Sink]; the [event.Stats] in the
+// trailer it ends with count what was received, lost (with the reason),
+// left unpaired and left unresolved.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// ErrNotSupported is wrapped by Available and Run when a backend cannot run
+// on this operating system or machine. The wrapping error says why.
+var ErrNotSupported = errors.New("not supported")
+
+// Backend is a live source of events.
+type Backend interface {
+	// Name is the short name users select the backend by ("ebpf", "etw").
+	Name() string
+	// Description says in one line what the backend traces.
+	Description() string
+	// Available returns nil when the backend can run here, or an error
+	// that says exactly why not (wrapping ErrNotSupported when the OS or
+	// kernel lacks what it needs, or a permission error).
+	Available() error
+	// Run traces until ctx is cancelled, the traced command exits, or
+	// opts.Duration elapses. It calls sink.Begin first and sink.End last
+	// (also on error, when Begin was called), and detaches everything it
+	// attached before returning.
+	Run(ctx context.Context, opts Options, sink event.Sink) error
+}
+
+// Options configure a live trace. Filters here are pushed down into the
+// kernel where the backend can; the rest is applied in user space.
+type Options struct {
+	// Command, when set, is started after the probes are attached; only it
+	// and its descendants are traced and the trace stops when it exits.
+	Command []string
+	// CommandStarted, when set, is called with the pid of Command once it
+	// runs.
+	CommandStarted func(pid int)
+	// Pids restricts tracing to these processes (and, with FollowChildren,
+	// their descendants).
+	Pids []uint32
+	// FollowChildren extends Pids to processes forked after the start.
+	FollowChildren bool
+	// Comms restricts tracing to processes with these names.
+	Comms []string
+	// Layers selects the layers to trace; empty means all the backend has.
+	Layers []event.Layer
+	// Ops selects the ops to trace; empty means all.
+	Ops []event.Op
+	// Duration stops the trace after this long; 0 means no limit.
+	Duration time.Duration
+	// BufferSize is the kernel buffer size in bytes (ring buffer, ETW
+	// buffers); 0 means the backend's default.
+	BufferSize int
+	// Warn is called with a one-line message when something goes wrong
+	// while tracing (loss starts, a probe could not attach). May be nil.
+	Warn func(msg string)
+}
+
+// WantLayer reports whether opts select layer l.
+func (o *Options) WantLayer(l event.Layer) bool {
+	if len(o.Layers) == 0 {
+		return true
+	}
+	for _, x := range o.Layers {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Warnf calls o.Warn when it is set.
+func (o *Options) Warnf(msg string) {
+	if o.Warn != nil {
+		o.Warn(msg)
+	}
+}
