@@ -57,6 +57,15 @@ machine, and reads, reports on, compares and converts traces (.iot and .etl).`,
 	root.SetErr(stderr)
 	for _, c := range []*cobra.Command{
 		newVersionCmd(),
+		newPrintCmd(),
+		newConvertCmd(),
+		newReportCmd(),
+		newCompareCmd(),
+		newBackendsCmd(liveBackends),
+		newRunCmd(),
+		newTraceCmd(),
+		newRecordCmd(),
+		newMarkCmd(),
 	} {
 		root.AddCommand(c)
 	}

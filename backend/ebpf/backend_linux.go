@@ -1,0 +1,580 @@
+package ebpf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/blockio"
+	"github.com/iotrace/iotrace/backend/ebpf/marker"
+	"github.com/iotrace/iotrace/backend/ebpf/procfs"
+	"github.com/iotrace/iotrace/event"
+)
+
+// lockedSink serialises the syscall reader and the block tracer, and
+// remembers the first error.
+type lockedSink struct {
+	mu  sync.Mutex
+	s   event.Sink
+	err error
+}
+
+func (l *lockedSink) Begin(h *event.Header) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keep(l.s.Begin(h))
+}
+
+func (l *lockedSink) Event(e *event.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	return l.keep(l.s.Event(e))
+}
+
+func (l *lockedSink) Fact(f *event.Fact) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	return l.keep(l.s.Fact(f))
+}
+
+func (l *lockedSink) End(t *event.Trailer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.End(t)
+}
+
+func (l *lockedSink) keep(err error) error {
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	return err
+}
+
+func (l *lockedSink) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// markerIDBit marks the IDs of marker events (syscall IDs hold the CPU in
+// bits 48-62 and stay far below it; block IDs set bit 63).
+const markerIDBit = 1 << 62
+
+// run is the state of one Run.
+type run struct {
+	b      *Backend
+	opts   backend.Options
+	sink   *lockedSink
+	pr     *probes
+	tr     *tracker
+	fs     *procfs.FS
+	origin uint64
+	stats  event.Stats
+
+	marks    chan marker.Mark
+	nmarks   uint64
+	warnedAt uint64
+	nextWarn time.Time
+}
+
+// Run implements backend.Backend. It loads and attaches the programs,
+// takes the /proc rundown, starts opts.Command when set, and streams
+// events to sink until ctx is done, the command exits or opts.Duration
+// elapses; then it detaches everything, drains the ring buffer and ends
+// the stream with the Stats of what was lost, unpaired and unresolved.
+func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink) error {
+	t0 := time.Now()
+	if err := b.Available(); err != nil {
+		return err
+	}
+	if err := ensureTracefs(opts.Warn); err != nil {
+		return err
+	}
+	procRoot := b.cfg.ProcRoot
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	self := uint32(os.Getpid())
+	fs := &procfs.FS{Root: procRoot}
+	cmdMode := len(opts.Command) > 0
+	wantFile := opts.WantLayer(event.LayerFile)
+	wantBlock := opts.WantLayer(event.LayerBlock)
+
+	// Processes selected by pid (and their existing descendants).
+	var pidSet map[uint32]bool
+	if len(opts.Pids) > 0 {
+		pidSet = map[uint32]bool{}
+		for _, p := range opts.Pids {
+			pidSet[p] = true
+		}
+		if opts.FollowChildren {
+			parents := map[uint32]uint32{}
+			if pids, err := fs.Pids(); err == nil {
+				for _, p := range pids {
+					if info, ok := fs.Process(p); ok {
+						parents[p] = info.PPid
+					}
+				}
+			}
+			pidSet = procfs.Descendants(parents, opts.Pids)
+		}
+		delete(pidSet, self)
+	}
+
+	size := opts.BufferSize
+	if size <= 0 {
+		size = DefaultBufferSize
+	}
+	frac := b.cfg.WakeupFraction
+	if frac <= 0 {
+		frac = 4
+	}
+	rs := ringSize(size)
+	lc := loadConfig{
+		selfTgid:    self,
+		filterPids:  cmdMode || pidSet != nil,
+		followForks: cmdMode || opts.FollowChildren,
+		followSelf:  cmdMode,
+		comms:       opts.Comms,
+		cause:       wantFile && wantBlock,
+		ringSize:    int(rs),
+		wakeupBytes: uint64(rs) / uint64(frac),
+	}
+	pr, err := loadProbes(lc)
+	if err != nil {
+		return err
+	}
+	dbg("load %v", time.Since(t0))
+	defer pr.close()
+	if pidSet != nil {
+		pids := make([]uint32, 0, len(pidSet))
+		for p := range pidSet {
+			pids = append(pids, p)
+		}
+		if err := pr.addPids(pids); err != nil {
+			return err
+		}
+	}
+
+	origin := bootNanos()
+	wall := time.Now().UnixNano()
+	fs.Origin = int64(origin)
+	host, _ := os.Hostname()
+	hdr := event.Header{
+		Source:      event.SourceEBPF,
+		OS:          "linux",
+		OSVersion:   kernelRelease(),
+		Hostname:    host,
+		CPUs:        uint32(pr.ncpu),
+		PointerSize: 8,
+		StartWall:   wall,
+		Clock:       event.Clock{Kind: event.ClockBoottime, Freq: 1_000_000_000, Origin: int64(origin)},
+		Command:     strings.Join(opts.Command, " "),
+		Tool:        "iotrace ebpf",
+	}
+	ls := &lockedSink{s: sink}
+	if err := ls.Begin(&hdr); err != nil {
+		return err
+	}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin}
+	r.tr = newTracker(ls, origin, fs)
+	r.tr.block = lc.cause
+	if len(opts.Ops) > 0 {
+		var ops [event.NumOps]bool
+		for _, o := range opts.Ops {
+			if int(o) < event.NumOps {
+				ops[o] = true
+			}
+		}
+		r.tr.ops = &ops
+	}
+	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
+	r.tr.stats(&r.stats)
+	if cs, cerr := pr.counters(); cerr == nil {
+		addCounters(&r.stats, cs)
+	} else if err == nil {
+		err = cerr
+	}
+	if r.nmarks > 0 {
+		r.stats.Add(event.CountInfo, "markers", r.nmarks)
+	}
+	if err == nil {
+		err = ls.failed()
+	}
+	end := r.tr.lastTime
+	if now := int64(bootNanos() - origin); now > end {
+		end = now
+	}
+	if eerr := ls.End(&event.Trailer{End: end, Stats: r.stats}); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// trace attaches, takes the rundown, runs the command and reads until a
+// stop condition, then detaches and drains.
+func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBlock bool, pidSet map[uint32]bool) error {
+	opts := &r.opts
+	pr := r.pr
+	wantURing := r.tr.ops == nil || r.tr.ops[event.OpAsync] || r.tr.ops[event.OpRead] || r.tr.ops[event.OpWrite]
+	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing}); err != nil {
+		return err
+	}
+	for _, m := range pr.missing {
+		r.stats.Add(event.CountInfo, "not traced here: "+m, 1)
+	}
+
+	dbg("attached %v", time.Since(t0))
+	// Rundown (name what is open already) while the block programs load:
+	// the table is not touched by anything else until the reader starts.
+	rundownDone := make(chan struct{})
+	go func() {
+		defer close(rundownDone)
+		r.rundown(cmdMode, pidSet)
+	}()
+	// Block I/O, linked to our syscalls through cur_syscall.
+	var (
+		bt       *blockio.Tracer
+		btDone   chan error
+		blockErr error
+	)
+	btCtx, btStop := context.WithCancel(context.Background())
+	defer btStop()
+	if wantBlock {
+		bo := blockio.Options{
+			Origin:     int64(r.origin),
+			ExcludePid: uint32(os.Getpid()),
+			BufferSize: opts.BufferSize,
+			Warn:       opts.Warn,
+			Fact: func(f *event.Fact) {
+				_ = r.sink.Fact(f)
+			},
+		}
+		if wantFile {
+			bo.CurSyscall = pr.objs.CurSyscall
+		}
+		if cmdMode || pidSet != nil {
+			bo.PidFilter = pr.objs.Pids
+		}
+		var err error
+		bt, err = blockio.Open(bo)
+		if err != nil {
+			if !wantFile {
+				<-rundownDone
+				return fmt.Errorf("ebpf: block I/O tracing: %w", err)
+			}
+			opts.Warnf(fmt.Sprintf("block I/O not traced: %v", err))
+			blockErr = err
+			r.tr.block = false
+			bt = nil
+		} else {
+			defer bt.Close()
+			for _, f := range bt.Facts() {
+				f := f
+				_ = r.sink.Fact(&f)
+			}
+			btDone = make(chan error, 1)
+			ops := r.tr.ops
+			go func() {
+				btDone <- bt.Run(btCtx, func(e *event.Event) {
+					if ops == nil || ops[e.Op] {
+						_ = r.sink.Event(e)
+					}
+				})
+			}()
+		}
+	}
+	stopBlock := func() error {
+		if bt == nil {
+			return nil
+		}
+		btStop()
+		err := <-btDone
+		r.stats.Merge(bt.Stats())
+		bt = nil
+		return err
+	}
+
+	<-rundownDone
+	if blockErr != nil {
+		r.stats.Add(event.CountInfo, "block I/O not traced: "+blockErr.Error(), 1)
+	}
+	dbg("rundown and block open %v", time.Since(t0))
+
+	// Markers from `iotrace mark`.
+	if dir := r.b.cfg.MarkerDir; dir != "-" {
+		if dir == "" {
+			dir = marker.DefaultDir
+		}
+		ml, err := marker.Listen(dir)
+		if err != nil {
+			opts.Warnf(fmt.Sprintf("iotrace mark will not reach this trace: %v", err))
+		} else {
+			defer ml.Close()
+			r.marks = make(chan marker.Mark, 64)
+			go func() {
+				for {
+					m, err := ml.Read()
+					if err != nil {
+						return
+					}
+					select {
+					case r.marks <- m:
+					default: // the reader is behind; drop rather than block
+					}
+				}
+			}()
+		}
+	}
+	startup := time.Since(t0)
+	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(startup.Microseconds()))
+
+	// The command, traced from its first instruction: its fork is seen by
+	// the sched_process_fork program, which adds it to the pid filter.
+	var cmdDone chan struct{}
+	if cmdMode {
+		cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			r.drain()
+			_ = stopBlock()
+			return fmt.Errorf("start %s: %w", opts.Command[0], err)
+		}
+		if opts.CommandStarted != nil {
+			opts.CommandStarted(cmd.Process.Pid)
+		}
+		cmdDone = make(chan struct{})
+		go func() {
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				r.stats.Set(event.CountInfo, "command exit status", uint64(ee.ExitCode()))
+			} else if err != nil {
+				opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], err))
+			}
+			close(cmdDone)
+		}()
+	}
+	var timeout <-chan time.Time
+	if opts.Duration > 0 {
+		tm := time.NewTimer(opts.Duration)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	stop := func() bool {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-cmdDone:
+			return true
+		case <-timeout:
+			return true
+		default:
+			return r.sink.failed() != nil
+		}
+	}
+
+	poll := r.b.cfg.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	err := r.read(poll, stop)
+
+	// Stop: no new syscalls; let those in flight exit; detach the rest;
+	// drain what is left.
+	tt := time.Now()
+	pr.detachEnters()
+	dbg("detachEnters %v", time.Since(tt))
+	if err == nil {
+		err = r.readFor(2 * poll)
+	}
+	tt = time.Now()
+	pr.detach()
+	dbg("detach %v", time.Since(tt))
+	if err == nil {
+		err = r.readFor(0)
+	}
+	r.flushMarks()
+	for _, rec := range pr.inFlight() {
+		rec := rec
+		r.tr.syscall(&rec, false)
+	}
+	tt = time.Now()
+	if berr := stopBlock(); err == nil {
+		err = berr
+	}
+	dbg("stopBlock %v", time.Since(tt))
+	return err
+}
+
+// rundown snapshots /proc: every traced process's name, cwd and open
+// descriptors become rundown facts. iotrace's own table is kept quietly so
+// that the command it forks inherits names for its standard descriptors.
+func (r *run) rundown(cmdMode bool, pidSet map[uint32]bool) {
+	self := uint32(os.Getpid())
+	if p, ok := r.fs.Snapshot(self); ok {
+		for fd, d := range p.FDs {
+			if d.Cloexec {
+				delete(p.FDs, fd) // gone in the command after its exec
+			}
+		}
+		r.tr.table.Rundown(p.ProcInfo, p.Cwd, p.FDs, 0, true)
+	}
+	if cmdMode || r.b.cfg.NoRundown {
+		return
+	}
+	pids, err := r.fs.Pids()
+	if err != nil {
+		r.opts.Warnf(fmt.Sprintf("rundown: %v", err))
+		return
+	}
+	comms := map[string]bool{}
+	for _, c := range r.opts.Comms {
+		if len(c) > commLen-1 {
+			c = c[:commLen-1]
+		}
+		comms[c] = true
+	}
+	var n uint64
+	for _, pid := range pids {
+		if pid == self || (pidSet != nil && !pidSet[pid]) {
+			continue
+		}
+		p, ok := r.fs.Snapshot(pid)
+		if !ok || (len(comms) > 0 && !comms[p.Comm]) {
+			continue
+		}
+		r.tr.table.Rundown(p.ProcInfo, p.Cwd, p.FDs, int64(bootNanos()-r.origin), false)
+		n++
+	}
+	r.stats.Add(event.CountInfo, "processes in the rundown", n)
+}
+
+// read consumes the ring buffer until stop reports true.
+func (r *run) read(poll time.Duration, stop func() bool) error {
+	var rec ringbuf.Record
+	rd := r.pr.rd
+	rd.SetDeadline(time.Now().Add(poll))
+	for n := 1; ; n++ {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if herr := r.tr.handle(rec.RawSample); herr != nil {
+				return nil // the sink failed; Run reports it
+			}
+			if n&4095 != 0 {
+				continue
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			rd.SetDeadline(time.Now().Add(poll))
+		default:
+			return fmt.Errorf("ebpf: read ring buffer: %w", err)
+		}
+		r.flushMarks()
+		r.checkLoss()
+		if stop() {
+			return nil
+		}
+	}
+}
+
+// readFor drains the ring buffer, waiting up to d for more records.
+func (r *run) readFor(d time.Duration) error {
+	var rec ringbuf.Record
+	rd := r.pr.rd
+	rd.SetDeadline(time.Now().Add(d))
+	for {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if herr := r.tr.handle(rec.RawSample); herr != nil {
+				return nil
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil
+		default:
+			return fmt.Errorf("ebpf: read ring buffer: %w", err)
+		}
+	}
+}
+
+// drain empties the ring buffer without waiting.
+func (r *run) drain() { _ = r.readFor(0) }
+
+func (r *run) flushMarks() {
+	for {
+		select {
+		case m := <-r.marks:
+			r.mark(m)
+		default:
+			return
+		}
+	}
+}
+
+func (r *run) mark(m marker.Mark) {
+	e := event.New()
+	r.nmarks++
+	e.ID = markerIDBit | r.nmarks
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerMarker
+	e.Op = event.OpMarker
+	e.Native = "mark"
+	ts := int64(m.Time - r.origin)
+	if m.Time < r.origin || m.Time == 0 {
+		ts = int64(bootNanos() - r.origin)
+	}
+	e.Time = ts
+	e.Pid, e.Tid = m.Pid, m.Tid
+	if p := r.tr.table.Ensure(m.Pid, ts); p != nil {
+		e.Comm, e.ProcStart = p.Comm, p.Start
+	}
+	e.Status = event.StatusOK
+	e.Note = m.Text
+	_ = r.sink.Event(&e)
+}
+
+// checkLoss warns as soon as records are lost, then at most every 5 s
+// while the loss grows.
+func (r *run) checkLoss() {
+	now := time.Now()
+	if now.Before(r.nextWarn) {
+		return
+	}
+	r.nextWarn = now.Add(250 * time.Millisecond)
+	cs, err := r.pr.counters()
+	if err != nil {
+		return
+	}
+	lost := lostTotal(cs)
+	if lost > r.warnedAt {
+		r.opts.Warnf(fmt.Sprintf("ebpf: %d records lost so far: the ring buffer (%d MiB) is full; "+
+			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
+		r.warnedAt = lost
+		r.nextWarn = now.Add(5 * time.Second)
+	}
+}
+
+// NumCPU reports the CPUs the kernel may use (for tests and benchmarks).
+func NumCPU() int { return runtime.NumCPU() }
+
+func dbg(f string, a ...any) {
+	if os.Getenv("IOTRACE_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, f+"\n", a...)
+	}
+}

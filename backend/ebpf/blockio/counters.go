@@ -1,0 +1,87 @@
+package blockio
+
+import (
+	"strconv"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Kernel counter indexes (enum blk_counter in bpf/blockio.h).
+const (
+	cLost = iota
+	cQueued
+	cFiltered
+	cMapFull
+	cSplit
+	cSplitOrphan
+	cMerge
+	cRemap
+	cIssue
+	cRequeue
+	cRqNoBio
+	cNoStart
+	cChainLong
+	cCompleted
+	cDirtyFull
+	numCounters
+)
+
+// Stats counter names. The Lost, Unpaired and Dropped ones are shown to
+// the user whenever they are not 0.
+const (
+	StatLost        = "block events lost: ring buffer full"
+	StatQueued      = "block bios queued"
+	StatFiltered    = "block bios not traced (pid filter)"
+	StatMapFull     = "block bios not tracked: in-flight map full"
+	StatSplit       = "block bios split (children tracked)"
+	StatSplitOrphan = "block split children of untracked bios"
+	StatMerge       = "block bios merged into a request"
+	StatRemap       = "block bios remapped (partition, device-mapper)"
+	StatIssue       = "block requests issued"
+	StatRequeue     = "block requests requeued"
+	StatRqNoBio     = "block requests without bios (flush)"
+	StatNoStart     = "block completions without queue (queued before the trace)"
+	StatNoStartFilt = "block completions of untracked bios (filtered out or queued before the trace)"
+	StatChainLong   = "block requests with a bio chain beyond the walk bound"
+	StatCompleted   = "block events"
+	StatDirtyFull   = "block dirtied inodes not remembered"
+	StatInFlight    = "block bios without completion (in flight at stop)"
+	StatMalformed   = "block records malformed"
+)
+
+// counterStats turns per-CPU kernel counter values (perCPU[cpu][index])
+// into Stats. filtered says whether the pid filter was on, which turns
+// completions of unknown bios from a pairing problem into the expected
+// result of filtering.
+func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
+	var s event.Stats
+	var sum [numCounters]uint64
+	for cpu, v := range perCPU {
+		for i := range v {
+			sum[i] += v[i]
+		}
+		if v[cLost] != 0 {
+			s.Add(event.CountLost, StatLost+" (cpu "+strconv.Itoa(cpu)+")", v[cLost])
+		}
+	}
+	s.Add(event.CountInfo, StatCompleted, sum[cCompleted])
+	s.Add(event.CountInfo, StatQueued, sum[cQueued])
+	s.Add(event.CountInfo, StatSplit, sum[cSplit])
+	s.Add(event.CountInfo, StatMerge, sum[cMerge])
+	s.Add(event.CountInfo, StatRemap, sum[cRemap])
+	s.Add(event.CountInfo, StatIssue, sum[cIssue])
+	s.Add(event.CountInfo, StatRequeue, sum[cRequeue])
+	s.Add(event.CountInfo, StatRqNoBio, sum[cRqNoBio])
+	s.Add(event.CountLost, StatMapFull, sum[cMapFull])
+	s.Add(event.CountUnpaired, StatChainLong, sum[cChainLong])
+	if filtered {
+		s.Add(event.CountInfo, StatFiltered, sum[cFiltered])
+		s.Add(event.CountInfo, StatNoStartFilt, sum[cNoStart])
+		s.Add(event.CountInfo, StatSplitOrphan, sum[cSplitOrphan])
+		s.Add(event.CountInfo, StatDirtyFull, sum[cDirtyFull])
+	} else {
+		s.Add(event.CountUnpaired, StatNoStart, sum[cNoStart])
+		s.Add(event.CountUnpaired, StatSplitOrphan, sum[cSplitOrphan])
+	}
+	return s
+}

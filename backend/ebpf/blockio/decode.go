@@ -1,0 +1,168 @@
+package blockio
+
+import (
+	"strconv"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// IDBit is set in the ID of every block event; syscall event IDs have it
+// clear, so the two never collide in one trace.
+const IDBit = uint64(1) << 63
+
+// Decoder turns kernel records into block events. It allocates only the
+// first time it meets a new comm, rwbs string or file-system device; the
+// per-event path does not allocate. The zero value is not usable: build
+// one with [NewDecoder].
+type Decoder struct {
+	// Layout decodes bi_opf.
+	Layout OpfLayout
+	// Origin is the kernel clock value (ns) of trace time 0.
+	Origin int64
+
+	seq   uint64
+	comms map[[16]byte]string
+	rwbs  map[uint32]string
+	notes map[uint32]string
+	buf   []byte
+}
+
+// NewDecoder returns a decoder for a kernel with opf layout l, with trace
+// time 0 at kernel clock value origin.
+func NewDecoder(l OpfLayout, origin int64) *Decoder {
+	return &Decoder{
+		Layout: l,
+		Origin: origin,
+		comms:  make(map[[16]byte]string),
+		rwbs:   make(map[uint32]string),
+		notes:  make(map[uint32]string),
+	}
+}
+
+// maxInterned bounds each string cache; a cache that fills is emptied.
+const maxInterned = 4096
+
+// Event fills e from r. The submitter recorded at queue time becomes the
+// event's thread; the completing context (often a CPU's idle thread in
+// interrupt context) never does. A record whose bio was never seen queued
+// gets Pid and Tid 0 with CPU event.NoCPU (an unknown thread, not an idle
+// one) and FlagNoStart.
+func (d *Decoder) Event(r *Record, e *event.Event) {
+	e.Reset()
+	d.seq++
+	e.ID = IDBit | d.seq
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerBlock
+	e.Op = d.Layout.Op(r.Opf, r.Bytes)
+	e.Native = d.rwbsString(r.Opf)
+
+	done := int64(r.DoneTS) - d.Origin
+	switch {
+	case r.Flags&RecNoStart == 0 && r.QueueTS != 0:
+		e.Time = int64(r.QueueTS) - d.Origin
+		if r.IssueTS != 0 && r.IssueTS >= r.QueueTS {
+			e.Wait = int64(r.IssueTS - r.QueueTS)
+		}
+	case r.IssueTS != 0:
+		e.Time = int64(r.IssueTS) - d.Origin
+	default:
+		e.Time = done
+	}
+	if done > e.Time {
+		e.Duration = done - e.Time
+	}
+	if e.Wait > e.Duration {
+		e.Wait = e.Duration
+	}
+
+	if r.Flags&RecNoStart != 0 {
+		e.CPU = event.NoCPU
+		e.Flags |= event.FlagNoStart
+	} else {
+		e.Pid, e.Tid, e.CPU = r.Pid, r.Tid, r.CPU
+		e.Comm = d.comm(&r.Comm)
+	}
+
+	maj, min := KernelDev(r.Dev)
+	e.Dev = event.Device{Major: maj, Minor: min}
+	e.Sector = r.Sector
+	e.Offset = int64(r.Sector) * 512
+	e.Size = uint64(r.Bytes)
+	e.IOFlags = r.Opf
+	e.Info = uint32(r.Status)
+	e.Code = StatusErrno(r.Status)
+	e.Status = event.FromErrno(e.Code)
+	if r.Status == 0 {
+		e.Bytes = int64(r.Bytes)
+	}
+	e.Request = r.Bio
+	e.Cause = r.Cause
+	e.Inode = r.Inode
+	if r.Inode != 0 && r.InoDev != r.Dev {
+		e.Note = d.note(r.InoDev)
+	}
+
+	e.Flags |= d.Layout.Flags(r.Opf)
+	if r.Flags&RecPinned != 0 {
+		e.Flags |= event.FlagDirect
+	}
+	if r.Flags&RecKthread != 0 && (e.Op == event.OpBlockWrite || e.Op == event.OpBlockDiscard) {
+		e.Flags |= event.FlagWriteback
+	}
+}
+
+// InFlight fills e for a bio still in flight when tracing stopped (or
+// whose completion was never seen): FlagNoCompletion, no duration.
+func (d *Decoder) InFlight(r *Record, e *event.Event) {
+	d.Event(r, e)
+	e.Time = int64(r.QueueTS) - d.Origin
+	e.Duration, e.Wait = 0, 0
+	e.Bytes = -1
+	e.Status, e.Code, e.Info = event.StatusUnknown, 0, 0
+	e.Flags |= event.FlagNoCompletion
+}
+
+func (d *Decoder) comm(c *[16]byte) string {
+	if s, ok := d.comms[*c]; ok {
+		return s
+	}
+	n := 0
+	for n < len(c) && c[n] != 0 {
+		n++
+	}
+	s := string(c[:n])
+	if len(d.comms) >= maxInterned {
+		clear(d.comms)
+	}
+	d.comms[*c] = s
+	return s
+}
+
+func (d *Decoder) rwbsString(opf uint32) string {
+	k := d.Layout.rwbsKey(opf)
+	if s, ok := d.rwbs[k]; ok {
+		return s
+	}
+	d.buf = d.Layout.RWBS(d.buf[:0], k)
+	s := string(d.buf)
+	if len(d.rwbs) >= maxInterned {
+		clear(d.rwbs)
+	}
+	d.rwbs[k] = s
+	return s
+}
+
+// note names the file system device of an inode that lives on another
+// device than the bio's (stacked devices, btrfs).
+func (d *Decoder) note(dev uint32) string {
+	if s, ok := d.notes[dev]; ok {
+		return s
+	}
+	maj, min := KernelDev(dev)
+	s := "inode-dev " + strconv.FormatUint(uint64(maj), 10) + ":" + strconv.FormatUint(uint64(min), 10)
+	if len(d.notes) >= maxInterned {
+		clear(d.notes)
+	}
+	d.notes[dev] = s
+	return s
+}

@@ -1,0 +1,70 @@
+package blockio
+
+import (
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Defaults of [Options].
+const (
+	DefaultBufferSize   = 4 << 20
+	DefaultMaxInFlight  = 65536
+	DefaultPollInterval = 10 * time.Millisecond
+)
+
+// Options configure a [Tracer]. The zero value traces every bio on the
+// system with no cause links.
+type Options struct {
+	// Origin is the kernel clock value, in ns, of trace time 0: the same
+	// origin the syscall side uses, so block and syscall times line up.
+	Origin int64
+	// Monotonic selects CLOCK_MONOTONIC (bpf_ktime_get_ns) for
+	// timestamps; the default is CLOCK_BOOTTIME (bpf_ktime_get_boot_ns),
+	// the clock of the syscall records.
+	Monotonic bool
+
+	// CurSyscall is the syscall side's cur_syscall map (layout in
+	// backend/ebpf/bpf/cur_syscall.h). With it, each bio records the ID
+	// of the syscall its thread was in as its Cause, and adds itself to
+	// that syscall's nr_bios/bio_bytes. Without it, causes are absent.
+	CurSyscall *ebpf.Map
+	// PidFilter is the syscall side's set of traced processes (hash map,
+	// key: __u32 tgid, any value). With it, only bios queued by those
+	// processes, caused by their syscalls, or writing back files they
+	// dirtied are traced. Without it, every bio is.
+	PidFilter *ebpf.Map
+	// ExcludePid is a process whose own bios are ignored (iotrace
+	// itself); 0 for none.
+	ExcludePid uint32
+
+	// BufferSize is the ring buffer size in bytes (rounded up to a power
+	// of two); 0 means DefaultBufferSize.
+	BufferSize int
+	// MaxInFlight bounds the bios tracked between queue and completion
+	// (an LRU map); 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// PollInterval is how often Run looks at the ring buffer when the
+	// kernel has not woken it (wakeups are batched); 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+
+	// Warn, when set, is called with a one-line message when something
+	// goes wrong while tracing: loss starts, an optional tracepoint is
+	// missing.
+	Warn func(msg string)
+	// Fact, when set, is called by Run with the fact of a device first
+	// seen during the trace, before the first event on it.
+	Fact func(f *event.Fact)
+
+	// Sysfs is where sysfs is mounted, for device names; "" means "/sys".
+	Sysfs string
+}
+
+func (o *Options) warnf(msg string) {
+	if o.Warn != nil {
+		o.Warn(msg)
+	}
+}

@@ -1,0 +1,423 @@
+package blockio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Tracer traces block I/O: one event per bio, from queue to completion.
+// Create it with [Open], read it with [Tracer.Run], release it with
+// [Tracer.Close].
+type Tracer struct {
+	opts     Options
+	filtered bool
+
+	objs blockioObjects
+	// queueSide feed the in-flight map; doneSide drain it. They are
+	// detached in that order so that bios queued before the stop can
+	// still complete.
+	queueSide, doneSide []link.Link
+	rd                  *ringbuf.Reader
+
+	dec *Decoder
+
+	mu      sync.Mutex // guards what follows
+	devs    *Devices
+	user    event.Stats // counters kept in user space
+	kernel  event.Stats // last kernel counter snapshot, once detached
+	stopped bool
+	closed  bool
+}
+
+// attach is one program and its tracepoint.
+type attach struct {
+	name     string
+	prog     *ebpf.Program
+	queue    bool // feeds the in-flight map
+	optional bool // a kernel may lack it
+}
+
+// Open loads the block programs, attaches them and starts collecting. It
+// needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BTF.
+func Open(opts Options) (*Tracer, error) {
+	if opts.BufferSize <= 0 {
+		opts.BufferSize = DefaultBufferSize
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Sysfs == "" {
+		opts.Sysfs = "/sys"
+	}
+
+	spec, err := loadBlockio()
+	if err != nil {
+		return nil, fmt.Errorf("blockio: parse embedded BPF object: %w", err)
+	}
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("blockio: kernel BTF (/sys/kernel/btf/vmlinux) is needed: %w", err)
+	}
+	layout, pinned, err := kernelLayout(kspec)
+	if err != nil {
+		opts.warnf("block I/O: " + err.Error())
+	}
+
+	set := func(name string, v any) error {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("blockio: BPF object lacks variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("blockio: set %s: %w", name, err)
+		}
+		return nil
+	}
+	wakeup := uint64(opts.BufferSize / 8)
+	for _, kv := range []struct {
+		name string
+		v    any
+	}{
+		{"bio_pinned_bit", pinned},
+		{"self_tgid", opts.ExcludePid},
+		{"filter_pids", opts.PidFilter != nil},
+		{"clock_monotonic", opts.Monotonic},
+		{"wakeup_bytes", wakeup},
+	} {
+		if err := set(kv.name, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	spec.Maps["events"].MaxEntries = ringSize(opts.BufferSize)
+	spec.Maps["bios"].MaxEntries = uint32(opts.MaxInFlight)
+
+	repl := map[string]*ebpf.Map{}
+	if m := opts.CurSyscall; m != nil {
+		if m.KeySize() != 4 || m.ValueSize() != 24 {
+			return nil, fmt.Errorf("blockio: Options.CurSyscall has key size %d and value size %d, want 4 and 24 (struct cur_syscall)", m.KeySize(), m.ValueSize())
+		}
+		adopt(spec.Maps["cur_syscall"], m)
+		repl["cur_syscall"] = m
+	}
+	if m := opts.PidFilter; m != nil {
+		if m.KeySize() != 4 || m.ValueSize() == 0 {
+			return nil, fmt.Errorf("blockio: Options.PidFilter has key size %d and value size %d, want a __u32 tgid key", m.KeySize(), m.ValueSize())
+		}
+		adopt(spec.Maps["pid_filter"], m)
+		repl["pid_filter"] = m
+	}
+
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
+	if err := spec.LoadAndAssign(&t.objs, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("blockio: load BPF programs: %w (needs root, or CAP_BPF and CAP_PERFMON)", err)
+		}
+		return nil, fmt.Errorf("blockio: load BPF programs: %w", err)
+	}
+
+	p := &t.objs.blockioPrograms
+	// Completion side first, queue side last: no bio is queued under the
+	// tracer without its completion being watched too.
+	plan := []attach{
+		{name: "block_rq_complete", prog: p.BlockRqComplete},
+		{name: "block_bio_complete", prog: p.BlockBioComplete, optional: true},
+		{name: "block_rq_issue", prog: p.BlockRqIssue},
+		{name: "block_rq_requeue", prog: p.BlockRqRequeue, optional: true},
+		{name: "block_bio_backmerge", prog: p.BlockBioBackmerge, optional: true},
+		{name: "block_bio_frontmerge", prog: p.BlockBioFrontmerge, optional: true},
+		{name: "block_bio_remap", prog: p.BlockBioRemap, optional: true},
+		{name: "block_split", prog: p.BlockSplit, queue: true},
+		{name: "block_bio_queue", prog: p.BlockBioQueue, queue: true},
+	}
+	if t.filtered {
+		plan = append(plan, attach{name: "writeback_mark_inode_dirty", prog: p.WritebackMarkInodeDirty, queue: true, optional: true})
+	}
+	for _, a := range plan {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})
+		if err != nil {
+			if a.optional {
+				opts.warnf(fmt.Sprintf("block I/O: tracepoint %s not attached (%v); its events are not counted", a.name, err))
+				continue
+			}
+			t.closeAll()
+			return nil, fmt.Errorf("blockio: attach raw tracepoint %s: %w", a.name, err)
+		}
+		if a.queue {
+			t.queueSide = append(t.queueSide, l)
+		} else {
+			t.doneSide = append(t.doneSide, l)
+		}
+	}
+
+	t.rd, err = ringbuf.NewReader(t.objs.Events)
+	if err != nil {
+		t.closeAll()
+		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
+	}
+	t.dec = NewDecoder(layout, opts.Origin)
+	t.devs = NewDevices(opts.Sysfs)
+	if _, err := t.devs.Scan(0); err != nil {
+		opts.warnf("block I/O: list block devices: " + err.Error())
+	}
+	return t, nil
+}
+
+// adopt makes a map spec match a map the caller passes in, so that
+// MapReplacements accepts it.
+func adopt(s *ebpf.MapSpec, m *ebpf.Map) {
+	s.Type = m.Type()
+	s.KeySize = m.KeySize()
+	s.ValueSize = m.ValueSize()
+	s.MaxEntries = m.MaxEntries()
+	s.Flags = m.Flags()
+}
+
+// ringSize rounds n up to a power of two of at least one page.
+func ringSize(n int) uint32 {
+	size := uint32(os.Getpagesize())
+	for int(size) < n && size < 1<<30 {
+		size <<= 1
+	}
+	return size
+}
+
+// Run reads block events and calls emit for each, until ctx is done. Then
+// it detaches the queue side, lets bios in flight complete for a moment,
+// detaches the rest, drains the ring buffer and emits the bios that never
+// completed (FlagNoCompletion), so nothing queued under the tracer is
+// left out. The *event.Event passed to emit is reused: copy it to keep
+// it. Run may be called once.
+func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
+	t.mu.Lock()
+	if t.closed || t.stopped {
+		t.mu.Unlock()
+		return errors.New("blockio: Run on a closed or stopped tracer")
+	}
+	t.mu.Unlock()
+
+	var (
+		rec      ringbuf.Record
+		r        Record
+		e        event.Event
+		lastDev  event.Device
+		lastLoss uint64
+		nextLoss = time.Now().Add(time.Second)
+	)
+	deliver := func() {
+		if err := r.Decode(rec.RawSample); err != nil {
+			t.mu.Lock()
+			t.user.Add(event.CountLost, StatMalformed, 1)
+			t.mu.Unlock()
+			return
+		}
+		t.dec.Event(&r, &e)
+		if e.Dev != lastDev {
+			t.device(e.Dev, e.Time)
+			lastDev = e.Dev
+		}
+		emit(&e)
+	}
+	// read reads until the ring is empty and deadline passes.
+	read := func(deadline time.Time) error {
+		t.rd.SetDeadline(deadline)
+		for {
+			err := t.rd.ReadInto(&rec)
+			switch {
+			case err == nil:
+				deliver()
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return nil
+			default:
+				return fmt.Errorf("blockio: read ring buffer: %w", err)
+			}
+		}
+	}
+
+	for ctx.Err() == nil {
+		if err := read(time.Now().Add(t.opts.PollInterval)); err != nil {
+			return err
+		}
+		if now := time.Now(); now.After(nextLoss) {
+			nextLoss = now.Add(time.Second)
+			if lost := t.lost(); lost > lastLoss {
+				t.opts.warnf(fmt.Sprintf("block I/O: ring buffer full, %d block events lost so far", lost))
+				lastLoss = lost
+			}
+		}
+	}
+
+	// Stop: no new bios; give those in flight up to 200 ms to complete.
+	closeLinks(t.queueSide)
+	t.queueSide = nil
+	settle := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(settle) && t.inFlight() {
+		if err := read(time.Now().Add(10 * time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	closeLinks(t.doneSide)
+	t.doneSide = nil
+	if err := read(time.Now()); err != nil {
+		return err
+	}
+
+	// What is left in the in-flight map never completed under the tracer.
+	var (
+		key  uint64
+		info blockioBioInfo
+		n    uint64
+	)
+	it := t.objs.Bios.Iterate()
+	for it.Next(&key, &info) {
+		r = Record{
+			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
+			Sector: info.QueueSector, Inode: info.Inode, Bytes: info.QueueBytes,
+			InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
+		}
+		for i, c := range info.Comm {
+			r.Comm[i] = byte(c)
+		}
+		t.dec.InFlight(&r, &e)
+		emit(&e)
+		n++
+	}
+	t.mu.Lock()
+	t.user.Add(event.CountUnpaired, StatInFlight, n)
+	t.kernel = t.kernelStats()
+	t.stopped = true
+	t.mu.Unlock()
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("blockio: list bios in flight: %w", err)
+	}
+	return nil
+}
+
+// device names a device the first time an event refers to it.
+func (t *Tracer) device(dev event.Device, ts int64) {
+	t.mu.Lock()
+	if t.devs.Known(dev) {
+		t.mu.Unlock()
+		return
+	}
+	f, ok := t.devs.Add(dev, ts, false)
+	t.mu.Unlock()
+	if ok && t.opts.Fact != nil {
+		t.opts.Fact(&f)
+	}
+}
+
+// inFlight reports whether any bio is still tracked.
+func (t *Tracer) inFlight() bool {
+	var key uint64
+	err := t.objs.Bios.NextKey(nil, &key)
+	return err == nil
+}
+
+// lost returns the ring-buffer reserve failures so far, on all CPUs.
+func (t *Tracer) lost() uint64 {
+	var vals []uint64
+	if err := t.objs.Counters.Lookup(uint32(cLost), &vals); err != nil {
+		return 0
+	}
+	var n uint64
+	for _, v := range vals {
+		n += v
+	}
+	return n
+}
+
+// kernelStats reads the per-CPU kernel counters.
+func (t *Tracer) kernelStats() event.Stats {
+	var perCPU [][numCounters]uint64
+	var vals []uint64
+	for i := uint32(0); i < numCounters; i++ {
+		if err := t.objs.Counters.Lookup(i, &vals); err != nil {
+			var s event.Stats
+			s.Add(event.CountLost, "block counters unreadable: "+err.Error(), 1)
+			return s
+		}
+		if perCPU == nil {
+			perCPU = make([][numCounters]uint64, len(vals))
+		}
+		for cpu, v := range vals {
+			if cpu < len(perCPU) {
+				perCPU[cpu][i] = v
+			}
+		}
+	}
+	return counterStats(perCPU, t.filtered)
+}
+
+// Facts returns the devices known so far (those listed at Open, and those
+// events referred to since): name and, for a partition, its disk.
+func (t *Tracer) Facts() []event.Fact {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.devs.Facts()
+}
+
+// Stats returns what was received, lost and left unpaired so far (final
+// once Run has returned).
+func (t *Tracer) Stats() event.Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var s event.Stats
+	if t.stopped || t.closed {
+		s.Merge(t.kernel)
+	} else {
+		s.Merge(t.kernelStats())
+	}
+	s.Merge(t.user)
+	return s
+}
+
+// Close detaches every program and frees the maps. It is safe to call
+// more than once; call it after Run has returned.
+func (t *Tracer) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	if !t.stopped {
+		t.kernel = t.kernelStats()
+	}
+	t.closed = true
+	return t.closeAll()
+}
+
+func (t *Tracer) closeAll() error {
+	closeLinks(t.queueSide)
+	closeLinks(t.doneSide)
+	t.queueSide, t.doneSide = nil, nil
+	var errs []error
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+	}
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
+
+func closeLinks(ls []link.Link) {
+	for _, l := range ls {
+		l.Close()
+	}
+}

@@ -1,0 +1,862 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * iotrace.bpf.c: file system calls paired in the kernel, plus the process
+ * life cycle (fork, exec, exit) and io_uring requests.
+ *
+ * Two raw tracepoint programs, on sys_enter and sys_exit, see every system
+ * call; the array sys_kinds, indexed by syscall number and filled by the
+ * loader, says which are traced, which arguments are paths and what else
+ * to read (see syscalls.go); the rest return after one array lookup.
+ * sys_enter stores the arguments in a per-thread map (inflight); sys_exit
+ * sends one struct syscall_rec with both ends. Path arguments are read at enter and sent ahead in a
+ * struct path_rec; a path whose page is not resident at enter is read
+ * again at exit.
+ *
+ * Build: go generate ./backend/ebpf (bpf2go; needs clang and libbpf-dev).
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "records.h"
+#include "cur_syscall.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* ---- Kernel types, only the fields used (CO-RE relocated) ---- */
+
+struct file;
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+struct super_block {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+struct file {
+	struct inode *f_inode;
+	unsigned int f_flags;
+	long long f_pos;
+} __attribute__((preserve_access_index));
+struct fs_struct;
+struct signal_struct {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+struct mm_struct {
+	unsigned long arg_start;
+	unsigned long arg_end;
+} __attribute__((preserve_access_index));
+struct task_struct {
+	int pid;
+	int tgid;
+	struct files_struct *files;
+	struct fs_struct *fs;
+	struct signal_struct *signal;
+	struct mm_struct *mm;
+	__u64 start_boottime;
+	int exit_code;
+	char comm[16];
+} __attribute__((preserve_access_index));
+struct linux_binprm {
+	const char *filename;
+} __attribute__((preserve_access_index));
+struct io_cqe {
+	__u64 user_data;
+	__s32 res;
+	int fd;
+} __attribute__((preserve_access_index));
+struct io_cmd_data {
+	__u64 data[8];
+};
+struct io_kiocb {
+	struct io_cmd_data cmd;
+	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+struct kiocb {
+	long long ki_pos;
+} __attribute__((preserve_access_index));
+struct io_rw {
+	struct kiocb kiocb;
+	__u64 addr;
+	__u32 len;
+} __attribute__((preserve_access_index));
+
+/* struct pt_regs per architecture (CO-RE flavours: only the one matching
+ * the running kernel has its fields; the other branch is dead code). */
+struct pt_regs___x86 {
+	unsigned long r10, r9, r8, ax, cx, dx, si, di;
+	unsigned long orig_ax;
+	unsigned short cs;
+} __attribute__((preserve_access_index));
+struct pt_regs___arm64 {
+	__u64 regs[31];
+	__u64 pstate;
+	__s32 syscallno;
+} __attribute__((preserve_access_index));
+struct pt_regs;
+
+#define X86_USER32_CS 0x23   /* a 32-bit (compat) task on x86-64 */
+#define ARM64_PSR_MODE32 0x10 /* an AArch32 (compat) task on arm64 */
+struct uring_submit_ctx {
+	__u64 common;
+	void *ctx;
+	void *req;
+	__u64 user_data;
+	__u8 opcode;
+};
+struct uring_complete_ctx {
+	__u64 common;
+	void *ctx;
+	void *req;
+	__u64 user_data;
+	__s32 res;
+};
+
+/* ---- Syscall descriptor layout (mirrored in syscalls.go): the value of
+ * sys_kinds[nr], 0 for a system call that is not traced ---- */
+#define CK_KIND(c) ((c)&0xffff)
+#define CK_PATH0(c) (((c) >> 16) & 0xf) /* arg index, 0xf: none */
+#define CK_PATH1(c) (((c) >> 20) & 0xf)
+#define CK_FPOS (1ULL << 32)    /* read f_pos/inode of args[0] at enter */
+#define CK_IOV (1ULL << 33)     /* args[1] iovec array, args[2] count: sum lengths */
+#define CK_MMAP (1ULL << 34)    /* record only file-backed mappings */
+#define CK_FCNTL (1ULL << 35)   /* record only dup forms and F_SETFD */
+#define CK_OPENAT2 (1ULL << 36) /* args[2] struct open_how *: replace by flags, args[3] by mode */
+#define CK_NEWFD (1ULL << 37)   /* read inode of the returned fd at exit */
+#define CK_POS_ARG (1ULL << 38) /* preadv2/pwritev2: pos -1 means f_pos */
+
+#define NO_ARG 0xf
+#define IOV_CAP 16
+#define MAP_ANONYMOUS 0x20
+#define F_DUPFD 0
+#define F_SETFD 2
+#define F_DUPFD_CLOEXEC 1030
+
+/* ---- Configuration, set by the loader ---- */
+volatile const __u32 cfg_self_tgid;     /* never traced */
+volatile const __u8 cfg_filter_pids;    /* only tgids in pids */
+volatile const __u8 cfg_follow_forks;   /* add children of traced processes to pids */
+volatile const __u8 cfg_follow_self;    /* add children of cfg_self_tgid (the traced command) */
+volatile const __u8 cfg_filter_comm;    /* only comms in comms */
+volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O cause links */
+volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
+
+/* ---- Maps ---- */
+#define MAX_SYSCALL_NR 1024
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SYSCALL_NR);
+	__type(key, __u32); /* syscall number of the kernel's native ABI */
+	__type(value, __u64); /* descriptor: kind, path arguments, CK_* flags */
+} sys_kinds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader */
+} rb SEC(".maps");
+
+struct inflight {
+	__u64 id;
+	__u64 ts;
+	__u64 args[6];
+	__u64 size;
+	__s64 pos;
+	__u64 ino;
+	__u32 dev;
+	__u32 fflags;
+	__u32 cpu;
+	__u32 pid;
+	__u16 kind;
+	__u16 sflags;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32); /* tid */
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct comm_key {
+	char comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} comms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} seq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct path_rec);
+} path_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_rec);
+} exec_scratch SEC(".maps");
+
+struct uring_inflight {
+	__u64 id;
+	__u64 ts;
+	__u64 user_data;
+	__s64 off;
+	__u32 pid, tid;
+	__u32 cpu;
+	__s32 fd;
+	__u32 len;
+	__u8 opcode;
+	__u8 pad[3];
+	char comm[COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct io_kiocb * */
+	__type(value, struct uring_inflight);
+} uring_inflight SEC(".maps");
+
+/* ---- Helpers ---- */
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+	if (c)
+		(*c)++;
+}
+
+static __always_inline bool want(__u32 tgid)
+{
+	if (tgid == cfg_self_tgid)
+		return false;
+	if (cfg_filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (cfg_filter_comm) {
+		struct comm_key k = {};
+		bpf_get_current_comm(k.comm, sizeof(k.comm));
+		if (!bpf_map_lookup_elem(&comms, &k))
+			return false;
+	}
+	return true;
+}
+
+/* next_id returns a trace-unique, non-zero event ID with bit 63 clear. */
+static __always_inline __u64 next_id(__u32 cpu)
+{
+	__u32 zero = 0;
+	__u64 *s = bpf_map_lookup_elem(&seq, &zero);
+	if (!s)
+		return 0;
+	*s += 1;
+	return ((__u64)(cpu & 0x7fff) << 48) | (*s & 0xffffffffffffULL);
+}
+
+static __always_inline __u64 wakeup_flags(void)
+{
+	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline __u64 arg(const __u64 *args, __u32 i)
+{
+	switch (i) {
+	case 0: return args[0];
+	case 1: return args[1];
+	case 2: return args[2];
+	case 3: return args[3];
+	case 4: return args[4];
+	case 5: return args[5];
+	}
+	return 0;
+}
+
+/* fd_file returns the struct file of fd in the current task, or NULL. */
+static __always_inline struct file *fd_file(__s64 fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt)
+		return NULL;
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if ((__u64)fd >= max)
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
+{
+	struct file *f = fd_file(fd);
+	if (!f)
+		return;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	v->ino = BPF_CORE_READ(ino, i_ino);
+	v->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	v->fflags = BPF_CORE_READ(f, f_flags);
+	if (pos)
+		v->pos = BPF_CORE_READ(f, f_pos);
+	v->sflags |= SF_HAVE_FILE;
+}
+
+/* emit_path reads the user string at up and sends it as a path record.
+ * It returns 0 when sent (or lost to a full ring buffer, which is counted)
+ * and a negative errno when the string could not be read. */
+static __always_inline long emit_path(struct inflight *v, __u32 tid, __u8 index, __u64 up, __u8 late)
+{
+	__u32 zero = 0;
+	struct path_rec *p = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!p)
+		return 0;
+	long n = bpf_probe_read_user_str(p->path, sizeof(p->path), (const void *)up);
+	if (n < 0)
+		return n;
+	if (n > PATH_CAP)
+		n = PATH_CAP;
+	p->h.type = REC_PATH;
+	p->h.pad = 0;
+	p->h.kind = v->kind;
+	p->h.cpu = v->cpu;
+	p->h.time = v->ts;
+	p->id = v->id;
+	p->tid = tid;
+	p->len = n;
+	p->index = index;
+	p->late = late;
+	__u64 size = offsetof(struct path_rec, path) + (__u64)n;
+	if (size > sizeof(*p))
+		size = sizeof(*p);
+	if (bpf_ringbuf_output(&rb, p, size, wakeup_flags()) < 0)
+		count(C_LOST_PATH);
+	return 0;
+}
+
+/* ---- System calls ---- */
+
+/* syscall_desc returns the descriptor of system call nr, 0 when it is not
+ * traced. */
+static __always_inline __u64 syscall_desc(long nr)
+{
+	if (nr < 0 || nr >= MAX_SYSCALL_NR)
+		return 0;
+	__u32 k = nr;
+	__u64 *d = bpf_map_lookup_elem(&sys_kinds, &k);
+	return d ? *d : 0;
+}
+
+/* compat reports whether regs belong to a 32-bit task (its system call
+ * numbers are another table's). */
+static __always_inline bool compat(struct pt_regs *regs)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->cs)) {
+		unsigned short cs = 0;
+		bpf_core_read(&cs, sizeof(cs), &((struct pt_regs___x86 *)regs)->cs);
+		return cs == X86_USER32_CS;
+	}
+	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->pstate))
+		return BPF_CORE_READ((struct pt_regs___arm64 *)regs, pstate) & ARM64_PSR_MODE32;
+	return false;
+}
+
+static __always_inline long exit_nr(struct pt_regs *regs)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->orig_ax))
+		return BPF_CORE_READ((struct pt_regs___x86 *)regs, orig_ax);
+	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->syscallno))
+		return BPF_CORE_READ((struct pt_regs___arm64 *)regs, syscallno);
+	return -1;
+}
+
+static __always_inline void syscall_args(struct pt_regs *regs, __u64 *a)
+{
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di)) {
+		/* r10, r9, r8, ax, cx, dx, si, di are consecutive in every
+		 * x86-64 struct pt_regs: one read instead of six. */
+		__u64 r[8] = {};
+		bpf_probe_read_kernel(r, sizeof(r), (void *)regs + bpf_core_field_offset(struct pt_regs___x86, r10));
+		a[0] = r[7]; /* di */
+		a[1] = r[6]; /* si */
+		a[2] = r[5]; /* dx */
+		a[3] = r[0]; /* r10 */
+		a[4] = r[2]; /* r8 */
+		a[5] = r[1]; /* r9 */
+	} else if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
+		struct pt_regs___arm64 *r = (void *)regs;
+		bpf_probe_read_kernel(a, 6 * sizeof(__u64), &r->regs[0]);
+	}
+}
+
+SEC("raw_tracepoint/sys_enter")
+int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 cookie = syscall_desc(ctx->args[1]);
+	if (!cookie)
+		return 0;
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+
+	if (!want(tgid))
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	if (compat(regs))
+		return 0;
+
+	struct inflight v = {};
+	syscall_args(regs, v.args);
+	if (cookie & CK_MMAP) {
+		if ((v.args[3] & MAP_ANONYMOUS) || (__s64)v.args[4] < 0)
+			return 0;
+	}
+	if (cookie & CK_FCNTL) {
+		__u64 cmd = v.args[1];
+		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && cmd != F_SETFD)
+			return 0;
+	}
+
+	v.cpu = bpf_get_smp_processor_id();
+	v.id = next_id(v.cpu);
+	v.pid = tgid;
+	v.kind = CK_KIND(cookie);
+	v.pos = -1;
+
+	if (cookie & CK_OPENAT2) {
+		__u64 how[2] = {};
+		bpf_probe_read_user(how, sizeof(how), (const void *)v.args[2]);
+		v.args[2] = how[0]; /* flags */
+		v.args[3] = how[1]; /* mode */
+	}
+	if (cookie & CK_IOV) {
+		__u64 n = v.args[2];
+		const __u64 *iov = (const __u64 *)v.args[1];
+		if (n > IOV_CAP) {
+			n = IOV_CAP;
+			v.sflags |= SF_IOV_PARTIAL;
+		}
+		for (int i = 0; i < IOV_CAP; i++) {
+			if (i >= n)
+				break;
+			__u64 len = 0;
+			bpf_probe_read_user(&len, sizeof(len), &iov[2 * i + 1]);
+			v.size += len;
+		}
+	}
+	if (cookie & CK_FPOS) {
+		bool pos = true;
+		if ((cookie & CK_POS_ARG) && (__s64)v.args[3] != -1)
+			pos = false;
+		file_info(&v, (__s64)v.args[0], pos);
+	}
+
+	v.ts = bpf_ktime_get_boot_ns();
+
+	__u32 p0 = CK_PATH0(cookie), p1 = CK_PATH1(cookie);
+	if (p0 != NO_ARG) {
+		__u64 up = arg(v.args, p0);
+		if (up && emit_path(&v, tid, 0, up, 0) < 0) {
+			v.sflags |= SF_PATH0_LATE;
+			count(C_PATH_RETRY);
+		}
+	}
+	if (p1 != NO_ARG) {
+		__u64 up = arg(v.args, p1);
+		if (up && emit_path(&v, tid, 1, up, 0) < 0) {
+			v.sflags |= SF_PATH1_LATE;
+			count(C_PATH_RETRY);
+		}
+	}
+
+	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY) < 0) {
+		count(C_INFLIGHT_FULL);
+		return 0;
+	}
+	if (cfg_cause) {
+		struct cur_syscall c = {.id = v.id};
+		if (bpf_map_update_elem(&cur_syscall, &tid, &c, BPF_ANY) < 0)
+			count(C_CAUSE_FULL);
+	}
+	return 0;
+}
+
+SEC("raw_tracepoint/sys_exit")
+int sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	__u64 cookie = syscall_desc(exit_nr(regs));
+	if (!cookie)
+		return 0;
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
+	if (!v) {
+		/* Anonymous mmaps and fcntls other than dups are skipped at
+		 * enter on purpose. */
+		if (!(cookie & (CK_MMAP | CK_FCNTL)) && want(tgid) && !compat(regs))
+			count(C_EXIT_NO_ENTER);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_boot_ns();
+	long ret = ctx->args[1];
+	if (CK_KIND(cookie) != v->kind) {
+		count(C_KIND_MISMATCH);
+		goto out;
+	}
+
+	__u32 sflags = v->sflags;
+	if (sflags & SF_PATH0_LATE) {
+		__u64 up = arg(v->args, CK_PATH0(cookie));
+		if (emit_path(v, tid, 0, up, 1) < 0) {
+			sflags |= SF_PATH0_FAILED;
+			count(C_PATH_FAILED);
+		}
+	}
+	if (sflags & SF_PATH1_LATE) {
+		__u64 up = arg(v->args, CK_PATH1(cookie));
+		if (emit_path(v, tid, 1, up, 1) < 0) {
+			sflags |= SF_PATH1_FAILED;
+			count(C_PATH_FAILED);
+		}
+	}
+
+	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_SYSCALL);
+		if (cfg_cause)
+			bpf_map_delete_elem(&cur_syscall, &tid);
+		goto out;
+	}
+	r->h.type = REC_SYSCALL;
+	r->h.pad = 0;
+	r->h.kind = v->kind;
+	r->h.cpu = v->cpu;
+	r->h.time = v->ts;
+	r->id = v->id;
+	r->dur = now - v->ts;
+	r->pid = tgid;
+	r->tid = tid;
+	r->ret = ret;
+	r->args[0] = v->args[0];
+	r->args[1] = v->args[1];
+	r->args[2] = v->args[2];
+	r->args[3] = v->args[3];
+	r->args[4] = v->args[4];
+	r->args[5] = v->args[5];
+	r->size = v->size;
+	r->pos = v->pos;
+	r->ino = v->ino;
+	r->dev = v->dev;
+	r->fflags = v->fflags;
+	r->nr_bios = 0;
+	r->bio_bytes = 0;
+	if ((cookie & CK_NEWFD) && ret >= 0) {
+		struct inflight tmp = {};
+		file_info(&tmp, ret, false);
+		r->ino = tmp.ino;
+		r->dev = tmp.dev;
+		r->fflags = tmp.fflags;
+		sflags |= tmp.sflags;
+	}
+	if (cfg_cause) {
+		struct cur_syscall *c = bpf_map_lookup_elem(&cur_syscall, &tid);
+		if (c && c->id == v->id) {
+			r->nr_bios = c->nr_bios;
+			r->bio_bytes = c->bio_bytes;
+			sflags |= SF_CAUSE;
+		}
+		bpf_map_delete_elem(&cur_syscall, &tid);
+	}
+	r->sflags = sflags;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, wakeup_flags());
+	count(C_SYSCALLS);
+out:
+	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+/* ---- Process life cycle ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid;
+	__u32 ctgid = child->tgid;
+	__u32 cpid = child->pid;
+	if (ctgid != cpid)
+		return 0; /* a new thread */
+
+	bool traced = want(ptgid);
+	if (cfg_filter_pids && cfg_follow_forks &&
+	    (bpf_map_lookup_elem(&pids, &ptgid) || (cfg_follow_self && ptgid == cfg_self_tgid))) {
+		__u8 one = 1;
+		if (bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY) < 0)
+			count(C_PIDS_FULL);
+		else
+			traced = true;
+	}
+	if (!traced)
+		return 0;
+
+	struct fork_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_PROC);
+		return 0;
+	}
+	r->h.type = REC_FORK;
+	r->h.pad = 0;
+	r->h.kind = 0;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.time = bpf_ktime_get_boot_ns();
+	r->ppid = ptgid;
+	r->ptid = parent->pid;
+	r->pid = ctgid;
+	r->tid = cpid;
+	r->start = child->start_boottime;
+	r->cflags = 0;
+	if (child->files == parent->files)
+		r->cflags |= CF_FILES_SHARED;
+	if (child->fs == parent->fs)
+		r->cflags |= CF_FS_SHARED;
+	r->pad = 0;
+	bpf_probe_read_kernel(r->comm, sizeof(r->comm), parent->comm);
+	bpf_ringbuf_submit(r, wakeup_flags());
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	__u32 tid = p->pid;
+
+	/* A non-leader thread that execs takes over the leader's pid: move
+	 * its in-flight execve so that the exit pairs. */
+	if ((__u32)old_pid != tid) {
+		__u32 old = old_pid;
+		struct inflight *v = bpf_map_lookup_elem(&inflight, &old);
+		if (v) {
+			struct inflight copy = *v;
+			bpf_map_update_elem(&inflight, &tid, &copy, BPF_ANY);
+			bpf_map_delete_elem(&inflight, &old);
+		}
+	}
+	if (!want(tgid))
+		return 0;
+
+	__u32 zero = 0;
+	struct exec_rec *r = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!r)
+		return 0;
+	r->h.type = REC_EXEC;
+	r->h.pad = 0;
+	r->h.kind = 0;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.time = bpf_ktime_get_boot_ns();
+	r->pid = tgid;
+	r->old_pid = old_pid;
+	r->start = p->start_boottime;
+	r->pad = 0;
+	bpf_probe_read_kernel(r->comm, sizeof(r->comm), p->comm);
+
+	long n = bpf_probe_read_kernel_str(r->data, PATH_CAP, bprm->filename);
+	if (n < 0)
+		n = 0;
+	if (n > PATH_CAP)
+		n = PATH_CAP;
+	r->name_len = n;
+
+	struct mm_struct *mm = p->mm;
+	__u64 as = BPF_CORE_READ(mm, arg_start), ae = BPF_CORE_READ(mm, arg_end);
+	__u32 alen = 0;
+	if (ae > as) {
+		alen = ae - as > ARGS_CAP ? ARGS_CAP : ae - as;
+		__u32 off = n;
+		if (off > PATH_CAP)
+			off = PATH_CAP;
+		if (alen > ARGS_CAP)
+			alen = ARGS_CAP;
+		if (bpf_probe_read_user(&r->data[off], alen, (const void *)as) < 0)
+			alen = 0;
+	}
+	r->args_len = alen;
+
+	__u64 size = offsetof(struct exec_rec, data) + (__u64)n + (__u64)alen;
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	if (bpf_ringbuf_output(&rb, r, size, wakeup_flags()) < 0)
+		count(C_LOST_PROC);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_exit, struct task_struct *p)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+
+	if (bpf_map_lookup_elem(&inflight, &tid)) {
+		count(C_ENTER_NO_EXIT);
+		bpf_map_delete_elem(&inflight, &tid);
+	}
+	if (cfg_cause)
+		bpf_map_delete_elem(&cur_syscall, &tid);
+	if (p->signal->live.counter != 0)
+		return 0; /* other threads live on */
+
+	bool traced = want(tgid);
+	if (cfg_filter_pids)
+		bpf_map_delete_elem(&pids, &tgid);
+	if (!traced)
+		return 0;
+
+	struct exit_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_PROC);
+		return 0;
+	}
+	r->h.type = REC_EXIT;
+	r->h.pad = 0;
+	r->h.kind = 0;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.time = bpf_ktime_get_boot_ns();
+	r->pid = tgid;
+	r->tid = tid;
+	r->start = p->start_boottime;
+	r->code = p->exit_code;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, wakeup_flags());
+	return 0;
+}
+
+/* ---- io_uring ---- */
+
+#define IORING_OP_READV 1
+#define IORING_OP_WRITEV 2
+#define IORING_OP_READ_FIXED 4
+#define IORING_OP_WRITE_FIXED 5
+#define IORING_OP_READ 22
+#define IORING_OP_WRITE 23
+
+SEC("tracepoint/io_uring/io_uring_submit_req")
+int uring_submit(struct uring_submit_ctx *ctx)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	if (!want(tgid))
+		return 0;
+
+	struct uring_inflight v = {};
+	v.cpu = bpf_get_smp_processor_id();
+	v.id = next_id(v.cpu);
+	v.ts = bpf_ktime_get_boot_ns();
+	v.user_data = ctx->user_data;
+	v.opcode = ctx->opcode;
+	v.pid = tgid;
+	v.tid = tid;
+	v.off = -1;
+	struct io_kiocb *req = ctx->req;
+	v.fd = BPF_CORE_READ(req, cqe.fd);
+	switch (v.opcode) {
+	case IORING_OP_READV:
+	case IORING_OP_WRITEV:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_READ:
+	case IORING_OP_WRITE: {
+		struct io_rw *rw = (struct io_rw *)req; /* cmd overlays the start of io_kiocb */
+		v.len = BPF_CORE_READ(rw, len);
+		v.off = BPF_CORE_READ(rw, kiocb.ki_pos);
+		break;
+	}
+	}
+	bpf_get_current_comm(v.comm, sizeof(v.comm));
+	__u64 key = (__u64)req;
+	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0)
+		count(C_URING_FULL);
+	return 0;
+}
+
+SEC("tracepoint/io_uring/io_uring_complete")
+int uring_complete(struct uring_complete_ctx *ctx)
+{
+	__u64 key = (__u64)ctx->req;
+	struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
+	if (!v) {
+		__u64 pt = bpf_get_current_pid_tgid();
+		if (want(pt >> 32))
+			count(C_URING_NO_SUBMIT);
+		return 0;
+	}
+	struct uring_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_URING);
+		goto out;
+	}
+	r->h.type = REC_URING;
+	r->h.pad = 0;
+	r->h.kind = 0;
+	r->h.cpu = v->cpu;
+	r->h.time = v->ts;
+	r->id = v->id;
+	r->dur = bpf_ktime_get_boot_ns() - v->ts;
+	r->pid = v->pid;
+	r->tid = v->tid;
+	r->user_data = v->user_data;
+	r->req = key;
+	r->off = v->off;
+	r->res = ctx->res;
+	r->fd = v->fd;
+	r->len = v->len;
+	r->opcode = v->opcode;
+	r->pad[0] = r->pad[1] = r->pad[2] = 0;
+	__builtin_memcpy(r->comm, v->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, wakeup_flags());
+out:
+	bpf_map_delete_elem(&uring_inflight, &key);
+	return 0;
+}

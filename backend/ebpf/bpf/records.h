@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/*
+ * records.h: what the iotrace BPF programs send to user space through the
+ * ring buffer. Every record starts with struct rec_hdr. The Go decoder in
+ * backend/ebpf/record.go mirrors these layouts byte for byte (little
+ * endian); record_layout_linux_test.go checks them against the
+ * bpf2go-generated types.
+ */
+#ifndef IOTRACE_RECORDS_H
+#define IOTRACE_RECORDS_H
+
+#define PATH_CAP 4096 /* bytes of a path read from user memory, NUL included */
+#define ARGS_CAP 1024 /* bytes of an exec'd command line */
+#define COMM_LEN 16
+
+enum rec_type {
+	REC_SYSCALL = 1, /* one system call, enter and exit paired */
+	REC_PATH = 2,    /* a path argument of a system call, sent before it */
+	REC_FORK = 3,    /* a new process (not a thread) */
+	REC_EXEC = 4,    /* a process replaced its image */
+	REC_EXIT = 5,    /* the last thread of a process exited */
+	REC_URING = 6,   /* one io_uring request, submission and completion */
+};
+
+/* struct syscall_rec.sflags */
+enum sys_flags {
+	SF_PATH0_LATE = 1 << 0,   /* path 0 read at exit (not resident at enter) */
+	SF_PATH1_LATE = 1 << 1,   /* path 1 read at exit */
+	SF_PATH0_FAILED = 1 << 2, /* path 0 could not be read */
+	SF_PATH1_FAILED = 1 << 3, /* path 1 could not be read */
+	SF_HAVE_FILE = 1 << 4,    /* pos/ino/dev/fflags hold the fd's file */
+	SF_CAUSE = 1 << 5,        /* nr_bios/bio_bytes are valid (block tracing on) */
+	SF_IOV_PARTIAL = 1 << 6,  /* size sums only the first IOV_CAP iovecs */
+};
+
+struct rec_hdr {
+	__u8 type;  /* enum rec_type */
+	__u8 pad;
+	__u16 kind; /* syscall kind (the attach cookie's low bits) */
+	__u32 cpu;  /* CPU the operation started on */
+	__u64 time; /* bpf_ktime_get_boot_ns() at start */
+};
+
+struct syscall_rec {
+	struct rec_hdr h;
+	__u64 id;  /* event ID: cpu << 48 | per-CPU sequence; bit 63 clear */
+	__u64 dur; /* exit time - enter time */
+	__u32 pid; /* tgid */
+	__u32 tid;
+	__s64 ret;
+	__u64 args[6];
+	__u64 size; /* bytes requested (sum of iovecs for vector I/O) */
+	__s64 pos;  /* file position at enter (SF_HAVE_FILE), for read/write without offset */
+	__u64 ino;  /* inode of the fd's file (SF_HAVE_FILE) */
+	__u32 dev;  /* kernel dev_t of the fd's file system (SF_HAVE_FILE) */
+	__u32 fflags;    /* file->f_flags (SF_HAVE_FILE) */
+	__u32 nr_bios;   /* bios queued during the call (SF_CAUSE) */
+	__u32 sflags;    /* enum sys_flags */
+	__u64 bio_bytes; /* bytes of those bios (SF_CAUSE) */
+	char comm[COMM_LEN];
+};
+
+struct path_rec {
+	struct rec_hdr h;
+	__u64 id; /* the syscall's event ID */
+	__u32 tid;
+	__u16 len;  /* bytes in path, NUL included */
+	__u8 index; /* 0: first path argument, 1: second */
+	__u8 late;  /* 1 when read at exit */
+	char path[PATH_CAP];
+};
+
+/* struct fork_rec.cflags */
+enum clone_flags {
+	CF_FILES_SHARED = 1 << 0, /* child shares the fd table (CLONE_FILES) */
+	CF_FS_SHARED = 1 << 1,    /* child shares cwd/root (CLONE_FS) */
+};
+
+struct fork_rec {
+	struct rec_hdr h;
+	__u32 ppid, ptid; /* parent tgid and thread */
+	__u32 pid, tid;   /* child tgid (== tid) */
+	__u64 start;      /* child start_boottime */
+	__u32 cflags;     /* enum clone_flags */
+	__u32 pad;
+	char comm[COMM_LEN];
+};
+
+struct exec_rec {
+	struct rec_hdr h;
+	__u32 pid, old_pid; /* tgid after exec; thread id before (a non-leader thread may exec) */
+	__u64 start;        /* start_boottime of the process */
+	__u16 name_len;     /* bytes of filename, NUL included */
+	__u16 args_len;     /* bytes of the NUL-separated argv */
+	__u32 pad;
+	char comm[COMM_LEN];
+	char data[PATH_CAP + ARGS_CAP]; /* filename, then argv at data[name_len] */
+};
+
+struct exit_rec {
+	struct rec_hdr h;
+	__u32 pid, tid;
+	__u64 start;
+	__s32 code; /* exit_code (wait status) */
+	__u32 pad;
+};
+
+struct uring_rec {
+	struct rec_hdr h; /* time: submission */
+	__u64 id;
+	__u64 dur;
+	__u32 pid, tid; /* submitter */
+	__u64 user_data;
+	__u64 req; /* struct io_kiocb address */
+	__s64 off; /* offset of read/write opcodes */
+	__s32 res;
+	__s32 fd;
+	__u32 len; /* length of read/write opcodes */
+	__u8 opcode;
+	__u8 pad[3];
+	char comm[COMM_LEN];
+};
+
+/* Per-CPU counters (array index). Mirrored in counters.go. */
+enum counter {
+	C_LOST_SYSCALL,     /* syscall records lost: ring buffer full */
+	C_LOST_PATH,        /* path records lost: ring buffer full */
+	C_LOST_PROC,        /* fork/exec/exit records lost: ring buffer full */
+	C_LOST_URING,       /* io_uring records lost: ring buffer full */
+	C_EXIT_NO_ENTER,    /* syscall exit without its enter */
+	C_ENTER_NO_EXIT,    /* thread exited inside a traced syscall */
+	C_KIND_MISMATCH,    /* exit of another syscall than the one entered */
+	C_INFLIGHT_FULL,    /* enter not recorded: in-flight map full */
+	C_PATH_RETRY,       /* path not resident at enter, retried at exit */
+	C_PATH_FAILED,      /* path unreadable at enter and exit */
+	C_CAUSE_FULL,       /* cur_syscall map full */
+	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
+	C_URING_FULL,       /* io_uring in-flight map full */
+	C_PIDS_FULL,        /* followed child not added: pid map full */
+	C_SYSCALLS,         /* syscall records produced */
+	C_MAX,
+};
+
+/* Layouts the Go decoder (record.go) relies on. */
+#define IOTRACE_OFF(t, f, o) _Static_assert(__builtin_offsetof(struct t, f) == o, #t "." #f)
+IOTRACE_OFF(rec_hdr, time, 8);
+IOTRACE_OFF(syscall_rec, id, 16);
+IOTRACE_OFF(syscall_rec, ret, 40);
+IOTRACE_OFF(syscall_rec, args, 48);
+IOTRACE_OFF(syscall_rec, size, 96);
+IOTRACE_OFF(syscall_rec, dev, 120);
+IOTRACE_OFF(syscall_rec, nr_bios, 128);
+IOTRACE_OFF(syscall_rec, bio_bytes, 136);
+IOTRACE_OFF(syscall_rec, comm, 144);
+_Static_assert(sizeof(struct syscall_rec) == 160, "syscall_rec size");
+IOTRACE_OFF(path_rec, len, 28);
+IOTRACE_OFF(path_rec, path, 32);
+IOTRACE_OFF(fork_rec, start, 32);
+IOTRACE_OFF(fork_rec, comm, 48);
+_Static_assert(sizeof(struct fork_rec) == 64, "fork_rec size");
+IOTRACE_OFF(exec_rec, name_len, 32);
+IOTRACE_OFF(exec_rec, comm, 40);
+IOTRACE_OFF(exec_rec, data, 56);
+IOTRACE_OFF(exit_rec, code, 32);
+_Static_assert(sizeof(struct exit_rec) == 40, "exit_rec size");
+IOTRACE_OFF(uring_rec, user_data, 40);
+IOTRACE_OFF(uring_rec, res, 64);
+IOTRACE_OFF(uring_rec, opcode, 76);
+IOTRACE_OFF(uring_rec, comm, 80);
+_Static_assert(sizeof(struct uring_rec) == 96, "uring_rec size");
+
+#endif /* IOTRACE_RECORDS_H */

@@ -1,0 +1,43 @@
+package ebpf
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/iotrace/iotrace/backend/backendtest"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// TestConformance runs the shared backend conformance suite (contract,
+// cancel, sink error, layers, pid) with a workload that makes file
+// syscalls and O_DIRECT block I/O in a child process (the backend never
+// traces its own process).
+func TestConformance(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	dir := t.TempDir()
+	f := filepath.Join(dir, "w")
+	// A long-lived process reading with shell builtins: the pid subtest
+	// selects it.
+	if err := os.WriteFile(filepath.Join(dir, "lines"), []byte("a\nb\nc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader := exec.Command("sh", "-c", "while :; do while read l; do :; done < "+filepath.Join(dir, "lines")+"; done")
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reader.Process.Kill(); _ = reader.Wait() }()
+	backendtest.Run(t, New(Config{MarkerDir: "-"}), backendtest.Config{
+		Workload: func(ctx context.Context) error {
+			return exec.CommandContext(ctx, "sh", "-c",
+				"dd if=/dev/zero of="+f+" bs=4k count=64 oflag=direct status=none && "+
+					"dd if="+f+" of=/dev/null bs=4k iflag=direct status=none && cat "+f+" > /dev/null").Run()
+		},
+		Layers:    []event.Layer{event.LayerFile, event.LayerBlock},
+		MinEvents: 100,
+		Pid:       uint32(reader.Process.Pid),
+	})
+}

@@ -1,0 +1,81 @@
+package ebpf
+
+import (
+	"fmt"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Kernel-side counters (enum counter in bpf/records.h), summed per CPU.
+const (
+	cLostSyscall = iota
+	cLostPath
+	cLostProc
+	cLostURing
+	cExitNoEnter
+	cEnterNoExit
+	cKindMismatch
+	cInflightFull
+	cPathRetry
+	cPathFailed
+	cCauseFull
+	cURingNoSubmit
+	cURingFull
+	cPidsFull
+	cSyscalls
+	numCounters
+)
+
+// counterDesc says how a kernel counter is reported in event.Stats.
+var counterDesc = [numCounters]struct {
+	kind   event.CounterKind
+	name   string
+	perCPU bool
+}{
+	cLostSyscall:   {event.CountLost, "syscall events lost: ring buffer full", true},
+	cLostPath:      {event.CountLost, "path strings lost: ring buffer full", true},
+	cLostProc:      {event.CountLost, "process fork/exec/exit records lost: ring buffer full", true},
+	cLostURing:     {event.CountLost, "io_uring events lost: ring buffer full", true},
+	cExitNoEnter:   {event.CountUnpaired, "syscall exits without their enter (started before tracing)", false},
+	cEnterNoExit:   {event.CountUnpaired, "syscalls without exit (thread exited inside)", false},
+	cKindMismatch:  {event.CountUnpaired, "syscall exits of another syscall than entered", false},
+	cInflightFull:  {event.CountLost, "syscall events lost: in-flight map full", false},
+	cPathRetry:     {event.CountInfo, "paths not resident at enter, read at exit", false},
+	cPathFailed:    {event.CountUnresolved, "paths unreadable at enter and exit", false},
+	cCauseFull:     {event.CountLost, "block cause links lost: cur_syscall map full", false},
+	cURingNoSubmit: {event.CountUnpaired, "io_uring completions without submission", false},
+	cURingFull:     {event.CountLost, "io_uring events lost: in-flight map full", false},
+	cPidsFull:      {event.CountLost, "children not followed: pid map full", false},
+	cSyscalls:      {event.CountInfo, "syscall records produced", false},
+}
+
+// addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.
+// Loss counters are reported per CPU, the rest summed.
+func addCounters(s *event.Stats, vals [numCounters][]uint64) {
+	for i := range vals {
+		d := counterDesc[i]
+		var total uint64
+		for cpu, v := range vals[i] {
+			total += v
+			if d.perCPU && v != 0 {
+				s.Add(d.kind, fmt.Sprintf("%s (cpu %d)", d.name, cpu), v)
+			}
+		}
+		if !d.perCPU || total == 0 {
+			if total != 0 || d.kind != event.CountInfo {
+				s.Add(d.kind, d.name, total)
+			}
+		}
+	}
+}
+
+// lostTotal returns the sum of every ring-buffer loss counter.
+func lostTotal(vals [numCounters][]uint64) uint64 {
+	var t uint64
+	for _, i := range []int{cLostSyscall, cLostPath, cLostProc, cLostURing, cInflightFull} {
+		for _, v := range vals[i] {
+			t += v
+		}
+	}
+	return t
+}

@@ -1,0 +1,262 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+)
+
+// loadConfig is what the programs are specialised with at load time.
+type loadConfig struct {
+	selfTgid    uint32
+	filterPids  bool
+	followForks bool
+	followSelf  bool
+	comms       []string
+	cause       bool
+	ringSize    int
+	wakeupBytes uint64
+}
+
+// probes are the loaded programs and maps and the links attaching them.
+type probes struct {
+	objs iotraceObjects
+	// enters, exits and others are detached in that order at the end.
+	enters, exits, others []link.Link
+	rd                    *ringbuf.Reader
+	// missing lists tracepoints this kernel lacks.
+	missing []string
+	ncpu    int
+}
+
+// ringSize rounds n up to a power of two of at least one page.
+func ringSize(n int) uint32 {
+	size := uint32(os.Getpagesize())
+	for int(size) < n && size < 1<<30 {
+		size <<= 1
+	}
+	return size
+}
+
+func loadProbes(cfg loadConfig) (*probes, error) {
+	spec, err := loadIotrace()
+	if err != nil {
+		return nil, fmt.Errorf("ebpf: read embedded BPF object: %w", err)
+	}
+	spec.Maps["rb"].MaxEntries = ringSize(cfg.ringSize)
+	b2u := func(b bool) uint8 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for name, v := range map[string]any{
+		"cfg_self_tgid":    cfg.selfTgid,
+		"cfg_filter_pids":  b2u(cfg.filterPids),
+		"cfg_follow_forks": b2u(cfg.followForks),
+		"cfg_follow_self":  b2u(cfg.followSelf),
+		"cfg_filter_comm":  b2u(len(cfg.comms) > 0),
+		"cfg_cause":        b2u(cfg.cause),
+		"cfg_wakeup_bytes": cfg.wakeupBytes,
+	} {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("ebpf: BPF object has no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return nil, fmt.Errorf("ebpf: set %s: %w", name, err)
+		}
+	}
+	p := &probes{}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("ebpf: the kernel's verifier rejected a program: %+v", ve)
+		}
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+			return nil, fmt.Errorf("ebpf: load BPF programs: %w (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF, ring buffers and attach cookies: 5.15 or later)", err)
+		}
+		return nil, fmt.Errorf("ebpf: load BPF programs: %w", err)
+	}
+	for _, c := range cfg.comms {
+		var k [commLen]byte
+		copy(k[:commLen-1], c)
+		if err := p.objs.Comms.Put(k, uint8(1)); err != nil {
+			p.close()
+			return nil, fmt.Errorf("ebpf: comm filter %q: %w", c, err)
+		}
+	}
+	p.ncpu, err = ebpf.PossibleCPU()
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("ebpf: count possible CPUs: %w", err)
+	}
+	p.rd, err = ringbuf.NewReader(p.objs.Rb)
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("ebpf: ring buffer reader: %w", err)
+	}
+	return p, nil
+}
+
+// addPids adds tgids to the pid filter.
+func (p *probes) addPids(pids []uint32) error {
+	for _, pid := range pids {
+		if err := p.objs.Pids.Put(pid, uint8(1)); err != nil {
+			return fmt.Errorf("ebpf: add pid %d to the filter: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// attachConfig selects what to attach.
+type attachConfig struct {
+	file  bool                // syscalls
+	ops   *[event.NumOps]bool // ops wanted, nil: all
+	uring bool
+}
+
+// attach enables the selected system calls in sys_kinds and attaches the
+// sched programs, sys_exit, sys_enter (after its exit, so that no enter
+// goes without its exit program), then io_uring. System calls this
+// architecture lacks and missing io_uring tracepoints are listed in
+// p.missing; other failures are errors.
+func (p *probes) attach(ac attachConfig) error {
+	for _, prog := range []*ebpf.Program{p.objs.SchedFork, p.objs.SchedExec, p.objs.SchedExit} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)
+		}
+		p.others = append(p.others, l)
+	}
+	if ac.file {
+		n := 0
+		for k := kNone + 1; k < numKinds; k++ {
+			in := &sysTable[k]
+			if ac.ops != nil && !ac.ops[in.Op] && !in.State {
+				continue
+			}
+			nr, ok := sysNumbers[k]
+			if !ok {
+				p.missing = append(p.missing, in.Name+" (no such system call on "+runtime.GOARCH+")")
+				continue
+			}
+			if err := p.objs.SysKinds.Put(uint32(nr), k.cookie()); err != nil {
+				return fmt.Errorf("ebpf: enable %s (nr %d): %w", in.Name, nr, err)
+			}
+			n++
+		}
+		if n == 0 {
+			return fmt.Errorf("ebpf: no system call to trace on %s: %w", runtime.GOARCH, backend.ErrNotSupported)
+		}
+		// Exit first, so that every enter recorded finds its exit.
+		for _, x := range []struct {
+			name string
+			prog *ebpf.Program
+			to   *[]link.Link
+		}{{"sys_exit", p.objs.SysExit, &p.exits}, {"sys_enter", p.objs.SysEnter, &p.enters}} {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: x.name, Program: x.prog})
+			if err != nil {
+				return fmt.Errorf("ebpf: attach raw tracepoint %s: %w", x.name, err)
+			}
+			*x.to = append(*x.to, l)
+		}
+	}
+	if ac.uring {
+		for _, x := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"io_uring_complete", p.objs.UringComplete}, {"io_uring_submit_req", p.objs.UringSubmit}} {
+			l, err := link.Tracepoint("io_uring", x.name, x.prog, nil)
+			if errors.Is(err, os.ErrNotExist) {
+				p.missing = append(p.missing, "io_uring:"+x.name)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("ebpf: attach io_uring:%s: %w", x.name, err)
+			}
+			p.others = append(p.others, l)
+		}
+	}
+	sort.Strings(p.missing)
+	return nil
+}
+
+// detachEnters stops new syscalls from being recorded; exits still pair
+// the calls in flight.
+func (p *probes) detachEnters() {
+	closeLinks(p.enters)
+	p.enters = nil
+}
+
+// detach closes every link.
+func (p *probes) detach() {
+	closeLinks(p.enters)
+	closeLinks(p.others)
+	closeLinks(p.exits)
+	p.enters, p.others, p.exits = nil, nil, nil
+}
+
+// closeLinks closes ls concurrently: each detach waits for an RCU grace
+// period (tens of ms), and the waits overlap.
+func closeLinks(ls []link.Link) {
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = l.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *probes) close() {
+	p.detach()
+	if p.rd != nil {
+		_ = p.rd.Close()
+	}
+	_ = p.objs.Close()
+}
+
+// counters reads the per-CPU kernel counters.
+func (p *probes) counters() ([numCounters][]uint64, error) {
+	var out [numCounters][]uint64
+	for i := range out {
+		vals := make([]uint64, p.ncpu)
+		if err := p.objs.Counters.Lookup(uint32(i), &vals); err != nil {
+			return out, fmt.Errorf("ebpf: read counter %d: %w", i, err)
+		}
+		out[i] = vals
+	}
+	return out, nil
+}
+
+// inFlight returns the syscalls entered and not exited, as records
+// without a result.
+func (p *probes) inFlight() []syscallRec {
+	var (
+		tid uint32
+		v   iotraceInflight
+		out []syscallRec
+	)
+	it := p.objs.Inflight.Iterate()
+	for it.Next(&tid, &v) {
+		out = append(out, syscallRec{
+			header: header{Type: recSyscall, Kind: sysKind(v.Kind), CPU: v.Cpu, Time: v.Ts},
+			ID:     v.Id, Pid: v.Pid, Tid: tid, Args: v.Args, Size: v.Size, Pos: v.Pos,
+			Ino: v.Ino, Dev: v.Dev, FFlags: v.Fflags, SFlags: uint32(v.Sflags),
+		})
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package ebpf
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// TestLossAccounting overruns a one-page ring buffer: every pread the
+// workload makes is either delivered or counted as lost, never silently
+// dropped.
+func TestLossAccounting(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	const n = 20000
+	file := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(file, make([]byte, 16*4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, in, out := startWorkload(t, "preads", "WL_FILE="+file, "WL_N="+strconv.Itoa(n))
+	wpid := uint32(cmd.Process.Pid)
+	var warned int
+	sink, ready, stop := runTrace(t, backend.Options{
+		Pids:       []uint32{wpid},
+		Layers:     []event.Layer{event.LayerFile},
+		BufferSize: 4096,
+		Warn:       func(string) { warned++ },
+	}, wpid)
+	<-ready
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := out.ReadString('\n'); err != nil || line != "done\n" {
+		t.Fatalf("workload: %q %v", line, err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var preads, writes uint64
+	for _, e := range sink.events {
+		if e.Pid != wpid || e.Flags&event.FlagNoCompletion != 0 {
+			continue
+		}
+		switch e.Native {
+		case "pread64":
+			preads++
+		case "write":
+			writes++
+		default:
+			t.Errorf("unexpected event %s fd %d", e.Native, e.FD)
+		}
+	}
+	st := sink.trailer.Stats
+	var lost uint64
+	for _, c := range st.Counters {
+		if c.Kind == event.CountLost && len(c.Name) >= 18 && c.Name[:18] == "syscall events los" {
+			lost += c.Value
+		}
+	}
+	t.Logf("delivered %d preads + %d writes, lost %d; problems %+v", preads, writes, lost, st.Problems())
+	if lost == 0 {
+		t.Fatal("a one-page ring buffer lost nothing: the test did not overrun it")
+	}
+	if preads+writes+lost != n+1 {
+		t.Errorf("delivered %d + lost %d = %d, want the %d syscalls made", preads+writes, lost, preads+writes+lost, n+1)
+	}
+	if warned == 0 {
+		t.Error("no warning while losing records")
+	}
+}

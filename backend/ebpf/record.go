@@ -1,0 +1,268 @@
+package ebpf
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Record types (enum rec_type in bpf/records.h).
+const (
+	recSyscall = 1
+	recPath    = 2
+	recFork    = 3
+	recExec    = 4
+	recExit    = 5
+	recURing   = 6
+)
+
+// Syscall record flags (enum sys_flags).
+const (
+	sfPath0Late   = 1 << 0
+	sfPath1Late   = 1 << 1
+	sfPath0Failed = 1 << 2
+	sfPath1Failed = 1 << 3
+	sfHaveFile    = 1 << 4
+	sfCause       = 1 << 5
+	sfIOVPartial  = 1 << 6
+)
+
+// Fork record flags (enum clone_flags).
+const (
+	cfFilesShared = 1 << 0
+	cfFSShared    = 1 << 1
+)
+
+// Record sizes and offsets (checked by _Static_assert in bpf/records.h).
+const (
+	hdrSize      = 16
+	syscallSize  = 160
+	pathHdrSize  = 32
+	forkSize     = 64
+	execHdrSize  = 56
+	exitSize     = 40
+	uringSize    = 96
+	commLen      = 16
+	pathCap      = 4096
+	argsCap      = 1024
+	maxRecordLen = execHdrSize + pathCap + argsCap
+)
+
+var le = binary.LittleEndian
+
+// header is struct rec_hdr.
+type header struct {
+	Type uint8
+	Kind sysKind
+	CPU  uint32
+	Time uint64
+}
+
+func decodeHeader(b []byte) (header, error) {
+	if len(b) < hdrSize {
+		return header{}, fmt.Errorf("record of %d bytes, shorter than its %d-byte header", len(b), hdrSize)
+	}
+	return header{Type: b[0], Kind: sysKind(le.Uint16(b[2:])), CPU: le.Uint32(b[4:]), Time: le.Uint64(b[8:])}, nil
+}
+
+// syscallRec is struct syscall_rec.
+type syscallRec struct {
+	header
+	ID       uint64
+	Dur      uint64
+	Pid, Tid uint32
+	Ret      int64
+	Args     [6]uint64
+	Size     uint64
+	Pos      int64
+	Ino      uint64
+	Dev      uint32
+	FFlags   uint32
+	NrBios   uint32
+	SFlags   uint32
+	BioBytes uint64
+	Comm     [commLen]byte
+}
+
+func (r *syscallRec) decode(b []byte) error {
+	if len(b) < syscallSize {
+		return fmt.Errorf("syscall record of %d bytes, want %d", len(b), syscallSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID = le.Uint64(b[16:])
+	r.Dur = le.Uint64(b[24:])
+	r.Pid = le.Uint32(b[32:])
+	r.Tid = le.Uint32(b[36:])
+	r.Ret = int64(le.Uint64(b[40:]))
+	for i := range r.Args {
+		r.Args[i] = le.Uint64(b[48+8*i:])
+	}
+	r.Size = le.Uint64(b[96:])
+	r.Pos = int64(le.Uint64(b[104:]))
+	r.Ino = le.Uint64(b[112:])
+	r.Dev = le.Uint32(b[120:])
+	r.FFlags = le.Uint32(b[124:])
+	r.NrBios = le.Uint32(b[128:])
+	r.SFlags = le.Uint32(b[132:])
+	r.BioBytes = le.Uint64(b[136:])
+	copy(r.Comm[:], b[144:160])
+	return nil
+}
+
+// pathRec is struct path_rec; Path aliases the record buffer.
+type pathRec struct {
+	header
+	ID    uint64
+	Tid   uint32
+	Index uint8
+	Late  bool
+	// Truncated is set when the path filled the capture buffer.
+	Truncated bool
+	Path      []byte
+}
+
+func (r *pathRec) decode(b []byte) error {
+	if len(b) < pathHdrSize {
+		return fmt.Errorf("path record of %d bytes, shorter than its %d-byte header", len(b), pathHdrSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID = le.Uint64(b[16:])
+	r.Tid = le.Uint32(b[24:])
+	n := int(le.Uint16(b[28:]))
+	r.Index = b[30]
+	r.Late = b[31] != 0
+	if n > len(b)-pathHdrSize {
+		return fmt.Errorf("path record: length %d beyond its %d bytes", n, len(b)-pathHdrSize)
+	}
+	p := b[pathHdrSize : pathHdrSize+n]
+	r.Truncated = n >= pathCap
+	if n > 0 && p[n-1] == 0 {
+		p = p[:n-1]
+	}
+	r.Path = p
+	return nil
+}
+
+// forkRec is struct fork_rec.
+type forkRec struct {
+	header
+	PPid, PTid uint32
+	Pid, Tid   uint32
+	Start      uint64
+	CFlags     uint32
+	Comm       [commLen]byte
+}
+
+func (r *forkRec) decode(b []byte) error {
+	if len(b) < forkSize {
+		return fmt.Errorf("fork record of %d bytes, want %d", len(b), forkSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.PPid = le.Uint32(b[16:])
+	r.PTid = le.Uint32(b[20:])
+	r.Pid = le.Uint32(b[24:])
+	r.Tid = le.Uint32(b[28:])
+	r.Start = le.Uint64(b[32:])
+	r.CFlags = le.Uint32(b[40:])
+	copy(r.Comm[:], b[48:64])
+	return nil
+}
+
+// execRec is struct exec_rec; Name and Args alias the record buffer.
+type execRec struct {
+	header
+	Pid, OldPid uint32
+	Start       uint64
+	Comm        [commLen]byte
+	Name, Args  []byte
+}
+
+func (r *execRec) decode(b []byte) error {
+	if len(b) < execHdrSize {
+		return fmt.Errorf("exec record of %d bytes, shorter than its %d-byte header", len(b), execHdrSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.Pid = le.Uint32(b[16:])
+	r.OldPid = le.Uint32(b[20:])
+	r.Start = le.Uint64(b[24:])
+	nl := int(le.Uint16(b[32:]))
+	al := int(le.Uint16(b[34:]))
+	copy(r.Comm[:], b[40:56])
+	data := b[execHdrSize:]
+	if nl+al > len(data) {
+		return fmt.Errorf("exec record: name %d + args %d bytes beyond its %d data bytes", nl, al, len(data))
+	}
+	r.Name = trimNUL(data[:nl])
+	r.Args = data[nl : nl+al]
+	return nil
+}
+
+// exitRec is struct exit_rec.
+type exitRec struct {
+	header
+	Pid, Tid uint32
+	Start    uint64
+	Code     int32
+}
+
+func (r *exitRec) decode(b []byte) error {
+	if len(b) < exitSize {
+		return fmt.Errorf("exit record of %d bytes, want %d", len(b), exitSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.Pid = le.Uint32(b[16:])
+	r.Tid = le.Uint32(b[20:])
+	r.Start = le.Uint64(b[24:])
+	r.Code = int32(le.Uint32(b[32:]))
+	return nil
+}
+
+// uringRec is struct uring_rec.
+type uringRec struct {
+	header
+	ID       uint64
+	Dur      uint64
+	Pid, Tid uint32
+	UserData uint64
+	Req      uint64
+	Off      int64
+	Res      int32
+	FD       int32
+	Len      uint32
+	Opcode   uint8
+	Comm     [commLen]byte
+}
+
+func (r *uringRec) decode(b []byte) error {
+	if len(b) < uringSize {
+		return fmt.Errorf("io_uring record of %d bytes, want %d", len(b), uringSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID = le.Uint64(b[16:])
+	r.Dur = le.Uint64(b[24:])
+	r.Pid = le.Uint32(b[32:])
+	r.Tid = le.Uint32(b[36:])
+	r.UserData = le.Uint64(b[40:])
+	r.Req = le.Uint64(b[48:])
+	r.Off = int64(le.Uint64(b[56:]))
+	r.Res = int32(le.Uint32(b[64:]))
+	r.FD = int32(le.Uint32(b[68:]))
+	r.Len = le.Uint32(b[72:])
+	r.Opcode = b[76]
+	copy(r.Comm[:], b[80:96])
+	return nil
+}
+
+func trimNUL(b []byte) []byte {
+	for i, c := range b {
+		if c == 0 {
+			return b[:i]
+		}
+	}
+	return b
+}

@@ -1,0 +1,186 @@
+package ebpf
+
+import (
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Record builders, following bpf/records.h.
+
+func hdr(b []byte, typ uint8, kind sysKind, cpu uint32, t uint64) {
+	b[0] = typ
+	le.PutUint16(b[2:], uint16(kind))
+	le.PutUint32(b[4:], cpu)
+	le.PutUint64(b[8:], t)
+}
+
+func sysRecord(kind sysKind, id, t, dur uint64, pid, tid uint32, ret int64, args [6]uint64, comm string) []byte {
+	b := make([]byte, syscallSize)
+	hdr(b, recSyscall, kind, 1, t)
+	le.PutUint64(b[16:], id)
+	le.PutUint64(b[24:], dur)
+	le.PutUint32(b[32:], pid)
+	le.PutUint32(b[36:], tid)
+	le.PutUint64(b[40:], uint64(ret))
+	for i, a := range args {
+		le.PutUint64(b[48+8*i:], a)
+	}
+	le.PutUint64(b[104:], ^uint64(0)) // pos -1
+	copy(b[144:], comm)
+	return b
+}
+
+func pathRecord(kind sysKind, id uint64, tid uint32, index uint8, p string) []byte {
+	b := make([]byte, pathHdrSize+len(p)+1)
+	hdr(b, recPath, kind, 1, 0)
+	le.PutUint64(b[16:], id)
+	le.PutUint32(b[24:], tid)
+	le.PutUint16(b[28:], uint16(len(p)+1))
+	b[30] = index
+	copy(b[32:], p)
+	return b
+}
+
+func forkRecord(t uint64, ppid, pid uint32, start uint64, cflags uint32, comm string) []byte {
+	b := make([]byte, forkSize)
+	hdr(b, recFork, 0, 0, t)
+	le.PutUint32(b[16:], ppid)
+	le.PutUint32(b[20:], ppid)
+	le.PutUint32(b[24:], pid)
+	le.PutUint32(b[28:], pid)
+	le.PutUint64(b[32:], start)
+	le.PutUint32(b[40:], cflags)
+	copy(b[48:], comm)
+	return b
+}
+
+func execRecord(t uint64, pid uint32, name string, args string, comm string) []byte {
+	b := make([]byte, execHdrSize+len(name)+1+len(args))
+	hdr(b, recExec, 0, 0, t)
+	le.PutUint32(b[16:], pid)
+	le.PutUint32(b[20:], pid)
+	le.PutUint16(b[32:], uint16(len(name)+1))
+	le.PutUint16(b[34:], uint16(len(args)))
+	copy(b[40:], comm)
+	copy(b[execHdrSize:], name)
+	copy(b[execHdrSize+len(name)+1:], args)
+	return b
+}
+
+
+func newTestTracker(s event.Sink) *tracker { return newTracker(s, 1000, nil) }
+
+func TestTrackerPairsPathsAndResolves(t *testing.T) {
+	s := &memSink{}
+	tr := newTestTracker(s)
+	const pid = 42
+	feed := func(b []byte) {
+		t.Helper()
+		if err := tr.handle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed(forkRecord(1500, 1, pid, 1400, 0, "sh"))
+	feed(execRecord(1600, pid, "/bin/app", "app\x00-v\x00", "app"))
+	// chdir("/data") then openat(AT_FDCWD, "x/../f", O_CREAT|O_CLOEXEC) = 3
+	feed(pathRecord(kChdir, 7, pid, 0, "/data"))
+	feed(sysRecord(kChdir, 7, 2000, 10, pid, pid, 0, [6]uint64{0xdead}, "app"))
+	feed(pathRecord(kOpenat, 8, pid, 0, "x/../f"))
+	feed(sysRecord(kOpenat, 8, 3000, 50, pid, pid, 3, [6]uint64{uint64(0xffffff9c), 0xbeef, oCreat | oCloexec, 0o644}, "app"))
+	feed(sysRecord(kPread64, 9, 4000, 70, pid, pid, 100, [6]uint64{3, 0, 4096, 8192}, "app"))
+	feed(sysRecord(kRead, 10, 5000, 70, pid, pid, -9, [6]uint64{77, 0, 10}, "app"))
+	feed(execRecord(6000, pid, "/bin/other", "other\x00", "other"))
+	feed(sysRecord(kWrite, 11, 7000, 70, pid, pid, -9, [6]uint64{3, 0, 1}, "other"))
+
+	if len(s.events) != 5 {
+		t.Fatalf("%d events, want 5", len(s.events))
+	}
+	open, pread, bad, after := s.events[1], s.events[2], s.events[3], s.events[4]
+	if open.Path != "/data/f" || open.FD != 3 || open.Op != event.OpOpen || open.Time != 2000 || open.Duration != 50 {
+		t.Errorf("open: %+v", open)
+	}
+	if pread.Path != "/data/f" || pread.Offset != 8192 || pread.Size != 4096 || pread.Bytes != 100 || pread.Comm != "app" {
+		t.Errorf("pread: %+v", pread)
+	}
+	if pread.ProcStart != 400 {
+		t.Errorf("ProcStart %d, want 400 (fork start 1400 - origin 1000)", pread.ProcStart)
+	}
+	if bad.Status != event.StatusInvalid || bad.Code != 9 || bad.Path != "" || bad.Bytes != -1 {
+		t.Errorf("read on a bad fd: %+v", bad)
+	}
+	if after.Path != "" {
+		t.Errorf("write after exec to an O_CLOEXEC fd resolved to %q", after.Path)
+	}
+	var execFact bool
+	for _, f := range s.facts {
+		if f.Kind == event.FactProcess && f.Image == "/bin/app" && f.Detail == "app -v" && f.Name == "app" {
+			execFact = true
+		}
+	}
+	if !execFact {
+		t.Errorf("no exec process fact in %+v", s.facts)
+	}
+}
+
+func TestTrackerCountsMalformed(t *testing.T) {
+	s := &memSink{}
+	tr := newTestTracker(s)
+	for _, b := range [][]byte{
+		nil, {1}, make([]byte, 15),
+		func() []byte { b := make([]byte, 20); b[0] = recSyscall; return b }(),
+		func() []byte { b := make([]byte, 40); b[0] = 99; return b }(),
+		func() []byte { b := pathRecord(kOpen, 1, 1, 0, "abc"); le.PutUint16(b[28:], 999); return b }(),
+		func() []byte { b := execRecord(1, 1, "x", "y", "c"); le.PutUint16(b[34:], 5000); return b }(),
+		sysRecord(sysKind(999), 1, 1, 1, 1, 1, 0, [6]uint64{}, ""),
+	} {
+		if err := tr.handle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st event.Stats
+	tr.stats(&st)
+	if tr.decodeErrors != 7 || tr.unknownKinds != 1 || len(s.events) != 0 {
+		t.Errorf("decode errors %d unknown kinds %d events %d", tr.decodeErrors, tr.unknownKinds, len(s.events))
+	}
+	if st.Total(event.CountLost) != 8 {
+		t.Errorf("malformed records not reported as lost: %+v", st.Problems())
+	}
+}
+
+func TestCookieLayout(t *testing.T) {
+	c := kRenameat.cookie()
+	if sysKind(c&0xffff) != kRenameat || (c>>16)&0xf != 1 || (c>>20)&0xf != 3 {
+		t.Errorf("renameat cookie %#x", c)
+	}
+	c = kRead.cookie()
+	if (c>>16)&0xf != noArg || (c>>20)&0xf != noArg || c&ckFPos == 0 {
+		t.Errorf("read cookie %#x", c)
+	}
+	for k := kNone + 1; k < numKinds; k++ {
+		if sysTable[k].Name == "" || sysTable[k].Op == event.OpUnknown {
+			t.Errorf("kind %d has no name or op", k)
+		}
+	}
+}
+
+// FuzzTrackerHandle feeds arbitrary records to the decoder: it must count
+// what it cannot decode and never panic.
+func FuzzTrackerHandle(f *testing.F) {
+	f.Add(sysRecord(kPread64, 1, 2000, 5, 1, 1, 10, [6]uint64{3, 0, 10, 0}, "a"))
+	f.Add(pathRecord(kOpenat, 2, 1, 0, "/etc/passwd"))
+	f.Add(forkRecord(10, 1, 2, 5, cfFilesShared, "x"))
+	f.Add(execRecord(10, 2, "/bin/sh", "sh\x00-c\x00", "sh"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr := newTestTracker(&memSink{})
+		_ = tr.handle(b)
+		// The same bytes as a path and a syscall of every kind.
+		if len(b) >= hdrSize {
+			c := append([]byte(nil), b...)
+			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing} {
+				c[0] = typ
+				_ = tr.handle(c)
+			}
+		}
+	})
+}

@@ -1,0 +1,643 @@
+package ebpf
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
+	"github.com/iotrace/iotrace/backend/ebpf/procfs"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Linux open flags that are the same on every supported architecture.
+const (
+	oAccMode = 0o3
+	oWronly  = 0o1
+	oCreat   = 0o100
+	oExcl    = 0o200
+	oTrunc   = 0o1000
+	oAppend  = 0o2000
+	oDsync   = 0o10000
+	oCloexec = 0o2000000
+
+	atFDCWD       = -100
+	atEmptyPath   = 0x1000
+	fDupFD        = 0
+	fSetFD        = 2
+	fDupFDCloexec = 1030
+	fdCloexec     = 1
+)
+
+// oDirect returns O_DIRECT of the architecture the trace is recorded on.
+func oDirect(goarch string) uint32 {
+	switch goarch {
+	case "arm64", "arm":
+		return 0o200000
+	}
+	return 0o40000
+}
+
+// pendingPaths holds the path records sent ahead of a thread's syscall.
+type pendingPaths struct {
+	id    uint64
+	have  [2]bool
+	path  [2]string
+	trunc [2]bool
+	late  [2]bool
+}
+
+type commEntry struct {
+	raw [commLen]byte
+	s   string
+}
+
+// tracker turns ring-buffer records into events and facts: it pairs path
+// records with their syscall, keeps the descriptor tables, and sends
+// everything to the sink. It is not safe for concurrent use.
+type tracker struct {
+	sink   event.Sink
+	table  *fdtable.Table
+	origin uint64 // CLOCK_BOOTTIME ns of trace time 0
+	// ops selects the ops emitted (nil: all).
+	ops *[event.NumOps]bool
+	// block is set when block tracing links bios to syscalls (cache-hit
+	// inference).
+	block   bool
+	oDirect uint32
+
+	pending map[uint32]*pendingPaths // by tid
+	comms   map[uint32]*commEntry    // by tid
+
+	ev       event.Event
+	sys      syscallRec
+	path     pathRec
+	fork     forkRec
+	exec     execRec
+	exit     exitRec
+	uring    uringRec
+	err      error // first sink error
+	lastTime int64
+
+	// Counters reported in Stats.
+	events, facts              uint64
+	decodeErrors, unknownKinds uint64
+	pathsMissing, fdsUnnamed   uint64
+	cwdUnknown, stalePaths     uint64
+	firstDecodeErr             error
+}
+
+func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
+	t := &tracker{
+		sink:    sink,
+		table:   fdtable.New(),
+		origin:  origin,
+		oDirect: oDirect(runtime.GOARCH),
+		pending: make(map[uint32]*pendingPaths),
+		comms:   make(map[uint32]*commEntry),
+	}
+	t.table.Probe = probe
+	t.table.Emit = t.fact
+	return t
+}
+
+func (t *tracker) fact(f *event.Fact) {
+	if t.err != nil {
+		return
+	}
+	t.facts++
+	if err := t.sink.Fact(f); err != nil {
+		t.err = err
+	}
+}
+
+func (t *tracker) emit(e *event.Event) {
+	if t.err != nil {
+		return
+	}
+	if t.ops != nil && !t.ops[e.Op] {
+		return
+	}
+	t.events++
+	if e.Time > t.lastTime {
+		t.lastTime = e.Time
+	}
+	if err := t.sink.Event(e); err != nil {
+		t.err = err
+	}
+}
+
+func (t *tracker) time(boot uint64) int64 { return int64(boot - t.origin) }
+
+func (t *tracker) comm(tid uint32, raw *[commLen]byte) string {
+	c := t.comms[tid]
+	if c == nil {
+		c = &commEntry{}
+		t.comms[tid] = c
+	} else if c.raw == *raw {
+		return c.s
+	}
+	c.raw = *raw
+	c.s = string(trimNUL(raw[:]))
+	return c.s
+}
+
+// handle decodes one record. Malformed records are counted, not fatal; the
+// returned error is the sink's.
+func (t *tracker) handle(b []byte) error {
+	h, err := decodeHeader(b)
+	if err == nil {
+		switch h.Type {
+		case recSyscall:
+			if err = t.sys.decode(b); err == nil {
+				t.syscall(&t.sys, true)
+			}
+		case recPath:
+			if err = t.path.decode(b); err == nil {
+				t.pathRecord(&t.path)
+			}
+		case recFork:
+			if err = t.fork.decode(b); err == nil {
+				ts := t.time(t.fork.Time)
+				t.table.Fork(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), t.comm(t.fork.Tid, &t.fork.Comm),
+					t.fork.CFlags&cfFilesShared != 0, t.fork.CFlags&cfFSShared != 0, ts)
+			}
+		case recExec:
+			if err = t.exec.decode(b); err == nil {
+				t.execRecord(&t.exec)
+			}
+		case recExit:
+			if err = t.exit.decode(b); err == nil {
+				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
+				delete(t.comms, t.exit.Tid)
+				delete(t.pending, t.exit.Tid)
+			}
+		case recURing:
+			if err = t.uring.decode(b); err == nil {
+				t.uringRecord(&t.uring)
+			}
+		default:
+			err = fmt.Errorf("unknown record type %d", h.Type)
+		}
+	}
+	if err != nil {
+		t.decodeErrors++
+		if t.firstDecodeErr == nil {
+			t.firstDecodeErr = err
+		}
+	}
+	return t.err
+}
+
+func (t *tracker) pathRecord(r *pathRec) {
+	p := t.pending[r.Tid]
+	if p == nil {
+		p = &pendingPaths{}
+		t.pending[r.Tid] = p
+	}
+	if p.id != r.ID {
+		if p.have[0] || p.have[1] {
+			t.stalePaths++ // the syscall's own record was lost
+		}
+		*p = pendingPaths{id: r.ID}
+	}
+	i := r.Index & 1
+	p.have[i] = true
+	p.path[i] = string(r.Path)
+	p.trunc[i] = r.Truncated
+	p.late[i] = r.Late
+}
+
+func (t *tracker) execRecord(r *execRec) {
+	ts := t.time(r.Time)
+	start := int64(0)
+	if r.Start != 0 {
+		start = t.time(r.Start)
+	}
+	if r.OldPid != r.Pid {
+		// A non-leader thread exec'd and took over the leader's tid: its
+		// execve's path records were sent under the old one.
+		if pp := t.pending[r.OldPid]; pp != nil {
+			t.pending[r.Pid] = pp
+			delete(t.pending, r.OldPid)
+		}
+	}
+	t.table.Exec(r.Pid, start, t.comm(r.Pid, &r.Comm), string(r.Name), procfs.Cmdline(r.Args), ts)
+}
+
+func errnoOf(ret int64) (event.Status, uint32) {
+	if ret < 0 && ret >= -4095 {
+		return event.FromErrno(uint32(-ret)), uint32(-ret)
+	}
+	return event.StatusOK, 0
+}
+
+func argFD(a uint64) int32 { return int32(uint32(a)) }
+
+// syscall turns a syscall record into an event. complete is false for a
+// call still in flight when tracing stopped (no exit: no result).
+func (t *tracker) syscall(r *syscallRec, complete bool) {
+	in := r.Kind.info()
+	if in == nil {
+		t.unknownKinds++
+		return
+	}
+	ts := t.time(r.Time)
+	e := &t.ev
+	e.Reset()
+	e.ID = r.ID
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerFile
+	e.Op = in.Op
+	e.Native = in.Name
+	e.Time = ts
+	e.Duration = int64(r.Dur)
+	e.CPU = r.CPU
+	e.Pid, e.Tid = r.Pid, r.Tid
+	p := t.table.Ensure(r.Pid, ts)
+	e.ProcStart = p.Start
+	e.Status, e.Code = errnoOf(r.Ret)
+	if complete {
+		e.Comm = t.comm(r.Tid, &r.Comm)
+	} else {
+		e.Comm = p.Comm
+		if c := t.comms[r.Tid]; c != nil {
+			e.Comm = c.s
+		}
+		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
+	}
+	ok := e.Status == event.StatusOK
+	if r.SFlags&sfCause != 0 {
+		e.CausedIOs = r.NrBios
+		e.CausedBytes = r.BioBytes
+	}
+
+	// Path arguments sent ahead.
+	var paths [2]string
+	var havePath [2]bool
+	if in.Path0 >= 0 || in.Path1 >= 0 {
+		pp := t.pending[r.Tid]
+		if pp != nil && pp.id == r.ID {
+			for i := 0; i < 2; i++ {
+				if pp.have[i] {
+					paths[i], havePath[i] = pp.path[i], true
+					if pp.trunc[i] {
+						e.Flags |= event.FlagTruncated
+					}
+				}
+			}
+			delete(t.pending, r.Tid)
+		}
+		for i, idx := range [2]int8{in.Path0, in.Path1} {
+			if idx >= 0 && !havePath[i] && r.Args[idx] != 0 {
+				t.pathsMissing++
+			}
+		}
+	}
+
+	switch r.Kind {
+	case kOpen, kOpenat, kOpenat2, kCreat:
+		dirfd, name, flags, mode := int32(atFDCWD), paths[0], uint32(r.Args[1]), uint32(r.Args[2])
+		switch r.Kind {
+		case kOpenat, kOpenat2:
+			dirfd, flags, mode = argFD(r.Args[0]), uint32(r.Args[2]), uint32(r.Args[3])
+		case kCreat:
+			flags, mode = oCreat|oWronly|oTrunc, uint32(r.Args[1])
+		}
+		e.OpenFlags, e.Mode = flags, mode
+		e.Flags |= t.openFlags(flags)
+		if flags&(oCreat|oExcl) == oCreat|oExcl && ok {
+			e.Flags |= event.FlagCreated
+		}
+		e.Path = t.abs(r.Pid, dirfd, name, havePath[0], ts)
+		if ok {
+			e.FD = int32(r.Ret)
+			d := fdtable.FD{Path: e.Path, Cloexec: flags&oCloexec != 0, Flags: flags}
+			if r.SFlags&sfHaveFile != 0 {
+				d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
+				e.Inode, e.Dev = d.Ino, d.Dev
+			}
+			t.emit(e)
+			t.table.Open(r.Pid, e.FD, d, ts)
+			return
+		}
+	case kRead, kWrite, kPread64, kPwrite64, kReadv, kWritev, kPreadv, kPwritev, kPreadv2, kPwritev2:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		switch r.Kind {
+		case kRead, kWrite, kPread64, kPwrite64:
+			e.Size = r.Args[2]
+		default:
+			e.Size = r.Size
+			if r.SFlags&sfIOVPartial != 0 {
+				e.Flags |= event.FlagTruncated
+			}
+		}
+		switch r.Kind {
+		case kPread64, kPwrite64, kPreadv, kPwritev:
+			e.Offset = int64(r.Args[3])
+		case kPreadv2, kPwritev2:
+			e.Offset = int64(r.Args[3])
+			e.Info = uint32(r.Args[5])
+			if e.Offset == -1 && r.SFlags&sfHaveFile != 0 {
+				e.Offset = r.Pos
+			}
+		default:
+			if r.SFlags&sfHaveFile != 0 {
+				e.Offset = r.Pos
+			}
+		}
+		if ok {
+			e.Bytes = r.Ret
+		}
+		if t.block && ok && e.Op == event.OpRead && r.Ret > 0 && r.SFlags&sfCause != 0 &&
+			r.NrBios == 0 && e.Dev.Major != 0 && e.Flags&event.FlagDirect == 0 {
+			e.Flags |= event.FlagCacheHit
+		}
+	case kClose:
+		fd := argFD(r.Args[0])
+		t.fdEvent(e, r, fd, ts)
+		t.emit(e)
+		if ok {
+			t.table.Close(r.Pid, fd, ts)
+		}
+		return
+	case kCloseRange:
+		e.FD = argFD(r.Args[0])
+		e.Size = r.Args[1] - r.Args[0] + 1
+		e.Info = uint32(r.Args[2])
+		t.emit(e)
+		if ok {
+			t.table.CloseRange(r.Pid, uint32(r.Args[0]), uint32(r.Args[1]), uint32(r.Args[2]), ts)
+		}
+		return
+	case kLseek:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		e.Info = uint32(r.Args[2])
+		e.Offset = int64(r.Args[1])
+		if ok {
+			e.Offset = r.Ret
+		}
+	case kFsync, kFdatasync, kSyncfs:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		if r.Kind == kFdatasync {
+			e.Flags |= event.FlagSync
+		}
+	case kSyncFileRange:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		e.Offset, e.Size, e.Info = int64(r.Args[1]), r.Args[2], uint32(r.Args[3])
+	case kTruncate:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+		e.Size = r.Args[1]
+	case kFtruncate:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		e.Size = r.Args[1]
+	case kFallocate:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		e.Info = uint32(r.Args[1])
+		e.Offset, e.Size = int64(r.Args[2]), r.Args[3]
+	case kUnlink, kRmdir:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+	case kUnlinkat:
+		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
+		e.Info = uint32(r.Args[2])
+	case kRename, kRenameat, kRenameat2:
+		d0, d1 := int32(atFDCWD), int32(atFDCWD)
+		if r.Kind != kRename {
+			d0, d1 = argFD(r.Args[0]), argFD(r.Args[2])
+		}
+		if r.Kind == kRenameat2 {
+			e.Info = uint32(r.Args[4])
+		}
+		e.Path = t.abs(r.Pid, d0, paths[0], havePath[0], ts)
+		e.Path2 = t.abs(r.Pid, d1, paths[1], havePath[1], ts)
+		t.emit(e)
+		const renameExchange = 2
+		if ok && e.Info&renameExchange == 0 && havePath[0] && havePath[1] {
+			t.table.Rename(e.Path, e.Path2, ts)
+		}
+		return
+	case kMkdir:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+		e.Mode = uint32(r.Args[1])
+	case kMkdirat:
+		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
+		e.Mode = uint32(r.Args[2])
+	case kNewfstatat, kStatx:
+		dirfd := argFD(r.Args[0])
+		flags := uint32(r.Args[3])
+		if r.Kind == kStatx {
+			flags = uint32(r.Args[2])
+		}
+		e.Info = flags
+		if paths[0] == "" && flags&atEmptyPath != 0 {
+			t.fdEvent(e, r, dirfd, ts)
+		} else {
+			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
+		}
+	case kFstat:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+	case kStat, kLstat:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+	case kGetdents64, kGetdents:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		e.Size = r.Args[2]
+		if ok {
+			e.Bytes = r.Ret
+		}
+	case kMmap:
+		t.fdEvent(e, r, argFD(r.Args[4]), ts)
+		e.Size, e.Offset = r.Args[1], int64(r.Args[5])
+		e.Info, e.IOFlags = uint32(r.Args[3]), uint32(r.Args[2])
+	case kSendfile:
+		t.fdEvent(e, r, argFD(r.Args[1]), ts)
+		out := argFD(r.Args[0])
+		e.Info = uint32(out)
+		if d, ok := t.table.FD(r.Pid, out, ts); ok {
+			e.Path2 = d.Path
+		}
+		e.Size = r.Args[3]
+		if ok {
+			e.Bytes = r.Ret
+		}
+	case kCopyFileRange, kSplice:
+		t.fdEvent(e, r, argFD(r.Args[0]), ts)
+		out := argFD(r.Args[2])
+		e.Info = uint32(out)
+		if d, ok := t.table.FD(r.Pid, out, ts); ok {
+			e.Path2 = d.Path
+		}
+		e.Size = r.Args[4]
+		if ok {
+			e.Bytes = r.Ret
+		}
+	case kDup, kDup2, kDup3:
+		old := argFD(r.Args[0])
+		t.fdEvent(e, r, old, ts)
+		cloexec := r.Kind == kDup3 && uint32(r.Args[2])&oCloexec != 0
+		t.emit(e)
+		if ok {
+			newfd := int32(r.Ret)
+			t.table.Dup(r.Pid, old, newfd, cloexec, ts)
+		}
+		return
+	case kFcntl:
+		fd := argFD(r.Args[0])
+		cmd := uint32(r.Args[1])
+		if cmd == fSetFD {
+			// Not an event: only the close-on-exec flag changes.
+			if ok {
+				t.table.SetCloexec(r.Pid, fd, r.Args[2]&fdCloexec != 0)
+			}
+			return
+		}
+		t.fdEvent(e, r, fd, ts)
+		e.Info = cmd
+		t.emit(e)
+		if ok {
+			t.table.Dup(r.Pid, fd, int32(r.Ret), cmd == fDupFDCloexec, ts)
+		}
+		return
+	case kChdir:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+		t.emit(e)
+		if ok && havePath[0] && len(e.Path) > 0 && e.Path[0] == '/' {
+			t.table.Chdir(r.Pid, e.Path, ts)
+		}
+		return
+	case kFchdir:
+		fd := argFD(r.Args[0])
+		t.fdEvent(e, r, fd, ts)
+		t.emit(e)
+		if ok && e.Path != "" {
+			t.table.Chdir(r.Pid, e.Path, ts)
+		}
+		return
+	case kExecve:
+		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+	case kExecveat:
+		dirfd := argFD(r.Args[0])
+		if paths[0] == "" && uint32(r.Args[4])&atEmptyPath != 0 {
+			t.fdEvent(e, r, dirfd, ts)
+		} else {
+			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
+		}
+	}
+	t.emit(e)
+}
+
+// fdEvent fills in the descriptor fd and what the table knows about it.
+func (t *tracker) fdEvent(e *event.Event, r *syscallRec, fd int32, ts int64) {
+	e.FD = fd
+	d, ok := t.table.FD(r.Pid, fd, ts)
+	if ok {
+		e.Path = d.Path
+		if d.Late {
+			e.Flags |= event.FlagPathLate
+		}
+	} else if fd >= 0 {
+		t.fdsUnnamed++
+	}
+	e.Flags |= t.openFlags(d.Flags)
+	e.Inode, e.Dev = d.Ino, d.Dev
+	if r.SFlags&sfHaveFile != 0 {
+		e.Inode, e.Dev = r.Ino, procfs.KernelDev(r.Dev)
+		e.Flags |= t.openFlags(r.FFlags)
+	}
+}
+
+func (t *tracker) openFlags(f uint32) event.Flags {
+	var fl event.Flags
+	if f&t.oDirect != 0 {
+		fl |= event.FlagDirect
+	}
+	if f&oDsync != 0 {
+		fl |= event.FlagSync
+	}
+	if f&oAppend != 0 {
+		fl |= event.FlagAppend
+	}
+	return fl
+}
+
+// abs resolves a path argument; when the path record was lost the event
+// keeps an empty path (counted in pathsMissing).
+func (t *tracker) abs(pid uint32, dirfd int32, name string, have bool, ts int64) string {
+	if !have {
+		return ""
+	}
+	p, ok := t.table.Abs(pid, dirfd, name, ts)
+	if !ok {
+		t.cwdUnknown++
+	}
+	return p
+}
+
+// io_uring opcodes iotrace names (include/uapi/linux/io_uring.h).
+var uringOps = map[uint8]struct {
+	name string
+	op   event.Op
+}{
+	0: {"NOP", event.OpAsync}, 1: {"READV", event.OpRead}, 2: {"WRITEV", event.OpWrite},
+	3: {"FSYNC", event.OpFlush}, 4: {"READ_FIXED", event.OpRead}, 5: {"WRITE_FIXED", event.OpWrite},
+	8: {"SYNC_FILE_RANGE", event.OpFlush}, 17: {"FALLOCATE", event.OpSetInfo},
+	18: {"OPENAT", event.OpOpen}, 19: {"CLOSE", event.OpClose}, 21: {"STATX", event.OpStat},
+	22: {"READ", event.OpRead}, 23: {"WRITE", event.OpWrite}, 30: {"SPLICE", event.OpCopy},
+	35: {"RENAMEAT", event.OpRename}, 36: {"UNLINKAT", event.OpDelete}, 37: {"MKDIRAT", event.OpMkdir},
+}
+
+func (t *tracker) uringRecord(r *uringRec) {
+	ts := t.time(r.Time)
+	e := &t.ev
+	e.Reset()
+	e.ID = r.ID
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerFile
+	e.Op = event.OpAsync
+	e.Native = "io_uring"
+	e.Note = fmt.Sprintf("io_uring op %d", r.Opcode)
+	if o, ok := uringOps[r.Opcode]; ok {
+		e.Native = "io_uring/" + o.name
+		e.Note = e.Native
+	}
+	e.Info = uint32(r.Opcode)
+	e.Time = ts
+	e.Duration = int64(r.Dur)
+	e.CPU = r.CPU
+	e.Pid, e.Tid = r.Pid, r.Tid
+	e.Comm = t.comm(r.Tid, &r.Comm)
+	e.ProcStart = t.table.Ensure(r.Pid, ts).Start
+	e.Request = r.Req
+	if r.Res < 0 {
+		e.Status, e.Code = event.FromErrno(uint32(-r.Res)), uint32(-r.Res)
+	} else {
+		e.Status = event.StatusOK
+		e.Bytes = int64(r.Res)
+	}
+	if r.FD >= 0 {
+		e.FD = r.FD
+		if d, ok := t.table.FD(r.Pid, r.FD, ts); ok {
+			e.Path = d.Path
+		}
+	}
+	e.Size = uint64(r.Len)
+	e.Offset = r.Off
+	t.emit(e)
+}
+
+// stats adds the tracker's own counters to s.
+func (t *tracker) stats(s *event.Stats) {
+	s.Add(event.CountInfo, "events", t.events)
+	s.Add(event.CountInfo, "facts", t.facts)
+	s.Add(event.CountInfo, "descriptors named from /proc after the fact", t.table.Probed)
+	if t.decodeErrors != 0 {
+		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
+	}
+	if t.unknownKinds != 0 {
+		s.Add(event.CountLost, "records of an unknown syscall kind", t.unknownKinds)
+	}
+	s.Add(event.CountUnresolved, "file events whose descriptor has no name", t.fdsUnnamed)
+	s.Add(event.CountUnresolved, "path arguments missing (record lost or unreadable)", t.pathsMissing)
+	s.Add(event.CountUnresolved, "relative paths with an unknown base directory", t.cwdUnknown)
+	if t.stalePaths != 0 {
+		s.Add(event.CountUnpaired, "path records whose syscall never arrived", t.stalePaths)
+	}
+}

@@ -1,0 +1,275 @@
+package etl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Order selects the order in which records are delivered.
+type Order uint8
+
+// Record orders.
+const (
+	// OrderTime merges the per-processor buffer streams by timestamp: the
+	// order in which events happened, which pairing needs.
+	OrderTime Order = iota
+	// OrderFile delivers records buffer by buffer as they lie in the file.
+	OrderFile
+)
+
+// DefaultMaxBufferSize is the largest buffer (decompressed) a Reader
+// accepts unless Options say otherwise; ETW buffers are at most 1 MiB in
+// practice.
+const DefaultMaxBufferSize = 16 << 20
+
+// Options configure a Reader. The zero value is ready to use.
+type Options struct {
+	// Order of the records (default OrderTime).
+	Order Order
+	// MaxBufferSize is the largest buffer accepted, in bytes, before and
+	// after decompression (default DefaultMaxBufferSize). It bounds memory
+	// on corrupt input.
+	MaxBufferSize int
+}
+
+// Reader reads an ETL file. NewReader parses the log-file header and
+// indexes the buffers (reading only their 0x48-byte headers); each call to
+// Records then streams every record from the start, so a file can be read
+// any number of times (two passes: names first, then events) at the cost
+// of decoding it again, with memory bounded by one buffer per processor.
+// A Reader is safe for concurrent use by passes that each have their own
+// Records.
+type Reader struct {
+	ra      io.ReaderAt
+	size    int64
+	opts    Options
+	closer  io.Closer
+	header  LogfileHeader
+	buffers []BufferInfo
+	// groups holds buffer indices per stream, in delivery order.
+	groups   [][]int
+	indexErr error
+	// free holds the buffers of finished passes for the next pass.
+	freeMu sync.Mutex
+	free   [][]byte
+}
+
+// getBuf returns a spare buffer from a finished pass, or nil.
+func (r *Reader) getBuf() []byte {
+	r.freeMu.Lock()
+	defer r.freeMu.Unlock()
+	if n := len(r.free); n > 0 {
+		b := r.free[n-1]
+		r.free = r.free[:n-1]
+		return b
+	}
+	return nil
+}
+
+// putBufs keeps the buffers of a finished pass (at most one set).
+func (r *Reader) putBufs(bufs ...[]byte) {
+	r.freeMu.Lock()
+	defer r.freeMu.Unlock()
+	for _, b := range bufs {
+		if cap(b) > 0 && len(r.free) < len(r.groups)+1 {
+			r.free = append(r.free, b[:0])
+		}
+	}
+}
+
+// Open opens the ETL file at path; Close releases it.
+func Open(path string, opts Options) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r, err := NewReader(f, st.Size(), opts)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads the ETL data of size bytes in ra. It fails when the
+// first buffer does not hold a log-file header. A file that is damaged or
+// cut short further on is not an error here: every intact record is
+// delivered, then the problem is returned by Records.Next.
+func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
+	if opts.MaxBufferSize <= 0 {
+		opts.MaxBufferSize = DefaultMaxBufferSize
+	}
+	r := &Reader{ra: ra, size: size, opts: opts}
+	r.index()
+	if len(r.buffers) == 0 {
+		if r.indexErr != nil {
+			return nil, fmt.Errorf("not an ETL file: %w", r.indexErr)
+		}
+		return nil, fmt.Errorf("not an ETL file: %w", &FormatError{Pos: -1, Field: "WMI_BUFFER_HEADER", Err: truncatedf("empty file")})
+	}
+	if err := r.readHeader(); err != nil {
+		return nil, fmt.Errorf("not an ETL file: %w", err)
+	}
+	r.group()
+	return r, nil
+}
+
+// Close closes the file opened by Open; it does nothing for a Reader made
+// by NewReader.
+func (r *Reader) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	return r.closer.Close()
+}
+
+// Header returns the log-file header.
+func (r *Reader) Header() *LogfileHeader { return &r.header }
+
+// Buffers returns the buffer index in file order. Do not modify it.
+func (r *Reader) Buffers() []BufferInfo { return r.buffers }
+
+// Size returns the size of the file in bytes.
+func (r *Reader) Size() int64 { return r.size }
+
+// IndexError returns the error that ended the buffer index early (a file
+// cut short or a buffer whose size is invalid), or nil. Records.Next
+// returns it too, after the last record.
+func (r *Reader) IndexError() error { return r.indexErr }
+
+// index walks the buffer headers: each buffer says its own size.
+func (r *Reader) index() {
+	var hdr [BufferHeaderSize]byte
+	off := int64(0)
+	for i := 0; off < r.size; i++ {
+		fe := func(field string, err error) {
+			r.indexErr = &FormatError{Buffer: i, BufferOffset: off, Pos: -1, Field: field, Err: err}
+		}
+		if r.size-off < BufferHeaderSize {
+			fe("WMI_BUFFER_HEADER", truncatedf("%d bytes left, a buffer header needs %d", r.size-off, BufferHeaderSize))
+			return
+		}
+		if _, err := r.ra.ReadAt(hdr[:], off); err != nil {
+			fe("WMI_BUFFER_HEADER", fmt.Errorf("read: %w", err))
+			return
+		}
+		bi := BufferInfo{Index: i, FileOffset: off, BufferHeader: parseBufferHeader(hdr[:])}
+		size := int64(bi.BufferSize)
+		if size < BufferHeaderSize || size > int64(r.opts.MaxBufferSize) {
+			fe("BufferSize", corruptf("%d bytes (valid: %d to %d); the buffers after it cannot be located", size, BufferHeaderSize, r.opts.MaxBufferSize))
+			return
+		}
+		if size > r.size-off {
+			bi.Truncated = true
+			r.buffers = append(r.buffers, bi)
+			fe("BufferSize", truncatedf("buffer of %d bytes, only %d left in the file", size, r.size-off))
+			return
+		}
+		r.buffers = append(r.buffers, bi)
+		off += size
+	}
+}
+
+// readHeader decodes the TRACE_LOGFILE_HEADER from the first record of
+// the first buffer.
+func (r *Reader) readHeader() error {
+	b0 := &r.buffers[0]
+	var comp []byte
+	data, err := r.loadBuffer(b0, nil, &comp)
+	if err != nil {
+		return err
+	}
+	p := recordParser{filePointerSize: 8}
+	var rec record.Record
+	_, res, fe := p.parse(data, BufferHeaderSize, &rec, 0)
+	if fe != nil {
+		return &FormatError{Buffer: 0, Pos: fe.pos, Compressed: b0.Compressed(), Field: fe.field, Err: corruptf("%s", fe.msg)}
+	}
+	if res != resRecord || (rec.HeaderType != HeaderSystem32 && rec.HeaderType != HeaderSystem64) ||
+		rec.Group != record.GroupEventTrace || rec.Opcode != 0 {
+		return &FormatError{Buffer: 0, Pos: BufferHeaderSize, Field: "header record",
+			Err: corruptf("the first record is %s group %d opcode %d, not the SYSTEM EventTrace/Header record", HeaderTypeName(rec.HeaderType), rec.Group, rec.Opcode)}
+	}
+	h, err := parseLogfileHeader(rec.UserData, rec.PointerSize)
+	if err != nil {
+		return &FormatError{Buffer: 0, Pos: BufferHeaderSize + sizeSystem, Field: "TRACE_LOGFILE_HEADER", Err: corruptf("%v", err)}
+	}
+	h.HeaderTimestamp = rec.Timestamp
+	if h.Compressed() {
+		h.CompressionFormat = uint16(b0.State)
+	}
+	r.header = h
+	return nil
+}
+
+// group builds the delivery order: one stream per processor, each in
+// SequenceNumber order (file order breaks ties), or one stream in file
+// order.
+func (r *Reader) group() {
+	if r.opts.Order == OrderFile {
+		all := make([]int, len(r.buffers))
+		for i := range all {
+			all[i] = i
+		}
+		r.groups = [][]int{all}
+		return
+	}
+	byCPU := map[uint16][]int{}
+	var cpus []int
+	for i := range r.buffers {
+		c := r.buffers[i].Processor
+		if _, ok := byCPU[c]; !ok {
+			cpus = append(cpus, int(c))
+		}
+		byCPU[c] = append(byCPU[c], i)
+	}
+	sort.Ints(cpus)
+	for _, c := range cpus {
+		g := byCPU[uint16(c)]
+		sort.SliceStable(g, func(a, b int) bool {
+			return r.buffers[g[a]].SequenceNumber < r.buffers[g[b]].SequenceNumber
+		})
+		r.groups = append(r.groups, g)
+	}
+}
+
+// Records starts a pass over every record of the file.
+func (r *Reader) Records() *Records { return newRecords(r) }
+
+// Read calls fn for every record of the file, in the Reader's order, and
+// returns the pass's statistics. It stops at the first error fn returns
+// or when ctx is done. A damaged file is read to its end (every intact
+// record is delivered) and the damage is returned as the error.
+func (r *Reader) Read(ctx context.Context, fn func(*record.Record) error) (event.Stats, error) {
+	rs := r.Records()
+	for n := 0; ; n++ {
+		if n&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return rs.Stats(), err
+			}
+		}
+		rec, err := rs.Next()
+		if err == io.EOF {
+			return rs.Stats(), nil
+		}
+		if err != nil {
+			return rs.Stats(), err
+		}
+		if err := fn(rec); err != nil {
+			return rs.Stats(), err
+		}
+	}
+}

@@ -1,0 +1,394 @@
+package etl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/backend/etw/xpress"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Records is one pass over the records of a file. Get one from
+// Reader.Records; it is not safe for concurrent use.
+type Records struct {
+	r       *Reader
+	streams []*cpuStream
+	heap    []*cpuStream
+	// pending is the stream whose head record Next returned last; it is
+	// advanced on the following call, so that the record stays valid
+	// until then.
+	pending *cpuStream
+	comp    []byte
+	started bool
+	lastTS  int64
+	counts  counts
+	errs    []error
+	nerrs   int
+	final   error
+}
+
+// counts are the pass's counters, kept as plain integers on the hot path
+// and turned into event.Stats on demand.
+type counts struct {
+	records       uint64
+	byType        [256]uint64
+	skipped       [256]uint64
+	buffers       uint64
+	compressed    uint64
+	bytes         uint64 // decompressed bytes of the buffers read
+	eventsLostBuf uint64
+	bufferLostBuf uint64
+	rtCorrupt     uint64
+	badBuffers    uint64 // buffers that could not be read at all
+	cutBuffers    uint64 // buffers whose rest was skipped after a bad record
+	cutBytes      uint64
+	outOfOrder    uint64
+	fillerBuffers uint64 // buffers whose used part ends in filler
+	fillerBytes   uint64
+}
+
+// cpuStream walks the buffers of one processor in order.
+type cpuStream struct {
+	bufs   []int
+	next   int
+	info   *BufferInfo
+	data   []byte
+	pos    int
+	order  int
+	lastTS int64
+	parser recordParser
+	head   record.Record
+}
+
+func newRecords(r *Reader) *Records {
+	rs := &Records{r: r, lastTS: -1 << 63, comp: r.getBuf()}
+	for i, g := range r.groups {
+		rs.streams = append(rs.streams, &cpuStream{
+			data:   r.getBuf(),
+			bufs:   g,
+			order:  i,
+			lastTS: r.header.HeaderTimestamp,
+			parser: recordParser{filePointerSize: int(r.header.PointerSize)},
+		})
+	}
+	return rs
+}
+
+// Next returns the next record, or io.EOF after the last one. When the
+// file is damaged, Next still delivers every intact record and then, in
+// place of io.EOF, an error describing the damage (a *FormatError, or
+// several joined); each call after that returns the same error.
+//
+// The record and everything it points to (UserData, Ext) alias the pass's
+// buffers and are valid only until the next call to Next.
+func (rs *Records) Next() (*record.Record, error) {
+	if rs.final != nil {
+		return nil, rs.final
+	}
+	if !rs.started {
+		rs.started = true
+		for _, s := range rs.streams {
+			if rs.advance(s) {
+				rs.heap = append(rs.heap, s)
+			}
+		}
+		for i := len(rs.heap)/2 - 1; i >= 0; i-- {
+			rs.down(i)
+		}
+	} else if s := rs.pending; s != nil {
+		rs.pending = nil
+		if rs.advance(s) {
+			rs.down(0)
+		} else {
+			n := len(rs.heap) - 1
+			rs.heap[0] = rs.heap[n]
+			rs.heap[n] = nil
+			rs.heap = rs.heap[:n]
+			if n > 0 {
+				rs.down(0)
+			}
+		}
+	}
+	if len(rs.heap) == 0 {
+		rs.final = rs.finish()
+		rs.release()
+		return nil, rs.final
+	}
+	s := rs.heap[0]
+	rs.pending = s
+	rec := &s.head
+	if rec.Timestamp < rs.lastTS {
+		rs.counts.outOfOrder++
+	} else {
+		rs.lastTS = rec.Timestamp
+	}
+	rs.counts.records++
+	rs.counts.byType[rec.HeaderType]++
+	return rec, nil
+}
+
+// less orders streams by their head record's timestamp, then by processor.
+func less(a, b *cpuStream) bool {
+	if a.head.Timestamp != b.head.Timestamp {
+		return a.head.Timestamp < b.head.Timestamp
+	}
+	return a.order < b.order
+}
+
+func (rs *Records) down(i int) {
+	h := rs.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && less(h[r], h[l]) {
+			m = r
+		}
+		if !less(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// advance moves s to its next record, loading buffers as needed. It
+// returns false when the stream is exhausted.
+func (rs *Records) advance(s *cpuStream) bool {
+	for {
+		if s.info == nil {
+			if s.next >= len(s.bufs) {
+				return false
+			}
+			info := &rs.r.buffers[s.bufs[s.next]]
+			s.next++
+			data, err := rs.load(info, s.data)
+			s.data = data[:cap(data)]
+			if err != nil {
+				rs.counts.badBuffers++
+				rs.addErr(err)
+				continue
+			}
+			s.data = data
+			s.info = info
+			s.pos = BufferHeaderSize
+		}
+		size, res, fe := s.parser.parse(s.data, s.pos, &s.head, s.lastTS)
+		if fe != nil {
+			if !s.info.Truncated {
+				rs.counts.cutBuffers++
+				rs.counts.cutBytes += uint64(len(s.data) - s.pos)
+				rs.addErr(&FormatError{Buffer: s.info.Index, BufferOffset: s.info.FileOffset, Pos: fe.pos,
+					Compressed: s.info.Compressed(), Field: fe.field, Err: corruptf("%s; the rest of the buffer (%d bytes) is skipped", fe.msg, len(s.data)-s.pos)})
+			}
+			s.info = nil
+			continue
+		}
+		switch res {
+		case resEnd:
+			s.info = nil
+			continue
+		case resFiller:
+			rs.counts.fillerBuffers++
+			rs.counts.fillerBytes += uint64(len(s.data) - s.pos)
+			s.info = nil
+			continue
+		case resSkip:
+			rs.counts.skipped[s.data[s.pos+2]]++
+			s.pos += align8(size)
+			continue
+		}
+		h := &s.head
+		h.CPU = s.info.Processor
+		h.Buffer = s.info.Index
+		h.FileOffset = s.info.FileOffset + int64(s.pos)
+		s.lastTS = h.Timestamp
+		s.pos += align8(size)
+		return true
+	}
+}
+
+// load reads (and decompresses) one buffer, counting it.
+func (rs *Records) load(info *BufferInfo, dst []byte) ([]byte, error) {
+	data, err := rs.r.loadBuffer(info, dst, &rs.comp)
+	if err != nil {
+		return data, err
+	}
+	c := &rs.counts
+	c.buffers++
+	c.bytes += uint64(len(data))
+	if info.Compressed() {
+		c.compressed++
+	}
+	if info.Flags&BufferFlagEventsLost != 0 {
+		c.eventsLostBuf++
+	}
+	if info.Flags&BufferFlagBufferLost != 0 {
+		c.bufferLostBuf++
+	}
+	if info.Flags&BufferFlagRTBackupCorrupt != 0 {
+		c.rtCorrupt++
+	}
+	return data, nil
+}
+
+// loadBuffer reads buffer info into dst (grown as needed) and returns its
+// used part, decompressed, header included. comp is scratch space for
+// compressed data.
+func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, comp *[]byte) ([]byte, error) {
+	fe := func(pos int, field string, err error) error {
+		return &FormatError{Buffer: info.Index, BufferOffset: info.FileOffset, Pos: pos, Compressed: info.Compressed(), Field: field, Err: err}
+	}
+	used := int(info.Used())
+	field := "SavedOffset"
+	if info.SavedOffset == 0 {
+		field = "Offset"
+	}
+	if used < BufferHeaderSize || used > r.opts.MaxBufferSize {
+		return dst, fe(-1, field, corruptf("used size %d outside %d..%d", used, BufferHeaderSize, r.opts.MaxBufferSize))
+	}
+	avail := int(min(int64(info.BufferSize), r.size-info.FileOffset))
+	if !info.Compressed() {
+		if used > int(info.BufferSize) {
+			return dst, fe(-1, field, corruptf("used size %d exceeds BufferSize %d", used, info.BufferSize))
+		}
+		n := min(used, avail)
+		dst = grow(dst, n)
+		if _, err := r.ra.ReadAt(dst, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
+			return dst, fe(-1, "buffer", fmt.Errorf("read %d bytes: %w", n, err))
+		}
+		return dst, nil
+	}
+	*comp = grow(*comp, avail)
+	if _, err := r.ra.ReadAt(*comp, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
+		return dst, fe(-1, "buffer", fmt.Errorf("read %d bytes: %w", avail, err))
+	}
+	dst = grow(dst, used)
+	copy(dst, (*comp)[:BufferHeaderSize])
+	n, err := xpress.Decompress(dst[BufferHeaderSize:], (*comp)[BufferHeaderSize:])
+	if info.Truncated {
+		return dst[:BufferHeaderSize+n], nil
+	}
+	if err != nil {
+		var ce *xpress.CorruptError
+		pos := -1
+		if errors.As(err, &ce) {
+			// Report the position in the file: compressed data is not
+			// addressable otherwise.
+			return dst, &FormatError{Buffer: info.Index, BufferOffset: info.FileOffset, Pos: BufferHeaderSize + ce.Offset,
+				Field: "compressed data (" + ce.Field + ")", Err: corruptf("%v", ce.Err)}
+		}
+		return dst, fe(pos, "compressed data", corruptf("%v", err))
+	}
+	if n != used-BufferHeaderSize {
+		return dst, fe(-1, field, corruptf("buffer decompresses to %d bytes, SavedOffset says %d", n, used-BufferHeaderSize))
+	}
+	return dst, nil
+}
+
+// grow returns b resliced (or reallocated) to n bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+func (rs *Records) addErr(err error) {
+	rs.nerrs++
+	if len(rs.errs) < maxListedErrors {
+		rs.errs = append(rs.errs, err)
+	}
+}
+
+// release hands the pass's buffers back to the Reader for the next pass.
+func (rs *Records) release() {
+	bufs := [][]byte{rs.comp}
+	rs.comp = nil
+	for _, s := range rs.streams {
+		bufs = append(bufs, s.data)
+		s.data = nil
+	}
+	rs.r.putBufs(bufs...)
+}
+
+// finish returns the end-of-pass result: io.EOF, or the damage found.
+func (rs *Records) finish() error {
+	errs := rs.errs
+	if more := rs.nerrs - len(rs.errs); more > 0 {
+		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("etl: %d more damaged buffers not listed", more))
+	}
+	if ie := rs.r.indexErr; ie != nil {
+		errs = append(errs[:len(errs):len(errs)], ie)
+	}
+	switch len(errs) {
+	case 0:
+		return io.EOF
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// Count returns how many records of header type t the pass has delivered
+// so far.
+func (rs *Records) Count(t uint8) uint64 { return rs.counts.byType[t] }
+
+// Stats returns the pass's counters together with the file's own loss
+// counts (header EventsLost and BuffersLost). Use the Stats of one pass
+// only: a second pass counts the same file again.
+func (rs *Records) Stats() event.Stats {
+	var s event.Stats
+	c := &rs.counts
+	h := &rs.r.header
+	s.Set(event.CountInfo, "etl: records", c.records)
+	for t, n := range c.byType {
+		if n != 0 {
+			s.Set(event.CountInfo, "etl: records "+HeaderTypeName(uint8(t)), n)
+		}
+	}
+	s.Set(event.CountInfo, "etl: buffers", c.buffers)
+	if c.compressed != 0 {
+		s.Set(event.CountInfo, "etl: compressed buffers", c.compressed)
+	}
+	s.Set(event.CountInfo, "etl: bytes (decompressed)", c.bytes)
+	s.Set(event.CountLost, "etl: events lost by the session (header EventsLost)", uint64(h.EventsLost))
+	s.Set(event.CountLost, "etl: buffers lost by the session (header BuffersLost)", uint64(h.BuffersLost))
+	s.Set(event.CountLost, "etl: buffers flagged EVENTS_LOST", c.eventsLostBuf)
+	s.Set(event.CountLost, "etl: buffers flagged BUFFER_LOST", c.bufferLostBuf)
+	if c.rtCorrupt != 0 {
+		s.Set(event.CountLost, "etl: buffers flagged RTBACKUP_CORRUPT", c.rtCorrupt)
+	}
+	if c.badBuffers != 0 {
+		s.Set(event.CountLost, "etl: unreadable buffers skipped (corrupt)", c.badBuffers)
+	}
+	if c.cutBuffers != 0 {
+		s.Set(event.CountLost, "etl: buffers cut short by a corrupt record", c.cutBuffers)
+		s.Set(event.CountLost, "etl: bytes skipped after corrupt records", c.cutBytes)
+	}
+	if ie := rs.r.indexErr; ie != nil {
+		if errors.Is(ie, ErrTruncated) {
+			s.Set(event.CountLost, "etl: file truncated (last buffer incomplete)", 1)
+		} else {
+			s.Set(event.CountLost, "etl: buffers after an invalid BufferSize not read", 1)
+		}
+	}
+	if c.fillerBuffers != 0 {
+		s.Set(event.CountLost, "etl: buffers with filler before SavedOffset (rest not read)", c.fillerBuffers)
+		s.Set(event.CountLost, "etl: bytes of filler not read", c.fillerBytes)
+	}
+	for t, n := range c.skipped {
+		if n != 0 {
+			s.Set(event.CountDropped, "etl: records skipped (header type "+HeaderTypeName(uint8(t))+")", n)
+		}
+	}
+	if c.outOfOrder != 0 {
+		s.Set(event.CountInfo, "etl: records older than the record before them after the merge", c.outOfOrder)
+	}
+	return s
+}

@@ -1,0 +1,42 @@
+package etw
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// ReadFile reads the .etl file at path into sink, in two passes (see
+// Run). A file that is damaged further on delivers every intact event and
+// the trailer, then returns the damage as an error naming the file.
+func ReadFile(ctx context.Context, path string, opts Options, sink event.Sink) error {
+	r, err := etl.Open(path, etl.Options{})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer r.Close()
+	if err := Run(ctx, FileRecords(r), opts, sink); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// FileRecords adapts an ETL reader to Records: each pass streams the file
+// again, merged by timestamp.
+func FileRecords(r *etl.Reader) Records { return &fileRecords{r: r} }
+
+type fileRecords struct {
+	r     *etl.Reader
+	stats event.Stats
+}
+
+func (f *fileRecords) Each(ctx context.Context, fn func(*record.Record) error) error {
+	st, err := f.r.Read(ctx, fn)
+	f.stats = st
+	return err
+}
+
+func (f *fileRecords) Stats() event.Stats { return f.stats }

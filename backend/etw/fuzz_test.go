@@ -1,0 +1,81 @@
+package etw
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+)
+
+// fuzzRecords cuts data into records: each starts with a 8-byte
+// descriptor (group, opcode, version, pointer size, header kind, payload
+// length, timestamp step) followed by its payload.
+func fuzzRecords(data []byte) []record.Record {
+	var recs []record.Record
+	ts := int64(1000)
+	groups := []uint8{record.GroupEventTrace, record.GroupDiskIo, record.GroupProcess, record.GroupFileIo,
+		record.GroupThread, record.GroupSystemConfig, record.GroupImage}
+	for len(data) >= 8 && len(recs) < 256 {
+		d := data[:8]
+		data = data[8:]
+		n := min(int(binary.LittleEndian.Uint16(d[5:])), len(data))
+		r := record.Record{
+			Group: groups[int(d[0])%len(groups)], Opcode: d[1], Version: uint16(d[2] % 5),
+			PointerSize: 4 << (d[3] & 1), ThreadID: uint32(d[7]), ProcessID: uint32(d[7]) * 4,
+			CPU: uint16(d[4] >> 4), UserData: data[:n],
+		}
+		switch d[4] & 3 {
+		case 0:
+			r.Kind = record.KindSystem
+		case 1:
+			r.Kind, r.ThreadID, r.ProcessID = record.KindPerfInfo, record.NoID, record.NoID
+		case 2:
+			r.Kind, r.Provider, r.ID = record.KindEvent, kernel.GUIDKernelFile, uint16(d[1]%32)
+		case 3:
+			r.Kind, r.Provider = record.KindClassic, kernel.GUIDSysConfig
+		}
+		ts += int64(d[7])
+		r.Timestamp = ts
+		recs = append(recs, r)
+		data = data[n:]
+	}
+	return recs
+}
+
+// FuzzPipeline pushes arbitrary record sequences through both the
+// two-pass reader and the live pipeline: no panic, one Begin, one End.
+func FuzzPipeline(f *testing.F) {
+	s := scenario(8, 3)
+	var seed []byte
+	for _, r := range s.recs[:12] {
+		d := make([]byte, 8)
+		d[0] = map[uint8]byte{0: 0, 1: 1, 3: 2, 4: 3, 5: 4, 0x0B: 5, 0x14: 6}[r.Group]
+		d[1], d[2], d[3] = r.Opcode, byte(r.Version), byte(r.PointerSize>>3)
+		binary.LittleEndian.PutUint16(d[5:], uint16(len(r.UserData)))
+		d[7] = 10
+		seed = append(append(seed, d...), r.UserData...)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs := fuzzRecords(data)
+		var out sink
+		if err := Run(t.Context(), &SliceRecords{Recs: recs}, Options{}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.begins != 1 || out.trailer == nil {
+			t.Fatalf("begins %d trailer %v", out.begins, out.trailer)
+		}
+		var live sink
+		p := NewPipeline(&live, Options{ExpectOpEnd: true})
+		for i := range recs {
+			if err := p.Push(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(nil); err != nil || live.begins != 1 || live.trailer == nil {
+			t.Fatalf("live: %v begins %d", err, live.begins)
+		}
+	})
+}

@@ -1,0 +1,85 @@
+package kernel
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/iotrace/iotrace/backend/etw/record"
+)
+
+// allKeys lists every decoder key in a stable order.
+func allKeys() []Key {
+	keys := make([]Key, 0, len(defaultTable.exact))
+	for pk := range defaultTable.exact {
+		k := Key{Class: Class(pk >> 40), Code: uint16(pk >> 24), Version: uint16(pk >> 8), PtrSize: uint8(pk)}
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Class != b.Class {
+			return a.Class < b.Class
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return a.PtrSize < b.PtrSize
+	})
+	return keys
+}
+
+func recordFor(k Key, data []byte) *record.Record {
+	r := &record.Record{Version: k.Version, PointerSize: int(k.PtrSize), UserData: data}
+	switch k.Class {
+	case ClassKernelFile:
+		r.Kind, r.Provider, r.ID = record.KindEvent, GUIDKernelFile, k.Code
+	case ClassSysConfig:
+		r.Kind, r.Provider, r.Opcode = record.KindClassic, GUIDSysConfig, uint8(k.Code)
+	default:
+		r.Kind, r.Opcode = record.KindSystem, uint8(k.Code)
+		for g, c := range groupClass {
+			if c == k.Class {
+				r.Group = uint8(g)
+				break
+			}
+		}
+	}
+	return r
+}
+
+// FuzzDecode runs every decoder on arbitrary payloads: it must never
+// panic, and decoded strings must lie inside the payload.
+func FuzzDecode(f *testing.F) {
+	keys := allKeys()
+	f.Add(uint16(0), []byte{})
+	f.Add(uint16(7), make([]byte, 52))
+	f.Fuzz(func(t *testing.T, sel uint16, data []byte) {
+		k := keys[int(sel)%len(keys)]
+		r := recordFor(k, data)
+		if got := KeyOf(r); got != k {
+			t.Fatalf("record for %v has key %v", k, got)
+		}
+		var ev Event
+		ok, err := NewDecoder().Decode(r, &ev)
+		if !ok {
+			t.Fatalf("no decoder for %v", k)
+		}
+		if err != nil {
+			if _, isField := err.(*FieldError); !isField {
+				t.Fatalf("%v: error %T %v, want *FieldError", k, err, err)
+			}
+			_ = err.Error()
+			return
+		}
+		for _, s := range [][]byte{ev.Name, ev.Name2, ev.ImageFileName} {
+			if len(s) > len(data) {
+				t.Fatalf("%v: string longer than the payload", k)
+			}
+		}
+		_ = ev.Name.String()
+		_ = ev.Name2.String()
+		_ = ev.ImageFileName.String()
+	})
+}

@@ -1,0 +1,56 @@
+package kernel
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// WStr is a UTF-16LE string in an event payload, without its terminator.
+// It aliases the payload; String copies it out.
+type WStr []byte
+
+// String converts w to UTF-8. Unpaired surrogates become U+FFFD.
+func (w WStr) String() string {
+	n := len(w) / 2
+	if n == 0 {
+		return ""
+	}
+	ascii := true
+	for i := 0; i < n; i++ {
+		if w[2*i+1] != 0 || w[2*i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = w[2*i]
+		}
+		return string(b)
+	}
+	u := make([]uint16, n)
+	for i := range u {
+		u[i] = uint16(w[2*i]) | uint16(w[2*i+1])<<8
+	}
+	return string(utf16.Decode(u))
+}
+
+// Len returns the length in UTF-16 code units.
+func (w WStr) Len() int { return len(w) / 2 }
+
+// AStr is an ANSI (in practice ASCII or UTF-8) string in an event payload,
+// without its terminator.
+type AStr []byte
+
+// String returns a as a string; invalid UTF-8 bytes are read as Latin-1.
+func (a AStr) String() string {
+	if utf8.Valid(a) {
+		return string(a)
+	}
+	r := make([]rune, len(a))
+	for i, c := range a {
+		r[i] = rune(c)
+	}
+	return string(r)
+}

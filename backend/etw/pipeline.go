@@ -1,0 +1,509 @@
+package etw
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
+)
+
+// Options configure a Pipeline.
+type Options struct {
+	// Source is the event source recorded in events and the header
+	// (default event.SourceETLFile).
+	Source event.Source
+	// Header, when set, is the trace header to begin with: live sessions
+	// set it (with the clock of the session). When nil, the pipeline
+	// begins at the EventTrace header record, the first record of a file.
+	Header *event.Header
+	// QPCFreq is the QueryPerformanceCounter frequency, used to convert
+	// DiskIo response times; taken from the EventTrace header when 0.
+	QPCFreq uint64
+	// ExpectOpEnd says that FileIo and Kernel-File requests end with an
+	// OpEnd event (the session enabled FILE_IO, or the file holds OpEnd
+	// events): requests are then held until their OpEnd. When false, they
+	// are emitted at once, flagged event.FlagNoCompletion.
+	ExpectOpEnd bool
+	// Warn is called with a one-line message for the first few
+	// undecodable records. May be nil.
+	Warn func(msg string)
+}
+
+// maxWarnings bounds the warnings a pipeline reports through Options.Warn.
+const maxWarnings = 10
+
+// Counter names of the Stats a pipeline reports.
+const (
+	StatRecords             = "etw: records"
+	StatDecodeErrors        = "etw: records whose payload does not fit its layout (skipped)"
+	StatDiskIOs             = "etw: disk I/Os"
+	StatDiskResolved        = "etw: disk I/Os resolved to a path"
+	StatDiskUnresolved      = "etw: disk I/Os not resolved to a path"
+	StatDiskNoFile          = "etw: disk I/Os not resolved to a path (no FileKey)"
+	StatDiskInitMismatch    = "etw: disk I/O Inits left without completion (their IRP completed another operation)"
+	StatDiskNoInit          = "etw: disk I/O completions without their Init (start from HighResResponseTime)"
+	StatDiskNoInitContext   = "etw: disk I/O completions without Init or IssuingThreadId (attributed to the completing context)"
+	StatDiskInitReplaced    = "etw: disk I/O Inits replaced by a new Init on the same IRP"
+	StatDiskInitPending     = "etw: disk I/O Inits without completion at trace end"
+	StatFileRequests        = "etw: file requests"
+	StatFileResolved        = "etw: file requests resolved to a path"
+	StatFileUnresolved      = "etw: file requests not resolved to a path"
+	StatFileNoOpEnd         = "etw: file requests without OpEnd at trace end"
+	StatFileNoOpEndInTrace  = "etw: file requests with no OpEnd in the trace (FILE_IO completions not recorded)"
+	StatFileReplaced        = "etw: file requests replaced by a new request on the same IRP before their OpEnd"
+	StatFileOpEndNoRequest  = "etw: file OpEnds without their request"
+	StatUnknownProcessOfTid = "etw: events whose issuing thread has no known process"
+	StatNoHeader            = "etw: trace without an EventTrace header first (clock assumed QPC at 10 MHz unless given, time 0 = first record)"
+)
+
+// mode selects what a pipeline does with a record.
+type mode uint8
+
+const (
+	modeLive    mode = iota // apply facts to the tables and emit everything
+	modeCollect             // apply facts only (pass 1 of a file)
+	modeReplay              // emit everything; the tables are complete (pass 2)
+)
+
+// provider indexes per-provider request state: classic FileIo or the
+// Kernel-File manifest provider.
+type provider uint8
+
+const (
+	provFileIo provider = iota
+	provKernelFile
+	numProviders
+)
+
+type pendKey struct {
+	prov provider
+	irp  uint64
+}
+
+type diskInit struct {
+	t        int64
+	pid, tid uint32
+	cpu      uint32
+	hasCtx   bool
+	ttid     uint32
+	hasTTID  bool
+	op       event.Op
+}
+
+type procSpan struct {
+	from, to int64
+	start    int64
+}
+
+// Pipeline turns ETW records into events and facts for a sink. Feed it
+// records in timestamp order with Push and finish with Close. It is not
+// safe for concurrent use.
+type Pipeline struct {
+	sink event.Sink
+	opts Options
+	mode mode
+
+	dec    *kernel.Decoder
+	ev     kernel.Event
+	tables *resolve.Tables
+	procs  map[uint32][]procSpan
+	dos    map[string]string // NT path → DOS path cache
+
+	begun    bool
+	ended    bool
+	noHeader bool // the stream did not start with an EventTrace header
+	header   event.Header
+	clock    event.Clock
+	qpcFreq  uint64
+	logHdr   *kernel.LogfileHeader
+
+	pendFile  map[pendKey]*event.Event
+	freeFile  []*event.Event
+	pendDisk  map[uint64]diskInit
+	expectEnd [numProviders]bool
+	opEnds    [numProviders]uint64
+
+	scratch  event.Event
+	fact     event.Fact
+	nextID   uint64
+	lastTime int64
+	warnings int
+	err      error
+
+	counts   map[string]uint64
+	problems map[string]event.CounterKind
+	records  uint64
+}
+
+// NewPipeline returns a pipeline that delivers to sink.
+func NewPipeline(sink event.Sink, opts Options) *Pipeline {
+	if opts.Source == event.SourceUnknown {
+		opts.Source = event.SourceETLFile
+	}
+	p := &Pipeline{
+		sink:     sink,
+		opts:     opts,
+		dec:      kernel.NewDecoder(),
+		tables:   resolve.NewTables(),
+		procs:    make(map[uint32][]procSpan),
+		dos:      make(map[string]string),
+		pendFile: make(map[pendKey]*event.Event),
+		pendDisk: make(map[uint64]diskInit),
+		counts:   make(map[string]uint64),
+		problems: make(map[string]event.CounterKind),
+		qpcFreq:  opts.QPCFreq,
+	}
+	for i := range p.expectEnd {
+		p.expectEnd[i] = opts.ExpectOpEnd
+	}
+	if opts.Header != nil {
+		p.header = *opts.Header
+		p.clock = opts.Header.Clock
+		if p.qpcFreq == 0 && p.clock.Kind == event.ClockQPC {
+			p.qpcFreq = p.clock.Freq
+		}
+	}
+	return p
+}
+
+// Tables returns the resolver tables the pipeline uses: a live session
+// may pre-fill them (volume mapping, running processes) before the first
+// Push.
+func (p *Pipeline) Tables() *resolve.Tables { return p.tables }
+
+func (p *Pipeline) count(name string, kind event.CounterKind, n uint64) {
+	if p.mode == modeCollect {
+		return
+	}
+	p.counts[name] += n
+	if _, ok := p.problems[name]; !ok {
+		p.problems[name] = kind
+	}
+}
+
+func (p *Pipeline) warn(format string, args ...any) {
+	if p.opts.Warn == nil || p.warnings >= maxWarnings || p.mode == modeCollect {
+		return
+	}
+	p.warnings++
+	p.opts.Warn(fmt.Sprintf(format, args...))
+}
+
+// errEnded is returned by Push after Close.
+var errEnded = errors.New("etw pipeline: record pushed after Close")
+
+// Push processes one record. Records must come in timestamp order (the
+// ETL reader merges its per-CPU streams; a live session delivers them in
+// order per CPU, close enough for pairing by IRP). An error is returned
+// only when the sink fails; records that cannot be decoded are counted.
+func (p *Pipeline) Push(r *record.Record) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.ended {
+		return errEnded
+	}
+	p.records++
+	ok, err := p.dec.Decode(r, &p.ev)
+	if !ok {
+		return p.beginIfReady(r)
+	}
+	if err != nil {
+		p.count(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
+		p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
+		return p.beginIfReady(r)
+	}
+	ev := &p.ev
+	if ev.Kind == kernel.KindTraceHeader {
+		return p.onHeader(r, ev.Header)
+	}
+	if err := p.beginIfReady(r); err != nil {
+		return err
+	}
+	t := p.clock.ToNanos(r.Timestamp)
+	if t > p.lastTime {
+		p.lastTime = t
+	}
+	switch ev.Kind {
+	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
+		p.onFileName(ev, t)
+	case kernel.KindFileRequest:
+		p.onFileRequest(r, ev, t)
+	case kernel.KindFileOpEnd:
+		p.onFileOpEnd(ev, t)
+	case kernel.KindDiskInit:
+		p.onDiskInit(r, ev, t)
+	case kernel.KindDiskDone:
+		p.onDiskDone(r, ev, t)
+	case kernel.KindProcess:
+		p.onProcess(ev, t)
+	case kernel.KindThread:
+		p.onThread(ev, t)
+	case kernel.KindPhysicalDisk, kernel.KindLogicalDisk, kernel.KindComputer,
+		kernel.KindVolumeMapping, kernel.KindSystemPaths:
+		p.onConfig(ev, t)
+	}
+	return p.err
+}
+
+// onHeader takes the trace's clock and machine from the EventTrace header
+// record and begins the trace.
+func (p *Pipeline) onHeader(r *record.Record, h *kernel.LogfileHeader) error {
+	if p.logHdr == nil { // a merged file may hold more than one header
+		p.logHdr = h
+		if p.qpcFreq == 0 {
+			p.qpcFreq = h.PerfFreq
+		}
+		if p.opts.Header == nil && !p.begun {
+			p.header = HeaderFromLogfile(h, r.Timestamp, p.opts.Source)
+			p.clock = p.header.Clock
+		}
+	}
+	return p.beginIfReady(r)
+}
+
+// HeaderFromLogfile builds the trace header from a TRACE_LOGFILE_HEADER
+// and the timestamp of the record that carried it (time 0).
+func HeaderFromLogfile(h *kernel.LogfileHeader, origin int64, src event.Source) event.Header {
+	hd := event.Header{
+		Source:      src,
+		OS:          "windows",
+		OSVersion:   h.OSVersion(),
+		CPUs:        h.NumberOfProcessors,
+		PointerSize: uint8(h.PointerSize),
+		StartWall:   FiletimeToUnixNano(h.StartTime),
+	}
+	switch h.ClockType {
+	case 2:
+		hd.Clock = event.Clock{Kind: event.ClockFiletime, Freq: 10_000_000, Origin: origin}
+	case 3:
+		hd.Clock = event.Clock{Kind: event.ClockCycles, Freq: uint64(h.CPUSpeedMHz) * 1_000_000, Origin: origin}
+	default:
+		hd.Clock = event.Clock{Kind: event.ClockQPC, Freq: h.PerfFreq, Origin: origin}
+	}
+	if h.SessionName != "" {
+		hd.Tool = "ETW session " + h.SessionName
+	} else {
+		hd.Tool = "ETW"
+	}
+	return hd
+}
+
+// FiletimeToUnixNano converts a FILETIME (100 ns since 1601) to
+// nanoseconds since the Unix epoch.
+func FiletimeToUnixNano(ft int64) int64 {
+	const epochDiff = 116444736000000000
+	if ft <= 0 {
+		return 0
+	}
+	return (ft - epochDiff) * 100
+}
+
+// beginIfReady begins the trace once the pipeline has a header: from the
+// options, from an EventTrace header record, or (when the stream starts
+// with something else) from the first record itself, so that nothing is
+// dropped for want of a header.
+func (p *Pipeline) beginIfReady(r *record.Record) error {
+	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+		// No header record first: take the record's own timestamp as
+		// time 0 (counted, see stats).
+		p.noHeader = true
+		p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW",
+			Clock: event.Clock{Kind: event.ClockQPC, Freq: p.qpcFreq, Origin: r.Timestamp}}
+		if p.qpcFreq == 0 {
+			p.header.Clock.Freq = 10_000_000
+		}
+		p.clock = p.header.Clock
+	}
+	if p.begun || p.mode == modeCollect {
+		return nil
+	}
+	p.begun = true
+	if err := p.sink.Begin(&p.header); err != nil {
+		p.err = fmt.Errorf("sink: begin: %w", err)
+		return p.err
+	}
+	return nil
+}
+
+// emitFact applies f to the tables (unless they are complete already) and
+// passes it to the sink (unless collecting).
+func (p *Pipeline) emitFact(f *event.Fact) {
+	if p.mode != modeReplay {
+		p.apply(f)
+	}
+	if p.mode == modeCollect || p.err != nil {
+		return
+	}
+	if err := p.sink.Fact(f); err != nil {
+		p.err = fmt.Errorf("sink: fact: %w", err)
+	}
+}
+
+// apply records f in the tables and the process start history.
+func (p *Pipeline) apply(f *event.Fact) {
+	p.tables.Apply(f)
+	if f.Kind != event.FactProcess {
+		return
+	}
+	spans := p.procs[f.Pid]
+	n := len(spans)
+	switch {
+	case f.End:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+	case f.Rundown:
+		if n == 0 {
+			p.procs[f.Pid] = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
+		} else if spans[n-1].to != resolve.Forever {
+			p.procs[f.Pid] = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
+		}
+	default:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+		p.procs[f.Pid] = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
+	}
+}
+
+// procStart returns the start time of the process pid was at t (0 when
+// it started before the trace or is unknown).
+func (p *Pipeline) procStart(pid uint32, t int64) int64 {
+	spans := p.procs[pid]
+	for i := len(spans) - 1; i >= 0; i-- {
+		if spans[i].from <= t && t <= spans[i].to {
+			return spans[i].start
+		}
+	}
+	return 0
+}
+
+// threadPid returns the process of thread tid at t.
+func (p *Pipeline) threadPid(tid uint32, t int64) (uint32, bool) {
+	s, ok := p.tables.Threads.Lookup(tid, t)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return uint32(v), true
+}
+
+// ntPath cleans a kernel path: "\??\C:\x" becomes "C:\x".
+func ntPath(s string) string {
+	return strings.TrimPrefix(s, `\??\`)
+}
+
+// dosPath maps an NT path to a DOS path through the volume mapping, with
+// a cache so that hot paths do not allocate.
+func (p *Pipeline) dosPath(nt string) string {
+	if d, ok := p.dos[nt]; ok {
+		return d
+	}
+	d := p.tables.DOSPath(nt)
+	if len(p.dos) < 1<<16 {
+		p.dos[nt] = d
+	}
+	return d
+}
+
+// filePath resolves a FileKey, then a FileObject, at time t. A DiskIo
+// FileKey is also tried as a FileObject, which some versions log there.
+func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) {
+	if fileKey != 0 {
+		if s, ok := p.tables.FileKeys.Lookup(fileKey, t); ok && s != "" {
+			return p.dosPath(s), true
+		}
+	}
+	if fileObject != 0 {
+		if s, ok := p.tables.FileObjects.Lookup(fileObject, t); ok && s != "" {
+			return p.dosPath(s), true
+		}
+	}
+	return "", false
+}
+
+func (p *Pipeline) comm(pid uint32, t int64) string {
+	s, _ := p.tables.ProcessName(pid, t)
+	return s
+}
+
+func (p *Pipeline) emit(e *event.Event) {
+	if p.err != nil || p.mode == modeCollect {
+		return
+	}
+	if e.Comm == "" {
+		e.Comm = p.comm(e.Pid, e.Time)
+	}
+	if err := p.sink.Event(e); err != nil {
+		p.err = fmt.Errorf("sink: event: %w", err)
+	}
+}
+
+func (p *Pipeline) newID() uint64 {
+	p.nextID++
+	return p.nextID
+}
+
+// Close flushes what is still pending (requests without OpEnd are
+// emitted, flagged; Inits without completion are counted) and ends the
+// trace with the stats. extra are added to the trailer's stats (the
+// reader's own counters). Close begins the trace if no record did.
+func (p *Pipeline) Close(extra *event.Stats) error {
+	if p.ended {
+		return p.err
+	}
+	p.ended = true
+	if p.err != nil {
+		return p.err
+	}
+	if !p.begun {
+		if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+			p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW"}
+		}
+		p.begun = true
+		if err := p.sink.Begin(&p.header); err != nil {
+			p.err = fmt.Errorf("sink: begin: %w", err)
+			return p.err
+		}
+	}
+	p.flushPending()
+	if p.err != nil {
+		return p.err
+	}
+	tr := event.Trailer{End: p.lastTime}
+	p.stats(&tr.Stats)
+	if extra != nil {
+		tr.Stats.Merge(*extra)
+	}
+	if err := p.sink.End(&tr); err != nil {
+		p.err = fmt.Errorf("sink: end: %w", err)
+	}
+	return p.err
+}
+
+// Stats returns the pipeline's counters so far.
+func (p *Pipeline) Stats() event.Stats {
+	var s event.Stats
+	p.stats(&s)
+	return s
+}
+
+func (p *Pipeline) stats(s *event.Stats) {
+	s.Add(event.CountInfo, StatRecords, p.records)
+	if p.noHeader {
+		s.Add(event.CountDropped, StatNoHeader, 1)
+	}
+	for _, name := range sortedKeys(p.counts) {
+		s.Add(p.problems[name], name, p.counts[name])
+	}
+	p.dec.Stats(s)
+}

@@ -1,0 +1,94 @@
+package etw
+
+import (
+	"context"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Records is a source of records in timestamp order that can be read more
+// than once: an ETL file through the reader, or a slice in tests.
+type Records interface {
+	// Each calls fn for every record in timestamp order until fn returns
+	// an error or the records end. It returns fn's error, or the source's
+	// own error after delivering every intact record before it.
+	Each(ctx context.Context, fn func(*record.Record) error) error
+	// Stats returns the source's own counters (buffers, events lost,
+	// corrupt buffers skipped); they go into the trailer.
+	Stats() event.Stats
+}
+
+// Run reads src in two passes into sink: the first collects every name,
+// rundown, process, thread and volume fact (the end-of-trace file rundown
+// then names events from the whole trace); the second pairs, resolves and
+// emits. An error from the source (a damaged file) ends the trace after
+// every intact event was delivered, with the trailer, and is returned.
+func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error {
+	p := NewPipeline(sink, opts)
+	p.mode = modeCollect
+	err1 := src.Each(ctx, p.Push)
+	if err1 != nil && ctx.Err() != nil {
+		return err1
+	}
+	p.startReplay()
+	err2 := src.Each(ctx, p.Push)
+	st := src.Stats()
+	if p.err != nil {
+		return p.err
+	}
+	if err2 != nil && ctx.Err() != nil {
+		// Cancelled: end the stream cleanly with what was emitted.
+		_ = p.Close(&st)
+		return err2
+	}
+	if cerr := p.Close(&st); cerr != nil {
+		return cerr
+	}
+	if err2 == nil {
+		err2 = err1
+	}
+	return err2
+}
+
+// startReplay turns a collecting pipeline into the second pass: the
+// tables are complete and stay as they are; pairing and emission start
+// afresh.
+func (p *Pipeline) startReplay() {
+	p.mode = modeReplay
+	for i := range p.expectEnd {
+		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0
+	}
+	p.dec = kernel.NewDecoder()
+	p.records = 0
+	p.lastTime = 0
+	p.dos = make(map[string]string)
+}
+
+// SliceRecords is a Records over records in memory (tests, fakes).
+type SliceRecords struct {
+	Recs []record.Record
+	// Err, when set, is returned after the records (a damaged source).
+	Err error
+	// Counters are returned by Stats.
+	Counters event.Stats
+}
+
+// Each implements Records.
+func (s *SliceRecords) Each(ctx context.Context, fn func(*record.Record) error) error {
+	for i := range s.Recs {
+		if i&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := fn(&s.Recs[i]); err != nil {
+			return err
+		}
+	}
+	return s.Err
+}
+
+// Stats implements Records.
+func (s *SliceRecords) Stats() event.Stats { return s.Counters }

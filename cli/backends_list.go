@@ -1,0 +1,16 @@
+package cli
+
+import (
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf"
+)
+
+// liveBackends returns every live tracing backend built into iotrace, in
+// the order `iotrace backends` lists them. Backend owners add their
+// constructor here; a backend that cannot run on this OS still belongs in
+// the list (its Available says why not).
+func liveBackends() []backend.Backend {
+	return []backend.Backend{
+		ebpf.New(ebpf.Config{}),
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/perfetto"
+	"github.com/iotrace/iotrace/tracefile"
+)
+
+// convertFormats are the formats convert writes; the first is the
+// default when neither --format nor the extension tells.
+var convertFormats = []string{"iot", "jsonl", "csv", "text", "perfetto"}
+
+func newConvertCmd() *cobra.Command {
+	var (
+		fo filter.Options
+		of outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "convert INPUT -o OUTPUT",
+		Short: "Convert a trace file to another format (iot, jsonl, csv, text)",
+		Long: `Convert a trace file (.iot, Windows .etl, or jsonl written by iotrace) to iot,
+jsonl, csv or text, keeping only the events the filter flags select. The output format comes
+from --format, else from OUTPUT's extension (.iot, .jsonl, .csv, .txt).
+
+iot and jsonl keep everything (events, facts, stats) and read back with every
+command; csv and text are for people and spreadsheets. A damaged input converts
+every intact event, then fails naming the byte offset of the damage.`,
+		Example: `  iotrace convert build.iot -o build.jsonl
+  iotrace convert build.iot -o reads.csv --op read,write
+  iotrace convert build.jsonl -o build.iot
+  iotrace convert boot.etl -o boot.iot`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if of.path == "" {
+				return fmt.Errorf("convert needs an output file: -o OUTPUT")
+			}
+			format, err := formatFor(of.format, of.path, "", convertFormats)
+			if err != nil {
+				return err
+			}
+			return convertTrace(cmd, args[0], format, fo, of)
+		},
+	}
+	addFilterFlags(cmd, &fo)
+	addOutputFlags(cmd, &of, convertFormats, "the file to write (required; - for standard output)")
+	return cmd
+}
+
+// convertTrace reads in through the filter into the writer of format.
+func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of outputFlags) error {
+	if same(in, of.path) {
+		return fmt.Errorf("convert: input and output are the same file %s", in)
+	}
+	f, err := filter.New(fo)
+	if err != nil {
+		return err
+	}
+	r, err := input.Open(in)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
+	if err != nil {
+		closeOut()
+		return err
+	}
+	runErr := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()}))
+	closeErr := closeOut()
+	if runErr != nil {
+		return readError(runErr)
+	}
+	return closeErr
+}
+
+// newTraceSink returns the sink that writes format to w.
+func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, error) {
+	switch format {
+	case "iot":
+		return tracefile.NewWriter(w, tracefile.WriterOptions{}), nil
+	case "perfetto": // Chrome / Perfetto trace-event JSON (engineer G)
+		return perfetto.New(w, perfetto.Options{}), nil
+	}
+	if format != "text" {
+		o.Facts = true // jsonl is the lossless form; csv ignores facts
+	}
+	return output.New(format, w, o)
+}
+
+// same reports whether two paths name the same existing file.
+func same(a, b string) bool {
+	if b == "" || b == "-" {
+		return false
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	if err1 == nil && err2 == nil {
+		return os.SameFile(sa, sb)
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}

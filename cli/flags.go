@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/output"
+)
+
+// addFilterFlags binds the shared filter flags (--pid, --comm, --path,
+// --op, --layer, --min-latency, --failed, --follow-children) with their
+// shell completions.
+func addFilterFlags(cmd *cobra.Command, o *filter.Options) {
+	filter.AddFlags(cmd.Flags(), o)
+	ops := make([]string, 0, event.NumOps)
+	for op := event.Op(1); int(op) < event.NumOps; op++ {
+		ops = append(ops, op.String())
+	}
+	_ = cmd.RegisterFlagCompletionFunc("op", fixedCompletion(ops...))
+	_ = cmd.RegisterFlagCompletionFunc("layer", fixedCompletion("file", "block", "marker"))
+}
+
+// outputFlags are the flags of commands that write a trace.
+type outputFlags struct {
+	format    string
+	path      string
+	facts     bool
+	wallClock bool
+}
+
+// addOutputFlags binds --format/-f (one of formats), --output/-o, --facts
+// and --wall-clock.
+func addOutputFlags(cmd *cobra.Command, o *outputFlags, formats []string, outputHelp string) {
+	fs := cmd.Flags()
+	fs.StringVarP(&o.format, "format", "f", "", "output format: "+strings.Join(formats, ", ")+" (default: from the output file's extension, else "+formats[0]+")")
+	fs.StringVarP(&o.path, "output", "o", "", outputHelp)
+	fs.BoolVar(&o.facts, "facts", false, "also print the trace's facts (name bindings, processes, devices)")
+	fs.BoolVar(&o.wallClock, "wall-clock", false, "print UTC times of day instead of seconds from the trace start")
+	_ = cmd.RegisterFlagCompletionFunc("format", fixedCompletion(formats...))
+}
+
+func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// formatFor picks the output format: the flag, else the output file's
+// extension, else def. It checks the result is one of valid.
+func formatFor(flag, path, def string, valid []string) (string, error) {
+	f := strings.ToLower(flag)
+	if f == "" && path != "" && path != "-" {
+		f = formatForExt(path)
+	}
+	if f == "" {
+		f = def
+	}
+	for _, v := range valid {
+		if f == v {
+			return f, nil
+		}
+	}
+	if flag == "" {
+		return "", fmt.Errorf("cannot tell the output format from %q: use --format (%s)", path, strings.Join(valid, ", "))
+	}
+	return "", fmt.Errorf("unknown output format %q (valid: %s)", flag, strings.Join(valid, ", "))
+}
+
+// formatForExt maps an output file's extension to a format.
+func formatForExt(path string) string {
+	if strings.HasSuffix(strings.ToLower(path), ".iot") {
+		return "iot"
+	}
+	return output.FormatForPath(path)
+}
+
+// openOutput returns the writer for path ("" or "-" is stdout) and a
+// function that closes it, reporting any write error.
+func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() error {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// problemWarner passes a stream on and, at its end, warns on w about every
+// problem counter of the trailer (events lost, unpaired, unresolved,
+// dropped), so that they are seen even when the output goes to a file or
+// a format without a summary.
+type problemWarner struct {
+	event.Sink
+	w io.Writer
+}
+
+func (p problemWarner) End(t *event.Trailer) error {
+	if probs := t.Stats.Problems(); len(probs) > 0 {
+		parts := make([]string, len(probs))
+		for i, c := range probs {
+			parts[i] = fmt.Sprintf("%d %s (%s)", c.Value, c.Kind, c.Name)
+		}
+		fmt.Fprintf(p.w, "iotrace: warning: the trace is incomplete: %s\n", strings.Join(parts, ", "))
+	}
+	return p.Sink.End(t)
+}

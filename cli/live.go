@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+)
+
+// pickLiveBackend returns the first live backend that can run here, or an
+// error that says why none can.
+func pickLiveBackend() (backend.Backend, error) {
+	var why []string
+	for _, b := range liveBackends() {
+		if err := b.Available(); err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", b.Name(), err))
+			continue
+		}
+		return b, nil
+	}
+	if len(why) == 0 {
+		why = append(why, "this build of iotrace has no live tracing backend")
+	}
+	return nil, fmt.Errorf("cannot trace this machine: %s", strings.Join(why, "; "))
+}
+
+// runLive traces this machine with the first available live backend into
+// sink until ctx is done, the command in opts exits, or opts.Duration
+// elapses. SIGINT and SIGTERM stop the trace cleanly (the backend
+// detaches everything and ends the stream with its Stats); a second one
+// exits at once. Warnings go to stderr when opts.Warn is unset.
+func runLive(ctx context.Context, opts backend.Options, sink event.Sink) error {
+	return runLiveTo(ctx, opts, sink, os.Stderr)
+}
+
+func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stderr io.Writer) error {
+	b, err := pickLiveBackend()
+	if err != nil {
+		return err
+	}
+	if opts.Warn == nil {
+		var mu sync.Mutex
+		opts.Warn = func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "iotrace: %s: %s\n", b.Name(), msg)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				if n == 0 {
+					// Stopped by the caller's context (the first Ctrl-C
+					// seen by main): the next signal forces.
+					n = 1
+				}
+			case s := <-sig:
+				n++
+				if n == 1 {
+					cancel()
+					fmt.Fprintf(stderr, "iotrace: stopping (%v again to quit at once)\n", s)
+					continue
+				}
+				fmt.Fprintln(stderr, "iotrace: quitting without a clean stop")
+				os.Exit(130)
+			}
+		}
+	}()
+	return b.Run(ctx, opts, sink)
+}
+
+// liveFlags are the flags trace and record share.
+type liveFlags struct {
+	duration   time.Duration
+	bufferSize string
+}
+
+func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
+	fs := cmd.Flags()
+	fs.DurationVar(&l.duration, "duration", 0, "stop after this long (10s, 5m); default: until Ctrl-C or the command exits")
+	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF)")
+}
+
+// parseSize parses "8M", "512K", "1G" or a byte count.
+func parseSize(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := 1
+	t := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B")
+	t = strings.TrimSuffix(t, "I")
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, t[:len(t)-1]
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, t[:len(t)-1]
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, t[:len(t)-1]
+	}
+	v, err := strconv.Atoi(t)
+	if err != nil || v <= 0 || v > (1<<40)/mult {
+		return 0, fmt.Errorf("bad size %q (want bytes, or a number with K, M or G)", s)
+	}
+	return v * mult, nil
+}
+
+// commandArgs returns the command after "--", rejecting other arguments.
+func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
+	dash := cmd.ArgsLenAtDash()
+	if dash < 0 {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("unexpected argument %q: put the command to trace after --", args[0])
+		}
+		return nil, nil
+	}
+	if dash > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: put the command to trace after --", args[0])
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no command after --")
+	}
+	return args, nil
+}
+
+// summary counts events and, at the end, prints one line with the count
+// and the events lost, so that loss is never silent.
+type summary struct {
+	event.Sink
+	w      io.Writer
+	events uint64
+	verb   string
+}
+
+func (s *summary) Event(e *event.Event) error {
+	s.events++
+	return s.Sink.Event(e)
+}
+
+func (s *summary) End(t *event.Trailer) error {
+	err := s.Sink.End(t)
+	lost := t.Stats.Total(event.CountLost)
+	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
+	return err
+}

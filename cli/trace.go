@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/output"
+)
+
+func newTraceCmd() *cobra.Command {
+	var (
+		fo   filter.Options
+		out  outputFlags
+		live liveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "trace [filters] [-- COMMAND [ARGS...]]",
+		Short: "Stream this machine's file and block I/O as it happens",
+		Long: `Trace file system calls and block I/O live and print each event as it
+completes. With a command after --, iotrace starts it once the probes are
+attached and traces only it and its descendants (like strace -f); the
+trace stops when it exits. Otherwise the trace runs until Ctrl-C or
+--duration. The last line says how many events were lost.`,
+		Example: `  sudo iotrace trace -- make -j8
+  sudo iotrace trace --comm postgres --op read,write --min-latency 1ms
+  sudo iotrace trace --pid 1234 --follow-children -f jsonl -o trace.jsonl`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command, err := commandArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			f, err := filter.New(fo)
+			if err != nil {
+				return err
+			}
+			size, err := parseSize(live.bufferSize)
+			if err != nil {
+				return err
+			}
+			format, err := formatFor(out.format, out.path, "text", []string{"text", "jsonl", "csv"})
+			if err != nil {
+				return err
+			}
+			w, closeOut, err := openOutput(out.path, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock})
+			if err != nil {
+				closeOut()
+				return err
+			}
+			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
+			fo.PushDown(&opts)
+			if len(command) > 0 {
+				opts.FollowChildren = true
+			}
+			stderr := cmd.ErrOrStderr()
+			s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "traced"}
+			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+	}
+	addFilterFlags(cmd, &fo)
+	addOutputFlags(cmd, &out, []string{"text", "jsonl", "csv"}, "write the events to this file instead of stdout")
+	addLiveFlags(cmd, &live)
+	return cmd
+}

@@ -1,0 +1,57 @@
+package filter
+
+import (
+	"github.com/iotrace/iotrace/event"
+)
+
+// Sink forwards to its next sink the header, every fact, the trailer and
+// the events that match its filter. It learns the OS from the header and
+// the process tree from process facts (for FollowChildren), and adds to
+// the trailer an informational count of the events it left out.
+type Sink struct {
+	f       *Filter
+	next    event.Sink
+	dropped uint64
+}
+
+// FilteredOut is the name of the informational counter the sink adds to
+// the trailer.
+const FilteredOut = "events left out by the filter"
+
+// Sink returns a sink that forwards matching events to next. When the
+// filter selects everything it returns next itself.
+func (f *Filter) Sink(next event.Sink) event.Sink {
+	if f.opts.IsZero() {
+		return next
+	}
+	return &Sink{f: f, next: next}
+}
+
+// Begin implements event.Sink.
+func (s *Sink) Begin(h *event.Header) error {
+	s.f.SetOS(h.OS)
+	return s.next.Begin(h)
+}
+
+// Event implements event.Sink.
+func (s *Sink) Event(e *event.Event) error {
+	if !s.f.Match(e) {
+		s.dropped++
+		return nil
+	}
+	return s.next.Event(e)
+}
+
+// Fact implements event.Sink.
+func (s *Sink) Fact(ft *event.Fact) error {
+	s.f.Observe(ft)
+	return s.next.Fact(ft)
+}
+
+// End implements event.Sink.
+func (s *Sink) End(t *event.Trailer) error {
+	if s.dropped > 0 {
+		t.Stats.Add(event.CountInfo, FilteredOut, s.dropped)
+	}
+	return s.next.End(t)
+}

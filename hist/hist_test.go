@@ -1,0 +1,317 @@
+package hist
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLog2Buckets(t *testing.T) {
+	var h Log2
+	for _, v := range []uint64{0, 1, 2, 3, 4, 7, 8, 1000, math.MaxUint64} {
+		h.Add(v)
+	}
+	want := map[int]uint64{0: 1, 1: 1, 2: 2, 3: 2, 4: 1, 10: 1, 64: 1}
+	for k := 0; k < log2Buckets; k++ {
+		if got := h.BucketCount(k); got != want[k] {
+			t.Errorf("bucket %d: %d, want %d", k, got, want[k])
+		}
+	}
+	if h.Count() != 9 || h.Min() != 0 || h.Max() != math.MaxUint64 || h.Sum() != math.MaxUint64 {
+		t.Errorf("totals: n=%d min=%d max=%d sum=%d", h.Count(), h.Min(), h.Max(), h.Sum())
+	}
+	b := h.Buckets()
+	if len(b) != 65 || b[3] != (Bucket{Low: 4, High: 7, Count: 2}) || b[64].High != math.MaxUint64 {
+		t.Errorf("buckets: %d, %+v, %+v", len(b), b[3], b[64])
+	}
+}
+
+func TestLog2QuantileInBucket(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h Log2
+	vals := make([]uint64, 10000)
+	for i := range vals {
+		vals[i] = uint64(r.ExpFloat64() * 5000)
+		h.Add(vals[i])
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 0.999, 1} {
+		exact := vals[rank(q, uint64(len(vals)))-1]
+		got := h.Quantile(q)
+		if log2Index(got) != log2Index(exact) {
+			t.Errorf("q%.3f: %d, exact %d: not in the same bucket", q, got, exact)
+		}
+	}
+	if h.Quantile(0) != vals[0] || h.Quantile(1) != vals[len(vals)-1] {
+		t.Error("q0/q1 are not min/max")
+	}
+	var empty Log2
+	if empty.Quantile(0.5) != 0 || empty.Buckets() != nil {
+		t.Error("empty histogram")
+	}
+}
+
+func TestLog2Merge(t *testing.T) {
+	var a, b, all Log2
+	for i := uint64(0); i < 1000; i++ {
+		v := i * i
+		all.Add(v)
+		if i%3 == 0 {
+			a.Add(v)
+		} else {
+			b.Add(v)
+		}
+	}
+	a.Merge(&b)
+	if a != all {
+		t.Errorf("merged %+v\nwant   %+v", a.Summary(), all.Summary())
+	}
+	var empty Log2
+	empty.Merge(&all)
+	if empty != all {
+		t.Error("merge into empty")
+	}
+}
+
+func TestLog2Render(t *testing.T) {
+	var h Log2
+	h.AddN(3, 2)
+	h.AddN(12, 8)
+	h.Add(40)
+	var buf bytes.Buffer
+	if err := h.Render(&buf, RenderOptions{Unit: "usecs", Width: 8}); err != nil {
+		t.Fatal(err)
+	}
+	want := `   usecs : count distribution
+ 2 -> 3  : 2     |**      |
+ 4 -> 7  : 0     |        |
+ 8 -> 15 : 8     |********|
+16 -> 31 : 0     |        |
+32 -> 63 : 1     |*       |
+`
+	if buf.String() != want {
+		t.Errorf("render:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+func TestLinear(t *testing.T) {
+	if _, err := NewLinear(0, 10, 0); err == nil {
+		t.Error("step 0 accepted")
+	}
+	if _, err := NewLinear(10, 10, 1); err == nil {
+		t.Error("empty range accepted")
+	}
+	if _, err := NewLinear(0, 1<<40, 1); err == nil {
+		t.Error("2^40 buckets accepted")
+	}
+	h, err := NewLinear(-10, 25, 10) // [-10,0) [0,10) [10,20) [20,25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int64{-11, -10, -1, 0, 9, 10, 24, 25, 100} {
+		h.Add(v)
+	}
+	got := h.Buckets()
+	want := []LinearBucket{{-10, 0, 2}, {0, 10, 2}, {10, 20, 1}, {20, 25, 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("buckets %v, want %v", got, want)
+	}
+	if h.Under() != 1 || h.Over() != 2 || h.Count() != 9 || h.Min() != -11 || h.Max() != 100 || h.Sum() != 146 {
+		t.Errorf("totals: %+v", h.Summary())
+	}
+	var buf bytes.Buffer
+	if err := h.Render(&buf, RenderOptions{Unit: "ms", Width: 4}); err != nil {
+		t.Fatal(err)
+	}
+	wantR := `       ms : count distribution
+    < -10 : 1     |**  |
+-10 -> -1 : 2     |****|
+  0 -> 9  : 2     |****|
+ 10 -> 19 : 1     |**  |
+ 20 -> 24 : 1     |**  |
+    >= 25 : 2     |****|
+`
+	if buf.String() != wantR {
+		t.Errorf("render:\n%s\nwant:\n%s", buf.String(), wantR)
+	}
+	o, _ := NewLinear(-10, 25, 10)
+	o.Add(5)
+	if err := h.Merge(o); err != nil || h.Count() != 10 || h.Buckets()[1].Count != 3 {
+		t.Errorf("merge: %v %+v", err, h.Summary())
+	}
+	other, _ := NewLinear(0, 25, 5)
+	if err := h.Merge(other); err == nil {
+		t.Error("merged histograms with different buckets")
+	}
+	// Extreme bounds do not overflow.
+	x, err := NewLinear(math.MinInt64, math.MaxInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Add(math.MinInt64)
+	x.Add(math.MaxInt64 - 1)
+	x.Add(0)
+	if x.Count() != 3 || x.Over() != 0 || x.Under() != 0 {
+		t.Errorf("extreme: %+v", x.Summary())
+	}
+}
+
+func TestSketchBucketGeometry(t *testing.T) {
+	prevHi := uint64(0)
+	for i := 0; i < sketchBlocks*sketchSub; i++ {
+		lo, hi := sketchBounds(i)
+		if i > 0 && lo != prevHi+1 {
+			t.Fatalf("bucket %d starts at %d, previous ended at %d", i, lo, prevHi)
+		}
+		if sketchIndex(lo) != i || sketchIndex(hi) != i {
+			t.Fatalf("bucket %d [%d,%d] maps to %d/%d", i, lo, hi, sketchIndex(lo), sketchIndex(hi))
+		}
+		if i >= sketchExact && float64(hi-lo+1)/float64(lo) > 1.0/sketchSub+1e-12 {
+			t.Fatalf("bucket %d [%d,%d] is wider than 1/%d", i, lo, hi, sketchSub)
+		}
+		prevHi = hi
+	}
+	if prevHi != math.MaxUint64 {
+		t.Fatalf("last bucket ends at %d", prevHi)
+	}
+}
+
+func TestSketchQuantileBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dists := map[string]func() uint64{
+		"lognormal": func() uint64 { return uint64(math.Exp(r.NormFloat64()*2 + 10)) },
+		"uniform":   func() uint64 { return r.Uint64N(1 << 40) },
+		"small":     func() uint64 { return r.Uint64N(200) },
+		"bimodal": func() uint64 {
+			if r.IntN(10) == 0 {
+				return 5_000_000 + r.Uint64N(1000)
+			}
+			return 20_000 + r.Uint64N(100)
+		},
+	}
+	qs := []float64{0, 0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 1}
+	for name, gen := range dists {
+		var s Sketch
+		vals := make([]uint64, 50000)
+		for i := range vals {
+			vals[i] = gen()
+			s.Add(vals[i])
+		}
+		slices.Sort(vals)
+		multi := s.Quantiles(qs...)
+		for k, q := range qs {
+			exact := vals[rank(q, uint64(len(vals)))-1]
+			got := s.Quantile(q)
+			if multi[k] != got {
+				t.Errorf("%s q%g: Quantiles %d, Quantile %d", name, q, multi[k], got)
+			}
+			if math.Abs(float64(got)-float64(exact)) > float64(exact)*SketchRelativeError {
+				t.Errorf("%s q%g: %d, exact %d: error %.4f%% > %.4f%%", name, q, got, exact,
+					100*math.Abs(float64(got)-float64(exact))/float64(exact), 100*SketchRelativeError)
+			}
+			if exact < sketchExact && got != exact {
+				t.Errorf("%s q%g: %d, exact %d below %d", name, q, got, exact, sketchExact)
+			}
+		}
+		var sum uint64
+		for _, v := range vals {
+			sum += v
+		}
+		if s.Count() != uint64(len(vals)) || s.Sum() != sum || s.Min() != vals[0] || s.Max() != vals[len(vals)-1] {
+			t.Errorf("%s totals", name)
+		}
+	}
+}
+
+func TestSketchMergeAndJSON(t *testing.T) {
+	var a, b, all Sketch
+	for i := uint64(1); i <= 10000; i++ {
+		v := i * 997
+		all.Add(v)
+		if i%2 == 0 {
+			a.Add(v)
+		} else {
+			b.Add(v)
+		}
+	}
+	a.Merge(&b)
+	if a.Summary() != all.Summary() {
+		t.Errorf("merged %+v, want %+v", a.Summary(), all.Summary())
+	}
+	js, err := json.Marshal(&a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back SketchSummary
+	if err := json.Unmarshal(js, &back); err != nil || back != a.Summary() {
+		t.Errorf("json %s: %v", js, err)
+	}
+	var e Sketch
+	if q := e.Quantiles(0.5, 0.99); q[0] != 0 || q[1] != 0 || e.Quantile(0.5) != 0 {
+		t.Error("empty sketch")
+	}
+}
+
+func TestLog2JSON(t *testing.T) {
+	var h Log2
+	h.Add(5)
+	h.Add(6)
+	js, err := json.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"count":2,"sum":11,"min":5,"max":6,"buckets":[{"low":4,"high":7,"count":2}]}`; string(js) != want {
+		t.Errorf("json %s, want %s", js, want)
+	}
+}
+
+func TestRenderEmptyAndWideUnit(t *testing.T) {
+	var h Log2
+	var buf bytes.Buffer
+	if err := h.Render(&buf, RenderOptions{Unit: "nanoseconds", Indent: "  "}); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != "  nanoseconds : count distribution\n" {
+		t.Errorf("%q", got)
+	}
+	h.Add(1)
+	buf.Reset()
+	h.Render(&buf, RenderOptions{Unit: "nanoseconds"})
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 2 || strings.Index(lines[0], ":") != strings.Index(lines[1], ":") {
+		t.Errorf("misaligned:\n%s", buf.String())
+	}
+}
+
+var sink uint64
+
+func BenchmarkLog2Add(b *testing.B) {
+	var h Log2
+	for i := 0; i < b.N; i++ {
+		h.Add(uint64(i) * 2654435761 >> 12)
+	}
+	sink = h.Count()
+}
+
+func BenchmarkSketchAdd(b *testing.B) {
+	var s Sketch
+	for i := 0; i < b.N; i++ {
+		s.Add(uint64(i) * 2654435761 >> 20)
+	}
+	sink = s.Count()
+}
+
+func BenchmarkSketchQuantiles(b *testing.B) {
+	var s Sketch
+	for i := 0; i < 100000; i++ {
+		s.Add(uint64(i) * 2654435761 >> 12)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sink += s.Quantiles(0.5, 0.9, 0.99)[2]
+	}
+}

@@ -1,0 +1,46 @@
+package input
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iotrace/iotrace/backend/etw"
+	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/event"
+)
+
+// etlFormat reads Windows Event Trace Logs (.etl) on any OS: the kernel
+// FileIo, DiskIo, Process, Thread and Image events and the Kernel-File
+// provider's, paired and resolved by package etw (which applies the
+// trace's own name, process and volume facts, so Resolves is set).
+var etlFormat = Format{
+	Name:        "etl",
+	Description: "Windows Event Trace Log (ETW)",
+	Match:       etw.LooksLikeETL,
+	Open:        openETL,
+	Resolves:    true,
+}
+
+type etlReader struct {
+	path string
+	r    *etl.Reader
+}
+
+func openETL(path string) (Reader, error) {
+	r, err := etl.Open(path, etl.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &etlReader{path: path, r: r}, nil
+}
+
+func (e *etlReader) Format() string { return "etl" }
+
+func (e *etlReader) Run(ctx context.Context, sink event.Sink) error {
+	if err := etw.Run(ctx, etw.FileRecords(e.r), etw.Options{}, sink); err != nil {
+		return fmt.Errorf("read %s: %w", e.path, err)
+	}
+	return nil
+}
+
+func (e *etlReader) Close() error { return e.r.Close() }

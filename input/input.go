@@ -1,0 +1,201 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
+)
+
+// Reader is an open trace file.
+type Reader interface {
+	// Format is the name of the file's format ("iot", "jsonl", "etl").
+	Format() string
+	// Run delivers the whole trace to sink: Begin, facts and events, End.
+	// A damaged file delivers everything intact, then End, and returns an
+	// error that names the byte offset of the damage.
+	Run(ctx context.Context, sink event.Sink) error
+	// Close releases the file.
+	Close() error
+}
+
+// Format is one file format iotrace reads.
+type Format struct {
+	// Name is the short name ("iot").
+	Name string
+	// Description says in a few words what the format is.
+	Description string
+	// Match reports whether a file beginning with head (up to SniffSize
+	// bytes, fewer for a short file) is in this format.
+	Match func(head []byte) bool
+	// Open opens the file at path.
+	Open func(path string) (Reader, error)
+	// Resolves says that the format's reader resolves names itself;
+	// otherwise Open adds a resolver that applies the trace's facts.
+	Resolves bool
+	// Available returns nil when this build can read the format, or why
+	// not. Nil means always.
+	Available func() error
+}
+
+// SniffSize is the number of bytes Open reads to recognize a format.
+const SniffSize = 512
+
+// formats is the table Open dispatches through, in the order formats are
+// tried.
+var formats = []Format{
+	iotFormat,
+	jsonlFormat,
+	etlFormat,
+}
+
+// Formats returns the formats iotrace reads.
+func Formats() []Format { return append([]Format(nil), formats...) }
+
+// Open recognizes the format of the file at path from its first bytes and
+// opens it.
+func Open(path string) (Reader, error) {
+	head, err := sniff(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range formats {
+		if !f.Match(head) {
+			continue
+		}
+		if f.Available != nil {
+			if err := f.Available(); err != nil {
+				return nil, fmt.Errorf("%s: %s file, but this iotrace cannot read it: %w", path, f.Name, err)
+			}
+		}
+		r, err := f.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if f.Resolves {
+			return r, nil
+		}
+		return resolving{r}, nil
+	}
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = f.Name + " (" + f.Description + ")"
+	}
+	return nil, fmt.Errorf("%s: not a trace file iotrace can read: it begins with %s; iotrace reads %s",
+		path, describe(head), strings.Join(names, ", "))
+}
+
+func sniff(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory, not a trace file", path)
+	}
+	head := make([]byte, SniffSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: read: %w", path, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s: empty file, not a trace", path)
+	}
+	return head[:n], nil
+}
+
+// describe renders the first bytes of a file for an error message: hex,
+// and the text when it is printable.
+func describe(head []byte) string {
+	n := min(len(head), 16)
+	var hex strings.Builder
+	for i, c := range head[:n] {
+		if i > 0 {
+			hex.WriteByte(' ')
+		}
+		fmt.Fprintf(&hex, "%02x", c)
+	}
+	printable := true
+	for _, r := range string(head[:n]) {
+		if !unicode.IsPrint(r) && r != ' ' {
+			printable = false
+			break
+		}
+	}
+	if printable {
+		return fmt.Sprintf("%s (%s)", hex.String(), strconv.Quote(string(head[:n])))
+	}
+	return hex.String()
+}
+
+// resolving wraps a Reader whose format does not resolve names: it
+// applies the trace's facts on the way to the sink.
+type resolving struct{ Reader }
+
+// factScanner is a Reader that can deliver all its facts before Run, so
+// that facts recorded late (an ETW rundown at the end of a trace, a /proc
+// walk finished after the first events) name every event.
+type factScanner interface {
+	ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error
+}
+
+func (r resolving) Run(ctx context.Context, sink event.Sink) error {
+	fs, ok := r.Reader.(factScanner)
+	if !ok {
+		return r.Reader.Run(ctx, staleCount{resolve.NewResolver(sink)})
+	}
+	res := resolve.NewResolver(sink)
+	if err := fs.ScanFacts(ctx, func(f *event.Fact) error {
+		res.Tables.Apply(f)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return r.Reader.Run(ctx, staleCount{preResolved{res: res, next: sink}})
+}
+
+// preResolved resolves events with tables that already hold every fact of
+// the trace; facts pass through without being applied a second time.
+type preResolved struct {
+	res  *resolve.Resolver
+	next event.Sink
+}
+
+func (p preResolved) Begin(h *event.Header) error { return p.next.Begin(h) }
+func (p preResolved) Fact(f *event.Fact) error    { return p.next.Fact(f) }
+func (p preResolved) End(t *event.Trailer) error  { return p.res.End(t) }
+func (p preResolved) Event(e *event.Event) error {
+	p.res.Resolve(e)
+	return p.next.Event(e)
+}
+
+// resolverCounter is the name of the counter resolve.Resolver adds to the
+// trailer. A trace written after a resolver already holds it; this read
+// counts again, so the old count is dropped rather than added to.
+const resolverCounter = "events with a handle but no path (resolver)"
+
+// staleCount drops an earlier read's unresolved count from the trailer.
+type staleCount struct{ event.Sink }
+
+func (s staleCount) End(t *event.Trailer) error {
+	cs := t.Stats.Counters[:0:0]
+	for _, c := range t.Stats.Counters {
+		if !(c.Kind == event.CountUnresolved && c.Name == resolverCounter) {
+			cs = append(cs, c)
+		}
+	}
+	t.Stats.Counters = cs
+	return s.Sink.End(t)
+}

@@ -1,0 +1,48 @@
+package output
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/iotrace/iotrace/internal/synth"
+)
+
+// FuzzReadJSONL feeds arbitrary bytes to the jsonl reader: it must never
+// panic, must end every stream it began, and what it reads must survive
+// being written and read again unchanged.
+func FuzzReadJSONL(f *testing.F) {
+	var buf bytes.Buffer
+	if err := synth.AllFieldsTrace().Replay(NewJSONL(&buf)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	buf.Reset()
+	if err := synth.Trace(synth.Options{OS: "windows", Events: 150}).Replay(NewJSONL(&buf)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(JSONLMagic + `,"source":"ebpf"}` + "\n" + `{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok","file_key":"0x10","fd":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		first := synth.NewRecorder()
+		err := ReadJSONL(context.Background(), bytes.NewReader(data), "fuzz", first)
+		tr := first.Trace()
+		if tr.Began != tr.Ended {
+			t.Fatalf("began %v, ended %v (err %v)", tr.Began, tr.Ended, err)
+		}
+		if !tr.Began {
+			return
+		}
+		var again bytes.Buffer
+		if err := tr.Replay(NewJSONL(&again)); err != nil {
+			t.Fatal(err)
+		}
+		second := synth.NewRecorder()
+		if err := ReadJSONL(context.Background(), &again, "again", second); err != nil {
+			t.Fatalf("re-reading what was read: %v\n%s", err, again.Bytes())
+		}
+		if err := synth.Compare(tr, second.Trace()); err != nil {
+			t.Fatalf("not stable through a second round trip: %v", err)
+		}
+	})
+}

@@ -1,0 +1,394 @@
+package output
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// JSONLMagic is how every jsonl trace begins: its header object.
+const JSONLMagic = `{"type":"header"`
+
+// hexNum is a number that jsonl may hold as a JSON number or as a "0x..."
+// string (kernel addresses).
+type hexNum uint64
+
+func (h *hexNum) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return fmt.Errorf("not a number or 0x string: %s", b)
+	}
+	*h = hexNum(v)
+	return nil
+}
+
+// jsonRecord holds every field of every jsonl object type.
+type jsonRecord struct {
+	Type string `json:"type"`
+
+	// header
+	OS          string `json:"os"`
+	OSVersion   string `json:"os_version"`
+	Hostname    string `json:"hostname"`
+	CPUs        uint32 `json:"cpus"`
+	PointerSize uint8  `json:"pointer_size"`
+	StartWall   int64  `json:"start_wall"`
+	Clock       string `json:"clock"`
+	ClockFreq   uint64 `json:"clock_freq"`
+	ClockOrigin int64  `json:"clock_origin"`
+	Command     string `json:"command"`
+	Tool        string `json:"tool"`
+
+	// event
+	ID          uint64   `json:"id"`
+	Source      string   `json:"source"`
+	Layer       string   `json:"layer"`
+	Op          string   `json:"op"`
+	Native      string   `json:"native"`
+	Time        int64    `json:"time"`
+	Duration    int64    `json:"duration"`
+	Wait        int64    `json:"wait"`
+	CPU         uint32   `json:"cpu"`
+	Pid         uint32   `json:"pid"`
+	Tid         uint32   `json:"tid"`
+	ProcStart   int64    `json:"proc_start"`
+	Comm        string   `json:"comm"`
+	Path        string   `json:"path"`
+	Path2       string   `json:"path2"`
+	FD          *int32   `json:"fd"`
+	FileObject  hexNum   `json:"file_object"`
+	FileKey     hexNum   `json:"file_key"`
+	Inode       uint64   `json:"inode"`
+	Offset      *int64   `json:"offset"`
+	Size        uint64   `json:"size"`
+	Bytes       *int64   `json:"bytes"`
+	Status      string   `json:"status"`
+	Code        uint32   `json:"code"`
+	Flags       []string `json:"flags"`
+	OpenFlags   uint32   `json:"open_flags"`
+	Mode        uint32   `json:"mode"`
+	Disposition uint8    `json:"disposition"`
+	Priority    uint8    `json:"priority"`
+	IOFlags     uint32   `json:"io_flags"`
+	Info        uint32   `json:"info"`
+	Dev         string   `json:"dev"`
+	Sector      uint64   `json:"sector"`
+	Request     hexNum   `json:"request"`
+	Cause       uint64   `json:"cause"`
+	CausedIOs   uint32   `json:"caused_ios"`
+	CausedBytes uint64   `json:"caused_bytes"`
+	Note        string   `json:"note"`
+
+	// fact
+	Kind    string `json:"kind"`
+	Rundown bool   `json:"rundown"`
+	Ended   bool   `json:"ended"`
+	Space   string `json:"space"`
+	PPid    uint32 `json:"ppid"`
+	Handle  hexNum `json:"handle"`
+	Name    string `json:"name"`
+	Image   string `json:"image"`
+	Detail  string `json:"detail"`
+
+	// trailer
+	End      int64 `json:"end"`
+	Counters []struct {
+		Kind  string `json:"kind"`
+		Name  string `json:"name"`
+		Value uint64 `json:"value"`
+	} `json:"counters"`
+}
+
+// ReadJSONL reads a jsonl trace written by [NewJSONL] from r and replays
+// it into sink: Begin, the events and facts in file order, End. A damaged
+// or truncated file delivers everything before the damage, then End with
+// what the trailer would have held so far, and returns an error naming
+// the line and byte offset. name names r in errors.
+func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var (
+		off       int64
+		line      int
+		begun     bool
+		trailer   event.Trailer
+		sawEnd    bool
+		rec       jsonRecord
+		ev        event.Event
+		fact      event.Fact
+		lastEnd   int64
+		readErr   error
+		sinkErr   error
+		damageErr error
+	)
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s: line %d at byte offset %d: %s", name, line, off, fmt.Sprintf(format, args...))
+	}
+	for {
+		if line&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				readErr = err
+				break
+			}
+		}
+		raw, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it.
+			long := append([]byte(nil), raw...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				raw, err = br.ReadSlice('\n')
+				long = append(long, raw...)
+			}
+			raw = long
+		}
+		if len(raw) == 0 && err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = fmt.Errorf("%s: read at byte offset %d: %w", name, off, err)
+			}
+			break
+		}
+		line++
+		text := bytes.TrimSpace(raw)
+		if len(text) == 0 {
+			off += int64(len(raw))
+			continue
+		}
+		if sawEnd {
+			damageErr = fail("data after the trailer")
+			break
+		}
+		if !begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
+			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
+			break
+		}
+		rec = jsonRecord{}
+		if err := json.Unmarshal(text, &rec); err != nil {
+			damageErr = fail("%v", err)
+			break
+		}
+		switch rec.Type {
+		case "header":
+			if begun {
+				damageErr = fail("second header")
+				break
+			}
+			h, err := rec.header()
+			if err != nil {
+				damageErr = fail("%v", err)
+				break
+			}
+			begun = true
+			sinkErr = sink.Begin(&h)
+		case "event":
+			if err := rec.event(&ev); err != nil {
+				damageErr = fail("%v", err)
+				break
+			}
+			if end := ev.End(); end > lastEnd {
+				lastEnd = end
+			}
+			sinkErr = sink.Event(&ev)
+		case "fact":
+			if err := rec.fact(&fact); err != nil {
+				damageErr = fail("%v", err)
+				break
+			}
+			sinkErr = sink.Fact(&fact)
+		case "trailer":
+			trailer.End = rec.End
+			for _, c := range rec.Counters {
+				k, err := parseCounterKind(c.Kind)
+				if err != nil {
+					damageErr = fail("%v", err)
+					break
+				}
+				trailer.Stats.Add(k, c.Name, c.Value)
+			}
+			sawEnd = true
+		default:
+			damageErr = fail("unknown object type %q", rec.Type)
+		}
+		if damageErr != nil || sinkErr != nil {
+			break
+		}
+		off += int64(len(raw))
+		if err != nil {
+			break // EOF after a last line without '\n'
+		}
+	}
+	if sinkErr != nil {
+		return sinkErr
+	}
+	if !begun {
+		switch {
+		case damageErr != nil:
+			return damageErr
+		case readErr != nil:
+			return readErr
+		}
+		return fmt.Errorf("%s: empty jsonl trace (no header)", name)
+	}
+	if !sawEnd {
+		trailer.End = lastEnd
+		if damageErr == nil && readErr == nil {
+			damageErr = fmt.Errorf("%s: ends at byte offset %d without a trailer (truncated?)", name, off)
+		}
+	}
+	if err := sink.End(&trailer); err != nil {
+		return err
+	}
+	if damageErr != nil {
+		return damageErr
+	}
+	return readErr
+}
+
+func parseCounterKind(s string) (event.CounterKind, error) {
+	for k := event.CountInfo; k <= event.CountDropped; k++ {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown counter kind %q", s)
+}
+
+func parseClockKind(s string) (event.ClockKind, error) {
+	if s == "" {
+		return event.ClockUnknown, nil
+	}
+	for k := event.ClockUnknown; k < 32; k++ {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown clock %q", s)
+}
+
+func parseDevice(s string) (event.Device, error) {
+	if s == "" {
+		return event.Device{}, nil
+	}
+	n, disk := strings.CutPrefix(s, "disk")
+	maj, min, colon := strings.Cut(n, ":")
+	a, err1 := strconv.ParseUint(maj, 10, 32)
+	var b uint64
+	var err2 error
+	if colon {
+		b, err2 = strconv.ParseUint(min, 10, 32)
+	}
+	if err1 != nil || err2 != nil || (!disk && !colon) {
+		return event.Device{}, fmt.Errorf("bad device %q (want major:minor or diskN)", s)
+	}
+	return event.Device{Major: uint32(a), Minor: uint32(b), IsDisk: disk}, nil
+}
+
+func (r *jsonRecord) header() (event.Header, error) {
+	src, err := event.ParseSource(r.Source)
+	if err != nil {
+		return event.Header{}, err
+	}
+	ck, err := parseClockKind(r.Clock)
+	if err != nil {
+		return event.Header{}, err
+	}
+	return event.Header{
+		Source: src, OS: r.OS, OSVersion: r.OSVersion, Hostname: r.Hostname,
+		CPUs: r.CPUs, PointerSize: r.PointerSize, StartWall: r.StartWall,
+		Clock:   event.Clock{Kind: ck, Freq: r.ClockFreq, Origin: r.ClockOrigin},
+		Command: r.Command, Tool: r.Tool,
+	}, nil
+}
+
+func (r *jsonRecord) event(e *event.Event) error {
+	var err error
+	e.Reset()
+	if e.Source, err = event.ParseSource(r.Source); err != nil {
+		return err
+	}
+	if e.Layer, err = event.ParseLayer(r.Layer); err != nil {
+		if r.Layer != "unknown" {
+			return err
+		}
+		e.Layer = event.LayerUnknown
+	}
+	if e.Op, err = event.ParseOp(r.Op); err != nil {
+		return err
+	}
+	if e.Status, err = event.ParseStatus(r.Status); err != nil {
+		return err
+	}
+	if e.Dev, err = parseDevice(r.Dev); err != nil {
+		return err
+	}
+	for _, f := range r.Flags {
+		bit, ok := parseFlag(f)
+		if !ok {
+			return fmt.Errorf("unknown flag %q", f)
+		}
+		e.Flags |= bit
+	}
+	e.ID, e.Native, e.Time, e.Duration, e.Wait = r.ID, r.Native, r.Time, r.Duration, r.Wait
+	e.CPU, e.Pid, e.Tid, e.ProcStart = r.CPU, r.Pid, r.Tid, r.ProcStart
+	e.Comm, e.Path, e.Path2 = r.Comm, r.Path, r.Path2
+	if r.FD != nil {
+		e.FD = *r.FD
+	}
+	e.FileObject, e.FileKey, e.Inode = uint64(r.FileObject), uint64(r.FileKey), r.Inode
+	if r.Offset != nil {
+		e.Offset = *r.Offset
+	}
+	e.Size = r.Size
+	if r.Bytes != nil {
+		e.Bytes = *r.Bytes
+	}
+	e.Code, e.OpenFlags, e.Mode, e.Disposition = r.Code, r.OpenFlags, r.Mode, r.Disposition
+	e.Priority, e.IOFlags, e.Info = r.Priority, r.IOFlags, r.Info
+	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), r.Cause
+	e.CausedIOs, e.CausedBytes, e.Note = r.CausedIOs, r.CausedBytes, r.Note
+	return nil
+}
+
+func (r *jsonRecord) fact(f *event.Fact) error {
+	*f = event.Fact{}
+	found := false
+	for k := event.FactUnknown; k < 32; k++ {
+		if k.String() == r.Kind {
+			f.Kind, found = k, true
+			break
+		}
+	}
+	if !found {
+		return fmt.Errorf("unknown fact kind %q", r.Kind)
+	}
+	if r.Space != "" {
+		found = false
+		for s := event.SpaceNone; s < 32; s++ {
+			if s.String() == r.Space {
+				f.Space, found = s, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("unknown handle space %q", r.Space)
+		}
+	}
+	dev, err := parseDevice(r.Dev)
+	if err != nil {
+		return err
+	}
+	f.Time, f.Rundown, f.End = r.Time, r.Rundown, r.Ended
+	f.Pid, f.ProcStart, f.Tid, f.PPid = r.Pid, r.ProcStart, r.Tid, r.PPid
+	f.Handle, f.Dev = uint64(r.Handle), dev
+	f.Name, f.Image, f.Detail = r.Name, r.Image, r.Detail
+	return nil
+}

@@ -1,0 +1,162 @@
+package report
+
+import (
+	"sort"
+	"unsafe"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/hist"
+)
+
+// opCounts are the totals of one op.
+type opCounts struct {
+	count, bytes, failed uint64
+	time                 uint64 // sum of durations, ns
+}
+
+// cacheCounts describe how reads were served.
+type cacheCounts struct {
+	reads      uint64 // completed, successful read ops
+	diskReads  uint64 // of which caused block I/O
+	bytesCache uint64
+	bytesDisk  uint64
+	fsOps      uint64 // file-layer ops (for disk ops per fs op)
+	causedIOs  uint64 // block I/Os caused by file-layer ops
+	causedB    uint64
+}
+
+func (c *cacheCounts) merge(o *cacheCounts) {
+	c.reads += o.reads
+	c.diskReads += o.diskReads
+	c.bytesCache += o.bytesCache
+	c.bytesDisk += o.bytesDisk
+	c.fsOps += o.fsOps
+	c.causedIOs += o.causedIOs
+	c.causedB += o.causedB
+}
+
+// entity aggregates the file-layer activity of one process or one file.
+type entity struct {
+	name string           // file key, or process name
+	pk   event.ProcessKey // process entities
+	ops  [event.NumOps]opCounts
+	tot  opCounts // file layer: count, data bytes, failed, time
+	lat  hist.Sketch
+	c    cacheCounts
+	// blockIOs and blockBytes count block events attributed directly: to
+	// their submitter (processes) or their path without a cause link
+	// (files, e.g. writeback).
+	blockIOs, blockBytes uint64
+	// errBytes and errTime bound what pruning may have lost of this key
+	// before the entry was (re)created.
+	errBytes, errTime uint64
+}
+
+func (e *entity) merge(o *entity) {
+	for i := range e.ops {
+		e.ops[i].count += o.ops[i].count
+		e.ops[i].bytes += o.ops[i].bytes
+		e.ops[i].failed += o.ops[i].failed
+		e.ops[i].time += o.ops[i].time
+	}
+	e.tot.count += o.tot.count
+	e.tot.bytes += o.tot.bytes
+	e.tot.failed += o.tot.failed
+	e.tot.time += o.tot.time
+	e.lat.Merge(&o.lat)
+	e.c.merge(&o.c)
+	e.blockIOs += o.blockIOs
+	e.blockBytes += o.blockBytes
+}
+
+// cacheSlots is the size of a table's direct-mapped lookup cache.
+const cacheSlots = 512
+
+type slot[K comparable] struct {
+	k K
+	e *entity
+}
+
+// table is a bounded map of entities (see Options.Capacity). A small
+// direct-mapped cache in front of the map serves the keys seen recently
+// without hashing them (for strings, it is indexed by the string's data
+// pointer: a reader that interns paths hits it every time).
+type table[K comparable] struct {
+	slots    *[cacheSlots]slot[K]
+	slotOf   func(K) uint32
+	m        map[K]*entity
+	capacity int
+	other    entity // what pruning folded away
+	pruned   uint64 // entries pruned
+	errBytes uint64 // error bound given to entries created from now on
+	errTime  uint64
+}
+
+func newTable[K comparable](capacity int, slotOf func(K) uint32) table[K] {
+	return table[K]{m: make(map[K]*entity), capacity: capacity, slots: new([cacheSlots]slot[K]), slotOf: slotOf}
+}
+
+// stringSlot picks a cache slot by the string's data pointer and length.
+func stringSlot(s string) uint32 {
+	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) ^ uint64(len(s))<<48
+	return uint32((p * 0x9E3779B97F4A7C15) >> 55)
+}
+
+// processSlot picks a cache slot by pid and start time.
+func processSlot(k event.ProcessKey) uint32 {
+	return uint32(((uint64(k.Pid) ^ uint64(k.Start)<<20) * 0x9E3779B97F4A7C15) >> 55)
+}
+
+// get returns the entity of k, creating it (and pruning) when needed.
+// created reports a new entry, for the caller to name it.
+func (t *table[K]) get(k K) (e *entity, created bool) {
+	sl := &t.slots[t.slotOf(k)%cacheSlots]
+	if sl.e != nil && sl.k == k {
+		return sl.e, false
+	}
+	e = t.m[k]
+	if e == nil {
+		if len(t.m) >= 2*t.capacity {
+			t.prune()
+		}
+		e = &entity{errBytes: t.errBytes, errTime: t.errTime}
+		t.m[k] = e
+		created = true
+	}
+	*sl = slot[K]{k: k, e: e}
+	return e, created
+}
+
+// prune keeps the capacity/2 entries with the most bytes and the
+// capacity/2 with the most time, folding the rest into other.
+func (t *table[K]) prune() {
+	type kv struct {
+		k K
+		e *entity
+	}
+	all := make([]kv, 0, len(t.m))
+	for k, e := range t.m {
+		all = append(all, kv{k, e})
+	}
+	keep := make(map[*entity]bool, t.capacity)
+	half := t.capacity / 2
+	sort.Slice(all, func(i, j int) bool { return all[i].e.tot.bytes > all[j].e.tot.bytes })
+	for _, x := range all[:min(half, len(all))] {
+		keep[x.e] = true
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].e.tot.time > all[j].e.tot.time })
+	for _, x := range all[:min(half, len(all))] {
+		keep[x.e] = true
+	}
+	for _, x := range all {
+		if keep[x.e] {
+			continue
+		}
+		t.other.merge(x.e)
+		t.errBytes = max(t.errBytes, x.e.tot.bytes+x.e.errBytes)
+		t.errTime = max(t.errTime, x.e.tot.time+x.e.errTime)
+		delete(t.m, x.k)
+		t.pruned++
+	}
+	clear(t.slots[:])
+}

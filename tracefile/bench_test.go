@@ -1,0 +1,147 @@
+package tracefile_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/tracefile"
+)
+
+// benchEvents is the size of the benchmark trace: a syscall-heavy synthetic
+// build (synth defaults: 5 % of reads miss the cache), the same trace for
+// every benchmark.
+const benchEvents = 100_000
+
+var benchTrace = sync.OnceValue(func() *synth.Recorded {
+	return synth.Trace(synth.Options{OS: "linux", Seed: 42, Events: benchEvents})
+})
+
+var benchFile = sync.OnceValue(func() []byte {
+	var buf bytes.Buffer
+	w := tracefile.NewWriter(&buf, tracefile.WriterOptions{})
+	if err := benchTrace().Replay(w); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+})
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+type nopSink struct{ n int }
+
+func (nopSink) Begin(*event.Header) error   { return nil }
+func (s *nopSink) Event(*event.Event) error { s.n++; return nil }
+func (nopSink) Fact(*event.Fact) error      { return nil }
+func (nopSink) End(*event.Trailer) error    { return nil }
+
+func perEvent(b *testing.B) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchEvents, "ns/event")
+	b.ReportMetric(0, "ns/op")
+}
+
+// encode writes the benchmark trace straight from its slices (no copies).
+func encode(w *tracefile.Writer, tr *synth.Recorded) error {
+	h := tr.Header
+	if err := w.Begin(&h); err != nil {
+		return err
+	}
+	for _, it := range tr.Order {
+		var err error
+		if it.Kind == synth.ItemEvent {
+			err = w.Event(&tr.Events[it.Index])
+		} else {
+			err = w.Fact(&tr.Facts[it.Index])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	t := tr.Trailer
+	return w.End(&t)
+}
+
+// BenchmarkEncode writes the benchmark trace to a .iot stream.
+func BenchmarkEncode(b *testing.B) {
+	tr := benchTrace()
+	b.ReportAllocs()
+	var size int64
+	for b.Loop() {
+		var cw countWriter
+		w := tracefile.NewWriter(&cw, tracefile.WriterOptions{})
+		if err := encode(w, tr); err != nil {
+			b.Fatal(err)
+		}
+		size = cw.n
+	}
+	perEvent(b)
+	b.ReportMetric(float64(size)/benchEvents, "bytes/event")
+}
+
+// BenchmarkDecode replays the benchmark .iot stream into a sink that does
+// nothing.
+func BenchmarkDecode(b *testing.B) {
+	file := benchFile()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := tracefile.NewReader(bytes.NewReader(file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var s nopSink
+		if err := r.Run(context.Background(), &s); err != nil {
+			b.Fatal(err)
+		}
+		if s.n != benchEvents {
+			b.Fatalf("decoded %d events", s.n)
+		}
+	}
+	perEvent(b)
+}
+
+// BenchmarkEncodeDecode writes the trace and reads it back: the figure
+// the ≤ 200 ns/event target applies to.
+func BenchmarkEncodeDecode(b *testing.B) {
+	tr := benchTrace()
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		w := tracefile.NewWriter(&buf, tracefile.WriterOptions{})
+		if err := encode(w, tr); err != nil {
+			b.Fatal(err)
+		}
+		r, err := tracefile.NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var s nopSink
+		if err := r.Run(context.Background(), &s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perEvent(b)
+}
+
+// BenchmarkJSONL writes the same trace as JSON Lines with output.NewJSONL,
+// for the size comparison (and its speed, for reference).
+func BenchmarkJSONL(b *testing.B) {
+	tr := benchTrace()
+	var size int64
+	for b.Loop() {
+		var cw countWriter
+		if err := tr.Replay(output.NewJSONL(&cw)); err != nil {
+			b.Fatal(err)
+		}
+		size = cw.n
+	}
+	perEvent(b)
+	b.ReportMetric(float64(size)/benchEvents, "bytes/event")
+	b.ReportMetric(float64(size)/float64(len(benchFile())), "x-iot-size")
+}

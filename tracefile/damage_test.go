@@ -1,0 +1,290 @@
+package tracefile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
+)
+
+// chunkInfo locates a chunk of a well-formed file and the events and
+// facts it holds.
+type chunkInfo struct {
+	off, end       int
+	typ            byte
+	events, facts  int // counts
+	firstEv, first int // index of its first event and first fact
+}
+
+func chunkMap(t *testing.T, b []byte) []chunkInfo {
+	t.Helper()
+	var out []chunkInfo
+	ev, fa := 0, 0
+	for off := fileHeaderSize; off < len(b); {
+		n := int(binary.LittleEndian.Uint32(b[off+8:]))
+		c := chunkInfo{off: off, end: off + chunkHeaderSize + n, typ: b[off+4], firstEv: ev, first: fa}
+		if c.typ == chunkRecords {
+			d := dec{b: b[off+chunkHeaderSize : c.end]}
+			d.bytes(d.uvarint())
+			fs := dec{b: d.bytes(d.uvarint())}
+			c.facts = int(fs.uvarint())
+			c.events = int(d.uvarint())
+			if d.err != nil || fs.err != nil {
+				t.Fatal("bad chunk")
+			}
+		}
+		ev += c.events
+		fa += c.facts
+		out = append(out, c)
+		off = c.end
+	}
+	return out
+}
+
+func damageOf(t *testing.T, err error) *DamageError {
+	t.Helper()
+	var de *DamageError
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v (%T), want a *DamageError", err, err)
+	}
+	return de
+}
+
+func lostCount(tr *event.Trailer) uint64 { return tr.Stats.Total(event.CountLost) }
+
+func TestTruncatedEverywhere(t *testing.T) {
+	want := synth.Trace(synth.Options{OS: "linux", Seed: 9, Events: 90})
+	b := write(t, want, WriterOptions{ChunkRecords: 15})
+	chunks := chunkMap(t, b)
+	if len(chunks) < 6 {
+		t.Fatalf("only %d chunks", len(chunks))
+	}
+	for cut := 0; cut < len(b); cut++ {
+		got, err := read(t, b[:cut])
+		if cut == 0 {
+			if !errors.Is(err, ErrNotTrace) || !strings.Contains(err.Error(), "empty") {
+				t.Fatalf("empty file: %v", err)
+			}
+			continue
+		}
+		de := damageOf(t, err)
+		if !got.Began || !got.Ended {
+			t.Fatalf("cut %d: began %v ended %v", cut, got.Began, got.Ended)
+		}
+		if lostCount(&got.Trailer) == 0 {
+			t.Fatalf("cut %d: the trailer does not count the damage: %+v", cut, got.Trailer)
+		}
+		// Every chunk that ends before the cut is delivered, nothing else.
+		nev, nfa, damageAt := 0, 0, cut
+		if cut < fileHeaderSize {
+			damageAt = cut
+		}
+		for _, c := range chunks {
+			if c.end <= cut {
+				nev, nfa = c.firstEv+c.events, c.first+c.facts
+				continue
+			}
+			if c.off < cut {
+				damageAt = c.off
+			}
+			break
+		}
+		if len(got.Events) != nev || len(got.Facts) != nfa {
+			t.Fatalf("cut %d: %d events and %d facts, want %d and %d", cut, len(got.Events), len(got.Facts), nev, nfa)
+		}
+		for i := range got.Events {
+			if got.Events[i] != want.Events[i] {
+				t.Fatalf("cut %d: event %d differs", cut, i)
+			}
+		}
+		if int(de.Offset) != damageAt {
+			t.Fatalf("cut %d: damage reported at %d, want %d (%v)", cut, de.Offset, damageAt, de)
+		}
+		if !strings.Contains(de.Error(), "truncated") {
+			t.Fatalf("cut %d: %v", cut, de)
+		}
+	}
+}
+
+func TestBitFlipsAreCaught(t *testing.T) {
+	want := synth.Trace(synth.Options{OS: "windows", Seed: 3, Events: 70})
+	b := write(t, want, WriterOptions{ChunkRecords: 15})
+	chunks := chunkMap(t, b)
+	step := 1
+	if testing.Short() {
+		step = 7
+	}
+	for pos := 0; pos < len(b); pos += step {
+		bad := bytes.Clone(b)
+		bad[pos] ^= 1 << (pos % 8)
+		got, err := read(t, bad)
+		switch {
+		case pos < len(Magic):
+			if !errors.Is(err, ErrNotTrace) {
+				t.Fatalf("flip in magic at %d: %v", pos, err)
+			}
+			continue
+		case pos < len(Magic)+2:
+			var ve *VersionError
+			if !errors.As(err, &ve) && !errors.Is(err, ErrNotTrace) {
+				t.Fatalf("flip in version at %d: %v", pos, err)
+			}
+			continue
+		case pos < fileHeaderSize:
+			// Reserved file flags: ignored.
+			if err != nil || synth.Compare(want, got) != nil {
+				t.Fatalf("flip in reserved flags at %d: %v", pos, err)
+			}
+			continue
+		}
+		var c chunkInfo
+		for _, c = range chunks {
+			if pos < c.end {
+				break
+			}
+		}
+		de := damageOf(t, err)
+		if int(de.Offset) != c.off {
+			t.Fatalf("flip at %d (chunk at %d): damage reported at %d: %v", pos, c.off, de.Offset, de)
+		}
+		if !got.Began || !got.Ended || lostCount(&got.Trailer) == 0 {
+			t.Fatalf("flip at %d: began %v ended %v trailer %+v", pos, got.Began, got.Ended, got.Trailer)
+		}
+		// Everything but the damaged chunk arrives, in order.
+		wantEv := append(append([]event.Event(nil), want.Events[:c.firstEv]...), want.Events[c.firstEv+c.events:]...)
+		wantFa := append(append([]event.Fact(nil), want.Facts[:c.first]...), want.Facts[c.first+c.facts:]...)
+		if len(got.Events) != len(wantEv) || len(got.Facts) != len(wantFa) {
+			t.Fatalf("flip at %d in chunk type %d: %d events, %d facts; want %d, %d", pos, c.typ, len(got.Events), len(got.Facts), len(wantEv), len(wantFa))
+		}
+		for i := range wantEv {
+			if got.Events[i] != wantEv[i] {
+				t.Fatalf("flip at %d: event %d differs", pos, i)
+			}
+		}
+		switch c.typ {
+		case chunkHeader:
+			if got.Header != (event.Header{}) {
+				t.Fatalf("flip in header at %d: header %+v", pos, got.Header)
+			}
+		case chunkRecords:
+			if got.Header != want.Header || got.Trailer.Stats.Get(event.CountLost, "events in damaged iotrace file chunks") != uint64(c.events) {
+				t.Fatalf("flip at %d: trailer %+v, want %d events lost", pos, got.Trailer, c.events)
+			}
+		}
+	}
+}
+
+func TestVersionRefused(t *testing.T) {
+	b := write(t, synth.Trace(synth.Options{Events: 10}), WriterOptions{})
+	binary.LittleEndian.PutUint16(b[len(Magic):], 7)
+	_, err := read(t, b)
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Version != 7 || ve.Supported != Version {
+		t.Fatalf("got %v", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "written by a newer iotrace: format version 7, this reader supports up to 1") {
+		t.Errorf("message: %s", msg)
+	}
+}
+
+func TestNotATrace(t *testing.T) {
+	for _, in := range [][]byte{[]byte("hello, world\n"), {0x89, 'P', 'N', 'G'}, bytes.Repeat([]byte{0}, 100)} {
+		_, err := read(t, in)
+		if !errors.Is(err, ErrNotTrace) || !strings.Contains(err.Error(), "not an iotrace trace file (bad magic at offset 0)") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	if Match([]byte("hello")) || !Match([]byte(Magic+"xx")) || !Match([]byte(Magic[:3])) {
+		t.Error("Match")
+	}
+}
+
+func TestCutShortWithoutTrailer(t *testing.T) {
+	want := synth.Trace(synth.Options{Events: 100})
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{ChunkRecords: 30})
+	h := want.Header
+	must(t, w.Begin(&h))
+	for i := range want.Events {
+		must(t, w.Event(&want.Events[i]))
+	}
+	must(t, w.Close()) // no End: a recording that was killed
+	got, err := read(t, buf.Bytes())
+	de := damageOf(t, err)
+	if len(got.Events) != len(want.Events) || !strings.Contains(de.Reason, "without a trailer") || int(de.Offset) != buf.Len() {
+		t.Fatalf("%d events, %v", len(got.Events), de)
+	}
+	if got.Trailer.End != want.Events[len(want.Events)-1].End() && got.Trailer.End < want.Events[0].Time {
+		t.Errorf("made-up trailer end %d", got.Trailer.End)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// insertChunk inserts a chunk of type typ before the trailer.
+func insertChunk(t *testing.T, b []byte, typ byte) []byte {
+	chunks := chunkMap(t, b)
+	last := chunks[len(chunks)-1]
+	c := appendChunk(nil, typ, func(p []byte) []byte { return append(p, "future data"...) })
+	return append(append(append([]byte(nil), b[:last.off]...), c...), b[last.off:]...)
+}
+
+func TestUnknownChunks(t *testing.T) {
+	want := synth.Trace(synth.Options{Events: 100})
+	b := write(t, want, WriterOptions{ChunkRecords: 30})
+	// An optional chunk of a newer writer is skipped silently.
+	got, err := read(t, insertChunk(t, b, 0x81))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.Compare(want, got); err != nil {
+		t.Fatal(err)
+	}
+	// A required one is damage, but everything else still arrives.
+	got, err = read(t, insertChunk(t, b, 0x05))
+	de := damageOf(t, err)
+	if !strings.Contains(de.Reason, "unknown chunk type 5") || len(got.Events) != len(want.Events) {
+		t.Fatalf("%v, %d events", de, len(got.Events))
+	}
+	// Garbage after the trailer is reported.
+	_, err = read(t, append(bytes.Clone(b), "trailing garbage"...))
+	if de := damageOf(t, err); int(de.Offset) != len(b) {
+		t.Fatalf("garbage: %v", de)
+	}
+}
+
+func TestDamageInTheMiddleResumes(t *testing.T) {
+	want := synth.Trace(synth.Options{Events: 1000})
+	b := write(t, want, WriterOptions{ChunkRecords: 100})
+	chunks := chunkMap(t, b)
+	// Overwrite three whole chunks with garbage.
+	bad := bytes.Clone(b)
+	from, to := chunks[3].off+5, chunks[6].off-2
+	for i := from; i < to; i++ {
+		bad[i] = byte(i * 7)
+	}
+	got, err := read(t, bad)
+	de := damageOf(t, err)
+	if int(de.Offset) != chunks[3].off || de.Chunk != 3 {
+		t.Fatalf("damage %+v, want chunk 3 at %d", de.Damage, chunks[3].off)
+	}
+	lost := chunks[3].events + chunks[4].events + chunks[5].events
+	if len(got.Events) != len(want.Events)-lost {
+		t.Fatalf("%d events, want %d", len(got.Events), len(want.Events)-lost)
+	}
+	if n := got.Trailer.Stats.Get(event.CountLost, "events in damaged iotrace file chunks"); n != uint64(lost) {
+		t.Errorf("trailer counts %d lost events, want %d", n, lost)
+	}
+	if got.Trailer.Stats.Get(event.CountLost, "iotrace file bytes skipped as damaged") != uint64(chunks[6].off-chunks[3].off) {
+		t.Errorf("skipped bytes: %+v", got.Trailer.Stats)
+	}
+}

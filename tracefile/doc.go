@@ -1,0 +1,17 @@
+// Package tracefile reads and writes iotrace's own trace format, .iot.
+//
+// A .iot file is self-contained: besides the events it carries the facts a
+// reader needs to resolve them later on any machine (handle → path
+// bindings with their time history, processes, threads, devices, volumes)
+// and the trailer's loss counters. It is written as a stream of chunks,
+// each with its type, length and CRC32C, so a writer needs bounded memory
+// and a damaged or truncated file still yields every intact chunk.
+//
+// [Writer] is an event.Sink: NewWriter(w, opts) and deliver a trace to it.
+// [Reader] replays a file into an event.Sink in recorded order: Begin,
+// events and facts as they were written, End. A damaged file delivers
+// everything intact, then End with a trailer that counts the damage, and
+// returns a *[DamageError] naming the byte offset of the first damage.
+//
+// The format is specified in docs/file-format.md.
+package tracefile

@@ -1,0 +1,539 @@
+package tracefile
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Reader reads a .iot file. Create one with Open or NewReader, then call
+// Run once.
+type Reader struct {
+	path   string
+	src    io.Reader
+	closer io.Closer
+	win    window
+
+	version int
+	header  event.Header
+	hasHdr  bool
+	pending *chunk // the first chunk after the header, read by NewReader
+	chunks  int    // chunks seen, intact or damaged
+	damage  []Damage
+	trailer *trailerRec
+	ran     bool
+
+	dec     decoder
+	events  uint64 // delivered
+	facts   uint64
+	lastEnd int64
+}
+
+// chunk is an intact chunk.
+type chunk struct {
+	typ     byte
+	off     int64 // file offset of the chunk header
+	index   int
+	payload []byte // valid until the next chunk is read
+}
+
+// Open opens the .iot file at path. It fails when the file is not a trace
+// or is of a newer format version; damage is reported by Run.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReader(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader returns a Reader of the trace in src. It reads the file header
+// and the trace header; it fails when src is not a trace or is of a newer
+// format version. When src is an io.Seeker positioned at the start of the
+// trace, ScanFacts can be used before Run.
+func NewReader(src io.Reader) (*Reader, error) { return newReader(src, "") }
+
+func newReader(src io.Reader, path string) (*Reader, error) {
+	r := &Reader{path: path, src: src}
+	r.win.r = src
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if r.path != "" {
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	return err
+}
+
+// start reads the file header and the first chunk.
+func (r *Reader) start() error {
+	w := &r.win
+	w.fill(fileHeaderSize)
+	head := w.avail()
+	if w.err != nil && len(head) < fileHeaderSize {
+		return r.errorf("read .iot file header: %w", w.err)
+	}
+	if len(head) == 0 {
+		return r.errorf("%w (the file is empty)", ErrNotTrace)
+	}
+	if !Match(head) {
+		return r.errorf("%w (bad magic at offset 0)", ErrNotTrace)
+	}
+	if len(head) < fileHeaderSize {
+		r.addDamage(Damage{Offset: int64(len(head)), Reason: fmt.Sprintf("truncated: the file ends after %d bytes, inside the file header", len(head))})
+		w.discard(len(head))
+		return nil
+	}
+	r.version = int(binary.LittleEndian.Uint16(head[len(Magic):]))
+	if r.version > Version {
+		err := &VersionError{Version: r.version, Supported: Version}
+		if r.path != "" {
+			return fmt.Errorf("%s: %w", r.path, err)
+		}
+		return err
+	}
+	if r.version == 0 {
+		return r.errorf("%w (format version 0 at offset %d)", ErrNotTrace, len(Magic))
+	}
+	w.discard(fileHeaderSize)
+	c, ok := r.next()
+	if !ok {
+		return nil
+	}
+	if c.typ == chunkHeader {
+		h, err := parseHeader(c.payload)
+		if err != nil {
+			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "bad trace header: " + err.Error()})
+		}
+		r.header, r.hasHdr = h, true
+		return nil
+	}
+	if len(r.damage) == 0 {
+		r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "the trace header chunk is missing"})
+	}
+	cc := *c
+	cc.payload = bytes.Clone(c.payload)
+	r.pending = &cc
+	return nil
+}
+
+// Header returns the trace header (zero when the header chunk is damaged).
+func (r *Reader) Header() event.Header { return r.header }
+
+// Version returns the file's format version.
+func (r *Reader) Version() int { return r.version }
+
+// Format returns "iot".
+func (r *Reader) Format() string { return "iot" }
+
+// Close closes the file when the Reader came from Open.
+func (r *Reader) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	err := r.closer.Close()
+	r.closer = nil
+	return err
+}
+
+func (r *Reader) addDamage(d Damage) { r.damage = append(r.damage, d) }
+
+// cut reports whether the last damage recorded is the end of the file
+// (a truncation or a read error).
+func (r *Reader) cut() bool {
+	if len(r.damage) == 0 {
+		return false
+	}
+	d := r.damage[len(r.damage)-1]
+	return d.Offset+d.Skipped >= r.win.off && (r.win.eof || r.win.err != nil)
+}
+
+// next returns the next intact chunk, skipping and recording damage; false
+// at the end of the file.
+func (r *Reader) next() (*chunk, bool) {
+	w := &r.win
+	for {
+		if !w.fill(chunkHeaderSize) {
+			n := len(w.avail())
+			if w.err != nil {
+				r.addDamage(Damage{Offset: w.off, Chunk: r.chunks, Reason: "read error: " + w.err.Error(), Skipped: int64(n)})
+				return nil, false
+			}
+			if n > 0 {
+				r.addDamage(Damage{Offset: w.off, Chunk: r.chunks, Skipped: int64(n),
+					Reason: fmt.Sprintf("truncated: the file ends %d bytes into a chunk header", n)})
+			}
+			return nil, false
+		}
+		h := w.avail()[:chunkHeaderSize]
+		off := w.off
+		if string(h[:4]) != chunkSync {
+			r.resync(off, fmt.Sprintf("no chunk header (found % x)", h[:4]))
+			continue
+		}
+		length := int(binary.LittleEndian.Uint32(h[8:]))
+		if length > MaxChunkSize {
+			r.resync(off, fmt.Sprintf("chunk length %d exceeds the maximum of %d", length, MaxChunkSize))
+			continue
+		}
+		if !w.fill(chunkHeaderSize + length) {
+			n := len(w.avail())
+			if w.err != nil {
+				r.addDamage(Damage{Offset: off, Chunk: r.chunks, Reason: "read error: " + w.err.Error(), Skipped: int64(n)})
+				r.chunks++
+				w.discard(n)
+				return nil, false
+			}
+			// Either the file is cut short or the length is corrupt: a
+			// later intact chunk tells which.
+			if r.resync(off, fmt.Sprintf("chunk length %d runs past the end of the file", length)) {
+				continue
+			}
+			r.damage[len(r.damage)-1].Reason = fmt.Sprintf("truncated: chunk of %d bytes, the file ends %d bytes into it", chunkHeaderSize+length, n)
+			return nil, false
+		}
+		data := w.avail()[:chunkHeaderSize+length]
+		h = data[:chunkHeaderSize] // fill may have moved the data
+		want := binary.LittleEndian.Uint32(h[12:])
+		crc := crc32.Update(0, castagnoli, h[4:12])
+		crc = crc32.Update(crc, castagnoli, data[chunkHeaderSize:])
+		if crc != want {
+			r.resync(off, fmt.Sprintf("CRC mismatch in chunk of type %d, %d bytes (stored %08x, computed %08x)", h[4], length, want, crc))
+			continue
+		}
+		c := &chunk{typ: h[4], off: off, index: r.chunks, payload: data[chunkHeaderSize:]}
+		r.chunks++
+		w.discard(chunkHeaderSize + length)
+		return c, true
+	}
+}
+
+// resync records damage at off and searches forward for the next intact
+// chunk, leaving the window at it (or at the end of the file). It reports
+// whether it found one.
+func (r *Reader) resync(off int64, reason string) bool {
+	w := &r.win
+	d := Damage{Offset: off, Chunk: r.chunks, Reason: reason}
+	r.chunks++
+	w.discard(1)
+	found := false
+	for {
+		data := w.avail()
+		i := bytes.Index(data, []byte(chunkSync))
+		if i < 0 {
+			keep := min(len(data), len(chunkSync)-1)
+			w.discard(len(data) - keep)
+			if !w.more(len(chunkSync) + minWindow) {
+				w.discard(len(w.avail()))
+				break
+			}
+			continue
+		}
+		w.discard(i)
+		if r.candidate() {
+			found = true
+			break
+		}
+		w.discard(1)
+	}
+	d.Skipped = w.off - off
+	r.addDamage(d)
+	return found
+}
+
+// candidate reports whether an intact chunk starts at the window.
+func (r *Reader) candidate() bool {
+	w := &r.win
+	if !w.fill(chunkHeaderSize) {
+		return false
+	}
+	h := w.avail()[:chunkHeaderSize]
+	length := int(binary.LittleEndian.Uint32(h[8:]))
+	if h[5]|h[6]|h[7] != 0 || length > MaxChunkSize || !knownType(h[4]) {
+		return false
+	}
+	if !w.fill(chunkHeaderSize + length) {
+		return false
+	}
+	data := w.avail()
+	h = data[:chunkHeaderSize] // fill may have moved the data
+	crc := crc32.Update(0, castagnoli, h[4:12])
+	crc = crc32.Update(crc, castagnoli, data[chunkHeaderSize:chunkHeaderSize+length])
+	return crc == binary.LittleEndian.Uint32(h[12:])
+}
+
+func knownType(t byte) bool {
+	return t == chunkHeader || t == chunkRecords || t == chunkTrailer || t&chunkOptional != 0
+}
+
+// Run delivers the trace to sink: Begin, the events and facts in recorded
+// order, End. A damaged file delivers every intact chunk, then End with a
+// trailer whose Stats count the damage, and returns a *DamageError. An
+// error from the sink stops the replay and is returned as is (End is not
+// called then). ctx is checked between chunks.
+func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
+	if r.ran {
+		return errors.New("tracefile.Reader: Run called twice")
+	}
+	r.ran = true
+	h := r.header
+	if err := sink.Begin(&h); err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var c *chunk
+		if r.pending != nil {
+			c, r.pending = r.pending, nil
+		} else {
+			var ok bool
+			if c, ok = r.next(); !ok {
+				break
+			}
+		}
+		if r.trailer != nil {
+			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
+				Reason: "a chunk after the trailer (ignored)"})
+			continue
+		}
+		switch {
+		case c.typ == chunkRecords:
+			if err := r.records(c, sink, false); err != nil {
+				return err
+			}
+		case c.typ == chunkTrailer:
+			t, err := parseTrailer(c.payload)
+			if err != nil {
+				r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "bad trailer: " + err.Error()})
+			}
+			r.trailer = &t
+		case c.typ == chunkHeader:
+			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
+				Reason: "a second trace header (ignored)"})
+		case c.typ&chunkOptional != 0:
+			// An optional chunk of a newer writer: skipped by design.
+		default:
+			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
+				Reason: fmt.Sprintf("unknown chunk type %d (written by a newer iotrace?)", c.typ)})
+		}
+	}
+	if r.trailer == nil && !r.cut() {
+		r.addDamage(Damage{Offset: r.win.off, Chunk: r.chunks,
+			Reason: "truncated: the file ends without a trailer (the recording was cut short)"})
+	}
+	t := r.finalTrailer()
+	if err := sink.End(&t); err != nil {
+		return err
+	}
+	return r.damageError()
+}
+
+// finalTrailer returns the trailer to deliver: the written one, or one
+// made up for a file cut short, with counters for any damage.
+func (r *Reader) finalTrailer() event.Trailer {
+	var t event.Trailer
+	if r.trailer != nil {
+		t = r.trailer.t
+		t.Stats.Counters = append([]event.Counter(nil), t.Stats.Counters...)
+	} else {
+		t.End = r.lastEnd
+		t.Stats.Add(event.CountLost, "iotrace file cut short: no trailer, the recording's own counts are lost", 1)
+	}
+	if len(r.damage) == 0 {
+		return t
+	}
+	var skipped int64
+	for _, d := range r.damage {
+		skipped += d.Skipped
+	}
+	t.Stats.Add(event.CountLost, "iotrace file damaged regions", uint64(len(r.damage)))
+	if skipped > 0 {
+		t.Stats.Add(event.CountLost, "iotrace file bytes skipped as damaged", uint64(skipped))
+	}
+	if tr := r.trailer; tr != nil && tr.hasCounts {
+		if tr.events > r.events {
+			t.Stats.Add(event.CountLost, "events in damaged iotrace file chunks", tr.events-r.events)
+		}
+		if tr.facts > r.facts {
+			t.Stats.Add(event.CountLost, "facts in damaged iotrace file chunks", tr.facts-r.facts)
+		}
+	}
+	return t
+}
+
+func (r *Reader) damageError() error {
+	if len(r.damage) == 0 {
+		return nil
+	}
+	e := &DamageError{Path: r.path, Damage: r.damage[0]}
+	if len(r.damage) > 1 {
+		e.More = append([]Damage(nil), r.damage[1:]...)
+	}
+	return e
+}
+
+// Damage returns the damaged regions seen so far.
+func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
+
+// records decodes a records chunk and delivers it to sink (only its facts
+// when factsOnly). It returns only sink errors; decoding errors are
+// recorded as damage.
+func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool) error {
+	d := &r.dec
+	base := c.off + chunkHeaderSize
+	bad := func(at int, what string, err error) {
+		r.addDamage(Damage{Offset: base + int64(at), Chunk: c.index, Skipped: int64(len(c.payload) - at),
+			Reason: fmt.Sprintf("%s at payload offset %d: %v", what, at, err)})
+	}
+	in := dec{b: c.payload}
+	strs := in.bytes(in.uvarint())
+	if in.err != nil {
+		bad(in.off, "string table", in.err)
+		return nil
+	}
+	if at, err := d.strings(strs); err != nil {
+		bad(at, "string table", err)
+		return nil
+	}
+	factsStart := in.off
+	fsec := in.bytes(in.uvarint())
+	if in.err != nil {
+		bad(factsStart, "facts section", in.err)
+		return nil
+	}
+	if at, err := d.facts(fsec); err != nil {
+		bad(factsStart+at, "facts section", err)
+		return nil
+	}
+	if factsOnly {
+		for i := range d.fs {
+			if err := sink.Fact(&d.fs[i].f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := in.uvarint()
+	if in.err != nil || n > uint64(in.left()) {
+		bad(in.off, "events section", fmt.Errorf("bad event count %d", n))
+		return nil
+	}
+	d.beginEvents()
+	fi := 0
+	for i := 0; i < int(n); i++ {
+		for fi < len(d.fs) && d.fs[fi].pos == i {
+			r.facts++
+			if err := sink.Fact(&d.fs[fi].f); err != nil {
+				return err
+			}
+			fi++
+		}
+		at := in.off
+		d.event(&in)
+		if in.err != nil {
+			bad(at, fmt.Sprintf("event %d of %d", i, n), in.err)
+			return nil
+		}
+		e := &d.ev
+		if end := e.Time + e.Duration; end > r.lastEnd {
+			r.lastEnd = end
+		}
+		r.events++
+		if err := sink.Event(e); err != nil {
+			return err
+		}
+	}
+	for ; fi < len(d.fs); fi++ {
+		if d.fs[fi].pos > int(n) {
+			bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", fi, d.fs[fi].pos, n))
+			return nil
+		}
+		r.facts++
+		if err := sink.Fact(&d.fs[fi].f); err != nil {
+			return err
+		}
+	}
+	if in.left() != 0 {
+		bad(in.off, "events section", fmt.Errorf("%d bytes left over after %d events", in.left(), n))
+	}
+	return nil
+}
+
+// ScanFacts delivers every fact of the file to fn, in recorded order,
+// without decoding events, then rewinds so that Run replays the whole
+// trace. It lets a reader apply all facts (such as rundowns written at the
+// end of a trace) before resolving any event. It needs a source that is an
+// io.Seeker (Open gives one) and must be called before Run.
+func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
+	if r.ran {
+		return errors.New("tracefile.Reader: ScanFacts after Run")
+	}
+	sk, ok := r.src.(io.Seeker)
+	if !ok {
+		return errors.New("tracefile.Reader: ScanFacts needs a seekable file")
+	}
+	scan := &Reader{path: r.path, src: r.src}
+	if err := r.rewind(sk, scan); err != nil {
+		return err
+	}
+	sink := factFunc(fn)
+	var err error
+	for err == nil {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		c := scan.pending
+		scan.pending = nil
+		if c == nil {
+			var ok bool
+			if c, ok = scan.next(); !ok {
+				break
+			}
+		}
+		if c.typ == chunkRecords {
+			err = scan.records(c, sink, true)
+		}
+	}
+	// Rewind for Run, which reports any damage.
+	fresh := &Reader{path: r.path, src: r.src, closer: r.closer}
+	if rerr := r.rewind(sk, fresh); rerr != nil && err == nil {
+		err = rerr
+	}
+	*r = *fresh
+	return err
+}
+
+func (r *Reader) rewind(sk io.Seeker, into *Reader) error {
+	if _, err := sk.Seek(0, io.SeekStart); err != nil {
+		return r.errorf("rewind: %w", err)
+	}
+	into.win.reset(r.src, 0)
+	return into.start()
+}
+
+type factFunc func(*event.Fact) error
+
+func (factFunc) Begin(*event.Header) error  { return nil }
+func (factFunc) Event(*event.Event) error   { return nil }
+func (f factFunc) Fact(x *event.Fact) error { return f(x) }
+func (factFunc) End(*event.Trailer) error   { return nil }

@@ -1,0 +1,199 @@
+package tracefile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// ChunkSize is the encoded size in bytes at which the pending events
+	// and facts are written as a chunk; 0 means DefaultChunkSize. Memory
+	// use is about twice this.
+	ChunkSize int
+	// ChunkRecords is the number of events and facts after which a chunk
+	// is written; 0 means DefaultChunkRecords.
+	ChunkRecords int
+}
+
+// Defaults for WriterOptions.
+const (
+	DefaultChunkSize    = 256 << 10
+	DefaultChunkRecords = 32768
+)
+
+// Writer writes a trace as a .iot file. It is an event.Sink: Begin writes
+// the file and trace headers, Event and Fact buffer records and write a
+// chunk whenever one is full, End writes the last chunk and the trailer.
+// Flush writes the pending records at any time (a live recorder calls it
+// periodically so that a crash loses little). After the first write
+// error every call returns it.
+type Writer struct {
+	w      io.Writer
+	closer io.Closer
+	opts   WriterOptions
+	enc    *chunkEnc
+	out    []byte
+	off    int64
+
+	began, ended bool
+	events       uint64
+	facts        uint64
+	err          error
+}
+
+// NewWriter returns a Writer that writes to w. It does not close w.
+func NewWriter(w io.Writer, opts WriterOptions) *Writer {
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = DefaultChunkSize
+	}
+	if opts.ChunkSize > MaxChunkSize/2 {
+		opts.ChunkSize = MaxChunkSize / 2
+	}
+	if opts.ChunkRecords <= 0 {
+		opts.ChunkRecords = DefaultChunkRecords
+	}
+	return &Writer{w: w, opts: opts, enc: newChunkEnc()}
+}
+
+// Create creates (or truncates) the file at path and returns a Writer to
+// it; Close closes the file.
+func Create(path string, opts WriterOptions) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWriter(f, opts)
+	w.closer = f
+	return w, nil
+}
+
+// Offset returns the number of bytes written so far.
+func (w *Writer) Offset() int64 { return w.off }
+
+func (w *Writer) write(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.w.Write(b)
+	w.off += int64(n)
+	if err != nil {
+		w.err = fmt.Errorf("write .iot at offset %d: %w", w.off, err)
+	}
+	return w.err
+}
+
+func (w *Writer) check(call string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.began {
+		return fmt.Errorf("tracefile.Writer: %s before Begin", call)
+	}
+	if w.ended {
+		return fmt.Errorf("tracefile.Writer: %s after End", call)
+	}
+	return nil
+}
+
+// Begin implements event.Sink: it writes the file header and the trace
+// header.
+func (w *Writer) Begin(h *event.Header) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.began {
+		return errors.New("tracefile.Writer: Begin called twice")
+	}
+	w.began = true
+	out := append(w.out[:0], Magic...)
+	out = binary.LittleEndian.AppendUint16(out, Version)
+	out = binary.LittleEndian.AppendUint16(out, 0)
+	out = appendChunk(out, chunkHeader, func(b []byte) []byte { return appendHeader(b, h) })
+	w.out = out
+	return w.write(out)
+}
+
+// Event implements event.Sink.
+func (w *Writer) Event(e *event.Event) error {
+	if err := w.check("Event"); err != nil {
+		return err
+	}
+	w.enc.event(e)
+	w.events++
+	return w.maybeFlush()
+}
+
+// Fact implements event.Sink.
+func (w *Writer) Fact(f *event.Fact) error {
+	if err := w.check("Fact"); err != nil {
+		return err
+	}
+	w.enc.fact(f)
+	w.facts++
+	return w.maybeFlush()
+}
+
+func (w *Writer) maybeFlush() error {
+	if w.enc.size() >= w.opts.ChunkSize || w.enc.nevents+w.enc.nfacts >= w.opts.ChunkRecords {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *Writer) flush() error {
+	if w.enc.empty() {
+		return w.err
+	}
+	if w.enc.size() > MaxChunkSize-64 {
+		w.err = fmt.Errorf("tracefile.Writer: chunk of %d bytes exceeds the format's maximum of %d (a record too large)", w.enc.size(), MaxChunkSize)
+		return w.err
+	}
+	w.out = appendChunk(w.out[:0], chunkRecords, w.enc.appendRecords)
+	w.enc.reset()
+	return w.write(w.out)
+}
+
+// Flush writes the pending events and facts as a chunk.
+func (w *Writer) Flush() error {
+	if err := w.check("Flush"); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// End implements event.Sink: it writes the pending records and the
+// trailer. It does not close the underlying writer (see Close).
+func (w *Writer) End(t *event.Trailer) error {
+	if err := w.check("End"); err != nil {
+		return err
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	w.ended = true
+	w.out = appendChunk(w.out[:0], chunkTrailer, func(b []byte) []byte { return appendTrailer(b, t, w.events, w.facts) })
+	return w.write(w.out)
+}
+
+// Close writes pending records (without a trailer when End was not
+// called: readers then report the trace as cut short) and closes the file
+// when the Writer came from Create.
+func (w *Writer) Close() error {
+	var err error
+	if w.began && !w.ended {
+		err = w.flush()
+	}
+	if w.closer != nil {
+		if cerr := w.closer.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		w.closer = nil
+	}
+	return err
+}
