@@ -45,6 +45,11 @@ type Options struct {
 	// CommandStarted, when set, is called with the pid of Command once it
 	// runs.
 	CommandStarted func(pid int)
+	// CommandExited, when set, is called once, before Run returns, with
+	// Command's exit status when it exited while traced: its exit code,
+	// or 128 plus the signal number when a signal killed it (as shells
+	// report it). It is not called when the command is still running.
+	CommandExited func(status int)
 	// Pids restricts tracing to these processes (and, with FollowChildren,
 	// their descendants).
 	Pids []uint32

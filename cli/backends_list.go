@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf"
+	"github.com/iotrace/iotrace/backend/etw/live"
 )
 
 // liveBackends returns every live tracing backend built into iotrace, in
@@ -12,5 +13,6 @@ import (
 func liveBackends() []backend.Backend {
 	return []backend.Backend{
 		ebpf.New(ebpf.Config{}),
+		live.New(live.Config{}),
 	}
 }

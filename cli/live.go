@@ -91,6 +91,21 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 	return b.Run(ctx, opts, sink)
 }
 
+// commandStatus makes the traced command's exit status iotrace's, as
+// strace does: it sets opts.CommandExited and returns a function that
+// turns the trace's result into the command's: err itself when iotrace
+// failed, else an ExitError with the command's status when that is not 0.
+func commandStatus(opts *backend.Options) func(err error) error {
+	exited, status := false, 0
+	opts.CommandExited = func(s int) { exited, status = true, s }
+	return func(err error) error {
+		if err != nil || !exited || status == 0 {
+			return err
+		}
+		return &ExitError{Code: status, Err: fmt.Errorf("%s exited with status %d", opts.Command[0], status)}
+	}
+}
+
 // liveFlags are the flags trace and record share.
 type liveFlags struct {
 	duration   time.Duration

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package cli
 
@@ -9,8 +9,8 @@ import (
 	"github.com/iotrace/iotrace/backend"
 )
 
-// sendMark is not available here yet (the Windows side comes with the ETW
-// live backend, in mark_windows.go; change this file's build tag then).
+// sendMark is not available on this OS (Linux: mark_linux.go, Windows:
+// mark_windows.go).
 func sendMark(string) (int, error) {
 	return 0, fmt.Errorf("iotrace mark on %s: %w", runtime.GOOS, backend.ErrNotSupported)
 }

@@ -55,7 +55,8 @@ func newRecordCmd() *cobra.Command {
 		Long: `Record file system calls and block I/O to a self-contained .iot trace file
 that resolves on any machine (iotrace print, report, compare, convert).
 With a command after --, iotrace starts it once the probes are attached and
-records only it and its descendants; the recording stops when it exits.
+records only it and its descendants; the recording stops when it exits,
+and iotrace exits with its status (128+N when signal N killed it).
 Otherwise it runs until Ctrl-C, SIGTERM or --duration (unattended use).
 The file is flushed every second, so a crash loses little.`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
@@ -92,6 +93,7 @@ The file is flushed every second, so a crash loses little.`,
 			if len(command) > 0 {
 				opts.FollowChildren = true
 			}
+			finish := commandStatus(&opts)
 			stderr := cmd.ErrOrStderr()
 			pf := &periodicFlush{Writer: w, every: time.Second}
 			s := &summary{Sink: problemWarner{Sink: pf, w: stderr}, w: stderr, verb: "recorded"}
@@ -102,7 +104,7 @@ The file is flushed every second, so a crash loses little.`,
 			if err == nil {
 				fmt.Fprintf(stderr, "iotrace: wrote %s\n", path)
 			}
-			return err
+			return finish(err)
 		},
 	}
 	addFilterFlags(cmd, &fo)

@@ -167,3 +167,39 @@ func TestReportLive(t *testing.T) {
 		t.Error("--live with an argument before -- accepted")
 	}
 }
+
+func TestConvertPerfetto(t *testing.T) {
+	dir := t.TempDir()
+	in, tr := writeSynthJSONL(t, dir, "t.jsonl", synth.Options{Seed: 6, Events: 1000, BlockPercent: 30})
+	out := filepath.Join(dir, "t.json")
+	if _, errs, code := runIotrace(t, "convert", in, "--format", "perfetto", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph string `json:"ph"`
+		} `json:"traceEvents"`
+		Iotrace struct {
+			Complete bool `json:"complete"`
+		} `json:"iotrace"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	slices, flows := 0, 0
+	for _, e := range doc.TraceEvents {
+		switch e.Ph {
+		case "X":
+			slices++
+		case "s":
+			flows++
+		}
+	}
+	if !doc.Iotrace.Complete || slices < len(tr.Events)-10 || flows == 0 {
+		t.Errorf("complete %v, %d slices for %d events, %d flows", doc.Iotrace.Complete, slices, len(tr.Events), flows)
+	}
+}

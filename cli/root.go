@@ -66,6 +66,7 @@ machine, and reads, reports on, compares and converts traces (.iot and .etl).`,
 		newTraceCmd(),
 		newRecordCmd(),
 		newMarkCmd(),
+		newSessionsCmd(),
 	} {
 		root.AddCommand(c)
 	}

@@ -155,6 +155,11 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if rf.verbose {
 		fmt.Fprintf(stderr, "iotrace run: %d events, %d passed the filter\n", s.Seen(), s.Matched())
 	}
+	if serr := s.Err(); serr != nil {
+		// The script failed (maybe in a timer while no event came):
+		// that is the error to report, whatever the source said.
+		runErr = serr
+	}
 	if runErr != nil && !errors.Is(runErr, script.ErrExit) {
 		var re *script.RuntimeError
 		switch {

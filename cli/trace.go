@@ -20,7 +20,8 @@ func newTraceCmd() *cobra.Command {
 		Long: `Trace file system calls and block I/O live and print each event as it
 completes. With a command after --, iotrace starts it once the probes are
 attached and traces only it and its descendants (like strace -f); the
-trace stops when it exits. Otherwise the trace runs until Ctrl-C or
+trace stops when it exits, and iotrace exits with its status (128+N when
+signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 --duration. The last line says how many events were lost.`,
 		Example: `  sudo iotrace trace -- make -j8
   sudo iotrace trace --comm postgres --op read,write --min-latency 1ms
@@ -57,13 +58,14 @@ trace stops when it exits. Otherwise the trace runs until Ctrl-C or
 			if len(command) > 0 {
 				opts.FollowChildren = true
 			}
+			finish := commandStatus(&opts)
 			stderr := cmd.ErrOrStderr()
 			s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "traced"}
 			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
 			if cerr := closeOut(); err == nil {
 				err = cerr
 			}
-			return err
+			return finish(err)
 		},
 	}
 	addFilterFlags(cmd, &fo)

@@ -57,7 +57,9 @@ type Event struct {
 	// bios, opens); with Dev it identifies the file.
 	Inode uint64
 
-	// Offset is the file offset of a read or write, or -1.
+	// Offset is the file offset of a file-layer read or write, the byte
+	// offset on the device of a block I/O (Sector*512 on Linux, DiskIo
+	// ByteOffset on Windows), or -1.
 	Offset int64
 	// Size is the byte count requested.
 	Size uint64

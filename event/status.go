@@ -7,19 +7,19 @@ type Status uint8
 
 // Outcomes.
 const (
-	StatusUnknown  Status = iota // not completed, or completion not seen
-	StatusOK                     // success
-	StatusNotFound               // ENOENT, STATUS_OBJECT_NAME_NOT_FOUND, ...
-	StatusDenied                 // EACCES, EPERM, STATUS_ACCESS_DENIED
-	StatusExists                 // EEXIST, STATUS_OBJECT_NAME_COLLISION
-	StatusInvalid                // EINVAL, EBADF, STATUS_INVALID_PARAMETER, ...
-	StatusBusy                   // EBUSY, EAGAIN, STATUS_SHARING_VIOLATION
-	StatusNoSpace                // ENOSPC, EDQUOT, STATUS_DISK_FULL
-	StatusIOError                // EIO, STATUS_DEVICE_DATA_ERROR, block errors
-	StatusEOF                    // STATUS_END_OF_FILE (Linux reports EOF as a 0-byte success)
-	StatusNotDir                 // ENOTDIR, EISDIR, STATUS_NOT_A_DIRECTORY, STATUS_FILE_IS_A_DIRECTORY
-	StatusInterrupted            // EINTR, STATUS_CANCELLED
-	StatusOther                  // any other failure
+	StatusUnknown     Status = iota // not completed, or completion not seen
+	StatusOK                        // success
+	StatusNotFound                  // ENOENT, STATUS_OBJECT_NAME_NOT_FOUND, ...
+	StatusDenied                    // EACCES, EPERM, STATUS_ACCESS_DENIED
+	StatusExists                    // EEXIST, STATUS_OBJECT_NAME_COLLISION
+	StatusInvalid                   // EINVAL, EBADF, STATUS_INVALID_PARAMETER, ...
+	StatusBusy                      // EBUSY, EAGAIN, STATUS_SHARING_VIOLATION
+	StatusNoSpace                   // ENOSPC, EDQUOT, STATUS_DISK_FULL
+	StatusIOError                   // EIO, STATUS_DEVICE_DATA_ERROR, block errors
+	StatusEOF                       // STATUS_END_OF_FILE (Linux reports EOF as a 0-byte success)
+	StatusNotDir                    // ENOTDIR, EISDIR, STATUS_NOT_A_DIRECTORY, STATUS_FILE_IS_A_DIRECTORY
+	StatusInterrupted               // EINTR, STATUS_CANCELLED
+	StatusOther                     // any other failure
 	numStatuses
 )
 

@@ -26,10 +26,10 @@ const SketchRelativeError = 1.0 / (2 * sketchSub)
 // worst case is 30 KiB. Count, Sum, Min and Max are exact. The zero value
 // is an empty sketch ready to use.
 type Sketch struct {
-	blocks   [sketchBlocks]*[sketchSub]uint64
 	n        uint64
 	sum      uint64 // saturating
 	min, max uint64
+	blocks   [sketchBlocks]*[sketchSub]uint64
 }
 
 // sketchIndex returns the bucket of v.
@@ -103,6 +103,16 @@ func (s *Sketch) Merge(o *Sketch) {
 	}
 	s.n += o.n
 	s.sum = satAdd(s.sum, o.sum)
+}
+
+// Reset empties s, keeping the blocks it allocated for reuse.
+func (s *Sketch) Reset() {
+	for _, b := range s.blocks {
+		if b != nil {
+			clear(b[:])
+		}
+	}
+	s.n, s.sum, s.min, s.max = 0, 0, 0, 0
 }
 
 // Count returns the number of values added.

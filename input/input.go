@@ -154,7 +154,7 @@ type factScanner interface {
 func (r resolving) Run(ctx context.Context, sink event.Sink) error {
 	fs, ok := r.Reader.(factScanner)
 	if !ok {
-		return r.Reader.Run(ctx, staleCount{resolve.NewResolver(sink)})
+		return r.Reader.Run(ctx, resolve.NewResolver(sink))
 	}
 	res := resolve.NewResolver(sink)
 	if err := fs.ScanFacts(ctx, func(f *event.Fact) error {
@@ -163,7 +163,7 @@ func (r resolving) Run(ctx context.Context, sink event.Sink) error {
 	}); err != nil {
 		return err
 	}
-	return r.Reader.Run(ctx, staleCount{preResolved{res: res, next: sink}})
+	return r.Reader.Run(ctx, preResolved{res: res, next: sink})
 }
 
 // preResolved resolves events with tables that already hold every fact of
@@ -179,23 +179,4 @@ func (p preResolved) End(t *event.Trailer) error  { return p.res.End(t) }
 func (p preResolved) Event(e *event.Event) error {
 	p.res.Resolve(e)
 	return p.next.Event(e)
-}
-
-// resolverCounter is the name of the counter resolve.Resolver adds to the
-// trailer. A trace written after a resolver already holds it; this read
-// counts again, so the old count is dropped rather than added to.
-const resolverCounter = "events with a handle but no path (resolver)"
-
-// staleCount drops an earlier read's unresolved count from the trailer.
-type staleCount struct{ event.Sink }
-
-func (s staleCount) End(t *event.Trailer) error {
-	cs := t.Stats.Counters[:0:0]
-	for _, c := range t.Stats.Counters {
-		if !(c.Kind == event.CountUnresolved && c.Name == resolverCounter) {
-			cs = append(cs, c)
-		}
-	}
-	t.Stats.Counters = cs
-	return s.Sink.End(t)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -98,7 +99,7 @@ func TestResolvesFromTheTracesOwnFacts(t *testing.T) {
 					}
 				}
 			}
-			unresolved := got.Trailer.Stats.Get(event.CountUnresolved, resolverCounter)
+			unresolved := got.Trailer.Stats.Get(event.CountUnresolved, resolve.UnresolvedCounter)
 			if limit := raw.Trailer.Stats.Total(event.CountUnresolved) + blockUnnamed; unresolved > limit {
 				t.Errorf("%s/%s: %d events unresolved, the source says %d cannot be", os, format, unresolved, limit)
 			}
@@ -110,9 +111,9 @@ func TestResolvesFromTheTracesOwnFacts(t *testing.T) {
 // resolver before: the count is recomputed, not added to.
 func TestStaleResolverCountIsReplaced(t *testing.T) {
 	tr := synth.Trace(synth.Options{Events: 500, Seed: 4})
-	tr.Trailer.Stats.Add(event.CountUnresolved, resolverCounter, 1000)
+	tr.Trailer.Stats.Add(event.CountUnresolved, resolve.UnresolvedCounter, 1000)
 	_, got := read(t, writeIOT(t, tr))
-	if n := got.Trailer.Stats.Get(event.CountUnresolved, resolverCounter); n >= 1000 {
+	if n := got.Trailer.Stats.Get(event.CountUnresolved, resolve.UnresolvedCounter); n >= 1000 {
 		t.Errorf("stale resolver count kept: %d", n)
 	}
 }

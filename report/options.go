@@ -6,7 +6,7 @@ type Options struct {
 	// shown; 10 when 0.
 	TopN int
 	// Capacity bounds the number of processes, files and error groups
-	// tracked at once; 4096 when 0. When a table reaches twice its
+	// tracked at once; 1024 when 0. When a table reaches twice its
 	// capacity it is pruned to the Capacity/2 entries with the most bytes
 	// plus the Capacity/2 with the most time; what is pruned is folded
 	// into an "(other)" entry and the largest pruned bytes and time become
@@ -31,7 +31,7 @@ func (o Options) normalized() Options {
 		o.TopN = 10
 	}
 	if o.Capacity <= 0 {
-		o.Capacity = 4096
+		o.Capacity = 1024
 	}
 	if o.Capacity < 2*o.TopN {
 		o.Capacity = 2 * o.TopN

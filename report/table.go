@@ -52,6 +52,13 @@ type entity struct {
 	errBytes, errTime uint64
 }
 
+// reset empties e for reuse, keeping its sketch's blocks.
+func (e *entity) reset() {
+	lat := e.lat
+	lat.Reset()
+	*e = entity{lat: lat}
+}
+
 func (e *entity) merge(o *entity) {
 	for i := range e.ops {
 		e.ops[i].count += o.ops[i].count
@@ -90,6 +97,7 @@ type table[K comparable] struct {
 	pruned   uint64 // entries pruned
 	errBytes uint64 // error bound given to entries created from now on
 	errTime  uint64
+	free     []*entity // pruned entries, reset, for reuse
 }
 
 func newTable[K comparable](capacity int, slotOf func(K) uint32) table[K] {
@@ -119,7 +127,13 @@ func (t *table[K]) get(k K) (e *entity, created bool) {
 		if len(t.m) >= 2*t.capacity {
 			t.prune()
 		}
-		e = &entity{errBytes: t.errBytes, errTime: t.errTime}
+		if n := len(t.free); n > 0 {
+			e = t.free[n-1]
+			t.free = t.free[:n-1]
+		} else {
+			e = new(entity)
+		}
+		e.errBytes, e.errTime = t.errBytes, t.errTime
 		t.m[k] = e
 		created = true
 	}
@@ -157,6 +171,8 @@ func (t *table[K]) prune() {
 		t.errTime = max(t.errTime, x.e.tot.time+x.e.errTime)
 		delete(t.m, x.k)
 		t.pruned++
+		x.e.reset()
+		t.free = append(t.free, x.e)
 	}
 	clear(t.slots[:])
 }

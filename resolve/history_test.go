@@ -1,6 +1,10 @@
 package resolve
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+)
 
 func TestHistoryLifetime(t *testing.T) {
 	h := NewHistory[uint64]()
@@ -64,3 +68,51 @@ func TestHistoryRundownRetroactive(t *testing.T) {
 		t.Errorf("at 50: %q", got)
 	}
 }
+
+func TestResolverFillsPathsAtReadTime(t *testing.T) {
+	tb := NewTables()
+	for _, f := range []event.Fact{
+		{Kind: event.FactName, Space: event.SpaceCwd, Pid: 7, Name: "/src", Rundown: true},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 7, Handle: 3, Name: "/src/a.c", Time: 10},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 7, Handle: 3, Time: 20, End: true},
+		{Kind: event.FactVolume, Name: `\Device\HarddiskVolume2`, Image: `C:`},
+		{Kind: event.FactName, Space: event.SpaceFileKey, Handle: 0xfa, Name: `\Device\HarddiskVolume2\Windows\a.dll`, Time: 1000, Rundown: true},
+		{Kind: event.FactProcess, Pid: 7, Name: "cc", Time: 0, Rundown: true},
+	} {
+		tb.Apply(&f)
+	}
+	r := &Resolver{next: nopSink{}, Tables: tb}
+	cases := []struct {
+		e         event.Event
+		path      string
+		unresolve uint64
+	}{
+		{event.Event{Layer: event.LayerFile, Pid: 7, FD: 3, Time: 15}, "/src/a.c", 0},
+		{event.Event{Layer: event.LayerFile, Pid: 7, FD: 3, Time: 20}, "/src/a.c", 0}, // the close itself
+		{event.Event{Layer: event.LayerFile, Pid: 7, FD: 3, Time: 21}, "", 1},
+		{event.Event{Layer: event.LayerFile, Pid: 7, FD: -1, Path: "b/c.h", Time: 5}, "b/c.h", 1}, // a path the source set is kept
+		{event.Event{Layer: event.LayerBlock, FD: -1, FileKey: 0xfa, Time: 5}, `C:\Windows\a.dll`, 1},
+	}
+	for i, c := range cases {
+		e := c.e
+		r.Resolve(&e)
+		if e.Path != c.path || r.Unresolved != c.unresolve {
+			t.Errorf("case %d: path %q unresolved %d; want %q, %d", i, e.Path, r.Unresolved, c.path, c.unresolve)
+		}
+	}
+	var tr event.Trailer
+	tr.Stats.Set(event.CountUnresolved, UnresolvedCounter, 99) // left by an earlier read
+	if err := r.End(&tr); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.Stats.Get(event.CountUnresolved, UnresolvedCounter); n != 1 {
+		t.Errorf("unresolved counted %d times, want 1 (stale count replaced)", n)
+	}
+}
+
+type nopSink struct{}
+
+func (nopSink) Begin(*event.Header) error { return nil }
+func (nopSink) Event(*event.Event) error  { return nil }
+func (nopSink) Fact(*event.Fact) error    { return nil }
+func (nopSink) End(*event.Trailer) error  { return nil }

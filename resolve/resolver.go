@@ -216,11 +216,16 @@ func (r *Resolver) Resolve(e *event.Event) {
 	}
 }
 
-// End implements event.Sink. It adds the unresolved count to the trailer's
-// stats.
+// UnresolvedCounter names the Stats counter a Resolver sets: events that
+// name a file by handle and still have no path after resolution.
+const UnresolvedCounter = "events with a handle but no path (resolver)"
+
+// End implements event.Sink. It sets the unresolved count in the trailer's
+// stats, replacing a count an earlier resolver left there (a trace that was
+// resolved, written and is now read again counts its events once).
 func (r *Resolver) End(t *event.Trailer) error {
-	if r.Unresolved > 0 {
-		t.Stats.Add(event.CountUnresolved, "events with a handle but no path (resolver)", r.Unresolved)
+	if r.Unresolved > 0 || t.Stats.Get(event.CountUnresolved, UnresolvedCounter) > 0 {
+		t.Stats.Set(event.CountUnresolved, UnresolvedCounter, r.Unresolved)
 	}
 	return r.next.End(t)
 }

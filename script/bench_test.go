@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/event"
-	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -135,9 +135,9 @@ func writeBenchTrace(b *testing.B, n int) string {
 	return path
 }
 
-// BenchmarkIOTFile: the whole pipeline of iotrace run --input over an
-// .iot trace (read, decode, resolve, filter, script), one op = the whole
-// file; events/s counts the file's events.
+// BenchmarkIOTFile: the pipeline of iotrace run --input over an .iot
+// trace (read, decode, resolve, filter, script), one op = the whole file;
+// events/s counts the file's events.
 func BenchmarkIOTFile(b *testing.B) {
 	n := benchTraceEvents(b)
 	path := writeBenchTrace(b, n)
@@ -149,11 +149,12 @@ func BenchmarkIOTFile(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := input.Open(path)
+				// What input.Open does for an .iot file: read and resolve.
+				r, err := tracefile.Open(path)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := r.Run(context.Background(), s); err != nil {
+				if err := r.Run(context.Background(), resolve.NewResolver(s)); err != nil {
 					b.Fatal(err)
 				}
 				r.Close()

@@ -309,6 +309,19 @@ func (s *Script) Filter() *where.Filter { return s.filter }
 // Pushdown returns the part of the filter a backend can apply itself.
 func (s *Script) Pushdown() where.Pushdown { return s.filter.Pushdown() }
 
+// Err returns the error that stopped the run (a *RuntimeError), nil when
+// none did or the script called exit(). A live source may end without
+// reporting it (a timer failed while no event arrived): check Err after
+// the source returns.
+func (s *Script) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopErr == nil || errors.Is(s.stopErr, ErrExit) {
+		return nil
+	}
+	return s.stopErr
+}
+
 // Errors returns the number of handler errors (counted with KeepGoing).
 func (s *Script) Errors() uint64 { return s.errCount }
 
@@ -503,7 +516,8 @@ func (s *Script) End(t *event.Trailer) error {
 
 // Close ends the run if End did not: it stops the timers, calls on_end
 // (also after exit() or a handler error, so partial aggregations are
-// printed) and flushes the output. It is safe to call more than once.
+// printed; not when the trace never began) and flushes the output. It is
+// safe to call more than once.
 func (s *Script) Close() error {
 	if s.quit != nil {
 		select {
@@ -520,7 +534,7 @@ func (s *Script) Close() error {
 	}
 	s.finished = true
 	var err error
-	if s.onEnd != nil {
+	if s.onEnd != nil && s.begun {
 		// on_end runs even after a fatal handler error: clear the
 		// cancellation so it can.
 		s.thread.Uncancel()

@@ -469,3 +469,28 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A timer failing on the wall clock while no event arrives stops the run
+// and the error is not lost.
+func TestWallClockTimerErrorIsReported(t *testing.T) {
+	stopped := make(chan struct{})
+	s, err := Load("t.star", []byte("def tick():\n    fail('tick failed')\nevery('10ms', tick)\n"),
+		Options{Stdout: &bytes.Buffer{}, WallClock: true, Stop: func() { close(stopped) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin(&event.Header{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failing timer did not stop the run")
+	}
+	if err := s.End(&event.Trailer{}); err != nil {
+		t.Logf("End: %v", err)
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "t.star:2:9: in tick: fail: tick failed") {
+		t.Errorf("Err() = %v", err)
+	}
+}

@@ -165,7 +165,10 @@ var errTemplate = errors.New("bad template reference")
 
 // event decodes one event into d.ev; errors are left in in.err.
 func (d *decoder) event(in *dec) {
-	ti := in.uvarint()
+	ti, ok := in.u1()
+	if !ok {
+		ti = in.uvarintSlow()
+	}
 	if ti == uint64(len(d.tmpls)) && in.err == nil {
 		t := template{
 			source: event.Source(in.byte()),
@@ -188,7 +191,10 @@ func (d *decoder) event(in *dec) {
 		return
 	}
 	t := &d.tmpls[ti]
-	hi := in.uvarint()
+	hi, ok := in.u1()
+	if !ok {
+		hi = in.uvarintSlow()
+	}
 	if hi == uint64(len(d.thrs)) && in.err == nil {
 		h := threadRef{cpu: in.u32(), pid: in.u32(), tid: in.u32(), procStart: in.varint()}
 		h.comm = d.str(in)
@@ -203,24 +209,36 @@ func (d *decoder) event(in *dec) {
 	h := &d.thrs[hi]
 	m := t.mask
 	e := &d.ev
-	*e = event.Event{
-		Source: t.source, Layer: t.layer, Op: t.op, Status: t.status, Flags: t.flags, Native: t.native,
-		CPU: h.cpu, Pid: h.pid, Tid: h.tid, ProcStart: h.procStart, Comm: h.comm,
-		FD: -1, Offset: -1, Bytes: -1,
+	// Every field is assigned below (its value or its "none" value): no
+	// need to clear the whole event first.
+	e.Source, e.Layer, e.Op, e.Status, e.Flags, e.Native = t.source, t.layer, t.op, t.status, t.flags, t.native
+	e.CPU, e.Pid, e.Tid, e.ProcStart, e.Comm = h.cpu, h.pid, h.tid, h.procStart, h.comm
+	u, ok := in.u1()
+	if !ok {
+		u = in.uvarintSlow()
 	}
-	d.prevTime += in.varint()
+	d.prevTime += unzigzag(u)
 	e.Time = d.prevTime
 	e.ID = d.prevID + 1
 	if m&mID != 0 {
 		e.ID += uint64(in.varint())
 	}
 	d.prevID = e.ID
+	e.Duration, e.Wait, e.Path, e.Path2, e.FD, e.FileObject, e.FileKey, e.Inode = 0, 0, "", "", -1, 0, 0, 0
 	if m&(mDuration|mWait|mPath|mPath2|mFD|mFileObject|mFileKey|mInode) != 0 {
 		if m&mDuration != 0 {
-			e.Duration = in.varint()
+			u, ok := in.u1()
+			if !ok {
+				u = in.uvarintSlow()
+			}
+			e.Duration = unzigzag(u)
 		}
 		if m&mWait != 0 {
-			e.Wait = in.varint()
+			u, ok := in.u1()
+			if !ok {
+				u = in.uvarintSlow()
+			}
+			e.Wait = unzigzag(u)
 		}
 		if m&mPath != 0 {
 			e.Path = d.str(in)
@@ -247,15 +265,29 @@ func (d *decoder) event(in *dec) {
 			e.Inode = in.uvarint()
 		}
 	}
+	e.Offset, e.Size, e.Bytes = -1, 0, -1
 	if m&mOffset != 0 {
-		e.Offset = in.varint()
+		u, ok := in.u1()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		e.Offset = unzigzag(u)
 	}
 	if m&mSize != 0 {
-		e.Size = in.uvarint()
+		u, ok := in.u1()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		e.Size = u
 	}
 	if m&mBytes != 0 {
-		e.Bytes = in.varint()
+		u, ok := in.u1()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		e.Bytes = unzigzag(u)
 	}
+	e.Code, e.OpenFlags, e.Mode, e.Disposition, e.Priority, e.IOFlags, e.Info = 0, 0, 0, 0, 0, 0, 0
 	if m&(mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
 		if m&mCode != 0 {
 			e.Code = in.u32()
@@ -279,6 +311,7 @@ func (d *decoder) event(in *dec) {
 			e.Info = in.u32()
 		}
 	}
+	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note = event.Device{}, 0, 0, 0, 0, 0, ""
 	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
 		if m&mDev != 0 {
 			e.Dev = readDev(in)

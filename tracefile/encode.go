@@ -32,10 +32,23 @@ type chunkEnc struct {
 
 	tmpls   []template
 	tmplIdx map[template]uint32
-	tcache  [256]uint32 // template index + 1, by hash
+	tcache  [1 << tcacheBits]tcacheEntry
 	thrs    []threadRef
 	thrIdx  map[threadRef]uint32
 	hcache  [256]uint32 // thread index + 1, by hash
+
+	owned map[string]string // strings kept, across chunks
+}
+
+// tcacheBits sizes the direct-mapped cache in front of the template map.
+const tcacheBits = 10
+
+// tcacheEntry caches a template by its fields packed in k, its mask and
+// its native name.
+type tcacheEntry struct {
+	k, mask uint64
+	native  string
+	idx     uint32 // template index + 1; 0 is empty
 }
 
 func newChunkEnc() *chunkEnc {
@@ -43,6 +56,7 @@ func newChunkEnc() *chunkEnc {
 		strIdx:  make(map[string]uint32),
 		tmplIdx: make(map[template]uint32),
 		thrIdx:  make(map[threadRef]uint32),
+		owned:   make(map[string]string),
 	}
 }
 
@@ -58,7 +72,7 @@ func (c *chunkEnc) reset() {
 	c.prevFO, c.prevKey, c.prevSector, c.prevReq = 0, 0, 0, 0
 	c.tmpls = c.tmpls[:0]
 	clear(c.tmplIdx)
-	c.tcache = [256]uint32{}
+	clear(c.tcache[:])
 	c.thrs = c.thrs[:0]
 	clear(c.thrIdx)
 	c.hcache = [256]uint32{}
@@ -77,24 +91,43 @@ func (c *chunkEnc) str(s string) uint64 {
 	i := c.nstrs
 	c.nstrs++
 	c.strs = appendString(c.strs, s)
-	// Clone: the caller's string may live in a buffer it reuses.
-	c.strIdx[strings.Clone(s)] = i
+	c.strIdx[c.own(s)] = i
 	return uint64(i)
 }
 
+// own returns a copy of s that the encoder may keep (the caller's string
+// may live in a buffer it reuses), allocated once across chunks.
+func (c *chunkEnc) own(s string) string {
+	if o, ok := c.owned[s]; ok {
+		return o
+	}
+	if len(c.owned) >= maxOwned {
+		clear(c.owned)
+	}
+	o := strings.Clone(s)
+	c.owned[o] = o
+	return o
+}
+
+// maxOwned bounds the encoder's table of kept strings.
+const maxOwned = 1 << 16
+
 func (c *chunkEnc) appendTemplate(b []byte, t *template) []byte {
-	h := uint8(uint64(t.op)*0x9d ^ t.mask*0x3b ^ uint64(t.status)*0x1f ^ uint64(t.flags)*0x0d ^ uint64(len(t.native)))
-	if i := c.tcache[h]; i != 0 && c.tmpls[i-1] == *t {
-		return appendUvarint(b, uint64(i-1))
+	k := uint64(t.source) | uint64(t.layer)<<8 | uint64(t.op)<<16 | uint64(t.status)<<24 | uint64(t.flags)<<32
+	h := ((k ^ t.mask*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9) >> (64 - tcacheBits)
+	ce := &c.tcache[h]
+	if ce.idx != 0 && ce.k == k && ce.mask == t.mask && ce.native == t.native {
+		return appendUvarint(b, uint64(ce.idx-1))
 	}
 	if i, ok := c.tmplIdx[*t]; ok {
-		c.tcache[h] = i + 1
+		*ce = tcacheEntry{k: k, mask: t.mask, native: c.tmpls[i].native, idx: i + 1}
 		return appendUvarint(b, uint64(i))
 	}
 	i := uint32(len(c.tmpls))
+	t.native = c.own(t.native)
 	c.tmpls = append(c.tmpls, *t)
 	c.tmplIdx[*t] = i
-	c.tcache[h] = i + 1
+	*ce = tcacheEntry{k: k, mask: t.mask, native: t.native, idx: i + 1}
 	// A new template is defined inline where it is first used.
 	b = appendUvarint(b, uint64(i))
 	b = append(b, byte(t.source), byte(t.layer), byte(t.op), byte(t.status))
@@ -114,7 +147,7 @@ func (c *chunkEnc) appendThread(b []byte, e *event.Event) []byte {
 		return appendUvarint(b, uint64(i))
 	}
 	i := uint32(len(c.thrs))
-	t.comm = strings.Clone(t.comm)
+	t.comm = c.own(t.comm)
 	c.thrs = append(c.thrs, t)
 	c.thrIdx[t] = i
 	c.hcache[h] = i + 1

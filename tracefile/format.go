@@ -56,6 +56,7 @@ type VersionError struct {
 	Supported int // the newest version this reader supports
 }
 
+// Error says which version the file has and which this reader supports.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("written by a newer iotrace: format version %d, this reader supports up to %d (upgrade iotrace to read it)",
 		e.Version, e.Supported)
@@ -75,6 +76,7 @@ type Damage struct {
 	Skipped int64
 }
 
+// String says where the damage is and what it is.
 func (d Damage) String() string {
 	return fmt.Sprintf("damaged at byte offset %d (%#x, chunk %d): %s", d.Offset, d.Offset, d.Chunk, d.Reason)
 }
@@ -89,6 +91,7 @@ type DamageError struct {
 	More []Damage
 }
 
+// Error names the file, the first damaged region, and how many more.
 func (e *DamageError) Error() string {
 	s := e.Damage.String()
 	if e.Path != "" {

@@ -64,20 +64,48 @@ func (d *dec) fail(err error) {
 }
 
 func (d *dec) uvarint() uint64 {
-	if d.off < len(d.b) {
-		if c := d.b[d.off]; c < 0x80 {
-			d.off++
+	if i := d.off; i < len(d.b) {
+		if c := d.b[i]; c < 0x80 {
+			d.off = i + 1
 			return uint64(c)
 		}
 	}
 	return d.uvarintSlow()
 }
 
+// u1 decodes a one-byte uvarint; ok is false (and nothing is consumed)
+// when the next value is longer or missing. Hot paths write
+// "v, ok := in.u1(); if !ok { v = in.uvarintSlow() }": unlike uvarint,
+// u1 inlines.
+func (d *dec) u1() (uint64, bool) {
+	if i := d.off; i < len(d.b) && d.b[i] < 0x80 {
+		d.off = i + 1
+		return uint64(d.b[i]), true
+	}
+	return 0, false
+}
+
 func (d *dec) uvarintSlow() uint64 {
-	if b := d.b[d.off:]; len(b) >= 10 {
+	b := d.b[d.off:]
+	if len(b) >= 10 {
 		b = b[:10]
-		var v uint64
-		for i, c := range b {
+		v := uint64(b[0] & 0x7f)
+		if b[0] < 0x80 {
+			d.off++
+			return v
+		}
+		v |= uint64(b[1]&0x7f) << 7
+		if b[1] < 0x80 {
+			d.off += 2
+			return v
+		}
+		v |= uint64(b[2]&0x7f) << 14
+		if b[2] < 0x80 {
+			d.off += 3
+			return v
+		}
+		for i := 3; i < 10; i++ {
+			c := b[i]
 			v |= uint64(c&0x7f) << (7 * i)
 			if c < 0x80 {
 				if i == 9 && c > 1 {

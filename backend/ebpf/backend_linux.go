@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -71,6 +72,10 @@ func (l *lockedSink) failed() error {
 	return l.err
 }
 
+// blockQueue is the capacity of the queue that hands block events from
+// the block tracer's goroutine to the syscall reader's.
+const blockQueue = 8192
+
 // markerIDBit marks the IDs of marker events (syscall IDs hold the CPU in
 // bits 48-62 and stay far below it; block IDs set bit 63).
 const markerIDBit = 1 << 62
@@ -85,6 +90,14 @@ type run struct {
 	fs     *procfs.FS
 	origin uint64
 	stats  event.Stats
+
+	// blocks hands block events to the reader goroutine, which gives them
+	// their process's identity from the tracker's table (only it may
+	// touch the table). Events that find it full are sent as they are and
+	// counted in blockOverflow.
+	blocks        chan event.Event
+	blockEv       event.Event
+	blockOverflow atomic.Uint64
 
 	marks    chan marker.Mark
 	nmarks   uint64
@@ -159,7 +172,6 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err != nil {
 		return err
 	}
-	dbg("load %v", time.Since(t0))
 	defer pr.close()
 	if pidSet != nil {
 		pids := make([]uint32, 0, len(pidSet))
@@ -238,8 +250,6 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	for _, m := range pr.missing {
 		r.stats.Add(event.CountInfo, "not traced here: "+m, 1)
 	}
-
-	dbg("attached %v", time.Since(t0))
 	// Rundown (name what is open already) while the block programs load:
 	// the table is not touched by anything else until the reader starts.
 	rundownDone := make(chan struct{})
@@ -288,15 +298,6 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 				f := f
 				_ = r.sink.Fact(&f)
 			}
-			btDone = make(chan error, 1)
-			ops := r.tr.ops
-			go func() {
-				btDone <- bt.Run(btCtx, func(e *event.Event) {
-					if ops == nil || ops[e.Op] {
-						_ = r.sink.Event(e)
-					}
-				})
-			}()
 		}
 	}
 	stopBlock := func() error {
@@ -304,17 +305,54 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			return nil
 		}
 		btStop()
-		err := <-btDone
+		// The syscall records are all read: hand over what the block
+		// tracer still delivers while it drains, then the rest.
+		var err error
+		for running := true; running; {
+			select {
+			case err = <-btDone:
+				running = false
+			case r.blockEv = <-r.blocks:
+				r.tr.blockEvent(&r.blockEv)
+			}
+		}
+		for n := len(r.blocks); n > 0; n-- {
+			r.blockEv = <-r.blocks
+			r.tr.blockEvent(&r.blockEv)
+		}
 		r.stats.Merge(bt.Stats())
+		if n := r.blockOverflow.Load(); n != 0 {
+			r.stats.Add(event.CountUnresolved, "block events sent without their process start time (hand-over queue full)", n)
+		}
 		bt = nil
 		return err
 	}
 
 	<-rundownDone
+	if bt != nil {
+		// Started after the rundown, which fills the table the block
+		// events are named from; the block ring buffer holds what comes
+		// meanwhile.
+		r.blocks = make(chan event.Event, blockQueue)
+		btDone = make(chan error, 1)
+		ops := r.tr.ops
+		go func() {
+			btDone <- bt.Run(btCtx, func(e *event.Event) {
+				if ops != nil && !ops[e.Op] {
+					return
+				}
+				select {
+				case r.blocks <- *e:
+				default:
+					r.blockOverflow.Add(1)
+					_ = r.sink.Event(e)
+				}
+			})
+		}()
+	}
 	if blockErr != nil {
 		r.stats.Add(event.CountInfo, "block I/O not traced: "+blockErr.Error(), 1)
 	}
-	dbg("rundown and block open %v", time.Since(t0))
 
 	// Markers from `iotrace mark`.
 	if dir := r.b.cfg.MarkerDir; dir != "-" {
@@ -346,7 +384,10 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 
 	// The command, traced from its first instruction: its fork is seen by
 	// the sched_process_fork program, which adds it to the pid filter.
-	var cmdDone chan struct{}
+	var (
+		cmdDone chan struct{}
+		waitErr error
+	)
 	if cmdMode {
 		cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -360,14 +401,24 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		}
 		cmdDone = make(chan struct{})
 		go func() {
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				r.stats.Set(event.CountInfo, "command exit status", uint64(ee.ExitCode()))
-			} else if err != nil {
-				opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], err))
-			}
+			waitErr = cmd.Wait()
 			close(cmdDone)
+		}()
+		defer func() {
+			select {
+			case <-cmdDone:
+				status, ok := exitStatus(waitErr)
+				if !ok {
+					opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], waitErr))
+					return
+				}
+				r.stats.Set(event.CountInfo, "command exit status", uint64(status))
+				if opts.CommandExited != nil {
+					opts.CommandExited(status)
+				}
+			default:
+				opts.Warnf(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], cmd.Process.Pid))
+			}
 		}()
 	}
 	var timeout <-chan time.Time
@@ -397,15 +448,14 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 
 	// Stop: no new syscalls; let those in flight exit; detach the rest;
 	// drain what is left.
-	tt := time.Now()
 	pr.detachEnters()
-	dbg("detachEnters %v", time.Since(tt))
 	if err == nil {
 		err = r.readFor(2 * poll)
 	}
-	tt = time.Now()
+	if err == nil {
+		err = r.flushBlocks()
+	}
 	pr.detach()
-	dbg("detach %v", time.Since(tt))
 	if err == nil {
 		err = r.readFor(0)
 	}
@@ -414,12 +464,30 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		rec := rec
 		r.tr.syscall(&rec, false)
 	}
-	tt = time.Now()
 	if berr := stopBlock(); err == nil {
 		err = berr
 	}
-	dbg("stopBlock %v", time.Since(tt))
 	return err
+}
+
+// exitStatus turns the result of exec.Cmd.Wait into the command's exit
+// status as a shell reports it: the exit code, or 128 plus the signal
+// number. ok is false when the command's status is unknown.
+func exitStatus(waitErr error) (status int, ok bool) {
+	if waitErr == nil {
+		return 0, true
+	}
+	var ee *exec.ExitError
+	if !errors.As(waitErr, &ee) {
+		return 0, false
+	}
+	if ws, isWS := ee.Sys().(syscall.WaitStatus); isWS && ws.Signaled() {
+		return 128 + int(ws.Signal()), true
+	}
+	if c := ee.ExitCode(); c >= 0 {
+		return c, true
+	}
+	return 0, false
 }
 
 // rundown snapshots /proc: every traced process's name, cwd and open
@@ -481,16 +549,38 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 				continue
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			rd.SetDeadline(time.Now().Add(poll))
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
+		if err := r.flushBlocks(); err != nil {
+			return err
+		}
+		rd.SetDeadline(time.Now().Add(poll))
 		r.flushMarks()
 		r.checkLoss()
 		if stop() {
 			return nil
 		}
 	}
+}
+
+// flushBlocks hands the block events queued so far to the tracker, after
+// the records already in the ring buffer: those include the fork and exec
+// records of every process that queued one of these bios, so the table
+// knows it (and its start time) as its syscall events do.
+func (r *run) flushBlocks() error {
+	n := len(r.blocks)
+	if n == 0 {
+		return nil
+	}
+	if err := r.readFor(0); err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		r.blockEv = <-r.blocks
+		r.tr.blockEvent(&r.blockEv)
+	}
+	return nil
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.
@@ -567,14 +657,5 @@ func (r *run) checkLoss() {
 			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
 		r.warnedAt = lost
 		r.nextWarn = now.Add(5 * time.Second)
-	}
-}
-
-// NumCPU reports the CPUs the kernel may use (for tests and benchmarks).
-func NumCPU() int { return runtime.NumCPU() }
-
-func dbg(f string, a ...any) {
-	if os.Getenv("IOTRACE_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, f+"\n", a...)
 	}
 }

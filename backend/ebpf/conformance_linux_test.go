@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/backend/backendtest"
 	"github.com/iotrace/iotrace/event"
@@ -31,10 +32,22 @@ func TestConformance(t *testing.T) {
 	}
 	defer func() { _ = reader.Process.Kill(); _ = reader.Wait() }()
 	backendtest.Run(t, New(Config{MarkerDir: "-"}), backendtest.Config{
+		// Repeated until the run ends: the harness starts it at Begin,
+		// before the probes are attached, and one pass is over sooner.
 		Workload: func(ctx context.Context) error {
-			return exec.CommandContext(ctx, "sh", "-c",
-				"dd if=/dev/zero of="+f+" bs=4k count=64 oflag=direct status=none && "+
-					"dd if="+f+" of=/dev/null bs=4k iflag=direct status=none && cat "+f+" > /dev/null").Run()
+			for ctx.Err() == nil {
+				err := exec.CommandContext(ctx, "sh", "-c",
+					"dd if=/dev/zero of="+f+" bs=4k count=64 oflag=direct status=none && "+
+						"dd if="+f+" of=/dev/null bs=4k iflag=direct status=none && cat "+f+" > /dev/null").Run()
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			return nil
 		},
 		Layers:    []event.Layer{event.LayerFile, event.LayerBlock},
 		MinEvents: 100,

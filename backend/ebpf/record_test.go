@@ -68,7 +68,6 @@ func execRecord(t uint64, pid uint32, name string, args string, comm string) []b
 	return b
 }
 
-
 func newTestTracker(s event.Sink) *tracker { return newTracker(s, 1000, nil) }
 
 func TestTrackerPairsPathsAndResolves(t *testing.T) {
@@ -183,4 +182,42 @@ func FuzzTrackerHandle(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestBlockEventIdentity(t *testing.T) {
+	s := &memSink{}
+	tr := newTestTracker(s)
+	tr.table.Fork(1, 200, 5000, "dd", false, false, 5000)
+	tr.table.Fork(1, 300, 6000, "cp", false, false, 6000)
+
+	send := func(pid uint32, ts int64, comm string) event.Event {
+		e := event.Event{Layer: event.LayerBlock, Op: event.OpBlockRead, Pid: pid, Tid: pid, Time: ts, Comm: comm}
+		tr.blockEvent(&e)
+		return s.events[len(s.events)-1]
+	}
+	if e := send(200, 5100, ""); e.ProcStart != 5000 || e.Comm != "dd" {
+		t.Fatalf("live process: start %d comm %q, want 5000 dd", e.ProcStart, e.Comm)
+	}
+	if e := send(200, 5100, "kcomm"); e.Comm != "kcomm" {
+		t.Fatalf("the kernel's comm was replaced by %q", e.Comm)
+	}
+	// Queued before the exit, read after it; then the pid is reused.
+	tr.remember(300, 7000)
+	tr.table.Exit(300, 7000)
+	if e := send(300, 6500, ""); e.ProcStart != 6000 || e.Comm != "cp" {
+		t.Fatalf("exited process: start %d comm %q, want 6000 cp", e.ProcStart, e.Comm)
+	}
+	tr.table.Fork(1, 300, 9000, "ls", false, false, 9000)
+	if e := send(300, 6600, ""); e.ProcStart != 6000 {
+		t.Fatalf("late bio of the pid's previous process: start %d, want 6000", e.ProcStart)
+	}
+	if e := send(300, 9100, ""); e.ProcStart != 9000 || e.Comm != "ls" {
+		t.Fatalf("pid reused: start %d comm %q, want 9000 ls", e.ProcStart, e.Comm)
+	}
+	// An unknown thread (completion never seen queued) stays unknown.
+	e := event.Event{Layer: event.LayerBlock, Op: event.OpBlockRead, Flags: event.FlagNoStart}
+	tr.blockEvent(&e)
+	if got := s.events[len(s.events)-1]; got.ProcStart != 0 || got.Pid != 0 {
+		t.Fatalf("unknown thread got an identity: %+v", got.Process())
+	}
 }

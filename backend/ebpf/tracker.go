@@ -67,6 +67,9 @@ type tracker struct {
 
 	pending map[uint32]*pendingPaths // by tid
 	comms   map[uint32]*commEntry    // by tid
+	// gone remembers processes that exited recently, for block events
+	// that complete after their submitter's exit was read.
+	gone map[uint32]goneProc
 
 	ev       event.Event
 	sys      syscallRec
@@ -94,6 +97,7 @@ func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 		oDirect: oDirect(runtime.GOARCH),
 		pending: make(map[uint32]*pendingPaths),
 		comms:   make(map[uint32]*commEntry),
+		gone:    make(map[uint32]goneProc),
 	}
 	t.table.Probe = probe
 	t.table.Emit = t.fact
@@ -167,6 +171,7 @@ func (t *tracker) handle(b []byte) error {
 			}
 		case recExit:
 			if err = t.exit.decode(b); err == nil {
+				t.remember(t.exit.Pid, t.time(t.exit.Time))
 				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
 				delete(t.comms, t.exit.Tid)
 				delete(t.pending, t.exit.Tid)
@@ -621,6 +626,79 @@ func (t *tracker) uringRecord(r *uringRec) {
 	e.Size = uint64(r.Len)
 	e.Offset = r.Off
 	t.emit(e)
+}
+
+// goneProc is the identity of a process that exited at time exit.
+type goneProc struct {
+	start, exit int64
+	comm        string
+}
+
+// maxGone bounds tracker.gone; goneFor is how long an exited process's
+// identity is kept for its late block completions.
+const (
+	maxGone = 4096
+	goneFor = 2_000_000_000 // ns
+)
+
+// remember keeps the identity of process pid, which exits at ts.
+func (t *tracker) remember(pid uint32, ts int64) {
+	p := t.table.Lookup(pid)
+	if p == nil {
+		return
+	}
+	if len(t.gone) >= maxGone {
+		for k, g := range t.gone {
+			if g.exit < ts-goneFor {
+				delete(t.gone, k)
+			}
+		}
+		if len(t.gone) >= maxGone {
+			clear(t.gone)
+		}
+	}
+	t.gone[pid] = goneProc{start: p.Start, exit: ts, comm: p.Comm}
+}
+
+// blockEvent gives a block event (from package blockio, read on another
+// goroutine and handed over) the identity the table gives the submitter's
+// syscall events, ProcStart and, when the kernel gave none, Comm, then
+// sends it. The records the submitter's syscalls produced before the bio
+// was queued must have been handled first.
+func (t *tracker) blockEvent(e *event.Event) {
+	if e.Flags&event.FlagNoStart == 0 && e.Pid != 0 {
+		start, comm := t.identity(e.Pid, e.Tid, e.Time)
+		e.ProcStart = start
+		if e.Comm == "" {
+			e.Comm = comm
+		}
+	}
+	if t.err != nil || (t.ops != nil && !t.ops[e.Op]) {
+		return
+	}
+	if e.Time > t.lastTime {
+		t.lastTime = e.Time
+	}
+	if err := t.sink.Event(e); err != nil {
+		t.err = err
+	}
+}
+
+// identity returns the start time and name of process pid as of time ts.
+func (t *tracker) identity(pid, tid uint32, ts int64) (int64, string) {
+	p := t.table.Lookup(pid)
+	if g, ok := t.gone[pid]; ok && (p == nil || ts < p.Start) {
+		// Queued by an exited process (whose pid may be reused since).
+		return g.start, g.comm
+	}
+	if p == nil {
+		p = t.table.Ensure(pid, ts)
+	}
+	comm := p.Comm
+	if c := t.comms[tid]; c != nil {
+		comm = c.s
+	}
+	return p.Start, comm
 }
 
 // stats adds the tracker's own counters to s.

@@ -72,6 +72,26 @@ func BenchmarkRawReaderLargest(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
+// BenchmarkPass1Largest is the first pass of a file alone (the reader
+// plus the facts the pipeline collects): with the reader's figure it
+// shows what pass 1 costs on top of reading.
+func BenchmarkPass1Largest(b *testing.B) {
+	r, bytes, n := openLargest(b)
+	defer r.Close()
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var d discard
+		p := NewPipeline(&d, Options{})
+		p.mode = modeCollect
+		if err := FileRecords(r).Each(context.Background(), p.Push); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
 // BenchmarkDecodeLargest is the decoders alone (one pass, records
 // already read): the cost iotrace adds per record on top of the reader.
 func BenchmarkDecodeLargest(b *testing.B) {

@@ -376,6 +376,17 @@ func TestFiltraceUnresolved(t *testing.T) {
 	if !found {
 		t.Errorf("the 2 unresolved disk I/Os are not among the problems shown: %+v", st.Problems())
 	}
+	// No volume mapping in this trace: the 117 paths stay in NT form
+	// (no drive letter is invented) and the summary says why.
+	var nt int
+	for _, e := range out.events {
+		if strings.HasPrefix(e.Path, `\Device\HarddiskVolume2\`) {
+			nt++
+		}
+	}
+	if nt != 117 || st.Get(event.CountInfo, StatNTPath) != 117 {
+		t.Errorf("%d paths in NT form, %s = %d; want 117", nt, StatNTPath, st.Get(event.CountInfo, StatNTPath))
+	}
 	if out.hdr.OSVersion != "10.0.26200" || out.hdr.Hostname == "" {
 		t.Errorf("header %+v", out.hdr)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
 )
 
 // fuzzRecords cuts data into records: each starts with a 8-byte
@@ -25,8 +26,8 @@ func fuzzRecords(data []byte) []record.Record {
 			PointerSize: 4 << (d[3] & 1), ThreadID: uint32(d[7]), ProcessID: uint32(d[7]) * 4,
 			CPU: uint16(d[4] >> 4), UserData: data[:n],
 		}
-		switch d[4] & 3 {
-		case 0:
+		switch d[4] & 7 {
+		case 0, 5, 6:
 			r.Kind = record.KindSystem
 		case 1:
 			r.Kind, r.ThreadID, r.ProcessID = record.KindPerfInfo, record.NoID, record.NoID
@@ -34,6 +35,8 @@ func fuzzRecords(data []byte) []record.Record {
 			r.Kind, r.Provider, r.ID = record.KindEvent, kernel.GUIDKernelFile, uint16(d[1]%32)
 		case 3:
 			r.Kind, r.Provider = record.KindClassic, kernel.GUIDSysConfig
+		case 4, 7:
+			r.Kind, r.Provider, r.ID, r.Version = record.KindEvent, kernel.GUIDKernelProc, uint16(d[1]%16), uint16(d[2]%4)
 		}
 		ts += int64(d[7])
 		r.Timestamp = ts
@@ -43,20 +46,33 @@ func fuzzRecords(data []byte) []record.Record {
 	return recs
 }
 
-// FuzzPipeline pushes arbitrary record sequences through both the
-// two-pass reader and the live pipeline: no panic, one Begin, one End.
-func FuzzPipeline(f *testing.F) {
-	s := scenario(8, 3)
+// fuzzSeed encodes the kernel-header records of a synthetic trace in
+// fuzzRecords' format.
+func fuzzSeed(recs []record.Record) []byte {
 	var seed []byte
-	for _, r := range s.recs[:12] {
+	for _, r := range recs {
+		if r.Kind != record.KindSystem && r.Kind != record.KindPerfInfo {
+			continue
+		}
 		d := make([]byte, 8)
 		d[0] = map[uint8]byte{0: 0, 1: 1, 3: 2, 4: 3, 5: 4, 0x0B: 5, 0x14: 6}[r.Group]
 		d[1], d[2], d[3] = r.Opcode, byte(r.Version), byte(r.PointerSize>>3)
+		if r.Kind == record.KindPerfInfo {
+			d[4] = 1
+		}
 		binary.LittleEndian.PutUint16(d[5:], uint16(len(r.UserData)))
 		d[7] = 10
 		seed = append(append(seed, d...), r.UserData...)
 	}
-	f.Add(seed)
+	return seed
+}
+
+// FuzzPipeline pushes arbitrary record sequences through both the
+// two-pass reader and the live pipeline: no panic, one Begin, one End,
+// unique event IDs, and every Cause names a file event of the stream.
+func FuzzPipeline(f *testing.F) {
+	f.Add(fuzzSeed(scenario(8, 3).recs[:12]))
+	f.Add(fuzzSeed(linkScenario(8, 3).recs))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs := fuzzRecords(data)
@@ -67,8 +83,9 @@ func FuzzPipeline(f *testing.F) {
 		if out.begins != 1 || out.trailer == nil {
 			t.Fatalf("begins %d trailer %v", out.begins, out.trailer)
 		}
+		checkIDs(t, out.events)
 		var live sink
-		p := NewPipeline(&live, Options{ExpectOpEnd: true})
+		p := NewPipeline(&live, Options{ExpectOpEnd: true, DiskIOInit: true})
 		for i := range recs {
 			if err := p.Push(&recs[i]); err != nil {
 				t.Fatal(err)
@@ -77,5 +94,24 @@ func FuzzPipeline(f *testing.F) {
 		if err := p.Close(nil); err != nil || live.begins != 1 || live.trailer == nil {
 			t.Fatalf("live: %v begins %d", err, live.begins)
 		}
+		checkIDs(t, live.events)
 	})
+}
+
+// checkIDs: every event once, every Cause a file event.
+func checkIDs(t *testing.T, evs []event.Event) {
+	t.Helper()
+	seen, file := map[uint64]bool{}, map[uint64]bool{}
+	for _, e := range evs {
+		if seen[e.ID] {
+			t.Fatalf("event ID %d emitted twice", e.ID)
+		}
+		seen[e.ID] = true
+		file[e.ID] = e.Layer == event.LayerFile
+	}
+	for _, e := range evs {
+		if e.Cause != 0 && !file[e.Cause] {
+			t.Fatalf("block event %d caused by %d, not a file event of the stream", e.ID, e.Cause)
+		}
+	}
 }

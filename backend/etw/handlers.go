@@ -79,7 +79,7 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 func (p *Pipeline) onFileName(ev *kernel.Event, t int64) {
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileKey, Handle: ev.FileKey,
-		Name: ntPath(ev.Name.String())}
+		Name: ntPath(p.str(ev.Name))}
 	switch {
 	case ev.Kind == kernel.KindFileRundown:
 		// A rundown names its key for the whole trace unless something
@@ -125,7 +125,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 	prov := providerOf(ev)
 	var name string
 	if len(ev.Name) > 0 {
-		name = ntPath(ev.Name.String())
+		name = ntPath(p.str(ev.Name))
 	}
 	if ev.Op == event.OpOpen && ev.FileObject != 0 && name != "" {
 		p.fact = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileObject, Handle: ev.FileObject, Name: name}
@@ -177,16 +177,20 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		}
 		// Resolve now, before a Close unbinds the FileObject.
 		p.resolveFile(e)
+		if linkable(e.Op) {
+			p.rwRequests++
+		}
 		if p.expectEnd[prov] {
 			k := pendKey{prov: prov, irp: ev.Irp}
 			if old := p.pendFile[k]; old != nil {
-				old.Flags |= event.FlagNoCompletion
+				old.ev.Flags |= event.FlagNoCompletion
 				p.count(StatFileReplaced, event.CountUnpaired, 1)
-				p.emitFile(old)
-				*old = *e
-			} else {
-				p.pendFile[k] = p.alloc(e)
+				p.finish(old)
 			}
+			r := p.newReq()
+			r.ev = *e
+			p.pendFile[k] = r
+			p.track(r)
 		} else {
 			e.Flags |= event.FlagNoCompletion
 			p.count(StatFileNoOpEndInTrace, event.CountInfo, 1)
@@ -199,18 +203,6 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		p.fact = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileObject, Handle: ev.FileObject, End: true}
 		p.emitFact(&p.fact)
 	}
-}
-
-func (p *Pipeline) alloc(e *event.Event) *event.Event {
-	var n *event.Event
-	if k := len(p.freeFile); k > 0 {
-		n = p.freeFile[k-1]
-		p.freeFile = p.freeFile[:k-1]
-	} else {
-		n = new(event.Event)
-	}
-	*n = *e
-	return n
 }
 
 // resolveFile fills in the path of a file request from its handles.
@@ -241,12 +233,13 @@ func (p *Pipeline) onFileOpEnd(ev *kernel.Event, t int64) {
 		return
 	}
 	k := pendKey{prov: prov, irp: ev.Irp}
-	e := p.pendFile[k]
-	if e == nil {
+	r := p.pendFile[k]
+	if r == nil {
 		p.count(StatFileOpEndNoRequest, event.CountUnpaired, 1)
 		return
 	}
 	delete(p.pendFile, k)
+	e := &r.ev
 	if d := t - e.Time; d > 0 {
 		e.Duration = d
 	}
@@ -260,8 +253,7 @@ func (p *Pipeline) onFileOpEnd(ev *kernel.Event, t int64) {
 			e.Flags |= event.FlagCreated
 		}
 	}
-	p.emitFile(e)
-	p.freeFile = append(p.freeFile, e)
+	p.finish(r)
 }
 
 func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
@@ -272,9 +264,15 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 	if hasContext(r) {
 		d.pid, d.tid, d.hasCtx = r.ProcessID, r.ThreadID, true
 	}
-	if _, dup := p.pendDisk[ev.Irp]; dup {
+	if old, dup := p.pendDisk[ev.Irp]; dup {
 		p.count(StatDiskInitReplaced, event.CountUnpaired, 1)
+		p.release(&old)
 	}
+	issuer := d.tid
+	if d.hasTTID && d.ttid != 0 && d.ttid != record.NoID {
+		issuer = d.ttid
+	}
+	p.candidates(&d, issuer, d.op)
 	p.pendDisk[ev.Irp] = d
 }
 
@@ -306,6 +304,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		// one.
 		delete(p.pendDisk, ev.Irp)
 		p.count(StatDiskInitMismatch, event.CountUnpaired, 1)
+		p.release(&in)
 		ok = false
 	}
 	if ok {
@@ -382,53 +381,13 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 			}
 		}
 	}
-	p.emit(e)
-}
-
-// trimExe turns an image name into a process name: "svchost.exe" →
-// "svchost".
-func trimExe(s string) string {
-	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
-		return s[:len(s)-4]
-	}
-	return s
-}
-
-func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
-	img := ev.ImageFileName.String()
-	f := &p.fact
-	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid}
-	switch ev.Phase {
-	case kernel.PhaseStart:
-		f.ProcStart = t
-	case kernel.PhaseEnd:
-		f.ProcStart = p.procStart(ev.Pid, t)
-		f.End = true
-		p.emitFact(f)
+	if ok && in.ncand > 0 {
+		p.link(&in, e)
+		p.emit(e)
+		p.release(&in)
 		return
-	default:
-		f.Rundown = true
-		f.ProcStart = p.procStart(ev.Pid, t)
 	}
-	f.PPid = ev.PPid
-	f.Name = trimExe(img)
-	f.Image = img
-	f.Detail = ev.Name2.String()
-	p.emitFact(f)
-}
-
-func (p *Pipeline) onThread(ev *kernel.Event, t int64) {
-	f := &p.fact
-	*f = event.Fact{Kind: event.FactThread, Time: t, Pid: ev.Pid, Tid: ev.Tid,
-		ProcStart: p.procStart(ev.Pid, t)}
-	switch ev.Phase {
-	case kernel.PhaseEnd:
-		f.End = true
-	case kernel.PhaseStart:
-	default:
-		f.Rundown = true
-	}
-	p.emitFact(f)
+	p.emit(e)
 }
 
 func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
@@ -469,25 +428,28 @@ func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
 }
 
 // flushPending emits the requests still waiting for their OpEnd, in time
-// order, and counts the disk Inits still waiting for their completion.
+// order, counts the disk Inits still waiting for their completion, and
+// emits the requests that waited for disk I/O.
 func (p *Pipeline) flushPending() {
-	if len(p.pendFile) > 0 {
-		list := make([]*event.Event, 0, len(p.pendFile))
-		for _, e := range p.pendFile {
-			list = append(list, e)
-		}
-		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-		for _, e := range list {
-			e.Flags |= event.FlagNoCompletion
-			p.count(StatFileNoOpEnd, event.CountUnpaired, 1)
-			p.emitFile(e)
-		}
-		clear(p.pendFile)
-	}
+	p.flushLinks()
 	if n := len(p.pendDisk); n > 0 {
 		p.count(StatDiskInitPending, event.CountUnpaired, uint64(n))
 		clear(p.pendDisk)
 	}
+	if len(p.pendFile) > 0 {
+		list := make([]*fileReq, 0, len(p.pendFile))
+		for _, r := range p.pendFile {
+			list = append(list, r)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].ev.ID < list[j].ev.ID })
+		clear(p.pendFile)
+		for _, r := range list {
+			r.ev.Flags |= event.FlagNoCompletion
+			p.count(StatFileNoOpEnd, event.CountUnpaired, 1)
+			p.finish(r)
+		}
+	}
+	p.expire(true)
 }
 
 func sortedKeys(m map[string]uint64) []string {

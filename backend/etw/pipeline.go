@@ -29,6 +29,16 @@ type Options struct {
 	// events): requests are then held until their OpEnd. When false, they
 	// are emitted at once, flagged event.FlagNoCompletion.
 	ExpectOpEnd bool
+	// DiskIOInit says that the session records DiskIo Init events
+	// (DISK_IO_INIT): with ExpectOpEnd, disk I/Os are then linked to the
+	// file requests that caused them and a cached read that caused none
+	// is flagged event.FlagCacheHit. Files (Run, ReadFile) find out for
+	// themselves in their first pass.
+	DiskIOInit bool
+	// UndecodedDetail adds one info counter per undecoded event (provider
+	// or kernel group, id or opcode, version) to the trailer, besides the
+	// one counter per provider it always has.
+	UndecodedDetail bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
@@ -59,6 +69,12 @@ const (
 	StatFileOpEndNoRequest  = "etw: file OpEnds without their request"
 	StatUnknownProcessOfTid = "etw: events whose issuing thread has no known process"
 	StatNoHeader            = "etw: trace without an EventTrace header first (clock assumed QPC at 10 MHz unless given, time 0 = first record)"
+	StatLinked              = "etw: disk I/Os linked to the file request that caused them"
+	StatLinkLate            = "etw: disk I/Os linked to a file request emitted before they completed (missing from its CausedIOs)"
+	StatCacheHits           = "etw: file reads served from the cache (completed, no disk I/O caused)"
+	StatNoLinks             = "etw: disk I/Os not linked to file requests (the trace lacks FileIo OpEnd or DiskIo Init events)"
+	StatNTPath              = "etw: paths left in NT device form, \\Device\\... (the trace maps no drive letter to their volume): events and process images"
+	StatProcessImages       = "etw: processes with their executable's full path (from Image or Kernel-Process events)"
 )
 
 // mode selects what a pipeline does with a record.
@@ -93,6 +109,8 @@ type diskInit struct {
 	ttid     uint32
 	hasTTID  bool
 	op       event.Op
+	ncand    uint8
+	cand     [maxCandidates]*fileReq // file requests it may belong to (link.go)
 }
 
 type procSpan struct {
@@ -113,6 +131,7 @@ type Pipeline struct {
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
 	dos    map[string]string // NT path → DOS path cache
+	strs   map[string]string // UTF-16 bytes → string, shared by both passes
 
 	begun    bool
 	ended    bool
@@ -122,11 +141,23 @@ type Pipeline struct {
 	qpcFreq  uint64
 	logHdr   *kernel.LogfileHeader
 
-	pendFile  map[pendKey]*event.Event
-	freeFile  []*event.Event
+	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
 	opEnds    [numProviders]uint64
+	diskInits uint64 // DiskIo Inits seen in the first pass
+
+	// Causal links between disk I/O and file requests (link.go).
+	linking    bool
+	rwRequests uint64 // file reads, writes and flushes seen
+	inflight   map[uint32][]*fileReq
+	deferred []*fileReq
+	freeReq  []*fileReq
+
+	// Processes and their images (process.go).
+	procInfo map[uint32]procInfo
+	images   map[uint32][]imageSeen
+	mainImg  map[event.ProcessKey]*mainImage
 
 	scratch  event.Event
 	fact     event.Fact
@@ -152,8 +183,13 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		tables:   resolve.NewTables(),
 		procs:    make(map[uint32][]procSpan),
 		dos:      make(map[string]string),
-		pendFile: make(map[pendKey]*event.Event),
+		strs:     make(map[string]string),
+		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
+		inflight: make(map[uint32][]*fileReq),
+		procInfo: make(map[uint32]procInfo),
+		images:   make(map[uint32][]imageSeen),
+		mainImg:  make(map[event.ProcessKey]*mainImage),
 		counts:   make(map[string]uint64),
 		problems: make(map[string]event.CounterKind),
 		qpcFreq:  opts.QPCFreq,
@@ -161,6 +197,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 	for i := range p.expectEnd {
 		p.expectEnd[i] = opts.ExpectOpEnd
 	}
+	p.linking = opts.ExpectOpEnd && opts.DiskIOInit
 	if opts.Header != nil {
 		p.header = *opts.Header
 		p.clock = opts.Header.Clock
@@ -209,6 +246,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return errEnded
 	}
 	p.records++
+	if p.mode == modeCollect && !p.collectWanted(r) {
+		return nil
+	}
 	ok, err := p.dec.Decode(r, &p.ev)
 	if !ok {
 		return p.beginIfReady(r)
@@ -244,11 +284,62 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onProcess(ev, t)
 	case kernel.KindThread:
 		p.onThread(ev, t)
+	case kernel.KindImage:
+		p.onImage(r, ev, t)
 	case kernel.KindPhysicalDisk, kernel.KindLogicalDisk, kernel.KindComputer,
 		kernel.KindVolumeMapping, kernel.KindSystemPaths:
 		p.onConfig(ev, t)
 	}
+	if len(p.deferred) > 0 {
+		p.expire(false)
+	}
 	return p.err
+}
+
+// pass1Facts holds the events the first pass of a file decodes: those
+// that carry facts (names, processes, threads, images, disks, volumes,
+// the header) and the Creates and Closes that bind FILE_OBJECTs.
+var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
+	switch k {
+	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
+		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
+		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths:
+		return true
+	case kernel.KindFileRequest:
+		return op == event.OpOpen || op == event.OpClose
+	}
+	return false
+})
+
+// pass1Counted holds the events the first pass only counts, undecoded:
+// OpEnds (requests then wait for them) and DiskIo Inits (disk I/O can
+// then be linked to requests).
+var pass1Counted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
+	return k == kernel.KindFileOpEnd || k == kernel.KindDiskInit
+})
+
+// collectWanted reports whether the first pass must decode r; it counts
+// the records it only needs to count. The first record fixes time 0 when
+// the stream has no header.
+func (p *Pipeline) collectWanted(r *record.Record) bool {
+	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
+	if pass1Facts.Has(c, code) {
+		return true
+	}
+	if pass1Counted.Has(c, code) {
+		switch c {
+		case kernel.ClassDiskIo:
+			p.diskInits++
+		case kernel.ClassKernelFile:
+			p.opEnds[provKernelFile]++
+		default:
+			p.opEnds[provFileIo]++
+		}
+	}
+	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+		_ = p.beginIfReady(r)
+	}
+	return false
 }
 
 // onHeader takes the trace's clock and machine from the EventTrace header
@@ -340,6 +431,9 @@ func (p *Pipeline) emitFact(f *event.Fact) {
 	if p.mode == modeCollect || p.err != nil {
 		return
 	}
+	if f.Kind == event.FactProcess && ntForm(f.Image) {
+		p.count(StatNTPath, event.CountInfo, 1)
+	}
 	if err := p.sink.Fact(f); err != nil {
 		p.err = fmt.Errorf("sink: fact: %w", err)
 	}
@@ -397,6 +491,23 @@ func (p *Pipeline) threadPid(tid uint32, t int64) (uint32, bool) {
 	return uint32(v), true
 }
 
+// maxStrs bounds the strings str keeps.
+const maxStrs = 1 << 17
+
+// str converts a payload string, once: names come back in the second
+// pass of a file (and, in a live session, the same paths come again and
+// again), and a map lookup by the UTF-16 bytes does not allocate.
+func (p *Pipeline) str(w kernel.WStr) string {
+	if s, ok := p.strs[string(w)]; ok {
+		return s
+	}
+	s := w.String()
+	if len(p.strs) < maxStrs {
+		p.strs[string(w)] = s
+	}
+	return s
+}
+
 // ntPath cleans a kernel path: "\??\C:\x" becomes "C:\x".
 func ntPath(s string) string {
 	return strings.TrimPrefix(s, `\??\`)
@@ -431,10 +542,20 @@ func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) 
 	return "", false
 }
 
+// comm returns the name of process pid at t: the full name of its
+// executable when an image event gave it, else the process events' name.
 func (p *Pipeline) comm(pid uint32, t int64) string {
+	if len(p.mainImg) > 0 {
+		if m := p.mainImg[event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}]; m != nil && m.name != "" {
+			return m.name
+		}
+	}
 	s, _ := p.tables.ProcessName(pid, t)
 	return s
 }
+
+// ntForm reports whether a path is still an NT device path.
+func ntForm(s string) bool { return strings.HasPrefix(s, `\Device\`) }
 
 func (p *Pipeline) emit(e *event.Event) {
 	if p.err != nil || p.mode == modeCollect {
@@ -442,6 +563,9 @@ func (p *Pipeline) emit(e *event.Event) {
 	}
 	if e.Comm == "" {
 		e.Comm = p.comm(e.Pid, e.Time)
+	}
+	if ntForm(e.Path) || ntForm(e.Path2) {
+		p.count(StatNTPath, event.CountInfo, 1)
 	}
 	if err := p.sink.Event(e); err != nil {
 		p.err = fmt.Errorf("sink: event: %w", err)
@@ -505,5 +629,11 @@ func (p *Pipeline) stats(s *event.Stats) {
 	for _, name := range sortedKeys(p.counts) {
 		s.Add(p.problems[name], name, p.counts[name])
 	}
+	if !p.linking && p.counts[StatDiskIOs] > 0 && p.rwRequests > 0 {
+		s.Add(event.CountInfo, StatNoLinks, p.counts[StatDiskIOs])
+	}
 	p.dec.Stats(s)
+	if p.opts.UndecodedDetail {
+		p.dec.StatsDetail(s)
+	}
 }

@@ -57,9 +57,13 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // afresh.
 func (p *Pipeline) startReplay() {
 	p.mode = modeReplay
+	anyEnd := false
 	for i := range p.expectEnd {
 		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0
+		anyEnd = anyEnd || p.expectEnd[i]
 	}
+	p.linking = anyEnd && (p.opts.DiskIOInit || p.diskInits > 0)
+	p.chooseImages()
 	p.dec = kernel.NewDecoder()
 	p.records = 0
 	p.lastTime = 0

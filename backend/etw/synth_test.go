@@ -76,6 +76,15 @@ func (s *synth) thread(ts int64, opcode uint8, pid, tid uint32) {
 	s.add(record.KindSystem, record.GroupThread, opcode, 3, ts, tid, pid, 0, b)
 }
 
+// image adds an Image event (group 0x14: Load 10, DCStart 3) in the v2
+// layout: ImageBase P, ImageSize P, ProcessId, ImageChecksum,
+// TimeDateStamp, Reserved0, DefaultBase P, Reserved1-4, FileName.
+func (s *synth) image(ts int64, opcode uint8, pid uint32, base uint64, path string) {
+	b := buf{}.ptr(s.ptr, base).ptr(s.ptr, 0x10000).u32(pid).u32(0x1234).u32(0x5000).u32(0).ptr(s.ptr, base)
+	b = b.u32(0).u32(0).u32(0).u32(0).wstr(path)
+	s.add(record.KindSystem, record.GroupImage, opcode, 2, ts, record.NoID, pid, 0, b)
+}
+
 // name adds a FileIo name event (0, 32, 35, 36) with a PERFINFO header.
 func (s *synth) name(ts int64, opcode uint8, fileKey uint64, path string) {
 	s.add(record.KindPerfInfo, record.GroupFileIo, opcode, 2, ts, record.NoID, record.NoID, 0, buf{}.ptr(s.ptr, fileKey).wstr(path))

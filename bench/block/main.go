@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command block is the block I/O tracer on its own, for the benchmark in
 // run.sh: it traces every bio with package backend/ebpf/blockio until
 // SIGINT or SIGTERM, discards the events (decoded, as iotrace would) and

@@ -766,7 +766,7 @@ func (c *compiler) method(dot *syntax.DotExpr, recv node, args []node) (node, er
 }
 
 // Glob reports whether s matches pattern, where '*' matches any run of
-// characters ('/' and '\' included) and '?' any one character.
+// characters ('/' and '\' included) and '?' any one byte.
 func Glob(pattern, s string) bool {
 	// Iterative matching with one backtrack point: linear for one '*',
 	// O(len(s)*len(pattern)) at worst.

@@ -1,6 +1,7 @@
 package blockio
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/iotrace/iotrace/event"
@@ -56,20 +57,21 @@ func (d *Decoder) Event(r *Record, e *event.Event) {
 	e.Op = d.Layout.Op(r.Opf, r.Bytes)
 	e.Native = d.rwbsString(r.Opf)
 
-	done := int64(r.DoneTS) - d.Origin
+	// Times are unsigned kernel clock values; differences are taken in
+	// uint64 and clamped, so a corrupt record cannot make them negative.
+	start := r.DoneTS
 	switch {
 	case r.Flags&RecNoStart == 0 && r.QueueTS != 0:
-		e.Time = int64(r.QueueTS) - d.Origin
-		if r.IssueTS != 0 && r.IssueTS >= r.QueueTS {
-			e.Wait = int64(r.IssueTS - r.QueueTS)
+		start = r.QueueTS
+		if r.IssueTS >= r.QueueTS {
+			e.Wait = clampNs(r.IssueTS - r.QueueTS)
 		}
 	case r.IssueTS != 0:
-		e.Time = int64(r.IssueTS) - d.Origin
-	default:
-		e.Time = done
+		start = r.IssueTS
 	}
-	if done > e.Time {
-		e.Duration = done - e.Time
+	e.Time = int64(start) - d.Origin
+	if r.DoneTS > start {
+		e.Duration = clampNs(r.DoneTS - start)
 	}
 	if e.Wait > e.Duration {
 		e.Wait = e.Duration
@@ -165,4 +167,11 @@ func (d *Decoder) note(dev uint32) string {
 	}
 	d.notes[dev] = s
 	return s
+}
+
+func clampNs(d uint64) int64 {
+	if d > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(d)
 }

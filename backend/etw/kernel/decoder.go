@@ -85,6 +85,7 @@ func buildTable() *table {
 	addImage(t)
 	addSystemConfig(t)
 	addKernelFile(t)
+	addKernelProcess(t)
 	return t
 }
 
@@ -225,50 +226,124 @@ func (d *Decoder) Unknown() uint64 {
 	return n
 }
 
-// Stats adds the counts of records that were not decoded to s: FileIo,
-// DiskIo and Kernel-File records with an opcode or version iotrace does
-// not know are CountDropped (they may hold I/O missing from the trace);
-// the rest are CountInfo, one counter per provider (or kernel group) and
-// opcode or event id.
-func (d *Decoder) Stats(s *event.Stats) {
-	type row struct {
-		kind event.CounterKind
-		name string
-		n    uint64
+// Undecoded is one kind of record no decoder knew, with its count.
+type Undecoded struct {
+	// Source is the provider or kernel group: "kernel StackWalk",
+	// "provider Microsoft-Windows-DotNETRuntime {e13c0d23-…}", or the
+	// class iotrace knows by another header ("Image", "SysConfig").
+	Source string
+	// Name is the event's name when iotrace knows it ("FileIo/Read"), for
+	// a version or pointer size it has no decoder for.
+	Name string
+	// Code is the opcode, or the event id when IsID is set (manifest
+	// and TraceLogging events).
+	Code    uint16
+	IsID    bool
+	Version uint16
+	PtrSize uint8
+	// IO is set for the I/O classes (FileIo, DiskIo, Kernel-File): an
+	// opcode or version iotrace does not know may hold I/O missing from
+	// the trace, so these are counted as dropped.
+	IO    bool
+	Count uint64
+}
+
+// String renders u as "kernel StackWalk opcode 32 v2 x64" or
+// "FileIo/Read v9 x64".
+func (u Undecoded) String() string {
+	arch := "x64"
+	if u.PtrSize == 4 {
+		arch = "x86"
 	}
+	if u.Name != "" {
+		return fmt.Sprintf("%s v%d %s", u.Name, u.Version, arch)
+	}
+	label := "opcode"
+	if u.IsID {
+		label = "id"
+	}
+	return fmt.Sprintf("%s %s %d v%d %s", u.Source, label, u.Code, u.Version, arch)
+}
+
+// Undecoded lists the records no decoder knew, by source, code, version
+// and pointer size, sorted.
+func (d *Decoder) Undecoded() []Undecoded {
 	d.flushUnknown()
-	agg := map[string]*row{}
+	out := make([]Undecoded, 0, len(d.unknown))
 	for k, n := range d.unknown {
-		var r row
-		kk := Key{Class: k.class(), Code: k.opcode(), Version: k.version(), PtrSize: k.ptr()}
+		u := Undecoded{Code: k.opcode(), IsID: k.manifest(), Version: k.version(), PtrSize: k.ptr(), Count: n}
 		switch c := k.class(); {
 		case c == ClassFileIo || c == ClassDiskIo || c == ClassKernelFile:
-			r = row{event.CountDropped, "etw: I/O records with no decoder for their opcode and version (skipped): " + kk.String(), n}
+			u.IO = true
+			u.Source, u.Name = c.String(), NativeName(c, u.Code)
 		case c != ClassUnknown:
-			r = row{event.CountInfo, "etw: records not decoded (not I/O): " + kk.String(), n}
+			u.Source, u.Name = c.String(), NativeName(c, u.Code)
 		case k.kernel():
-			r = row{event.CountInfo, fmt.Sprintf("etw: records not decoded (not I/O): kernel %s opcode %d", groupName(k.group()), k.opcode()), n}
+			u.Source = "kernel " + groupName(k.group())
 		default:
-			label := "opcode"
-			if k.manifest() {
-				label = "id"
-			}
-			r = row{event.CountInfo, fmt.Sprintf("etw: records not decoded (not I/O): provider %s %s %d", providerName(k.provider), label, k.opcode()), n}
+			u.Source = "provider " + providerName(k.provider)
 		}
-		if a := agg[r.name]; a != nil {
-			a.n += r.n
-		} else {
-			agg[r.name] = &r
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return a.PtrSize < b.PtrSize
+	})
+	return out
+}
+
+// Counter name prefixes of the records that were not decoded.
+const (
+	StatUndecodedIO     = "etw: I/O records with no decoder for their opcode and version (skipped): "
+	StatUndecoded       = "etw: records not decoded (not I/O): "
+	StatUndecodedDetail = "etw: records not decoded (not I/O), by event: "
+)
+
+// Stats adds the counts of records that were not decoded to s. FileIo,
+// DiskIo and Kernel-File records with an opcode or version iotrace does
+// not know are CountDropped, one counter per opcode and version (they may
+// hold I/O missing from the trace). The rest (CLR, stack walks, TCP/IP…)
+// are CountInfo, one counter per provider or kernel group with the total,
+// so that a trace full of other providers keeps a readable summary;
+// StatsDetail adds one counter per event.
+func (d *Decoder) Stats(s *event.Stats) {
+	var last string
+	var total uint64
+	flush := func() {
+		if total > 0 {
+			s.Add(event.CountInfo, StatUndecoded+last, total)
 		}
 	}
-	names := make([]string, 0, len(agg))
-	for n := range agg {
-		names = append(names, n)
+	for _, u := range d.Undecoded() {
+		if u.IO {
+			s.Add(event.CountDropped, StatUndecodedIO+u.String(), u.Count)
+			continue
+		}
+		if u.Source != last {
+			flush()
+			last, total = u.Source, 0
+		}
+		total += u.Count
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		r := agg[n]
-		s.Add(r.kind, r.name, r.n)
+	flush()
+}
+
+// StatsDetail adds one CountInfo counter per undecoded event that is not
+// I/O (source, code, version, pointer size), under StatUndecodedDetail.
+func (d *Decoder) StatsDetail(s *event.Stats) {
+	for _, u := range d.Undecoded() {
+		if !u.IO {
+			s.Add(event.CountInfo, StatUndecodedDetail+u.String(), u.Count)
+		}
 	}
 }
 

@@ -33,8 +33,8 @@ func allKeys() []Key {
 func recordFor(k Key, data []byte) *record.Record {
 	r := &record.Record{Version: k.Version, PointerSize: int(k.PtrSize), UserData: data}
 	switch k.Class {
-	case ClassKernelFile:
-		r.Kind, r.Provider, r.ID = record.KindEvent, GUIDKernelFile, k.Code
+	case ClassKernelFile, ClassKernelProcess:
+		r.Kind, r.Provider, r.ID = record.KindEvent, classGUID[k.Class], k.Code
 	case ClassSysConfig:
 		r.Kind, r.Provider, r.Opcode = record.KindClassic, GUIDSysConfig, uint8(k.Code)
 	default:

@@ -26,11 +26,12 @@ const (
 	ClassImage              // kernel group 0x14
 	ClassSysConfig          // KernelTraceControl SysConfig (volume mapping, system paths)
 	ClassKernelFile         // Microsoft-Windows-Kernel-File manifest provider
+	ClassKernelProcess      // Microsoft-Windows-Kernel-Process manifest provider
 	numClasses
 )
 
 var classNames = [...]string{"unknown", "EventTrace", "DiskIo", "Process", "FileIo", "Thread",
-	"SystemConfig", "Image", "SysConfig", "Kernel-File"}
+	"SystemConfig", "Image", "SysConfig", "Kernel-File", "Kernel-Process"}
 
 func (c Class) String() string {
 	if c < numClasses {
@@ -50,7 +51,17 @@ var (
 	GUIDImage        = mustGUID("2cb15d1d-5fc1-11d2-abe1-00a0c911f518")
 	GUIDSysConfig    = mustGUID("9b79ee91-b5fd-41c0-a243-4248e266e9d0")
 	GUIDKernelFile   = mustGUID("edd08927-9cc4-4e65-b970-c2560fb5c289")
+	GUIDKernelProc   = mustGUID("22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716")
 )
+
+// classGUID is the GUID of each class: the classic (MOF) GUID of a kernel
+// group, the provider GUID of a manifest provider.
+var classGUID = [numClasses]record.GUID{
+	ClassEventTrace: GUIDEventTrace, ClassDiskIo: GUIDDiskIo, ClassProcess: GUIDProcess,
+	ClassFileIo: GUIDFileIo, ClassThread: GUIDThread, ClassSystemConfig: GUIDSystemConfig,
+	ClassImage: GUIDImage, ClassSysConfig: GUIDSysConfig, ClassKernelFile: GUIDKernelFile,
+	ClassKernelProcess: GUIDKernelProc,
+}
 
 // groupClass maps a kernel event group to its class.
 var groupClass = [256]Class{
@@ -64,31 +75,21 @@ var groupClass = [256]Class{
 }
 
 // ClassOf returns the class of r: by kernel group for records with a
-// kernel header, by GUID otherwise.
+// kernel header, by GUID otherwise (the first 32 bits of the GUIDs differ,
+// so one comparison per class settles it).
 func ClassOf(r *record.Record) Class {
 	switch r.Kind {
 	case record.KindSystem, record.KindCompact, record.KindPerfInfo:
 		return groupClass[r.Group]
 	}
-	switch r.Provider {
-	case GUIDFileIo:
-		return ClassFileIo
-	case GUIDDiskIo:
-		return ClassDiskIo
-	case GUIDKernelFile:
-		return ClassKernelFile
-	case GUIDProcess:
-		return ClassProcess
-	case GUIDThread:
-		return ClassThread
-	case GUIDImage:
-		return ClassImage
-	case GUIDSystemConfig:
-		return ClassSystemConfig
-	case GUIDSysConfig:
-		return ClassSysConfig
-	case GUIDEventTrace:
-		return ClassEventTrace
+	g := &r.Provider
+	for c := ClassEventTrace; c < numClasses; c++ {
+		if classGUID[c].Data1 == g.Data1 {
+			if classGUID[c] == *g {
+				return c
+			}
+			return ClassUnknown
+		}
 	}
 	return ClassUnknown
 }
@@ -234,7 +235,7 @@ type Event struct {
 
 	// Name is the file name of name events, the OpenPath of a Create, the
 	// pattern of a DirEnum, the path of a path operation, the file name of
-	// an image, the manufacturer of a disk, the drive letter of a logical
+	// an image, the image path of a Kernel-Process ProcessStart, the manufacturer of a disk, the drive letter of a logical
 	// disk, the computer name, the NT path of a volume mapping, the
 	// Windows directory.
 	Name WStr

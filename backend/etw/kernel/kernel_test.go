@@ -390,12 +390,23 @@ func TestUnknownCounted(t *testing.T) {
 		d.Decode(&record.Record{Kind: record.KindEvent, Provider: mustGUID("e13c0d23-ccbc-4e12-931b-d9cc2eee27e4"), ID: 10}, &ev)
 	}
 	d.Decode(kernelRecord(0x0F, 46, 2, 8, nil), &ev) // PerfInfo sample
+	d.Decode(&record.Record{Kind: record.KindEvent, Provider: mustGUID("e13c0d23-ccbc-4e12-931b-d9cc2eee27e4"), ID: 82}, &ev)
 	var s event.Stats
 	d.Stats(&s)
-	if s.Total(event.CountDropped) != 1 || s.Total(event.CountInfo) != 4 {
+	// One counter per provider (or kernel group) that is not I/O, with
+	// the total; one per opcode and version for the I/O classes.
+	if s.Total(event.CountDropped) != 1 || s.Total(event.CountInfo) != 5 || len(s.Counters) != 3 ||
+		s.Get(event.CountInfo, StatUndecoded+"provider Microsoft-Windows-DotNETRuntime {e13c0d23-ccbc-4e12-931b-d9cc2eee27e4}") != 4 ||
+		s.Get(event.CountInfo, StatUndecoded+"kernel PerfInfo") != 1 ||
+		s.Get(event.CountDropped, StatUndecodedIO+"FileIo/Read v9 x64") != 1 {
 		t.Errorf("stats: %+v", s.Sorted())
 	}
-	if d.Unknown() != 5 {
+	var detail event.Stats
+	d.StatsDetail(&detail)
+	if len(detail.Counters) != 3 || detail.Get(event.CountInfo, StatUndecodedDetail+"provider Microsoft-Windows-DotNETRuntime {e13c0d23-ccbc-4e12-931b-d9cc2eee27e4} id 10 v0 x64") != 3 {
+		t.Errorf("detail: %+v", detail.Sorted())
+	}
+	if d.Unknown() != 6 {
 		t.Errorf("unknown %d", d.Unknown())
 	}
 }

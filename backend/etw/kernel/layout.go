@@ -18,6 +18,7 @@ const (
 	tWStr                // NUL-terminated UTF-16LE string
 	tAStr                // NUL-terminated ANSI string
 	tSID                 // TOKEN_USER followed by a SID, or a 4-byte 0
+	tRawSID              // a SID alone (manifest events): 8 bytes + 4 per sub-authority
 	tFixedW              // UTF-16LE array of n code units, NUL-padded
 	tSkip                // n bytes not decoded
 )
@@ -75,6 +76,7 @@ func u64(name string, d dest) field  { return field{name: name, t: tU64, d: d} }
 func wstr(name string, d dest) field { return field{name: name, t: tWStr, d: d} }
 func astr(name string, d dest) field { return field{name: name, t: tAStr, d: d} }
 func sid(name string) field          { return field{name: name, t: tSID} }
+func rawSID(name string) field       { return field{name: name, t: tRawSID} }
 func fixedW(name string, n int, d dest) field {
 	return field{name: name, t: tFixedW, n: n, d: d}
 }
@@ -155,6 +157,15 @@ func walk(k Key, fields []field, b []byte, ev *Event) error {
 				return err
 			}
 			off = next
+		case tRawSID:
+			if off+8 > len(b) {
+				return &FieldError{Key: k, Field: f.name, Offset: off, Need: 8, Len: len(b)}
+			}
+			n := 8 + 4*int(b[off+1])
+			if off+n > len(b) {
+				return &FieldError{Key: k, Field: f.name, Offset: off, Need: n, Len: len(b)}
+			}
+			off += n
 		case tFixedW:
 			n := 2 * f.n
 			if off+n > len(b) {

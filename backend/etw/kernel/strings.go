@@ -54,3 +54,37 @@ func (a AStr) String() string {
 	}
 	return string(r)
 }
+
+// Base returns the last element of the path w (after its last '\' or '/').
+func (w WStr) Base() WStr {
+	for i := len(w) - 2; i >= 0; i -= 2 {
+		if w[i+1] == 0 && (w[i] == '\\' || w[i] == '/') {
+			return w[i+2:]
+		}
+	}
+	return w
+}
+
+// HasSuffixFold reports whether w ends with the ASCII string suffix,
+// ignoring ASCII case.
+func (w WStr) HasSuffixFold(suffix string) bool {
+	n := len(suffix)
+	if len(w)/2 < n {
+		return false
+	}
+	off := len(w)&^1 - 2*n
+	for i := 0; i < n; i++ {
+		c, hi := w[off+2*i], w[off+2*i+1]
+		if hi != 0 || lower(c) != lower(suffix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

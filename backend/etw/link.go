@@ -1,0 +1,240 @@
+package etw
+
+import (
+	"sort"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// Linking disk I/O to the file request that caused it.
+//
+// A disk I/O is linked to a file request when its Init is issued by a
+// thread (DiskIo IssuingThreadId, else the Init's context) while that
+// thread has a FileIo (or Kernel-File) Read, Write or Flush request in
+// flight — issued, OpEnd not yet seen — and, at completion, the disk
+// I/O's FileKey is the request's FileKey (or FileObject). A disk flush
+// (which names no file) links to the thread's in-flight Flush request.
+// The block event then gets Cause = the request's event ID, and the
+// request counts the disk I/O in CausedIOs and CausedBytes.
+//
+// The request is emitted at its OpEnd, which in the common case follows
+// the completion of the disk I/Os it waited for. When it does not (an
+// OpEnd that comes before a disk completion it may own), the request is
+// held until those disk I/Os complete, for at most maxDeferTime of trace
+// time and maxDeferred requests; one that has to go before its links are
+// settled is counted (StatLinkLate) and never flagged as a cache hit.
+// Memory is bounded by the requests and disk I/Os in flight.
+//
+// What cannot be linked: I/O the cache manager issues from its own
+// threads (read-ahead, lazy-writer write-back, the mapped page writer)
+// runs in System worker threads with no file request in flight, and a
+// request whose OpEnd is missing (FILE_IO not recorded) has no known end.
+
+// maxCandidates bounds the in-flight requests of one thread a disk Init
+// may link to (overlapped I/O can keep several in flight).
+const maxCandidates = 4
+
+// maxDeferTime and maxDeferred bound how long and how many ended requests
+// wait for the disk I/Os they may have caused.
+const (
+	maxDeferTime = 2_000_000_000 // 2 s of trace time
+	maxDeferred  = 4096
+)
+
+// fileReq is a file request waiting for its OpEnd (or, once ended, for
+// the disk I/Os it may have caused).
+type fileReq struct {
+	ev      event.Event
+	refs    int32 // disk Inits in flight that may link to this request
+	done    bool  // ended: emitted as soon as refs drops to 0
+	emitted bool  // emitted (possibly before refs dropped to 0)
+	queued  bool  // in the deferred queue
+	linkOK  bool  // counted in inflight: disk I/O may link to it
+	doneAt  int64
+}
+
+// linkable reports whether a request of op can cause disk I/O that we
+// attribute to it.
+func linkable(op event.Op) bool {
+	return op == event.OpRead || op == event.OpWrite || op == event.OpFlush
+}
+
+func (p *Pipeline) newReq() *fileReq {
+	if n := len(p.freeReq); n > 0 {
+		r := p.freeReq[n-1]
+		p.freeReq = p.freeReq[:n-1]
+		*r = fileReq{}
+		return r
+	}
+	return new(fileReq)
+}
+
+// recycle returns r to the free list once nothing refers to it.
+func (p *Pipeline) recycle(r *fileReq) {
+	if r.refs == 0 && r.emitted && !r.queued {
+		p.freeReq = append(p.freeReq, r)
+	}
+}
+
+// track adds a pending request to its thread's in-flight list.
+func (p *Pipeline) track(r *fileReq) {
+	if !p.linking || !linkable(r.ev.Op) || r.ev.Tid == 0 {
+		return
+	}
+	r.linkOK = true
+	p.inflight[r.ev.Tid] = append(p.inflight[r.ev.Tid], r)
+}
+
+// untrack removes r from its thread's in-flight list.
+func (p *Pipeline) untrack(r *fileReq) {
+	if !r.linkOK {
+		return
+	}
+	r.linkOK = false
+	list := p.inflight[r.ev.Tid]
+	for i, x := range list {
+		if x == r {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			p.inflight[r.ev.Tid] = list[:len(list)-1]
+			return
+		}
+	}
+}
+
+// candidates fills d with the requests thread tid has in flight that a
+// disk I/O of op may belong to, most recent first.
+func (p *Pipeline) candidates(d *diskInit, tid uint32, op event.Op) {
+	if !p.linking || tid == 0 {
+		return
+	}
+	list := p.inflight[tid]
+	for i := len(list) - 1; i >= 0 && d.ncand < maxCandidates; i-- {
+		r := list[i]
+		if op == event.OpBlockFlush && r.ev.Op != event.OpFlush {
+			continue
+		}
+		r.refs++
+		d.cand[d.ncand] = r
+		d.ncand++
+	}
+}
+
+// link finds the request that caused disk I/O e among d's candidates and
+// links both. The caller emits e, then releases d (so that a request that
+// waited for e goes out after it).
+func (p *Pipeline) link(d *diskInit, e *event.Event) {
+	var cause *fileReq
+	for i := 0; i < int(d.ncand) && cause == nil; i++ {
+		r := d.cand[i]
+		switch {
+		case e.Op == event.OpBlockFlush:
+			cause = r
+		case e.FileKey != 0 && (r.ev.FileKey == e.FileKey || r.ev.FileObject == e.FileKey):
+			cause = r
+		}
+	}
+	if cause != nil {
+		e.Cause = cause.ev.ID
+		p.count(StatLinked, event.CountInfo, 1)
+		if cause.emitted {
+			p.count(StatLinkLate, event.CountUnpaired, 1)
+		} else {
+			cause.ev.CausedIOs++
+			cause.ev.CausedBytes += e.Size
+		}
+	}
+}
+
+// release drops d's references to its candidates; a request that ended
+// and waited only for them is emitted.
+func (p *Pipeline) release(d *diskInit) {
+	for i := 0; i < int(d.ncand); i++ {
+		r := d.cand[i]
+		d.cand[i] = nil
+		r.refs--
+		if r.refs > 0 {
+			continue
+		}
+		if r.done && !r.emitted {
+			p.emitReq(r)
+		}
+		p.recycle(r)
+	}
+	d.ncand = 0
+}
+
+// finish ends a pending request: it is emitted now unless disk I/Os it
+// may have caused are still in flight.
+func (p *Pipeline) finish(r *fileReq) {
+	p.untrack(r)
+	r.done = true
+	if r.refs == 0 {
+		p.emitReq(r)
+		p.recycle(r)
+		return
+	}
+	r.doneAt = p.lastTime
+	r.queued = true
+	p.deferred = append(p.deferred, r)
+}
+
+// expire emits the deferred requests that waited too long (or too many),
+// and drops the settled ones from the queue.
+func (p *Pipeline) expire(force bool) {
+	n := 0
+	for _, r := range p.deferred {
+		old := force || len(p.deferred)-n > maxDeferred || p.lastTime-r.doneAt > maxDeferTime
+		if !r.emitted && !old {
+			break
+		}
+		if !r.emitted {
+			p.emitReq(r)
+		}
+		r.queued = false
+		p.recycle(r)
+		n++
+	}
+	if n > 0 {
+		m := copy(p.deferred, p.deferred[n:])
+		clear(p.deferred[m:])
+		p.deferred = p.deferred[:m]
+	}
+}
+
+// emitReq emits a request, flagging a completed cached read that caused
+// no disk I/O as a cache hit when the trace links disk I/O.
+func (p *Pipeline) emitReq(r *fileReq) {
+	e := &r.ev
+	r.emitted = true
+	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 &&
+		e.Flags&(event.FlagNoCompletion|event.FlagDirect|event.FlagPaging) == 0 &&
+		!e.Status.Failed() && e.Bytes > 0 {
+		e.Flags |= event.FlagCacheHit
+		p.count(StatCacheHits, event.CountInfo, 1)
+	}
+	p.emitFile(e)
+}
+
+// flushLinks settles everything at the end: disk Inits without
+// completion release their candidates (oldest first) and the deferred
+// requests go out.
+func (p *Pipeline) flushLinks() {
+	if len(p.pendDisk) > 0 {
+		irps := make([]uint64, 0, len(p.pendDisk))
+		for irp := range p.pendDisk {
+			irps = append(irps, irp)
+		}
+		sort.Slice(irps, func(i, j int) bool {
+			a, b := p.pendDisk[irps[i]], p.pendDisk[irps[j]]
+			if a.t != b.t {
+				return a.t < b.t
+			}
+			return irps[i] < irps[j]
+		})
+		for _, irp := range irps {
+			d := p.pendDisk[irp]
+			p.release(&d)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Kernel enable flags (EVENT_TRACE_PROPERTIES.EnableFlags, EVENT_TRACE_FLAG_*).
+const (
+	FlagProcess    = 0x00000001
+	FlagThread     = 0x00000002
+	FlagImageLoad  = 0x00000004
+	FlagDiskIO     = 0x00000100 // DiskIo completions
+	FlagDiskFileIO = 0x00000200 // FileIo name events, file rundown
+	FlagDiskIOInit = 0x00000400 // DiskIo Init events (issuer)
+	FlagFileIO     = 0x02000000 // FileIo OpEnd (completion, duration)
+	FlagFileIOInit = 0x04000000 // FileIo requests
+)
+
+// DefaultFlags are the kernel events a trace session enables.
+const DefaultFlags = FlagFileIO | FlagFileIOInit | FlagDiskIO | FlagDiskIOInit | FlagDiskFileIO |
+	FlagProcess | FlagThread | FlagImageLoad
+
+// RundownFlags are the flags of the short rundown session whose stop
+// enumerates every open file (FileRundown events).
+const RundownFlags = FlagDiskFileIO | FlagDiskIO
+
+// Log file modes (EVENT_TRACE_PROPERTIES.LogFileMode).
+const (
+	ModeFileSequential = 0x00000001
+	ModeRealTime       = 0x00000100
+	ModeSystemLogger   = 0x02000000
+	ModeIndependent    = 0x08000000
+)
+
+// ControlTrace codes.
+const (
+	ControlQuery  = 0
+	ControlStop   = 1
+	ControlUpdate = 2
+	ControlFlush  = 3
+)
+
+// OpenTrace / ProcessTrace modes.
+const (
+	processTraceModeRealTime     = 0x00000100
+	processTraceModeRawTimestamp = 0x00001000
+	processTraceModeEventRecord  = 0x10000000
+)
+
+// Clock types (WNODE_HEADER.ClientContext).
+const (
+	ClockQPC        = 1
+	ClockSystemTime = 2
+	ClockCPUCycles  = 3
+)
+
+// WNODE_HEADER.Flags.
+const wnodeFlagTracedGUID = 0x00020000
+
+// KernelLoggerName is the only session name the kernel provider accepts
+// on Windows 7.
+const KernelLoggerName = "NT Kernel Logger"
+
+// SystemTraceControlGUID is the kernel provider's control GUID (the
+// Wnode.Guid of the NT Kernel Logger).
+var SystemTraceControlGUID = GUID{0x9e814aad, 0x3204, 0x11d2, [8]byte{0x9a, 0x82, 0x00, 0x60, 0x08, 0xa8, 0x69, 0x39}}
+
+// lostEventGUID is the class of the RT_LostEvent events a real-time
+// consumer receives when the session drops events or buffers.
+var lostEventGUID = GUID{0x6a399ae0, 0x4bc6, 0x4de9, [8]byte{0x87, 0x0b, 0x36, 0x57, 0xf8, 0x94, 0x7e, 0x7e}}
+
+// MarkerGUID identifies the marker events `iotrace mark` writes into
+// running iotrace sessions.
+var MarkerGUID = GUID{0x1f0e5f21, 0x6d0b, 0x4c1e, [8]byte{0x9a, 0x4e, 0x69, 0x6f, 0x74, 0x72, 0x63, 0x65}}
+
+// Errno is a Win32 error code returned by the ETW API.
+type Errno uint32
+
+// Win32 error codes the session logic acts on.
+const (
+	ErrAccessDenied      Errno = 5
+	ErrBadLength         Errno = 24
+	ErrInvalidParameter  Errno = 87
+	ErrAlreadyExists     Errno = 183
+	ErrMoreData          Errno = 234
+	ErrCancelled         Errno = 1223
+	ErrNoSystemResources Errno = 1450
+	ErrNotFound          Errno = 4201 // ERROR_WMI_INSTANCE_NOT_FOUND: no such session
+	ErrCtxClosed         Errno = 6    // ERROR_INVALID_HANDLE
+)
+
+func (e Errno) Error() string {
+	switch e {
+	case ErrAccessDenied:
+		return "access denied (ERROR_ACCESS_DENIED)"
+	case ErrAlreadyExists:
+		return "a session of this name already exists (ERROR_ALREADY_EXISTS)"
+	case ErrNoSystemResources:
+		return "no system resources left for another kernel session (ERROR_NO_SYSTEM_RESOURCES)"
+	case ErrNotFound:
+		return "no such session (ERROR_WMI_INSTANCE_NOT_FOUND)"
+	case ErrInvalidParameter:
+		return "invalid parameter (ERROR_INVALID_PARAMETER)"
+	case ErrMoreData:
+		return "more data (ERROR_MORE_DATA)"
+	case ErrCancelled:
+		return "cancelled (ERROR_CANCELLED)"
+	}
+	return fmt.Sprintf("Win32 error %d", uint32(e))
+}
+
+// SessionHandle is the TRACEHANDLE StartTrace returns.
+type SessionHandle uint64
+
+// TraceHandle is the PROCESSTRACE_HANDLE OpenTrace returns.
+type TraceHandle uint64
+
+// SessionConfig describes a session to start.
+type SessionConfig struct {
+	// Name of the session.
+	Name string
+	// LogFile, when set, makes a file-mode session writing this .etl file;
+	// otherwise the session is real-time.
+	LogFile string
+	// EnableFlags are the kernel Flag* bits.
+	EnableFlags uint32
+	// SystemLogger selects EVENT_TRACE_SYSTEM_LOGGER_MODE (Windows 8 and
+	// later: a kernel session of any name); false means the NT Kernel
+	// Logger (Windows 7).
+	SystemLogger bool
+	// BufferSizeKB, MinBuffers and MaxBuffers size the session's buffers
+	// (0: the OS default).
+	BufferSizeKB, MinBuffers, MaxBuffers uint32
+	// FlushTimer is the flush period in seconds (0: the OS default).
+	FlushTimer uint32
+	// ClockType is ClockQPC, ClockSystemTime or ClockCPUCycles.
+	ClockType uint32
+	// Guid is the session GUID (Wnode.Guid) of a system-logger session.
+	Guid GUID
+}
+
+// SessionStatus is what ControlTrace and QueryAllTraces report about a
+// running session.
+type SessionStatus struct {
+	Name, LogFile                       string
+	Handle                              SessionHandle
+	Guid                                GUID
+	BufferSizeKB                        uint32
+	MinBuffers, MaxBuffers              uint32
+	NumberOfBuffers, FreeBuffers        uint32
+	BuffersWritten                      uint32
+	EventsLost                          uint32
+	LogBuffersLost, RealTimeBuffersLost uint32
+	EnableFlags, LogFileMode, ClockType uint32
+	FlushTimer                          uint32
+	LoggerThreadID                      uint64
+}
+
+// RealTime reports whether the session delivers to real-time consumers.
+func (s *SessionStatus) RealTime() bool { return s.LogFileMode&ModeRealTime != 0 }
+
+// OpenSpec says what OpenTrace opens.
+type OpenSpec struct {
+	// SessionName opens a running session in real time.
+	SessionName string
+	// LogFile opens an .etl file instead.
+	LogFile string
+}
+
+// Consumer receives the events of an opened trace. Event is called on the
+// thread running ProcessTrace, one event at a time; it must return fast
+// and must not keep er or anything it points to.
+type Consumer interface {
+	Event(er *EventRecord)
+}
+
+// Process is a running process.
+type Process struct {
+	Pid, PPid uint32
+	Name      string // image file name ("svchost.exe")
+}
+
+// API is the part of the Win32 API the live backend uses. The Windows
+// implementation calls advapi32 and kernel32; tests use a fake.
+type API interface {
+	// StartTrace starts a session (StartTraceW).
+	StartTrace(cfg *SessionConfig) (SessionHandle, error)
+	// ControlTrace queries, flushes or stops a session by handle or name
+	// (ControlTraceW) and returns its status.
+	ControlTrace(h SessionHandle, name string, code uint32) (SessionStatus, error)
+	// QueryAllTraces lists every running session (QueryAllTracesW).
+	QueryAllTraces() ([]SessionStatus, error)
+	// OpenTrace opens a session in real time or an .etl file for
+	// consumption by c, with raw (session clock) timestamps (OpenTraceW,
+	// PROCESS_TRACE_MODE_EVENT_RECORD). It returns the log-file header.
+	OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error)
+	// ProcessTrace delivers the events of an opened trace to its consumer
+	// until the session stops or CloseTrace is called (ProcessTrace). It
+	// blocks; call it on its own goroutine.
+	ProcessTrace(h TraceHandle) error
+	// CloseTrace closes an opened trace (CloseTrace).
+	CloseTrace(h TraceHandle) error
+	// TraceEvent writes a classic event with payload data into a session
+	// (TraceEvent), for markers.
+	TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) error
+	// Clock returns the QPC frequency and a (QPC, UTC FILETIME) pair taken
+	// together.
+	Clock() (freq, qpc, filetime int64)
+	// OSVersion returns the Windows version.
+	OSVersion() (major, minor, build uint32)
+	// Pid is this process's id.
+	Pid() uint32
+	// Processes lists the running processes.
+	Processes() ([]Process, error)
+	// StartSuspended starts argv[0] with its arguments, suspended, for
+	// Child.Resume once the session runs.
+	StartSuspended(argv []string) (Child, error)
+	// Volumes maps NT device paths ("\Device\HarddiskVolume3") to drive
+	// letters ("C:") (QueryDosDeviceW).
+	Volumes() (map[string]string, error)
+}
+
+// The extended data pointer of an item is a ULONGLONG; read and write it
+// as a pointer without converting an integer to a pointer.
+func itemData(it *EventHeaderExtendedDataItem) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&it.DataPtr))
+}
+
+// errorsIs is errors.Is for Errno targets.
+func isErrno(err error, e Errno) bool { return errors.Is(err, e) }

@@ -1,0 +1,337 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// DefaultAPI returns the Windows ETW API.
+func DefaultAPI() (API, error) { return winAPI{}, nil }
+
+type winAPI struct{}
+
+// errno turns a syscall.Errno into the portable Errno the session logic
+// tests for.
+func errno(err error) error {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return Errno(e)
+	}
+	return err
+}
+
+// maxName is the room for each of the two names after the properties.
+const maxName = 1024
+
+// propsBuf is EVENT_TRACE_PROPERTIES followed by room for the log file
+// and logger names, as StartTrace, ControlTrace and QueryAllTraces want.
+type propsBuf struct {
+	p       EventTraceProperties
+	logFile [maxName]uint16
+	logger  [maxName]uint16
+}
+
+func newPropsBuf() *propsBuf {
+	b := &propsBuf{}
+	b.p.Wnode.BufferSize = uint32(unsafe.Sizeof(*b))
+	b.p.LogFileNameOffset = uint32(unsafe.Offsetof(b.logFile))
+	b.p.LoggerNameOffset = uint32(unsafe.Offsetof(b.logger))
+	return b
+}
+
+func (b *propsBuf) status() SessionStatus {
+	p := &b.p
+	return SessionStatus{
+		Name:                windows.UTF16ToString(b.logger[:]),
+		LogFile:             windows.UTF16ToString(b.logFile[:]),
+		Handle:              SessionHandle(p.Wnode.HistoricalContext),
+		Guid:                p.Wnode.Guid,
+		BufferSizeKB:        p.BufferSize,
+		MinBuffers:          p.MinimumBuffers,
+		MaxBuffers:          p.MaximumBuffers,
+		NumberOfBuffers:     p.NumberOfBuffers,
+		FreeBuffers:         p.FreeBuffers,
+		BuffersWritten:      p.BuffersWritten,
+		EventsLost:          p.EventsLost,
+		LogBuffersLost:      p.LogBuffersLost,
+		RealTimeBuffersLost: p.RealTimeBuffersLost,
+		EnableFlags:         p.EnableFlags,
+		LogFileMode:         p.LogFileMode,
+		ClockType:           p.Wnode.ClientContext,
+		FlushTimer:          p.FlushTimer,
+		LoggerThreadID:      uint64(p.LoggerThreadID),
+	}
+}
+
+func (winAPI) StartTrace(cfg *SessionConfig) (SessionHandle, error) {
+	b := newPropsBuf()
+	p := &b.p
+	p.Wnode.Flags = wnodeFlagTracedGUID
+	p.Wnode.ClientContext = cfg.ClockType
+	p.BufferSize, p.MinimumBuffers, p.MaximumBuffers = cfg.BufferSizeKB, cfg.MinBuffers, cfg.MaxBuffers
+	p.FlushTimer = cfg.FlushTimer
+	p.EnableFlags = cfg.EnableFlags
+	if cfg.SystemLogger {
+		p.Wnode.Guid = cfg.Guid
+		p.LogFileMode |= ModeSystemLogger
+	} else {
+		p.Wnode.Guid = SystemTraceControlGUID
+	}
+	if cfg.LogFile != "" {
+		u, err := windows.UTF16FromString(cfg.LogFile)
+		if err != nil || len(u) > maxName {
+			return 0, fmt.Errorf("log file name %q: too long or invalid", cfg.LogFile)
+		}
+		copy(b.logFile[:], u)
+		p.LogFileMode |= ModeFileSequential
+	} else {
+		p.LogFileMode |= ModeRealTime
+		p.LogFileNameOffset = 0
+	}
+	name, err := windows.UTF16PtrFromString(cfg.Name)
+	if err != nil {
+		return 0, err
+	}
+	var h SessionHandle
+	if err := startTrace(&h, name, p); err != nil {
+		return 0, errno(err)
+	}
+	return h, nil
+}
+
+func (winAPI) ControlTrace(h SessionHandle, name string, code uint32) (SessionStatus, error) {
+	b := newPropsBuf()
+	var np *uint16
+	if h == 0 {
+		var err error
+		if np, err = windows.UTF16PtrFromString(name); err != nil {
+			return SessionStatus{}, err
+		}
+	}
+	if err := controlTrace(h, np, &b.p, code); err != nil {
+		return SessionStatus{}, errno(err)
+	}
+	return b.status(), nil
+}
+
+func (winAPI) QueryAllTraces() ([]SessionStatus, error) {
+	const max = 64 // the system-wide session limit
+	bufs := make([]*propsBuf, max)
+	ptrs := make([]*EventTraceProperties, max)
+	for i := range bufs {
+		bufs[i] = newPropsBuf()
+		ptrs[i] = &bufs[i].p
+	}
+	var n uint32
+	if err := queryAllTraces(&ptrs[0], max, &n); err != nil && !errors.Is(err, syscall.Errno(ErrMoreData)) {
+		return nil, errno(err)
+	}
+	out := make([]SessionStatus, 0, n)
+	for i := uint32(0); i < n && i < max; i++ {
+		out = append(out, bufs[i].status())
+	}
+	return out, nil
+}
+
+func (winAPI) OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error) {
+	var lf EventTraceLogfile
+	var err error
+	var name *uint16
+	if spec.LogFile != "" {
+		if name, err = windows.UTF16PtrFromString(spec.LogFile); err != nil {
+			return 0, TraceLogfileHeader{}, err
+		}
+		lf.LogFileName = uintptr(unsafe.Pointer(name))
+		lf.ProcessTraceMode = processTraceModeEventRecord | processTraceModeRawTimestamp
+	} else {
+		if name, err = windows.UTF16PtrFromString(spec.SessionName); err != nil {
+			return 0, TraceLogfileHeader{}, err
+		}
+		lf.LoggerName = uintptr(unsafe.Pointer(name))
+		lf.ProcessTraceMode = processTraceModeRealTime | processTraceModeEventRecord | processTraceModeRawTimestamp
+	}
+	id := consumers.add(c)
+	lf.EventRecordCallback = eventCallback()
+	lf.Context = id
+	h, err := openTrace(&lf)
+	if err != nil {
+		consumers.remove(id)
+		return 0, TraceLogfileHeader{}, errno(err)
+	}
+	consumers.bind(h, id)
+	return h, lf.LogfileHeader, nil
+}
+
+func (winAPI) ProcessTrace(h TraceHandle) error {
+	if err := processTrace(&h, 1, nil, nil); err != nil && !errors.Is(err, syscall.Errno(ErrCancelled)) {
+		return errno(err)
+	}
+	return nil
+}
+
+func (winAPI) CloseTrace(h TraceHandle) error {
+	err := closeTrace(h)
+	consumers.release(h)
+	if err != nil && !errors.Is(err, syscall.Errno(ErrMoreData)) { // ERROR_CTX_CLOSE_PENDING is success
+		return errno(err)
+	}
+	return nil
+}
+
+func (winAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) error {
+	// EVENT_TRACE_HEADER followed by one MOF_FIELD pointing at data.
+	var ev struct {
+		hdr EventTraceHeader
+		mof struct {
+			DataPtr uint64
+			Length  uint32
+			Type    uint32
+		}
+	}
+	ev.hdr.Size = uint16(unsafe.Sizeof(ev))
+	const wnodeFlagUseMofPtr = 0x00100000
+	ev.hdr.Type = opcode
+	ev.hdr.Guid = guid
+	// Flags live where ClientContext/Flags are in WNODE_HEADER: the
+	// EVENT_TRACE_HEADER union puts Flags at offset 44 (UserTime).
+	ev.hdr.UserTime = wnodeFlagTracedGUID | wnodeFlagUseMofPtr
+	if len(data) > 0 {
+		ev.mof.DataPtr = uint64(uintptr(unsafe.Pointer(&data[0])))
+		ev.mof.Length = uint32(len(data))
+	}
+	err := traceEvent(h, &ev.hdr)
+	runtime.KeepAlive(data)
+	return errno(err)
+}
+
+func (winAPI) Clock() (freq, qpc, filetime int64) {
+	_ = queryPerformanceFrequency(&freq)
+	_ = queryPerformanceCounter(&qpc)
+	var ft windows.Filetime
+	windows.GetSystemTimePreciseAsFileTime(&ft)
+	return freq, qpc, int64(ft.HighDateTime)<<32 | int64(ft.LowDateTime)
+}
+
+func (winAPI) OSVersion() (uint32, uint32, uint32) {
+	v := windows.RtlGetVersion()
+	return v.MajorVersion, v.MinorVersion, v.BuildNumber
+}
+
+func (winAPI) Pid() uint32 { return uint32(os.Getpid()) }
+
+func (winAPI) Processes() ([]Process, error) {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("CreateToolhelp32Snapshot: %w", err)
+	}
+	defer windows.CloseHandle(snap)
+	var pe windows.ProcessEntry32
+	pe.Size = uint32(unsafe.Sizeof(pe))
+	var out []Process
+	for err = windows.Process32First(snap, &pe); err == nil; err = windows.Process32Next(snap, &pe) {
+		out = append(out, Process{Pid: pe.ProcessID, PPid: pe.ParentProcessID, Name: windows.UTF16ToString(pe.ExeFile[:])})
+	}
+	if !errors.Is(err, windows.ERROR_NO_MORE_FILES) {
+		return out, fmt.Errorf("Process32Next: %w", err)
+	}
+	return out, nil
+}
+
+func (winAPI) Volumes() (map[string]string, error) {
+	buf := make([]uint16, 256)
+	n, err := windows.GetLogicalDriveStrings(uint32(len(buf)), &buf[0])
+	if err != nil {
+		return nil, fmt.Errorf("GetLogicalDriveStrings: %w", err)
+	}
+	out := map[string]string{}
+	target := make([]uint16, windows.MAX_PATH)
+	for _, root := range splitUTF16z(buf[:n]) {
+		if len(root) < 2 {
+			continue
+		}
+		drive := root[:2] // "C:"
+		d, _ := windows.UTF16PtrFromString(drive)
+		m, err := windows.QueryDosDevice(d, &target[0], uint32(len(target)))
+		if err != nil || m == 0 {
+			continue
+		}
+		out[windows.UTF16ToString(target[:m])] = drive
+	}
+	return out, nil
+}
+
+// splitUTF16z splits a list of NUL-terminated UTF-16 strings.
+func splitUTF16z(b []uint16) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			if i > start {
+				out = append(out, windows.UTF16ToString(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func (winAPI) StartSuspended(argv []string) (Child, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	cmdline := windows.ComposeCommandLine(argv)
+	cl, err := windows.UTF16PtrFromString(cmdline)
+	if err != nil {
+		return nil, err
+	}
+	app, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, err
+	}
+	var si windows.StartupInfo
+	si.Cb = uint32(unsafe.Sizeof(si))
+	var pi windows.ProcessInformation
+	if err := windows.CreateProcess(app, cl, nil, nil, true, windows.CREATE_SUSPENDED, nil, nil, &si, &pi); err != nil {
+		return nil, fmt.Errorf("CreateProcess: %w", err)
+	}
+	return &winChild{pi: pi}, nil
+}
+
+type winChild struct {
+	pi   windows.ProcessInformation
+	once sync.Once
+}
+
+func (c *winChild) Pid() uint32 { return c.pi.ProcessId }
+
+func (c *winChild) Resume() error {
+	_, err := windows.ResumeThread(c.pi.Thread)
+	windows.CloseHandle(c.pi.Thread)
+	return err
+}
+
+func (c *winChild) Wait() error {
+	defer c.once.Do(func() { windows.CloseHandle(c.pi.Process) })
+	if _, err := windows.WaitForSingleObject(c.pi.Process, windows.INFINITE); err != nil {
+		return err
+	}
+	var code uint32
+	if err := windows.GetExitCodeProcess(c.pi.Process, &code); err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("exit status %d", code)
+	}
+	return nil
+}
+
+func (c *winChild) Kill() { _ = windows.TerminateProcess(c.pi.Process, 1) }

@@ -1,0 +1,611 @@
+package live
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw"
+	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Config configures the live ETW backend. The zero value uses the
+// defaults.
+type Config struct {
+	// API is the Win32 API to use; nil means the operating system's
+	// (available on Windows only). Tests pass a fake.
+	API API
+	// Flags are the kernel Flag* bits of the main session (default
+	// DefaultFlags).
+	Flags uint32
+	// BufferSizeKB, MinBuffers and MaxBuffers size the session (defaults:
+	// 1024 KB, 2 per processor, 64 + 4 per processor); backend.Options
+	// BufferSize overrides BufferSizeKB.
+	BufferSizeKB, MinBuffers, MaxBuffers uint32
+	// ClockType is the session clock (default ClockQPC).
+	ClockType uint32
+	// RundownTimeout bounds the rundown session (default 3 s).
+	RundownTimeout time.Duration
+	// StopTimeout bounds the wait for the consumer after stopping (default
+	// 5 s).
+	StopTimeout time.Duration
+	// QueueSize is the number of events in flight between the ETW thread
+	// and the decoder (default 65,536).
+	QueueSize int
+	// NoRundown skips the rundown session (names of files opened before
+	// the trace then stay unresolved).
+	NoRundown bool
+}
+
+// Backend is the live Windows ETW backend: a kernel session consumed in
+// real time, decoded and resolved by the portable etw pipeline.
+type Backend struct{ cfg Config }
+
+// New returns the ETW backend.
+func New(cfg Config) *Backend { return &Backend{cfg: cfg} }
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return "etw" }
+
+// Description implements backend.Backend.
+func (b *Backend) Description() string {
+	return "Windows ETW kernel session (FileIo, DiskIo, Process, Thread, Image), real time, pure Go"
+}
+
+func (b *Backend) api() (API, error) {
+	if b.cfg.API != nil {
+		return b.cfg.API, nil
+	}
+	return DefaultAPI()
+}
+
+// Available implements backend.Backend: the ETW API must exist (Windows
+// 7 or later) and this process must be allowed to list sessions
+// (administrator or Performance Log Users).
+func (b *Backend) Available() error {
+	api, err := b.api()
+	if err != nil {
+		return err
+	}
+	if major, minor, _ := api.OSVersion(); major < 6 || major == 6 && minor < 1 {
+		return fmt.Errorf("Windows %d.%d: %w (the ETW kernel session needs Windows 7 or later)", major, minor, backend.ErrNotSupported)
+	}
+	if _, err := api.QueryAllTraces(); err != nil {
+		if isErrno(err, ErrAccessDenied) {
+			return fmt.Errorf("listing ETW sessions: %w: run iotrace elevated (administrator) or as a member of Performance Log Users", err)
+		}
+		return fmt.Errorf("listing ETW sessions: %w", err)
+	}
+	return nil
+}
+
+func (b *Backend) defaults(opts *backend.Options) Config {
+	c := b.cfg
+	if c.Flags == 0 {
+		c.Flags = DefaultFlags
+	}
+	if opts.BufferSize > 0 {
+		c.BufferSizeKB = uint32((opts.BufferSize + 1023) / 1024)
+	}
+	if c.BufferSizeKB == 0 {
+		c.BufferSizeKB = 1024
+	}
+	cpus := uint32(runtime.NumCPU())
+	if c.MinBuffers == 0 {
+		c.MinBuffers = 2 * cpus
+	}
+	if c.MaxBuffers == 0 {
+		c.MaxBuffers = 64 + 4*cpus
+	}
+	if c.ClockType == 0 {
+		c.ClockType = ClockQPC
+	}
+	if c.RundownTimeout == 0 {
+		c.RundownTimeout = 3 * time.Second
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 5 * time.Second
+	}
+	return c
+}
+
+// Stats counter names of a live trace.
+const (
+	StatSessionEventsLost = "etw: events lost by the session (EventsLost)"
+	StatRealTimeBufLost   = "etw: real-time buffers lost by the session (RealTimeBuffersLost)"
+	StatLogBufLost        = "etw: log buffers lost by the session (LogBuffersLost)"
+	StatRTLostEvents      = "etw: RT_LostEvent notices received (events or buffers dropped before delivery)"
+	StatQueueOverflow     = "etw: events dropped: decoder queue full (the decoder fell behind)"
+	StatRundownRecords    = "etw: rundown session records (files open before the trace)"
+	StatRundownUnfinished = "etw: rundown session did not finish in time (names of files opened before the trace may be missing)"
+	StatReceived          = "etw: events received from the session"
+	StatMarkers           = "etw: markers"
+	StatFilteredByProcess = "etw: events outside the traced processes (filtered)"
+)
+
+// session is one running kernel session being consumed.
+type session struct {
+	api    API
+	name   string
+	handle SessionHandle
+	trace  TraceHandle
+	opened bool
+	done   chan error // ProcessTrace's result
+	stop   sync.Once
+	status SessionStatus
+	serr   error
+}
+
+// start starts and opens a session for consumer c; ProcessTrace runs on
+// its own locked OS thread.
+func startConsumed(api API, cfg *SessionConfig, c Consumer, warn func(string)) (*session, error) {
+	h, err := startSession(api, cfg, warn)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{api: api, name: cfg.Name, handle: h, done: make(chan error, 1)}
+	unregister := registerActive(s.name, func() { s.stopSession() })
+	th, _, err := api.OpenTrace(OpenSpec{SessionName: cfg.Name}, c)
+	if err != nil {
+		s.stopSession()
+		unregister()
+		return nil, fmt.Errorf("open ETW session %q for real-time consumption: %w", cfg.Name, err)
+	}
+	s.trace, s.opened = th, true
+	done := s.done
+	go func() {
+		defer unregister()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- api.ProcessTrace(th)
+	}()
+	return s, nil
+}
+
+// stopSession stops the session once and keeps its final status.
+func (s *session) stopSession() {
+	s.stop.Do(func() {
+		s.status, s.serr = s.api.ControlTrace(s.handle, s.name, ControlStop)
+	})
+}
+
+// finish stops the session and waits (at most timeout) for ProcessTrace
+// to deliver the last buffers; it then closes the trace. It reports
+// whether ProcessTrace returned in time.
+func (s *session) finish(timeout time.Duration) (bool, error) {
+	s.stopSession()
+	var perr error
+	ok := true
+	select {
+	case perr = <-s.done:
+	case <-time.After(timeout):
+		ok = false
+	}
+	if s.opened {
+		if err := s.api.CloseTrace(s.trace); err != nil && ok && perr == nil {
+			perr = fmt.Errorf("close trace: %w", err)
+		}
+		s.opened = false
+	}
+	if !ok {
+		// CloseTrace makes a running ProcessTrace return.
+		select {
+		case perr = <-s.done:
+		case <-time.After(timeout):
+		}
+	}
+	return ok, perr
+}
+
+// collector keeps copies of every record of a short session.
+type collector struct {
+	mu   sync.Mutex
+	recs []record.Record
+}
+
+func (c *collector) Event(er *EventRecord) {
+	if er.EventHeader.ProviderID == lostEventGUID {
+		return
+	}
+	var rec record.Record
+	var buf []byte
+	var ext []record.ExtItem
+	Convert(er, &rec, &buf, &ext)
+	c.mu.Lock()
+	c.recs = append(c.recs, rec)
+	c.mu.Unlock()
+}
+
+func (c *collector) records() []record.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]record.Record(nil), c.recs...)
+}
+
+// newGUID returns a random (version 4) GUID for a session.
+func newGUID() GUID {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0F | 0x40
+	b[8] = b[8]&0x3F | 0x80
+	g := record.GUIDFromBytes(b[:])
+	return GUID(g)
+}
+
+// Run implements backend.Backend: it captures the volume map and the
+// running processes, runs the rundown session, starts the kernel session
+// and delivers its events through the etw pipeline to sink until ctx is
+// done, opts.Duration elapses, the traced command exits, or the session
+// dies. It always stops the sessions it started.
+func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink) error {
+	api, err := b.api()
+	if err != nil {
+		return err
+	}
+	cfg := b.defaults(&opts)
+	warn := opts.Warnf
+	pid := api.Pid()
+	major, minor, build := api.OSVersion()
+	systemLogger := major > 6 || major == 6 && minor >= 2
+	name, rdName := SessionName(pid), RundownName(pid)
+	if !systemLogger {
+		name, rdName = KernelLoggerName, KernelLoggerName
+		warn("Windows 7: tracing through the NT Kernel Logger session; tools that use it too (xperf, Process Monitor, PerfView) cannot run meanwhile")
+	}
+	cleanupStale(api, warn)
+
+	// Time 0 and the facts that make the trace self-contained.
+	freq, qpc0, ft0 := api.Clock()
+	hdr := event.Header{
+		Source:      event.SourceETWLive,
+		OS:          "windows",
+		OSVersion:   fmt.Sprintf("%d.%d.%d", major, minor, build),
+		CPUs:        uint32(runtime.NumCPU()),
+		PointerSize: 8,
+		StartWall:   etl.FiletimeToUnixNano(ft0),
+		Clock:       event.Clock{Kind: event.ClockQPC, Freq: uint64(freq), Origin: qpc0},
+		Command:     strings.Join(opts.Command, " "),
+		Tool:        "iotrace (ETW session " + name + ")",
+	}
+	if cfg.ClockType == ClockSystemTime {
+		hdr.Clock = event.Clock{Kind: event.ClockFiletime, Freq: 10_000_000, Origin: ft0}
+	}
+	var facts []event.Fact
+	if vols, err := api.Volumes(); err != nil {
+		warn(fmt.Sprintf("volume map: %v (paths stay \\Device\\HarddiskVolumeN\\...)", err))
+	} else {
+		for nt, dos := range vols {
+			facts = append(facts, event.Fact{Kind: event.FactVolume, Rundown: true, Name: nt, Image: dos})
+		}
+	}
+	procs, err := api.Processes()
+	if err != nil {
+		warn(fmt.Sprintf("process list: %v", err))
+	}
+	for _, p := range procs {
+		facts = append(facts, event.Fact{Kind: event.FactProcess, Rundown: true, Pid: p.Pid, PPid: p.PPid, Name: strings.TrimSuffix(p.Name, ".exe"), Image: p.Name})
+	}
+	out := newLiveSink(sink, &hdr, facts, newPidFilter(&opts))
+	pl := etw.NewPipeline(out, etw.Options{
+		Source:      event.SourceETWLive,
+		Header:      &hdr,
+		QPCFreq:     uint64(freq),
+		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
+		Warn:        warn,
+	})
+	for i := range facts {
+		pl.Tables().Apply(&facts[i])
+	}
+	var stats event.Stats
+
+	// The rundown session: stopping it enumerates the open files.
+	if !cfg.NoRundown {
+		col := &collector{}
+		rcfg := &SessionConfig{Name: rdName, EnableFlags: RundownFlags, SystemLogger: systemLogger,
+			BufferSizeKB: 1024, ClockType: cfg.ClockType, Guid: newGUID()}
+		rs, err := startConsumed(api, rcfg, col, warn)
+		if err != nil {
+			return fmt.Errorf("rundown session: %w", err)
+		}
+		ok, perr := rs.finish(cfg.RundownTimeout)
+		if !ok {
+			warn(fmt.Sprintf("the rundown session did not finish in %v: names of files opened before the trace may be missing", cfg.RundownTimeout))
+			stats.Add(event.CountLost, StatRundownUnfinished, 1)
+		} else if perr != nil {
+			warn(fmt.Sprintf("rundown session: %v", perr))
+		}
+		recs := col.records()
+		stats.Add(event.CountInfo, StatRundownRecords, uint64(len(recs)))
+		for i := range recs {
+			if err := pl.Push(&recs[i]); err != nil {
+				return err
+			}
+		}
+	}
+
+	// The main session.
+	q := newQueue(cfg.QueueSize)
+	mcfg := &SessionConfig{Name: name, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
+		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
+		ClockType: cfg.ClockType, Guid: newGUID()}
+	ms, err := startConsumed(api, mcfg, q, warn)
+	if err != nil {
+		return err
+	}
+	defer ms.stopSession()
+
+	// Decode off the ETW thread.
+	consumed := make(chan error, 1)
+	go func() { consumed <- consume(q, pl, out) }()
+	procDone := make(chan error, 1)
+	orig := ms.done
+	ms.done = procDone // finish waits on the relay
+	go func() {
+		// Close the queue once no callback can run any more, then pass
+		// ProcessTrace's result on.
+		err := <-orig
+		q.closeWork()
+		procDone <- err
+	}()
+
+	var child Child
+	var childDone <-chan error
+	if len(opts.Command) > 0 {
+		c, err := api.StartSuspended(opts.Command)
+		if err != nil {
+			ms.finish(cfg.StopTimeout)
+			<-consumed
+			_ = pl.Close(&stats)
+			return fmt.Errorf("start %q: %w", opts.Command[0], err)
+		}
+		child = c
+		out.filter.addRoot(c.Pid())
+		if opts.CommandStarted != nil {
+			opts.CommandStarted(int(c.Pid()))
+		}
+		ch := make(chan error, 1)
+		go func() { ch <- c.Wait() }()
+		childDone = ch
+		if err := c.Resume(); err != nil {
+			c.Kill()
+			warn(fmt.Sprintf("resume %q: %v", opts.Command[0], err))
+		}
+	}
+	var timeout <-chan time.Time
+	if opts.Duration > 0 {
+		t := time.NewTimer(opts.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var runErr error
+	died := false
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	case err := <-childDone:
+		if err != nil {
+			warn(fmt.Sprintf("%s: %v", opts.Command[0], err))
+		}
+	case err := <-procDone:
+		// ProcessTrace returned while the session should run: it was
+		// stopped from outside or died.
+		died = true
+		procDone <- err // for finish
+		runErr = fmt.Errorf("the ETW session %q stopped unexpectedly (stopped by another tool or `logman stop`?)", name)
+		if err != nil {
+			runErr = fmt.Errorf("%w: %v", runErr, err)
+		}
+	}
+	if child != nil && ctx.Err() != nil {
+		child.Kill()
+	}
+	ok, perr := ms.finish(cfg.StopTimeout)
+	if !ok {
+		warn(fmt.Sprintf("the session's consumer did not end within %v of the stop; events still queued in the session are lost", cfg.StopTimeout))
+		q.closeWork()
+	}
+	if perr != nil && !died {
+		warn(fmt.Sprintf("ProcessTrace: %v", perr))
+	}
+	cerr := <-consumed
+	st := ms.status
+	if ms.serr != nil && !died {
+		warn(fmt.Sprintf("stop session %q: %v (loss counts unknown)", name, ms.serr))
+	}
+	stats.Add(event.CountInfo, StatReceived, q.received.Load())
+	stats.Add(event.CountLost, StatSessionEventsLost, uint64(st.EventsLost))
+	stats.Add(event.CountLost, StatRealTimeBufLost, uint64(st.RealTimeBuffersLost))
+	stats.Add(event.CountLost, StatLogBufLost, uint64(st.LogBuffersLost))
+	stats.Add(event.CountLost, StatRTLostEvents, q.lostRT.Load())
+	stats.Add(event.CountDropped, StatQueueOverflow, q.overflow.Load())
+	out.stats(&stats)
+	if n := st.EventsLost; n > 0 {
+		warn(fmt.Sprintf("%d events were lost in the session (buffers full: raise --buffer-size)", n))
+	}
+	if n := q.overflow.Load(); n > 0 {
+		warn(fmt.Sprintf("%d events dropped: the decoder fell behind the session", n))
+	}
+	if err := pl.Close(&stats); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return cerr
+	}
+	return runErr
+}
+
+// consume feeds queued records to the pipeline; markers go straight to
+// the sink, in order.
+func consume(q *queue, pl *etw.Pipeline, out *liveSink) error {
+	var err error
+	for it := range q.work {
+		if err == nil {
+			if it.rec.Provider == record.GUID(MarkerGUID) {
+				err = out.marker(&it.rec)
+			} else {
+				err = pl.Push(&it.rec)
+			}
+		}
+		q.done(it)
+	}
+	return err
+}
+
+// markerText decodes the UTF-16 text of a marker event.
+func markerText(b []byte) string {
+	u := make([]uint16, 0, len(b)/2)
+	for i := 0; i+1 < len(b); i += 2 {
+		c := uint16(b[i]) | uint16(b[i+1])<<8
+		if c == 0 {
+			break
+		}
+		u = append(u, c)
+	}
+	return string(utf16.Decode(u))
+}
+
+// markerPayload encodes marker text as UTF-16 with a terminating NUL.
+func markerPayload(text string) []byte {
+	u := utf16.Encode([]rune(text))
+	b := make([]byte, 0, 2*len(u)+2)
+	for _, c := range u {
+		b = append(b, byte(c), byte(c>>8))
+	}
+	return append(b, 0, 0)
+}
+
+// SendMark writes a marker with text into every running iotrace session
+// whose owner is alive, and returns how many it reached.
+func SendMark(api API, text string) (int, error) {
+	all, err := api.QueryAllTraces()
+	if err != nil {
+		return 0, fmt.Errorf("list ETW sessions: %w", err)
+	}
+	procs, err := api.Processes()
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	payload := markerPayload(text)
+	n := 0
+	var errs []error
+	for _, s := range all {
+		if _, ok := OwnerPid(s.Name); !ok || strings.HasSuffix(s.Name, "-rundown") || Stale(s.Name, procs, 0) {
+			continue
+		}
+		if err := api.TraceEvent(s.Handle, MarkerGUID, 1, payload); err != nil {
+			errs = append(errs, fmt.Errorf("session %q: %w", s.Name, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// Child is a process started suspended for `iotrace trace -- cmd`.
+type Child interface {
+	Pid() uint32
+	Resume() error
+	Wait() error
+	Kill()
+}
+
+// RecordETL records the kernel events of opts (flags from the backend's
+// Config) into the .etl file path with a file-mode session, until ctx is
+// done, opts.Duration elapses or the traced command exits. The file is
+// then read like any other (two passes resolve the end-of-session file
+// rundown). It returns the session's final status (events and buffers
+// lost).
+func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path string) (SessionStatus, error) {
+	api, err := b.api()
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	cfg := b.defaults(&opts)
+	warn := opts.Warnf
+	pid := api.Pid()
+	major, minor, _ := api.OSVersion()
+	systemLogger := major > 6 || major == 6 && minor >= 2
+	name := SessionName(pid)
+	if !systemLogger {
+		name = KernelLoggerName
+	}
+	cleanupStale(api, warn)
+	scfg := &SessionConfig{Name: name, LogFile: path, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
+		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
+		ClockType: cfg.ClockType, Guid: newGUID()}
+	h, err := startSession(api, scfg, warn)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	s := &session{api: api, name: name, handle: h}
+	unregister := registerActive(name, s.stopSession)
+	defer unregister()
+	defer s.stopSession()
+	var childDone <-chan error
+	if len(opts.Command) > 0 {
+		c, err := api.StartSuspended(opts.Command)
+		if err != nil {
+			s.stopSession()
+			return s.status, fmt.Errorf("start %q: %w", opts.Command[0], err)
+		}
+		if opts.CommandStarted != nil {
+			opts.CommandStarted(int(c.Pid()))
+		}
+		ch := make(chan error, 1)
+		go func() { ch <- c.Wait() }()
+		childDone = ch
+		if err := c.Resume(); err != nil {
+			c.Kill()
+			return s.status, fmt.Errorf("resume %q: %w", opts.Command[0], err)
+		}
+		defer func() {
+			if ctx.Err() != nil {
+				c.Kill()
+			}
+		}()
+	}
+	var timeout <-chan time.Time
+	if opts.Duration > 0 {
+		t := time.NewTimer(opts.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	case err := <-childDone:
+		if err != nil {
+			warn(fmt.Sprintf("%s: %v", opts.Command[0], err))
+		}
+	}
+	s.stopSession()
+	if s.serr != nil {
+		return s.status, fmt.Errorf("stop session %q: %w (%s may be incomplete)", name, s.serr, path)
+	}
+	if n := s.status.EventsLost; n > 0 {
+		warn(fmt.Sprintf("%d events were lost in the session (buffers full: raise --buffer-size)", n))
+	}
+	return s.status, nil
+}
+
+// Sessions lists every running ETW session (as `xperf -Loggers` or
+// `logman query -ets` do).
+func Sessions(api API) ([]SessionStatus, error) {
+	all, err := api.QueryAllTraces()
+	if err != nil {
+		if isErrno(err, ErrAccessDenied) {
+			return nil, fmt.Errorf("list ETW sessions: %w: run elevated or as a member of Performance Log Users", err)
+		}
+		return nil, fmt.Errorf("list ETW sessions: %w", err)
+	}
+	return all, nil
+}

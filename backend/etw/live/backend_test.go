@@ -1,0 +1,460 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw"
+	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// memSink keeps a trace in memory.
+type memSink struct {
+	mu      sync.Mutex
+	hdr     *event.Header
+	events  []event.Event
+	facts   []event.Fact
+	trailer *event.Trailer
+	begins  int
+	delay   time.Duration // per event, to make the decoder slow
+}
+
+func (m *memSink) Begin(h *event.Header) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.begins++
+	c := *h
+	m.hdr = &c
+	return nil
+}
+func (m *memSink) Event(e *event.Event) error {
+	if m.delay > 0 {
+		time.Sleep(m.delay)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, *e)
+	return nil
+}
+func (m *memSink) Fact(f *event.Fact) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.facts = append(m.facts, *f)
+	return nil
+}
+func (m *memSink) End(t *event.Trailer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *t
+	m.trailer = &c
+	return nil
+}
+
+const diskFixture = "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"
+
+// fixtureRecords reads a shared ETL file into memory: the recorded events
+// the fake session replays as EVENT_RECORDs.
+func fixtureRecords(t testing.TB, name string) ([]record.Record, *etl.LogfileHeader) {
+	r, err := etl.Open(filepath.Join(testenv.ETLDir(t), name), etl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []record.Record
+	if _, err := r.Read(context.Background(), func(rec *record.Record) error {
+		c := *rec
+		c.UserData = append([]byte(nil), rec.UserData...)
+		c.Ext = nil
+		for _, e := range rec.Ext {
+			c.Ext = append(c.Ext, record.ExtItem{Type: e.Type, Data: append([]byte(nil), e.Data...)})
+		}
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := *r.Header()
+	return out, &h
+}
+
+// fakeWithFixture loads the Windows 11 disk trace into a fake: its file
+// rundown records come from the rundown session, the rest from the main
+// session.
+func fakeWithFixture(t testing.TB) *fakeAPI {
+	recs, h := fixtureRecords(t, diskFixture)
+	f := newFakeAPI()
+	f.freq, f.qpc, f.ft = h.PerfFreq, h.HeaderTimestamp, h.StartTime
+	for _, r := range recs {
+		if r.Group == record.GroupFileIo && r.Opcode == 36 {
+			f.rundownEvents = append(f.rundownEvents, r)
+		} else {
+			f.mainEvents = append(f.mainEvents, r)
+		}
+	}
+	f.stopStatus = SessionStatus{EventsLost: 5, RealTimeBuffersLost: 2}
+	return f
+}
+
+func runFake(t *testing.T, f *fakeAPI, cfg Config, opts backend.Options, sink *memSink, stopAfter time.Duration) error {
+	t.Helper()
+	cfg.API = f
+	ctx, cancel := context.WithTimeout(context.Background(), stopAfter)
+	defer cancel()
+	var warns []string
+	opts.Warn = func(s string) { warns = append(warns, s) }
+	err := New(cfg).Run(ctx, opts, sink)
+	t.Logf("warnings: %q", warns)
+	return err
+}
+
+// TestRunMatchesFileReading runs a live session whose events are the
+// recorded ones of a real Windows 11 trace: the disk I/Os come out as the
+// offline reader makes them, the rundown names resolve them, loss counters
+// of the session reach the trailer, and both sessions are stopped.
+func TestRunMatchesFileReading(t *testing.T) {
+	f := fakeWithFixture(t)
+	sink := &memSink{}
+	if err := runFake(t, f, Config{}, backend.Options{}, sink, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if sink.begins != 1 || sink.trailer == nil {
+		t.Fatalf("begins %d, trailer %v", sink.begins, sink.trailer)
+	}
+	if sink.hdr.Source != event.SourceETWLive || sink.hdr.Clock.Kind != event.ClockQPC || sink.hdr.Clock.Origin != f.qpc {
+		t.Errorf("header %+v", sink.hdr)
+	}
+	// The same trace read from the file by the offline path.
+	want := &memSink{}
+	if err := etw.ReadFile(context.Background(), filepath.Join(testenv.ETLDir(t), diskFixture), etw.Options{}, want); err != nil {
+		t.Fatal(err)
+	}
+	count := func(m *memSink) (disk, resolved int) {
+		for _, e := range m.events {
+			if e.Layer == event.LayerBlock {
+				disk++
+				if e.Path != "" {
+					resolved++
+				}
+			}
+		}
+		return
+	}
+	d, r := count(sink)
+	wd, wr := count(want)
+	if d != wd || d == 0 {
+		t.Errorf("live: %d disk I/Os, offline: %d", d, wd)
+	}
+	if r != wr {
+		t.Errorf("live: %d disk I/Os resolved, offline: %d", r, wr)
+	}
+	st := sink.trailer.Stats
+	for name, v := range map[string]uint64{StatSessionEventsLost: 5, StatRealTimeBufLost: 2, StatQueueOverflow: 0,
+		StatRundownRecords: uint64(len(f.rundownEvents))} {
+		if got := st.Get(kindOf(name), name); got != v {
+			t.Errorf("%s = %d, want %d", name, got, v)
+		}
+	}
+	// Volume and process facts captured before the session are in the
+	// trace, so that it is self-contained.
+	var vol, proc bool
+	for _, fa := range sink.facts {
+		vol = vol || fa.Kind == event.FactVolume && fa.Image == "C:"
+		proc = proc || fa.Kind == event.FactProcess && fa.Pid == 4242
+	}
+	if !vol || !proc {
+		t.Errorf("volume fact %v, process fact %v", vol, proc)
+	}
+	if len(f.sessions) != 0 {
+		t.Errorf("sessions left running: %v", f.sessions)
+	}
+	if len(f.started) != 2 || f.started[0].Name != "iotrace-4242-rundown" || f.started[0].EnableFlags != RundownFlags ||
+		f.started[1].Name != "iotrace-4242" || f.started[1].EnableFlags != DefaultFlags || !f.started[1].SystemLogger {
+		t.Errorf("sessions started: %+v", f.started)
+	}
+}
+
+func kindOf(name string) event.CounterKind {
+	switch name {
+	case StatQueueOverflow:
+		return event.CountDropped
+	case StatRundownRecords, StatReceived, StatMarkers:
+		return event.CountInfo
+	}
+	return event.CountLost
+}
+
+// TestStalePolicy: our own leftover session is stopped and the start
+// retried; stale iotrace sessions of dead owners are cleaned up; live
+// iotrace sessions and other tools' sessions are never touched.
+func TestStalePolicy(t *testing.T) {
+	f := newFakeAPI()
+	f.procs = append(f.procs, Process{Pid: 500, Name: "iotrace.exe"}, Process{Pid: 600, Name: "notepad.exe"})
+	f.others = []SessionStatus{
+		{Name: "iotrace-4242"},        // ours, left by a crashed process with our pid
+		{Name: "iotrace-500"},         // a running iotrace
+		{Name: "iotrace-600"},         // pid reused by notepad: stale
+		{Name: "iotrace-700-rundown"}, // owner gone: stale
+		{Name: "Circular Kernel Context Logger"},
+		{Name: "iotrace-abc"}, // not ours
+	}
+	sink := &memSink{}
+	if err := runFake(t, f, Config{NoRundown: true}, backend.Options{}, sink, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	stopped := strings.Join(f.stopped, ",")
+	for _, s := range []string{"iotrace-4242", "iotrace-600", "iotrace-700-rundown"} {
+		if !strings.Contains(stopped, s) {
+			t.Errorf("%s not stopped (stopped: %s)", s, stopped)
+		}
+	}
+	for _, s := range []string{"iotrace-500,", "Circular", "iotrace-abc"} {
+		if strings.Contains(stopped+",", s) {
+			t.Errorf("%s stopped (stopped: %s)", s, stopped)
+		}
+	}
+	// `iotrace sessions stop` refuses the others.
+	if _, err := StopStale(f, "iotrace-500"); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("stop a running iotrace's session: %v", err)
+	}
+	if _, err := StopStale(f, "Circular Kernel Context Logger"); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("stop another tool's session: %v", err)
+	}
+}
+
+// TestWindows7KernelLoggerBusy: on Windows 7 the NT Kernel Logger in use
+// by another tool is an error that says so, and it is not stopped.
+func TestWindows7KernelLoggerBusy(t *testing.T) {
+	f := newFakeAPI()
+	f.os = [3]uint32{6, 1, 7601}
+	f.others = []SessionStatus{{Name: KernelLoggerName}}
+	err := runFake(t, f, Config{}, backend.Options{}, &memSink{}, time.Second)
+	if !errors.Is(err, ErrAlreadyExists) || !strings.Contains(err.Error(), "NT Kernel Logger") || len(f.stopped) != 0 {
+		t.Fatalf("err = %v, stopped %v", err, f.stopped)
+	}
+}
+
+func TestAccessDenied(t *testing.T) {
+	f := newFakeAPI()
+	f.startErrs["iotrace-4242"] = []error{ErrAccessDenied}
+	err := runFake(t, f, Config{NoRundown: true}, backend.Options{}, &memSink{}, time.Second)
+	if !errors.Is(err, ErrAccessDenied) || !strings.Contains(err.Error(), "Performance Log Users") {
+		t.Fatalf("err = %v", err)
+	}
+	f.queryErr = ErrAccessDenied
+	if err := New(Config{API: f}).Available(); err == nil || !strings.Contains(err.Error(), "administrator") {
+		t.Errorf("Available: %v", err)
+	}
+}
+
+// TestSessionDies: a session stopped from outside mid-run ends the trace
+// with what arrived (trailer included) and an error saying what happened.
+func TestSessionDies(t *testing.T) {
+	f := fakeWithFixture(t)
+	f.dieAfter = 3000
+	sink := &memSink{}
+	err := runFake(t, f, Config{}, backend.Options{}, sink, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "stopped unexpectedly") {
+		t.Fatalf("err = %v", err)
+	}
+	if sink.trailer == nil || len(sink.events) == 0 {
+		t.Fatalf("%d events, trailer %v", len(sink.events), sink.trailer)
+	}
+	if got := sink.trailer.Stats.Get(event.CountInfo, StatReceived); got != 3000 {
+		t.Errorf("received %d events, want 3000", got)
+	}
+}
+
+// TestQueueOverflow: when the decoder falls behind, the ETW thread drops
+// events instead of blocking, and the drops are counted and shown.
+func TestQueueOverflow(t *testing.T) {
+	f := fakeWithFixture(t)
+	sink := &memSink{delay: time.Millisecond}
+	if err := runFake(t, f, Config{QueueSize: 8, NoRundown: true}, backend.Options{}, sink, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := sink.trailer.Stats
+	over := st.Get(event.CountDropped, StatQueueOverflow)
+	if over == 0 {
+		t.Fatal("no overflow counted")
+	}
+	found := false
+	for _, p := range st.Problems() {
+		found = found || p.Name == StatQueueOverflow
+	}
+	if !found {
+		t.Error("overflow not among the problems shown")
+	}
+	t.Logf("%d of %d events dropped", over, st.Get(event.CountInfo, StatReceived))
+}
+
+// TestRundownTimeout: a rundown session that does not finish in time is
+// abandoned with a warning and a counter; tracing goes on.
+func TestRundownTimeout(t *testing.T) {
+	f := fakeWithFixture(t)
+	f.rundownHang = true
+	sink := &memSink{}
+	if err := runFake(t, f, Config{RundownTimeout: 50 * time.Millisecond}, backend.Options{}, sink, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if sink.trailer.Stats.Get(event.CountLost, StatRundownUnfinished) != 1 {
+		t.Errorf("stats: %v", sink.trailer.Stats.Problems())
+	}
+}
+
+// TestMarker: `iotrace mark` reaches the running session and shows as a
+// marker event.
+func TestMarker(t *testing.T) {
+	f := newFakeAPI()
+	f.procs = append(f.procs, Process{Pid: 500, Name: "iotrace.exe"})
+	f.others = []SessionStatus{{Name: "Other Tool"}}
+	sink := &memSink{}
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- New(Config{API: f, NoRundown: true}).Run(ctx, backend.Options{}, sink) }()
+	var n int
+	var err error
+	for i := 0; i < 200 && n == 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+		n, err = SendMark(f, "phase 2 starts")
+	}
+	if n != 1 || err != nil {
+		t.Fatalf("SendMark: %d, %v", n, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got []event.Event
+	for _, e := range sink.events {
+		if e.Op == event.OpMarker {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 || got[0].Note != "phase 2 starts" || got[0].Layer != event.LayerMarker || got[0].Time != 500_000_000 {
+		t.Fatalf("markers: %+v", got)
+	}
+}
+
+// TestTraceCommand: the command starts suspended, is resumed once the
+// session runs, only it and its descendants are kept, and the trace ends
+// when it exits.
+func TestTraceCommand(t *testing.T) {
+	f := fakeWithFixture(t)
+	// Pick the pid of the process doing the most disk I/O in the fixture.
+	want := &memSink{}
+	if err := etw.ReadFile(context.Background(), filepath.Join(testenv.ETLDir(t), diskFixture), etw.Options{}, want); err != nil {
+		t.Fatal(err)
+	}
+	per := map[uint32]int{}
+	for _, e := range want.events {
+		if e.Layer == event.LayerBlock {
+			per[e.Pid]++
+		}
+	}
+	var pid uint32
+	for p, n := range per {
+		if n > per[pid] {
+			pid = p
+		}
+	}
+	f.child = &fakeChild{pid: pid, resumed: make(chan struct{}), exit: make(chan struct{})}
+	go func() { <-f.child.resumed; time.Sleep(100 * time.Millisecond); close(f.child.exit) }()
+	sink := &memSink{}
+	var started int
+	opts := backend.Options{Command: []string{"app.exe", "-x"}, CommandStarted: func(p int) { started = p }}
+	if err := runFake(t, f, Config{}, opts, sink, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if started != int(pid) || sink.hdr.Command != "app.exe -x" {
+		t.Errorf("started %d, header command %q", started, sink.hdr.Command)
+	}
+	n := 0
+	for _, e := range sink.events {
+		if e.Pid != pid && e.Layer != event.LayerMarker {
+			t.Fatalf("event of pid %d kept (traced: %d)", e.Pid, pid)
+		}
+		if e.Layer == event.LayerBlock {
+			n++
+		}
+	}
+	if n < per[pid] {
+		t.Errorf("%d disk I/Os of the command, want at least %d", n, per[pid])
+	}
+}
+
+// TestConvertRoundTrip turns every record of several real traces into the
+// EVENT_RECORD Windows would deliver and back: the portable record comes
+// out the same (payload, extended items, ids, pointer size, processor).
+func TestConvertRoundTrip(t *testing.T) {
+	for _, name := range []string{diskFixture, "perfview_win10_tracelogging_primitive_types.etl",
+		"tx_win7_http_server_manifest.etl", "perfview_win10_32bit_pointersize4_tiny_compressed.etl"} {
+		recs, _ := fixtureRecords(t, name)
+		var rec record.Record
+		var buf []byte
+		var ext []record.ExtItem
+		for i := range recs {
+			in := &recs[i]
+			er, keep := eventRecordOf(in)
+			Convert(er, &rec, &buf, &ext)
+			_ = keep
+			if string(rec.UserData) != string(in.UserData) || rec.Provider != in.Provider || rec.Opcode != in.Opcode ||
+				rec.Version != in.Version || rec.ID != in.ID || rec.PointerSize != in.PointerSize || rec.CPU != in.CPU ||
+				rec.ThreadID != in.ThreadID || rec.ProcessID != in.ProcessID || rec.Timestamp != in.Timestamp ||
+				rec.Keyword != in.Keyword || rec.FileOffset != -1 || len(rec.Ext) != len(in.Ext) {
+				t.Fatalf("%s record %d: %+v\nwant %+v", name, i, rec, *in)
+			}
+			for j := range in.Ext {
+				if rec.Ext[j].Type != in.Ext[j].Type || string(rec.Ext[j].Data) != string(in.Ext[j].Data) {
+					t.Fatalf("%s record %d ext %d differs", name, i, j)
+				}
+			}
+			classic := in.Kind != record.KindEvent
+			if (rec.Kind == record.KindClassic) != classic {
+				t.Fatalf("%s record %d: kind %v from %v", name, i, rec.Kind, in.Kind)
+			}
+		}
+	}
+}
+
+func TestOwnerPid(t *testing.T) {
+	for name, want := range map[string]int64{"iotrace-12": 12, "iotrace-12-rundown": 12, "iotrace-": -1, "iotrace-x": -1,
+		"iotrace-+3": -1, "NT Kernel Logger": -1, "iotrace-99999999999": -1} {
+		pid, ok := OwnerPid(name)
+		if ok != (want >= 0) || ok && int64(pid) != want {
+			t.Errorf("OwnerPid(%q) = %d, %v", name, pid, ok)
+		}
+	}
+}
+
+// TestRecordETL: a file-mode session named after the process, stopped when
+// the command exits, with its loss reported.
+func TestRecordETL(t *testing.T) {
+	f := newFakeAPI()
+	f.stopStatus = SessionStatus{EventsLost: 1, BuffersWritten: 10}
+	f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{})}
+	go func() { <-f.child.resumed; close(f.child.exit) }()
+	st, err := New(Config{API: f}).RecordETL(context.Background(), backend.Options{Command: []string{"app.exe"}}, `C:\t\out.etl`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.started) != 1 || f.started[0].LogFile != `C:\t\out.etl` || f.started[0].Name != "iotrace-4242" || st.EventsLost != 1 {
+		t.Fatalf("started %+v, status %+v", f.started, st)
+	}
+	if len(f.sessions) != 0 {
+		t.Error("session left running")
+	}
+	all, err := Sessions(f)
+	if err != nil || len(all) != 0 {
+		t.Errorf("Sessions: %v %v", all, err)
+	}
+}

@@ -1,0 +1,300 @@
+package live
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/iotrace/iotrace/backend/etw/record"
+)
+
+// fakeAPI is an in-memory Windows: sessions, processes, a volume map, and
+// recorded events that ProcessTrace delivers as EVENT_RECORDs, so that the
+// session logic runs on any OS.
+type fakeAPI struct {
+	mu        sync.Mutex
+	pid       uint32
+	procs     []Process
+	os        [3]uint32
+	freq      int64
+	qpc, ft   int64
+	sessions  map[string]*fakeSession
+	byTrace   map[TraceHandle]*fakeSession
+	nextH     uint64
+	startErrs map[string][]error
+	// events are delivered by ProcessTrace, per session kind.
+	mainEvents, rundownEvents []record.Record
+	// dieAfter > 0: the main session's ProcessTrace returns after that
+	// many events, as if the session were stopped from outside.
+	dieAfter int
+	// rundownHang: the rundown session's ProcessTrace returns only when
+	// the trace is closed.
+	rundownHang bool
+	// stopStatus is what stopping the main session reports.
+	stopStatus SessionStatus
+	// others are sessions of other tools.
+	others   []SessionStatus
+	stopped  []string
+	started  []SessionConfig
+	child    *fakeChild
+	queryErr error
+	vols     map[string]string
+}
+
+type fakeSession struct {
+	cfg      SessionConfig
+	handle   SessionHandle
+	trace    TraceHandle
+	consumer Consumer
+	stop     chan struct{}
+	closed   chan struct{}
+	inject   chan record.Record
+	stopOnce sync.Once
+	closeOne sync.Once
+}
+
+func newFakeAPI() *fakeAPI {
+	return &fakeAPI{
+		pid:       4242,
+		os:        [3]uint32{10, 0, 22631},
+		freq:      10_000_000,
+		sessions:  map[string]*fakeSession{},
+		byTrace:   map[TraceHandle]*fakeSession{},
+		startErrs: map[string][]error{},
+		procs:     []Process{{Pid: 4, Name: "System"}, {Pid: 4242, PPid: 100, Name: "iotrace.exe"}},
+		vols:      map[string]string{`\Device\HarddiskVolume3`: "C:"},
+	}
+}
+
+func (f *fakeAPI) StartTrace(cfg *SessionConfig) (SessionHandle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if errs := f.startErrs[cfg.Name]; len(errs) > 0 {
+		f.startErrs[cfg.Name] = errs[1:]
+		if errs[0] != nil {
+			return 0, errs[0]
+		}
+	}
+	if _, ok := f.sessions[cfg.Name]; ok {
+		return 0, ErrAlreadyExists
+	}
+	for _, o := range f.others {
+		if o.Name == cfg.Name {
+			return 0, ErrAlreadyExists
+		}
+	}
+	f.nextH++
+	s := &fakeSession{cfg: *cfg, handle: SessionHandle(f.nextH), stop: make(chan struct{}), closed: make(chan struct{}), inject: make(chan record.Record, 16)}
+	f.sessions[cfg.Name] = s
+	f.started = append(f.started, *cfg)
+	return s.handle, nil
+}
+
+func (f *fakeAPI) ControlTrace(h SessionHandle, name string, code uint32) (SessionStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s *fakeSession
+	for _, x := range f.sessions {
+		if (h != 0 && x.handle == h) || (h == 0 && x.cfg.Name == name) {
+			s = x
+		}
+	}
+	if s == nil {
+		for i, o := range f.others {
+			if o.Name == name {
+				if code == ControlStop {
+					f.others = append(f.others[:i], f.others[i+1:]...)
+					f.stopped = append(f.stopped, name)
+				}
+				return o, nil
+			}
+		}
+		return SessionStatus{}, ErrNotFound
+	}
+	st := SessionStatus{Name: s.cfg.Name, Handle: s.handle, EnableFlags: s.cfg.EnableFlags}
+	if code == ControlStop {
+		if s.cfg.EnableFlags != RundownFlags {
+			st = f.stopStatus
+			st.Name, st.Handle = s.cfg.Name, s.handle
+		}
+		s.stopOnce.Do(func() { close(s.stop) })
+		delete(f.sessions, s.cfg.Name)
+		f.stopped = append(f.stopped, s.cfg.Name)
+	}
+	return st, nil
+}
+
+func (f *fakeAPI) QueryAllTraces() ([]SessionStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.queryErr != nil {
+		return nil, f.queryErr
+	}
+	out := append([]SessionStatus(nil), f.others...)
+	for _, s := range f.sessions {
+		out = append(out, SessionStatus{Name: s.cfg.Name, Handle: s.handle, EnableFlags: s.cfg.EnableFlags, LogFileMode: ModeRealTime})
+	}
+	return out, nil
+}
+
+func (f *fakeAPI) OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[spec.SessionName]
+	if s == nil {
+		return 0, TraceLogfileHeader{}, ErrNotFound
+	}
+	f.nextH++
+	s.trace, s.consumer = TraceHandle(f.nextH), c
+	f.byTrace[s.trace] = s
+	return s.trace, TraceLogfileHeader{PerfFreq: f.freq, PointerSize: 8}, nil
+}
+
+func (f *fakeAPI) ProcessTrace(h TraceHandle) error {
+	f.mu.Lock()
+	s := f.byTrace[h]
+	rundown := s != nil && s.cfg.EnableFlags == RundownFlags
+	events := f.mainEvents
+	if rundown {
+		events = f.rundownEvents
+	}
+	dieAfter, hang := f.dieAfter, f.rundownHang && rundown
+	f.mu.Unlock()
+	if s == nil {
+		return ErrCtxClosed
+	}
+	for i := range events {
+		if dieAfter > 0 && i == dieAfter {
+			return nil // the session went away under us
+		}
+		deliver(s.consumer, &events[i])
+	}
+	for {
+		select {
+		case r := <-s.inject:
+			deliver(s.consumer, &r)
+		case <-s.stop:
+			if hang {
+				<-s.closed
+			}
+			return nil
+		case <-s.closed:
+			return nil
+		}
+	}
+}
+
+func (f *fakeAPI) CloseTrace(h TraceHandle) error {
+	f.mu.Lock()
+	s := f.byTrace[h]
+	f.mu.Unlock()
+	if s == nil {
+		return ErrCtxClosed
+	}
+	s.closeOne.Do(func() { close(s.closed) })
+	return nil
+}
+
+func (f *fakeAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sessions {
+		if s.handle == h {
+			s.inject <- record.Record{Kind: record.KindClassic, Provider: record.GUID(guid), Opcode: opcode,
+				PointerSize: 8, Flags: eventHeaderFlagClassicHeader | eventHeaderFlag64BitHeader,
+				ThreadID: 77, ProcessID: 78, Timestamp: f.qpc + 5_000_000, UserData: data}
+			return nil
+		}
+	}
+	return ErrCtxClosed
+}
+
+func (f *fakeAPI) Clock() (int64, int64, int64) { return f.freq, f.qpc, f.ft }
+func (f *fakeAPI) OSVersion() (uint32, uint32, uint32) {
+	return f.os[0], f.os[1], f.os[2]
+}
+func (f *fakeAPI) Pid() uint32 { return f.pid }
+func (f *fakeAPI) Processes() ([]Process, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Process(nil), f.procs...), nil
+}
+func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+func (f *fakeAPI) StartSuspended(argv []string) (Child, error) {
+	if f.child == nil {
+		return nil, fmt.Errorf("no such program %q", argv[0])
+	}
+	return f.child, nil
+}
+
+type fakeChild struct {
+	pid     uint32
+	resumed chan struct{}
+	exit    chan struct{}
+	killed  bool
+}
+
+func (c *fakeChild) Pid() uint32   { return c.pid }
+func (c *fakeChild) Resume() error { close(c.resumed); return nil }
+func (c *fakeChild) Wait() error   { <-c.exit; return nil }
+func (c *fakeChild) Kill()         { c.killed = true }
+
+// eventRecordOf builds the EVENT_RECORD Windows would deliver for rec (a
+// record read from an ETL file): kernel records arrive as classic events
+// under their group's GUID. The returned keepalive must stay reachable
+// while the record is used.
+func eventRecordOf(rec *record.Record) (*EventRecord, []any) {
+	er := &EventRecord{}
+	h := &er.EventHeader
+	h.Flags = rec.Flags
+	switch rec.Kind {
+	case record.KindSystem, record.KindCompact, record.KindPerfInfo, record.KindClassic, record.KindInstance:
+		h.Flags |= eventHeaderFlagClassicHeader
+	}
+	if rec.PointerSize == 4 {
+		h.Flags = h.Flags&^eventHeaderFlag64BitHeader | eventHeaderFlag32BitHeader
+	} else {
+		h.Flags = h.Flags&^eventHeaderFlag32BitHeader | eventHeaderFlag64BitHeader
+	}
+	h.Flags &^= eventHeaderFlagExtendedInfo
+	h.ThreadID, h.ProcessID, h.TimeStamp = rec.ThreadID, rec.ProcessID, rec.Timestamp
+	h.ProviderID = GUID(rec.Provider)
+	h.EventDescriptor = EventDescriptor{ID: rec.ID, Version: uint8(rec.Version), Channel: rec.Channel,
+		Level: rec.Level, Opcode: rec.Opcode, Task: rec.Task, Keyword: rec.Keyword}
+	if rec.CPU > 255 {
+		h.Flags |= eventHeaderFlagProcessorIndex
+		er.BufferContext.ProcessorNumber, er.BufferContext.Alignment = uint8(rec.CPU), uint8(rec.CPU>>8)
+	} else {
+		er.BufferContext.ProcessorNumber = uint8(rec.CPU)
+	}
+	keep := []any{}
+	if len(rec.UserData) > 0 {
+		data := append([]byte(nil), rec.UserData...)
+		keep = append(keep, data)
+		er.UserData = unsafe.Pointer(&data[0])
+		er.UserDataLength = uint16(len(data))
+	}
+	if len(rec.Ext) > 0 {
+		h.Flags |= eventHeaderFlagExtendedInfo
+		items := make([]EventHeaderExtendedDataItem, len(rec.Ext))
+		for i, e := range rec.Ext {
+			items[i].ExtType, items[i].DataSize = e.Type, uint16(len(e.Data))
+			if len(e.Data) > 0 {
+				d := append([]byte(nil), e.Data...)
+				keep = append(keep, d)
+				*(*unsafe.Pointer)(unsafe.Pointer(&items[i].DataPtr)) = unsafe.Pointer(&d[0])
+			}
+		}
+		keep = append(keep, items)
+		er.ExtendedData = unsafe.Pointer(&items[0])
+		er.ExtendedDataCount = uint16(len(items))
+	}
+	return er, keep
+}
+
+func deliver(c Consumer, rec *record.Record) {
+	er, keep := eventRecordOf(rec)
+	c.Event(er)
+	runtime.KeepAlive(keep)
+}

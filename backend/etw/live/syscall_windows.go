@@ -1,0 +1,22 @@
+package live
+
+// Win32 ETW bindings, generated into zsyscall_windows.go by
+// `go generate` (golang.org/x/sys/windows/mkwinsyscall): no cgo. The ETW
+// functions return a Win32 error code, not a BOOL; OpenTraceW returns
+// INVALID_PROCESSTRACE_HANDLE on failure, with the error in GetLastError.
+
+//go:generate go run golang.org/x/sys/windows/mkwinsyscall -output zsyscall_windows.go syscall_windows.go
+
+//sys	startTrace(handle *SessionHandle, name *uint16, props *EventTraceProperties) (ret error) = advapi32.StartTraceW
+//sys	controlTrace(handle SessionHandle, name *uint16, props *EventTraceProperties, code uint32) (ret error) = advapi32.ControlTraceW
+//sys	queryAllTraces(props **EventTraceProperties, count uint32, returned *uint32) (ret error) = advapi32.QueryAllTracesW
+//sys	openTrace(logfile *EventTraceLogfile) (handle TraceHandle, err error) [failretval==invalidProcessTraceHandle] = advapi32.OpenTraceW
+//sys	processTrace(handles *TraceHandle, count uint32, start *int64, end *int64) (ret error) = advapi32.ProcessTrace
+//sys	closeTrace(handle TraceHandle) (ret error) = advapi32.CloseTrace
+//sys	traceEvent(handle SessionHandle, header *EventTraceHeader) (ret error) = advapi32.TraceEvent
+//sys	queryPerformanceCounter(counter *int64) (err error) = kernel32.QueryPerformanceCounter
+//sys	queryPerformanceFrequency(freq *int64) (err error) = kernel32.QueryPerformanceFrequency
+//sys	setConsoleCtrlHandler(handler uintptr, add bool) (err error) = kernel32.SetConsoleCtrlHandler
+
+// invalidProcessTraceHandle is what OpenTraceW returns on failure.
+const invalidProcessTraceHandle = ^TraceHandle(0)

@@ -1,0 +1,263 @@
+package etw
+
+import (
+	"strings"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Processes, threads and the executables of processes.
+//
+// A process's name comes from its Process events (the kernel's
+// ImageFileName, at most 14 characters: "SearchProtocol") and its
+// executable from its main image: the full path a Kernel-Process
+// ProcessStart carries, or the Image load (or image rundown) of the
+// executable whose file name is the process's ImageFileName (or, for a
+// name cut at 14 characters, begins with it). The process then takes the
+// executable's file name without ".exe" as its name ("SearchProtocolHost")
+// and the path, in DOS form, as its Image. A file is read in two passes,
+// so the main image found anywhere in the trace names the process's
+// events from its start; a live session names them from the image event
+// on. A process that started before the trace and that no rundown names
+// takes the name its end event carries, for the whole trace up to then.
+
+// procInfo is what the last process event said about a pid.
+type procInfo struct {
+	start   int64
+	ppid    uint32
+	detail  string
+	started bool  // a start event (not a rundown) began it
+	ended   bool  // an end event ended it
+	endedAt int64 // when
+}
+
+// sameEventWindow is how close two start (or end) events of one pid must
+// be to describe the same process: a trace that has both the kernel
+// Process events and the Kernel-Process provider's logs each process
+// twice, microseconds apart.
+const sameEventWindow = 10_000_000 // 10 ms
+
+// imageSeen is an image load that may be a process's executable, kept in
+// the first pass of a file until every process name is known.
+type imageSeen struct {
+	t  int64
+	nt string
+}
+
+// maxImagesPerPid bounds the candidate executables kept per pid.
+const maxImagesPerPid = 8
+
+// mainImage is the executable of a process.
+type mainImage struct {
+	t    int64  // time of the event that names it
+	nt   string // its path as logged (NT form)
+	name string // the process name it gives: the file name without .exe
+	sent bool   // a process fact with this image went to the sink
+}
+
+// trimExe turns an image name into a process name: "svchost.exe" →
+// "svchost".
+func trimExe(s string) string {
+	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
+		return s[:len(s)-4]
+	}
+	return s
+}
+
+// baseName returns the last element of a Windows path.
+func baseName(s string) string {
+	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// imageFileNameMax is the length at which the kernel cuts a process's
+// ImageFileName (EPROCESS.ImageFileName is 15 bytes with its NUL).
+const imageFileNameMax = 14
+
+// isMainImage reports whether an image file (its base name) is the
+// executable of a process named name (its ImageFileName without .exe).
+func isMainImage(name, base string) bool {
+	if name == "" || base == "" {
+		return false
+	}
+	if strings.EqualFold(trimExe(base), name) || strings.EqualFold(base, name) {
+		return true
+	}
+	// A name cut at 14 characters is the start of the file name.
+	return len(name) == imageFileNameMax && len(base) > len(name) && strings.EqualFold(base[:len(name)], name)
+}
+
+// libraryExts are the extensions of images that are never a process's
+// executable.
+var libraryExts = []string{".dll", ".sys", ".drv", ".mui", ".cpl", ".ocx", ".ime", ".tlb", ".ax", ".nls", ".winmd"}
+
+// mayBeMain reports whether a loaded image (its file name, as logged)
+// could be an executable at all; it looks at the UTF-16 bytes, so that
+// the many DLL loads of a trace cost no conversion.
+func mayBeMain(base kernel.WStr) bool {
+	if base.Len() < 2 {
+		return false
+	}
+	for _, ext := range libraryExts {
+		if base.HasSuffixFold(ext) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
+	short := ev.ImageFileName.String()
+	var full string
+	if len(ev.Name) > 0 {
+		full = ntPath(p.str(ev.Name)) // Kernel-Process: the executable's path
+		if short == "" {
+			short = baseName(full)
+		}
+	}
+	f := &p.fact
+	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid}
+	pi, known := p.procInfo[ev.Pid]
+	switch ev.Phase {
+	case kernel.PhaseStart:
+		f.ProcStart = t
+		if known && pi.started && !pi.ended && t-pi.start < sameEventWindow {
+			// The same start from the other provider: one process.
+			f.ProcStart = pi.start
+			if ev.PPid == 0 {
+				ev.PPid = pi.ppid
+			}
+			if len(ev.Name2) == 0 && pi.detail != "" {
+				f.Detail = pi.detail
+			}
+		}
+	case kernel.PhaseEnd:
+		if known && pi.ended && t-pi.endedAt < sameEventWindow {
+			return // the same end from the other provider
+		}
+		f.ProcStart = p.procStart(ev.Pid, t)
+		if !known && short != "" {
+			// Started before the trace, named by nothing so far: the end
+			// names it back to the trace start.
+			f.Rundown, f.Name = true, trimExe(short)
+			p.emitFact(f)
+			*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid, ProcStart: f.ProcStart}
+		}
+		f.End = true
+		p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ended: true, endedAt: t}
+		p.emitFact(f)
+		return
+	default:
+		f.Rundown = true
+		f.ProcStart = p.procStart(ev.Pid, t)
+	}
+	f.PPid = ev.PPid
+	f.Name = trimExe(short)
+	if len(ev.Name2) > 0 {
+		f.Detail = ev.Name2.String()
+	}
+	key := event.ProcessKey{Pid: ev.Pid, Start: f.ProcStart}
+	if full != "" && p.mainImg[key] == nil {
+		p.mainImg[key] = &mainImage{t: t, nt: full, name: trimExe(baseName(full))}
+	}
+	p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
+		started: ev.Phase == kernel.PhaseStart}
+	if m := p.mainImg[key]; m != nil {
+		f.Name, f.Image = m.name, p.dosPath(m.nt)
+		p.sentImage(m)
+	}
+	p.emitFact(f)
+}
+
+// sentImage marks that a fact carried m to the sink.
+func (p *Pipeline) sentImage(m *mainImage) {
+	if p.mode != modeCollect && !m.sent {
+		m.sent = true
+		p.count(StatProcessImages, event.CountInfo, 1)
+	}
+}
+
+func (p *Pipeline) onThread(ev *kernel.Event, t int64) {
+	f := &p.fact
+	*f = event.Fact{Kind: event.FactThread, Time: t, Pid: ev.Pid, Tid: ev.Tid,
+		ProcStart: p.procStart(ev.Pid, t)}
+	switch ev.Phase {
+	case kernel.PhaseEnd:
+		f.End = true
+	case kernel.PhaseStart:
+	default:
+		f.Rundown = true
+	}
+	p.emitFact(f)
+}
+
+// onImage finds the executables of processes among image loads and
+// rundowns (see the comment at the top of this file).
+func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
+	if ev.Phase == kernel.PhaseEnd || len(ev.Name) == 0 {
+		return
+	}
+	pid := ev.Pid
+	if pid == 0 && ev.Key.Version == 0 && hasContext(r) {
+		pid = r.ProcessID // Image v0 has no ProcessId field
+	}
+	if pid == 0 {
+		return // drivers
+	}
+	if !mayBeMain(ev.Name.Base()) {
+		return
+	}
+	nt := p.str(ev.Name)
+	base := baseName(nt)
+	key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}
+	m := p.mainImg[key]
+	switch p.mode {
+	case modeCollect:
+		// Decided once every process name is known (chooseImages).
+		if m == nil && len(p.images[pid]) < maxImagesPerPid {
+			p.images[pid] = append(p.images[pid], imageSeen{t: t, nt: ntPath(nt)})
+		}
+		return
+	case modeLive:
+		if m == nil {
+			name, _ := p.tables.ProcessName(pid, t)
+			if !isMainImage(name, base) {
+				return
+			}
+			m = &mainImage{t: t, nt: ntPath(nt), name: trimExe(base)}
+			p.mainImg[key] = m
+		}
+	}
+	if m == nil || m.sent || m.t != t || m.nt != ntPath(nt) {
+		return
+	}
+	pi := p.procInfo[pid]
+	f := &p.fact
+	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: pid, ProcStart: key.Start, PPid: pi.ppid,
+		Name: m.name, Image: p.dosPath(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
+	p.sentImage(m)
+	p.emitFact(f)
+}
+
+// chooseImages ends the first pass of a file: each process's executable
+// is the first image whose name matches the process's name at the time.
+func (p *Pipeline) chooseImages() {
+	for pid, list := range p.images {
+		for _, s := range list {
+			key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, s.t)}
+			if p.mainImg[key] != nil {
+				continue
+			}
+			name, _ := p.tables.ProcessName(pid, s.t)
+			if base := baseName(s.nt); isMainImage(name, base) {
+				p.mainImg[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
+			}
+		}
+	}
+	p.images = nil
+	clear(p.procInfo)
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# bench/run.sh: the system-call tracing benchmark of the eBPF backend.
+# Builds iotrace and the harness (bench/syscall), then runs 2M pread64 of
+# 4 KiB from an mlock'ed cached file bare, under the count-only BPF floors,
+# under `iotrace record`, under strace -f and under bpftrace printing each
+# event, interleaved round by round, and prints ns per call, the added ns
+# per call and the target ratios; then the start-up time and the cost on an
+# untraced system call. Run as root from the repository root:
+#   sudo bash bench/run.sh              (ROUNDS=3 N=2000000 by default)
+# The block I/O benchmark is bench/block/run.sh.
+set -euo pipefail
+ROUNDS=${ROUNDS:-3}
+N=${N:-2000000}
+[[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
+for c in strace bpftrace go; do
+	command -v $c >/dev/null || { echo "missing $c (scripts/setup installs it)" >&2; exit 1; }
+done
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+go build -o "$out/iotrace" ./cmd/iotrace
+go build -o "$out/syscall-bench" ./bench/syscall
+"$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N"

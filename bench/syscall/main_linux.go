@@ -1,0 +1,348 @@
+// Command syscall is the system-call tracing benchmark (see bench/run.sh):
+// a fixed workload (pread64 of 4 KiB from an mlock'ed, cached file) runs
+// bare, under `iotrace record`, under a count-only BPF floor (per-syscall
+// tracepoints and raw sys_enter/sys_exit), under strace -f and under
+// bpftrace printing each event, interleaved round by round in one run. It
+// prints each one's time per call, the added time per call and the ratios
+// the targets are stated in, then the start-up time of the eBPF backend and
+// the cost the two attach mechanisms put on an unrelated system call.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf"
+	"github.com/iotrace/iotrace/event"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "workload" {
+		os.Exit(workload(os.Args[2:]))
+	}
+	n := flag.Int("n", 2_000_000, "preads per run (bare, floors, iotrace)")
+	nStrace := flag.Int("n-strace", 20_000, "preads per strace run")
+	nBpftrace := flag.Int("n-bpftrace", 200_000, "preads per bpftrace run")
+	rounds := flag.Int("rounds", 3, "rounds (modes interleaved; medians reported)")
+	iotrace := flag.String("iotrace", "", "the iotrace binary (built from this tree)")
+	flag.Parse()
+	if *iotrace == "" {
+		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
+		os.Exit(2)
+	}
+	if err := run(*iotrace, *n, *nStrace, *nBpftrace, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// workload KIND N [FILE]: pread64 4 KiB from FILE (mmap'ed and mlock'ed
+// so that it stays cached), or getppid; prints ns per call of the loop.
+func workload(args []string) int {
+	if len(args) < 2 {
+		return 2
+	}
+	n, _ := strconv.Atoi(args[1])
+	var start time.Time
+	switch args[0] {
+	case "pread":
+		fd, err := unix.Open(args[2], unix.O_RDONLY, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		var st unix.Stat_t
+		_ = unix.Fstat(fd, &st)
+		m, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil || unix.Mlock(m) != nil {
+			fmt.Fprintln(os.Stderr, "mmap/mlock:", err)
+			return 1
+		}
+		pages := int64(st.Size / 4096)
+		buf := make([]byte, 4096)
+		start = time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := unix.Pread(fd, buf, (int64(i)%pages)*4096); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	case "getppid":
+		start = time.Now()
+		for i := 0; i < n; i++ {
+			unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	default:
+		return 2
+	}
+	wall := time.Since(start)
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	fmt.Printf("ns_per_op=%.1f cpu_ns_per_op=%.1f\n", float64(wall.Nanoseconds())/float64(n), float64(cpu.Nanoseconds())/float64(n))
+	return 0
+}
+
+var nsRe = regexp.MustCompile(`\bns_per_op=([0-9.]+)`)
+var cpuRe = regexp.MustCompile(`cpu_ns_per_op=([0-9.]+)`)
+var lostRe = regexp.MustCompile(`iotrace: recorded (\d+) events, (\d+) events lost`)
+
+func parseNs(out []byte) (float64, error) {
+	m := nsRe.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no ns_per_op in output:\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// parseCPU returns the workload's own CPU time per call (user + system),
+// which includes the BPF programs run in its system calls but not the
+// time it waits: steadier than wall time on a busy machine.
+func parseCPU(out []byte) float64 {
+	if m := cpuRe.FindSubmatch(out); m != nil {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	return 0
+}
+
+type mode struct {
+	name string
+	n    int
+	// run runs the workload command wl under the mode.
+	run func(wl []string) ([]byte, error)
+	ns  []float64
+	cpu []float64
+}
+
+func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "iotrace-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
+		return err
+	}
+	wl := func(kind string, n int) []string { return []string{self, "workload", kind, strconv.Itoa(n), file} }
+	plain := func(args []string) ([]byte, error) { return exec.Command(args[0], args[1:]...).CombinedOutput() }
+
+	floor, err := openFloor()
+	if err != nil {
+		return fmt.Errorf("load the count-only floor: %w", err)
+	}
+	defer floor.Close()
+
+	var lostTotal, recorded uint64
+	modes := []*mode{
+		{name: "bare", n: n, run: plain},
+		{name: "floor: count, per-syscall tracepoints", n: n, run: func(a []string) ([]byte, error) { return floor.under("tp", a) }},
+		{name: "floor: count, raw sys_enter/sys_exit", n: n, run: func(a []string) ([]byte, error) { return floor.under("raw", a) }},
+		{name: "iotrace record (file + block)", n: n, run: func(a []string) ([]byte, error) {
+			out, err := exec.Command(iotrace, append([]string{"record", "-o", filepath.Join(dir, "t.iot"), "--"}, a...)...).CombinedOutput()
+			if m := lostRe.FindSubmatch(out); m != nil {
+				ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
+				lost, _ := strconv.ParseUint(string(m[2]), 10, 64)
+				recorded += ev
+				lostTotal += lost
+			} else if err == nil {
+				err = fmt.Errorf("no summary line from iotrace record:\n%s", out)
+			}
+			return out, err
+		}},
+		{name: "strace -f -o /dev/null", n: nStrace, run: func(a []string) ([]byte, error) {
+			return exec.Command("strace", append([]string{"-f", "-o", "/dev/null"}, a...)...).CombinedOutput()
+		}},
+		{name: "bpftrace printf per event", n: nBpftrace, run: func(a []string) ([]byte, error) {
+			prog := `tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { printf("%d %d %s %d\n", pid, tid, comm, args->ret); }`
+			cmd := exec.Command("bpftrace", "-o", filepath.Join(dir, "bpftrace.out"), "-e", prog, "-c", strings.Join(a, " "))
+			return cmd.CombinedOutput()
+		}},
+	}
+	for r := 0; r < rounds; r++ {
+		for _, m := range modes {
+			out, err := m.run(wl("pread", m.n))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
+				continue
+			}
+			ns, err := parseNs(out)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			m.ns = append(m.ns, ns)
+			m.cpu = append(m.cpu, parseCPU(out))
+		}
+	}
+	bare := median(modes[0].ns)
+	bareCPU := median(modes[0].cpu)
+	addCPU := func(m *mode) float64 { return median(m.cpu) - bareCPU }
+	add := func(m *mode) float64 { return median(m.ns) - bare }
+	fmt.Printf("pread64 4 KiB from an mlock'ed cached file, %d rounds, medians\n\n", rounds)
+	fmt.Printf("| %-38s | %9s | %8s | %8s | %10s | %10s |\n", "mode", "calls", "wall ns", "added", "cpu ns", "added cpu")
+	fmt.Printf("|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 40), strings.Repeat("-", 11), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 12))
+	for _, m := range modes {
+		if len(m.ns) == 0 {
+			fmt.Printf("| %-38s | %9d | %8s | %8s | %10s | %10s |\n", m.name, m.n, "failed", "", "", "")
+			continue
+		}
+		fmt.Printf("| %-38s | %9d | %8.0f | %8.0f | %10.0f | %10.0f |\n", m.name, m.n, median(m.ns), add(m), median(m.cpu), addCPU(m))
+	}
+	io, fl, st, bt := add(modes[3]), add(modes[1]), add(modes[4]), add(modes[5])
+	fmt.Printf("\niotrace / floor (per-syscall tracepoints) = %.2f (target <= 2)\n", io/fl)
+	fmt.Printf("iotrace / floor (raw sys_enter/exit)      = %.2f\n", io/add(modes[2]))
+	fmt.Printf("iotrace / bpftrace printf                 = %.3f (target <= 0.1)\n", io/bt)
+	fmt.Printf("iotrace / strace                          = %.4f (target <= 0.05)\n", io/st)
+	fmt.Printf("by workload CPU time: iotrace / floor (per-syscall tp) = %.2f, / floor (raw) = %.2f, / bpftrace = %.3f\n",
+		addCPU(modes[3])/addCPU(modes[1]), addCPU(modes[3])/addCPU(modes[2]), addCPU(modes[3])/addCPU(modes[5]))
+	fmt.Printf("iotrace record: %d events recorded, %d events lost at the default buffer size (target 0)\n", recorded, lostTotal)
+
+	// The attach mechanisms' cost on a system call that is not traced.
+	fmt.Printf("\ngetppid (not traced), %d calls, medians of %d\n\n", n, rounds)
+	un := []*mode{
+		{name: "bare", n: n, run: plain},
+		{name: "per-syscall tracepoints on pread64", n: n, run: func(a []string) ([]byte, error) { return floor.under("tp", a) }},
+		{name: "raw sys_enter/sys_exit, array filter", n: n, run: func(a []string) ([]byte, error) { return floor.under("raw", a) }},
+		{name: "iotrace record (file + block)", n: n, run: func(a []string) ([]byte, error) {
+			return exec.Command(iotrace, append([]string{"record", "-o", filepath.Join(dir, "u.iot"), "--"}, a...)...).CombinedOutput()
+		}},
+	}
+	for r := 0; r < rounds; r++ {
+		for _, m := range un {
+			out, err := m.run(wl("getppid", m.n))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
+				continue
+			}
+			if ns, err := parseNs(out); err == nil {
+				m.ns = append(m.ns, ns)
+				m.cpu = append(m.cpu, parseCPU(out))
+			}
+		}
+	}
+	ubare, ucpu := median(un[0].ns), median(un[0].cpu)
+	for _, m := range un {
+		fmt.Printf("| %-38s | wall %6.0f ns/call (%+5.0f) | cpu %6.0f ns/call (%+5.0f) |\n",
+			m.name, median(m.ns), median(m.ns)-ubare, median(m.cpu), median(m.cpu)-ucpu)
+	}
+
+	// Start-up: load, attach, rundown (in process, as iotrace does).
+	fmt.Printf("\nstart-up of the eBPF backend (load + attach + /proc rundown), median of 5\n\n")
+	for _, layers := range [][]event.Layer{{event.LayerFile}, nil} {
+		var ms []float64
+		var procs uint64
+		for i := 0; i < 5; i++ {
+			d, p, err := startup(layers)
+			if err != nil {
+				return fmt.Errorf("start-up: %w", err)
+			}
+			ms = append(ms, d)
+			procs = p
+		}
+		name := "file + block"
+		if layers != nil {
+			name = "file"
+		}
+		fmt.Printf("| %-14s | %6.1f ms | (%d processes in the rundown) |\n", name, median(ms), procs)
+	}
+	return nil
+}
+
+// startup runs the backend system-wide for an instant and returns its
+// start-up time in ms (from its own counter) and the rundown size.
+func startup(layers []event.Layer) (float64, uint64, error) {
+	var tr *event.Trailer
+	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for sink.events.Load() == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	err := ebpf.New(ebpf.Config{MarkerDir: "-"}).Run(ctx, backend.Options{Layers: layers, Duration: 2 * time.Second}, sink)
+	if err != nil {
+		return 0, 0, err
+	}
+	if tr == nil {
+		return 0, 0, errors.New("no trailer")
+	}
+	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
+	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// floorProbes is the count-only floor.
+type floorProbes struct{ objs floorObjects }
+
+func openFloor() (*floorProbes, error) {
+	f := &floorProbes{}
+	if err := loadFloorObjects(&f.objs, nil); err != nil {
+		return nil, err
+	}
+	if err := f.objs.Traced.Put(uint32(unix.SYS_PREAD64), uint64(1)); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *floorProbes) Close() { f.objs.Close() }
+
+// under runs args with the floor's "tp" or "raw" programs attached.
+func (f *floorProbes) under(kind string, args []string) ([]byte, error) {
+	var ls []link.Link
+	var err error
+	attach := func(l link.Link, e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+		if l != nil {
+			ls = append(ls, l)
+		}
+	}
+	if kind == "tp" {
+		attach(link.Tracepoint("syscalls", "sys_enter_pread64", f.objs.TpEnter, nil))
+		attach(link.Tracepoint("syscalls", "sys_exit_pread64", f.objs.TpExit, nil))
+	} else {
+		attach(link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: f.objs.RawEnter}))
+		attach(link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_exit", Program: f.objs.RawExit}))
+	}
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(args[0], args[1:]...).CombinedOutput()
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "4096": 4096, "8M": 8 << 20, "512k": 512 << 10, "1GiB": 1 << 30, "16MB": 16 << 20} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "-1", "0", "8T"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTraceAndRecordArgs(t *testing.T) {
+	if _, stderr, code := runCLI(t, "trace", "ls"); code == 0 || !strings.Contains(stderr, "after --") {
+		t.Errorf("trace without --: code %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "record", "--", "true"); code == 0 || !strings.Contains(stderr, "-o FILE.iot") {
+		t.Errorf("record without -o: code %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "record", "-o", "x.txt", "--", "true"); code == 0 || !strings.Contains(stderr, ".iot") {
+		t.Errorf("record -o x.txt: code %d, %s", code, stderr)
+	}
+}
+
+// TestRecordThenPrint records a command with the live backend and reads
+// the file back.
+func TestRecordThenPrint(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(data, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iot := filepath.Join(dir, "t.iot")
+	_, stderr, code := runCLI(t, "record", "-o", iot, "--layer", "file", "--", "sh", "-c", "cat "+data+" > "+filepath.Join(dir, "out.txt"))
+	if code != 0 || !strings.Contains(stderr, "events, 0 events lost") {
+		t.Fatalf("record: code %d\n%s", code, stderr)
+	}
+	out, stderr, code := runCLI(t, "print", iot, "--path", data)
+	if code != 0 {
+		t.Fatalf("print: code %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"cat[", "openat", data} {
+		if !strings.Contains(out, want) {
+			t.Errorf("print output lacks %q:\n%s", want, out)
+		}
+	}
+	// cat copies with copy_file_range where it can, else read/write.
+	if !strings.Contains(out, " read ") && !strings.Contains(out, "copy_file_range") {
+		t.Errorf("print output has neither a read nor a copy_file_range:\n%s", out)
+	}
+	out, _, code = runCLI(t, "trace", "-f", "jsonl", "--op", "open", "--", "cat", data)
+	if code != 0 || !strings.Contains(out, `"`+data+`"`) {
+		t.Errorf("trace -f jsonl: code %d\n%s", code, out)
+	}
+}
+
+// TestCommandExitStatus: like strace, trace and record exit with the
+// traced command's status.
+func TestCommandExitStatus(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	if _, stderr, code := runCLI(t, "trace", "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Errorf("trace -- sh -c 'exit 3': code %d, want 3\n%s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "trace", "--layer", "file", "--", "true"); code != 0 {
+		t.Errorf("trace -- true: code %d, want 0\n%s", code, stderr)
+	}
+	iot := filepath.Join(t.TempDir(), "t.iot")
+	_, stderr, code := runCLI(t, "record", "-o", iot, "--", "sh", "-c", "kill -TERM $$")
+	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) {
+		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
+	}
+}

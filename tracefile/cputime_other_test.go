@@ -1,0 +1,6 @@
+//go:build !linux
+
+package tracefile_test
+
+// cpuNanos is not measured on this OS.
+func cpuNanos() int64 { return 0 }

@@ -1,0 +1,103 @@
+package tracefile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
+)
+
+// FuzzReader feeds arbitrary bytes to the reader. It must never panic; a
+// file it cannot open is "not a trace" or "newer version"; a file it
+// opens delivers Begin and End, and either reads cleanly (then writing
+// what it delivered and reading that back gives the same trace, and
+// ScanFacts sees the same facts) or returns a *DamageError with the
+// damage counted in the trailer.
+//
+// The seed corpus in testdata/fuzz/FuzzReader holds real written files;
+// regenerate it with IOTRACE_WRITE_CORPUS=1 go test -run TestWriteCorpus.
+func FuzzReader(f *testing.F) {
+	for _, b := range corpus(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := NewReader(bytes.NewReader(b))
+		if err != nil {
+			var ve *VersionError
+			if !errors.Is(err, ErrNotTrace) && !errors.As(err, &ve) {
+				t.Fatalf("NewReader: unexpected error %v", err)
+			}
+			return
+		}
+		rec := synth.NewRecorder()
+		err = r.Run(context.Background(), rec)
+		got := rec.Trace()
+		if !got.Began || !got.Ended {
+			t.Fatalf("began %v ended %v (err %v)", got.Began, got.Ended, err)
+		}
+		if err != nil {
+			var de *DamageError
+			if !errors.As(err, &de) {
+				t.Fatalf("Run: unexpected error %v", err)
+			}
+			if de.Offset < 0 || de.Offset > int64(len(b)) {
+				t.Fatalf("damage offset %d outside a %d-byte file", de.Offset, len(b))
+			}
+			if got.Trailer.Stats.Total(event.CountLost) == 0 {
+				t.Fatalf("damage not counted in the trailer: %v", err)
+			}
+			return
+		}
+		again, err := read(t, write(t, got, WriterOptions{}))
+		if err != nil {
+			t.Fatalf("re-read: %v", err)
+		}
+		if err := synth.Compare(got, again); err != nil {
+			t.Fatalf("re-encoding differs:\n%v", err)
+		}
+		r2, _ := NewReader(bytes.NewReader(b))
+		var facts []event.Fact
+		if err := r2.ScanFacts(context.Background(), func(f *event.Fact) error {
+			facts = append(facts, *f)
+			return nil
+		}); err != nil {
+			t.Fatalf("ScanFacts: %v", err)
+		}
+		if len(facts) != len(got.Facts) || (len(facts) > 0 && !reflect.DeepEqual(facts, got.Facts)) {
+			t.Fatalf("ScanFacts saw %d facts, Run %d", len(facts), len(got.Facts))
+		}
+	})
+}
+
+// corpus returns small real files: every kind of content, and damage.
+func corpus(t testing.TB) [][]byte {
+	linux := write(t, synth.Trace(synth.Options{OS: "linux", Seed: 11, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40})
+	windows := write(t, synth.Trace(synth.Options{OS: "windows", Seed: 12, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40})
+	all := write(t, synth.AllFieldsTrace(), WriterOptions{ChunkRecords: 10})
+	empty := write(t, &synth.Recorded{Began: true, Ended: true}, WriterOptions{})
+	random := write(t, randomTrace(5, 16), WriterOptions{ChunkRecords: 4})
+	flipped := bytes.Clone(linux)
+	flipped[len(flipped)/2] ^= 0x10
+	return [][]byte{linux, windows, all, empty, random, linux[:len(linux)*2/3], flipped, []byte(Magic)}
+}
+
+// TestWriteCorpus regenerates the committed seed corpus.
+func TestWriteCorpus(t *testing.T) {
+	if os.Getenv("IOTRACE_WRITE_CORPUS") != "1" {
+		t.Skip("set IOTRACE_WRITE_CORPUS=1 to regenerate testdata/fuzz/FuzzReader")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzReader")
+	must(t, os.MkdirAll(dir, 0o755))
+	names := []string{"linux", "windows", "allfields", "empty", "random", "truncated", "bitflip", "magic-only"}
+	for i, b := range corpus(t) {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
+		must(t, os.WriteFile(filepath.Join(dir, names[i]), []byte(body), 0o644))
+	}
+}
