@@ -50,7 +50,7 @@ func newRecordCmd() *cobra.Command {
 		live liveFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "record -o FILE.iot [filters] [--duration D] [-- COMMAND [ARGS...]]",
+		Use:   "record -o FILE.iot|FILE.etl [filters] [--duration D] [-- COMMAND [ARGS...]]",
 		Short: "Record this machine's file and block I/O to a trace file",
 		Long: `Record file system calls and block I/O to a self-contained .iot trace file
 that resolves on any machine (iotrace print, report, compare, convert).
@@ -58,7 +58,9 @@ With a command after --, iotrace starts it once the probes are attached and
 records only it and its descendants; the recording stops when it exits,
 and iotrace exits with its status (128+N when signal N killed it).
 Otherwise it runs until Ctrl-C, SIGTERM or --duration (unattended use).
-The file is flushed every second, so a crash loses little.`,
+The file is flushed every second, so a crash loses little.
+On Windows, -o FILE.etl records a file-mode ETW kernel session instead, which
+every iotrace command reads on any OS (names resolve in two passes).`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
   sudo iotrace record -o db.iot --comm postgres --duration 10m`,
 		Args: cobra.ArbitraryArgs,
@@ -70,8 +72,9 @@ The file is flushed every second, so a crash loses little.`,
 			if path == "" || path == "-" {
 				return fmt.Errorf("record needs an output file: -o FILE.iot")
 			}
-			if !strings.HasSuffix(strings.ToLower(path), ".iot") {
-				return fmt.Errorf("record writes .iot trace files: %q should end in .iot (use trace -o for text, jsonl or csv)", path)
+			toETL := strings.HasSuffix(strings.ToLower(path), ".etl")
+			if !toETL && !strings.HasSuffix(strings.ToLower(path), ".iot") {
+				return fmt.Errorf("record writes .iot trace files (or .etl on Windows): %q should end in .iot (use trace -o for text, jsonl or csv)", path)
 			}
 			f, err := filter.New(fo)
 			if err != nil {
@@ -80,6 +83,12 @@ The file is flushed every second, so a crash loses little.`,
 			size, err := parseSize(live.bufferSize)
 			if err != nil {
 				return err
+			}
+			if toETL {
+				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+				fo.PushDown(&opts)
+				finish := commandStatus(&opts)
+				return finish(recordETL(cmd.Context(), opts, path, cmd.ErrOrStderr()))
 			}
 			if _, err := pickLiveBackend(); err != nil {
 				return err
@@ -108,7 +117,7 @@ The file is flushed every second, so a crash loses little.`,
 		},
 	}
 	addFilterFlags(cmd, &fo)
-	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot)")
+	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
 	return cmd
 }

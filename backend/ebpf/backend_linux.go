@@ -99,10 +99,12 @@ type run struct {
 	blockEv       event.Event
 	blockOverflow atomic.Uint64
 
-	marks    chan marker.Mark
-	nmarks   uint64
-	warnedAt uint64
-	nextWarn time.Time
+	marks  chan marker.Mark
+	nmarks uint64
+	// marksDropped counts markers dropped because the reader was behind.
+	marksDropped atomic.Uint64
+	warnedAt     uint64
+	nextWarn     time.Time
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -224,6 +226,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	if r.nmarks > 0 {
 		r.stats.Add(event.CountInfo, "markers", r.nmarks)
+	}
+	if n := r.marksDropped.Load(); n > 0 {
+		r.stats.Add(event.CountDropped, "markers dropped: the reader was behind", n)
 	}
 	if err == nil {
 		err = ls.failed()
@@ -373,7 +378,8 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 					}
 					select {
 					case r.marks <- m:
-					default: // the reader is behind; drop rather than block
+					default: // the reader is behind; drop (counted) rather than block
+						r.marksDropped.Add(1)
 					}
 				}
 			}()
@@ -557,10 +563,11 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		}
 		rd.SetDeadline(time.Now().Add(poll))
 		r.flushMarks()
-		r.checkLoss()
 		if stop() {
+			r.checkLoss(true)
 			return nil
 		}
+		r.checkLoss(false)
 	}
 }
 
@@ -639,14 +646,16 @@ func (r *run) mark(m marker.Mark) {
 	_ = r.sink.Event(&e)
 }
 
-// checkLoss warns as soon as records are lost, then at most every 5 s
-// while the loss grows.
-func (r *run) checkLoss() {
+// checkLoss warns as soon as records are lost (the counters are read every
+// 50 ms until then), then at most every 5 s while the loss grows. final
+// forces the check when the trace stops, so a short trace that lost
+// records still warns before its summary.
+func (r *run) checkLoss(final bool) {
 	now := time.Now()
-	if now.Before(r.nextWarn) {
+	if now.Before(r.nextWarn) && !(final && r.warnedAt == 0) {
 		return
 	}
-	r.nextWarn = now.Add(250 * time.Millisecond)
+	r.nextWarn = now.Add(50 * time.Millisecond)
 	cs, err := r.pr.counters()
 	if err != nil {
 		return

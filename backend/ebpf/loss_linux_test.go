@@ -42,19 +42,29 @@ func TestLossAccounting(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	var preads, writes uint64
+	// The workload is this Go test binary re-executed: besides its preads
+	// and the "done" write to stdout, its runtime may make a few syscalls
+	// of its own (netpoll wake-ups write an eventfd). Those are traced
+	// too, and may be among the lost records, so they are counted apart.
+	const runtimeSlack = 4
+	var preads, writes, runtimeCalls uint64
 	for _, e := range sink.events {
 		if e.Pid != wpid || e.Flags&event.FlagNoCompletion != 0 {
 			continue
 		}
-		switch e.Native {
-		case "pread64":
+		switch {
+		case e.Native == "pread64":
 			preads++
-		case "write":
+		case e.Native == "write" && e.FD == 1:
 			writes++
+		case e.Native == "write" || e.Native == "read":
+			runtimeCalls++
 		default:
 			t.Errorf("unexpected event %s fd %d", e.Native, e.FD)
 		}
+	}
+	if runtimeCalls > runtimeSlack {
+		t.Errorf("%d runtime reads/writes delivered, expected at most %d", runtimeCalls, runtimeSlack)
 	}
 	st := sink.trailer.Stats
 	var lost uint64
@@ -67,8 +77,10 @@ func TestLossAccounting(t *testing.T) {
 	if lost == 0 {
 		t.Fatal("a one-page ring buffer lost nothing: the test did not overrun it")
 	}
-	if preads+writes+lost != n+1 {
-		t.Errorf("delivered %d + lost %d = %d, want the %d syscalls made", preads+writes, lost, preads+writes+lost, n+1)
+	// Nothing may vanish: every one of the n+1 syscalls made is either
+	// delivered or counted as lost; the few runtime syscalls can only add.
+	if total := preads + writes + lost; total < n+1 || total > n+1+runtimeSlack-runtimeCalls {
+		t.Errorf("delivered %d + lost %d = %d, want the %d syscalls made (plus at most %d runtime syscalls)", preads+writes, lost, total, n+1, runtimeSlack-runtimeCalls)
 	}
 	if warned == 0 {
 		t.Error("no warning while losing records")

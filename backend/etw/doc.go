@@ -4,11 +4,16 @@
 // OpEnd by IRP), attributed to the issuing thread and process, resolved to
 // file names (FileKey, then FileObject, with time history; NT device paths
 // turned into drive letters through the trace's volume mapping) and
-// delivered with the facts behind them to an [event.Sink].
+// delivered with the facts behind them to an [event.Sink]. Disk I/O is
+// linked to the file request whose thread issued it (event Cause,
+// CausedIOs, CausedBytes; reads that caused none are cache hits), and
+// processes are named after their executables (Image and Kernel-Process
+// events).
 //
 // [ReadFile] reads an .etl file in two passes: the first collects every
 // name, rundown, process, thread and volume fact (file rundowns come at the
-// end of a trace and bind retroactively), the second emits the events. A
+// end of a trace and bind retroactively), skipping every other record
+// before decoding it; the second emits the events. A
 // live session feeds the same [Pipeline] in one pass with [Pipeline.Push],
 // after pre-filling it with a rundown session's records.
 //

@@ -151,8 +151,8 @@ type Pipeline struct {
 	linking    bool
 	rwRequests uint64 // file reads, writes and flushes seen
 	inflight   map[uint32][]*fileReq
-	deferred []*fileReq
-	freeReq  []*fileReq
+	deferred   []*fileReq
+	freeReq    []*fileReq
 
 	// Processes and their images (process.go).
 	procInfo map[uint32]procInfo

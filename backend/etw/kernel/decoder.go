@@ -151,6 +151,12 @@ func (u unknownKey) ptr() uint8      { return uint8(u.code >> 32) }
 func (u unknownKey) opcode() uint16  { return uint16(u.code >> 16) }
 func (u unknownKey) version() uint16 { return uint16(u.code) }
 
+// recentUnknown is a count of undecodable records not yet in the map.
+type recentUnknown struct {
+	k unknownKey
+	n uint64
+}
+
 // Decoder decodes records and counts those it cannot decode. It is not
 // safe for concurrent use.
 type Decoder struct {
@@ -158,8 +164,7 @@ type Decoder struct {
 	unknown map[unknownKey]uint64
 	last    Key
 	lastS   *spec
-	lastU   unknownKey
-	pending uint64 // records of lastU not yet added to unknown
+	recent  [8]recentUnknown // counts not yet added to unknown
 	// Decoded counts records decoded (including ignored known ones);
 	// Errors counts records whose payload did not fit their layout.
 	Decoded, Errors uint64
@@ -171,11 +176,10 @@ func NewDecoder() *Decoder {
 }
 
 // Decode decodes r into ev (which it resets first). ok is false when no
-// decoder knows r (it is counted, see Stats); err is a *FieldError when the
-// payload is shorter than its layout (ev then holds the fields decoded
-// before the error).
+// decoder knows r (it is counted, see Stats; ev is left as it was); err is
+// a *FieldError when the payload is shorter than its layout (ev then holds
+// the fields decoded before the error).
 func (d *Decoder) Decode(r *record.Record, ev *Event) (ok bool, err error) {
-	ev.Reset()
 	k := KeyOf(r)
 	var s *spec
 	if k == d.last && d.lastS != nil {
@@ -185,15 +189,10 @@ func (d *Decoder) Decode(r *record.Record, ev *Event) (ok bool, err error) {
 		d.last, d.lastS = k, s
 	}
 	if s == nil {
-		uk := makeUnknownKey(r, k)
-		if uk == d.lastU && d.pending > 0 {
-			d.pending++
-		} else {
-			d.flushUnknown()
-			d.lastU, d.pending = uk, 1
-		}
+		d.countUnknown(makeUnknownKey(r, k))
 		return false, nil
 	}
+	ev.Reset()
 	ev.Key = k
 	ev.Kind, ev.Native, ev.Op, ev.Phase = s.kind, s.native, s.op, s.phase
 	d.Decoded++
@@ -208,11 +207,34 @@ func (d *Decoder) Decode(r *record.Record, ev *Event) (ok bool, err error) {
 	return true, err
 }
 
-// flushUnknown adds the run of identical unknown records to the map.
+// countUnknown counts one record no decoder knows. Traces interleave a
+// few kinds of them (samples, stack walks, CLR events): a handful of
+// recent keys are counted in place and go to the map when they make way.
+func (d *Decoder) countUnknown(uk unknownKey) {
+	for i := range d.recent {
+		if d.recent[i].n > 0 && d.recent[i].k == uk {
+			d.recent[i].n++
+			if i > 0 {
+				d.recent[i], d.recent[i-1] = d.recent[i-1], d.recent[i]
+			}
+			return
+		}
+	}
+	last := &d.recent[len(d.recent)-1]
+	if last.n > 0 {
+		d.unknown[last.k] += last.n
+	}
+	copy(d.recent[1:], d.recent[:len(d.recent)-1])
+	d.recent[0] = recentUnknown{k: uk, n: 1}
+}
+
+// flushUnknown adds the recent unknown counts to the map.
 func (d *Decoder) flushUnknown() {
-	if d.pending > 0 {
-		d.unknown[d.lastU] += d.pending
-		d.pending = 0
+	for i := range d.recent {
+		if d.recent[i].n > 0 {
+			d.unknown[d.recent[i].k] += d.recent[i].n
+			d.recent[i] = recentUnknown{}
+		}
 	}
 }
 

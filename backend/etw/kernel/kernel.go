@@ -16,17 +16,17 @@ type Class uint8
 
 // Classes.
 const (
-	ClassUnknown      Class = iota
-	ClassEventTrace         // kernel group 0: trace header, extension, rundown complete
-	ClassDiskIo             // kernel group 1
-	ClassProcess            // kernel group 3
-	ClassFileIo             // kernel group 4
-	ClassThread             // kernel group 5
-	ClassSystemConfig       // kernel group 0x0B (hardware configuration rundown)
-	ClassImage              // kernel group 0x14
-	ClassSysConfig          // KernelTraceControl SysConfig (volume mapping, system paths)
-	ClassKernelFile         // Microsoft-Windows-Kernel-File manifest provider
-	ClassKernelProcess      // Microsoft-Windows-Kernel-Process manifest provider
+	ClassUnknown       Class = iota
+	ClassEventTrace          // kernel group 0: trace header, extension, rundown complete
+	ClassDiskIo              // kernel group 1
+	ClassProcess             // kernel group 3
+	ClassFileIo              // kernel group 4
+	ClassThread              // kernel group 5
+	ClassSystemConfig        // kernel group 0x0B (hardware configuration rundown)
+	ClassImage               // kernel group 0x14
+	ClassSysConfig           // KernelTraceControl SysConfig (volume mapping, system paths)
+	ClassKernelFile          // Microsoft-Windows-Kernel-File manifest provider
+	ClassKernelProcess       // Microsoft-Windows-Kernel-Process manifest provider
 	numClasses
 )
 

@@ -4,22 +4,22 @@ package kernel
 // 22fb2cd6-…): what a user-mode consumer gets instead of the kernel
 // Process/Thread/Image groups (Windows 7 and later).
 const (
-	KernelProcessStart       = 1
-	KernelProcessStop        = 2
-	KernelThreadStart        = 3
-	KernelThreadStop         = 4
-	KernelImageLoad          = 5
-	KernelImageUnload        = 6
-	KernelCPUBasePriority    = 7
-	KernelCPUPriority        = 8
-	KernelPagePriority       = 9
-	KernelIOPriority         = 10
-	KernelProcessFreeze      = 11
-	KernelJobStart           = 13
-	KernelJobTerminate       = 14
-	KernelProcessRundown     = 15
-	KernelDiskIoAttrStart    = 17
-	KernelDiskIoAttrStop     = 18
+	KernelProcessStart    = 1
+	KernelProcessStop     = 2
+	KernelThreadStart     = 3
+	KernelThreadStop      = 4
+	KernelImageLoad       = 5
+	KernelImageUnload     = 6
+	KernelCPUBasePriority = 7
+	KernelCPUPriority     = 8
+	KernelPagePriority    = 9
+	KernelIOPriority      = 10
+	KernelProcessFreeze   = 11
+	KernelJobStart        = 13
+	KernelJobTerminate    = 14
+	KernelProcessRundown  = 15
+	KernelDiskIoAttrStart = 17
+	KernelDiskIoAttrStop  = 18
 )
 
 // Kernel-Process layouts by id and version, from the provider's manifest:

@@ -24,7 +24,7 @@ func TestKernelProcessLayouts(t *testing.T) {
 	var start1 payload // v1: Flags @20, ImageName @24
 	start1.u32(0, 5864).u64(4, 0x01cb779c9ae2ea90).u32(12, 3324).u32(16, 1).u32(20, 0).wstr(24, exe)
 	start1.u32(len(start1), 0xabcd).u32(len(start1), 0x5000).wstr(len(start1), "").wstr(len(start1), "") // v2 tail
-	var start3 payload // v3: seq @4, CreateTime @12, ParentProcessID @20, parent seq @24, SessionID @32, Flags @36, elevation @40, @44, SID @48
+	var start3 payload                                                                                   // v3: seq @4, CreateTime @12, ParentProcessID @20, parent seq @24, SessionID @32, Flags @36, elevation @40, @44, SID @48
 	start3.u32(0, 5864).u64(4, 77).u64(12, 0x01cb779c9ae2ea90).u32(20, 3324).u64(24, 12).u32(32, 1).u32(36, 0).u32(40, 1).u32(44, 0)
 	start3.grow(48 + 12) // S-1-16-8192: revision 1, one sub-authority
 	start3[48], start3[49] = 1, 1
