@@ -3,6 +3,7 @@ package etw
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 
@@ -131,7 +132,8 @@ type Pipeline struct {
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
 	dos    map[string]string // NT path → DOS path cache
-	strs   map[string]string // UTF-16 bytes → string, shared by both passes
+	strs   map[uint64]string // hash of UTF-16 bytes → string, shared by both passes
+	seed   maphash.Seed
 
 	begun    bool
 	ended    bool
@@ -183,7 +185,8 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		tables:   resolve.NewTables(),
 		procs:    make(map[uint32][]procSpan),
 		dos:      make(map[string]string),
-		strs:     make(map[string]string),
+		strs:     make(map[uint64]string),
+		seed:     maphash.MakeSeed(),
 		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
 		inflight: make(map[uint32][]*fileReq),
@@ -496,16 +499,32 @@ const maxStrs = 1 << 17
 
 // str converts a payload string, once: names come back in the second
 // pass of a file (and, in a live session, the same paths come again and
-// again), and a map lookup by the UTF-16 bytes does not allocate.
+// again). Strings are found by a hash of their UTF-16 bytes and checked
+// against them (ASCII strings; others are converted each time), so that
+// neither a hit nor a miss allocates more than the string itself.
 func (p *Pipeline) str(w kernel.WStr) string {
-	if s, ok := p.strs[string(w)]; ok {
+	h := maphash.Bytes(p.seed, w)
+	if s, ok := p.strs[h]; ok && sameASCII(w, s) {
 		return s
 	}
 	s := w.String()
 	if len(p.strs) < maxStrs {
-		p.strs[string(w)] = s
+		p.strs[h] = s
 	}
 	return s
+}
+
+// sameASCII reports whether the UTF-16 string w is the ASCII string s.
+func sameASCII(w kernel.WStr, s string) bool {
+	if len(w) != 2*len(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if w[2*i] != s[i] || w[2*i+1] != 0 || s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // ntPath cleans a kernel path: "\??\C:\x" becomes "C:\x".

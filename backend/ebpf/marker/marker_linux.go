@@ -27,13 +27,19 @@ func Listen(dir string) (*Listener, error) {
 	}
 	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
 	_ = os.Remove(path) // a stale socket of an earlier process with our pid
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	// Bind under a name senders do not look for, and publish the socket
+	// under its real name only once SO_PASSCRED is set: a marker that
+	// arrived before would carry no sender pid.
+	tmp := path + ".new"
+	_ = os.Remove(tmp)
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: tmp, Net: "unixgram"})
 	if err != nil {
-		return nil, fmt.Errorf("marker: listen on %s: %w", path, err)
+		return nil, fmt.Errorf("marker: listen on %s: %w", tmp, err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
+	if err := os.Chmod(tmp, 0o666); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("marker: chmod %s: %w", path, err)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("marker: chmod %s: %w", tmp, err)
 	}
 	rc, err := conn.SyscallConn()
 	if err == nil {
@@ -46,7 +52,13 @@ func Listen(dir string) (*Listener, error) {
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("marker: SO_PASSCRED on %s: %w", path, err)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("marker: SO_PASSCRED on %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		conn.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("marker: publish %s: %w", path, err)
 	}
 	return &Listener{conn: conn, path: path}, nil
 }

@@ -3,33 +3,35 @@ package kernel
 import (
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // WStr is a UTF-16LE string in an event payload, without its terminator.
 // It aliases the payload; String copies it out.
 type WStr []byte
 
-// String converts w to UTF-8. Unpaired surrogates become U+FFFD.
+// String converts w to UTF-8. Unpaired surrogates become U+FFFD. An
+// ASCII string (the common case for paths) costs one allocation.
 func (w WStr) String() string {
 	n := len(w) / 2
 	if n == 0 {
 		return ""
 	}
-	ascii := true
-	for i := 0; i < n; i++ {
-		if w[2*i+1] != 0 || w[2*i] >= 0x80 {
-			ascii = false
-			break
+	b := make([]byte, n)
+	for i := range b {
+		lo, hi := w[2*i], w[2*i+1]
+		if hi != 0 || lo >= 0x80 {
+			return w.decode()
 		}
+		b[i] = lo
 	}
-	if ascii {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = w[2*i]
-		}
-		return string(b)
-	}
-	u := make([]uint16, n)
+	// b is not referenced anywhere else: the string may own it.
+	return unsafe.String(&b[0], n)
+}
+
+// decode converts a string that is not all ASCII.
+func (w WStr) decode() string {
+	u := make([]uint16, len(w)/2)
 	for i := range u {
 		u[i] = uint16(w[2*i]) | uint16(w[2*i+1])<<8
 	}
