@@ -85,7 +85,9 @@ func (t *Tables) Apply(f *event.Fact) {
 	case event.FactDevice:
 		t.Devices[f.Dev] = f.Name
 	case event.FactVolume:
-		t.Volumes[strings.TrimRight(f.Name, `\`)] = strings.TrimRight(f.Image, `\`)
+		// Trim one trailing separator only: the network mapping "\\"
+		// must not become empty.
+		t.Volumes[strings.TrimSuffix(f.Name, `\`)] = strings.TrimSuffix(f.Image, `\`)
 	}
 }
 

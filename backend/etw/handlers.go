@@ -266,7 +266,7 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	if old, dup := p.pendDisk[ev.Irp]; dup {
 		p.count(StatDiskInitReplaced, event.CountUnpaired, 1)
-		p.release(&old)
+		p.release(&old, false)
 	}
 	issuer := d.tid
 	if d.hasTTID && d.ttid != 0 && d.ttid != record.NoID {
@@ -304,7 +304,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		// one.
 		delete(p.pendDisk, ev.Irp)
 		p.count(StatDiskInitMismatch, event.CountUnpaired, 1)
-		p.release(&in)
+		p.release(&in, false)
 		ok = false
 	}
 	if ok {
@@ -384,7 +384,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 	if ok && in.ncand > 0 {
 		p.link(&in, e)
 		p.emit(e)
-		p.release(&in)
+		p.release(&in, true)
 		return
 	}
 	p.emit(e)

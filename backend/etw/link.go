@@ -22,7 +22,9 @@ import (
 // OpEnd that comes before a disk completion it may own), the request is
 // held until those disk I/Os complete, for at most maxDeferTime of trace
 // time and maxDeferred requests; one that has to go before its links are
-// settled is counted (StatLinkLate) and never flagged as a cache hit.
+// settled is counted (StatLinkLate) and never flagged as a cache hit,
+// nor is one a disk I/O of which never completed (lost, replaced, or in
+// flight at the end).
 // Memory is bounded by the requests and disk I/Os in flight.
 //
 // What cannot be linked: I/O the cache manager issues from its own
@@ -50,6 +52,7 @@ type fileReq struct {
 	emitted bool  // emitted (possibly before refs dropped to 0)
 	queued  bool  // in the deferred queue
 	linkOK  bool  // counted in inflight: disk I/O may link to it
+	unsure  bool  // a disk I/O it may have caused never completed
 	doneAt  int64
 }
 
@@ -147,11 +150,13 @@ func (p *Pipeline) link(d *diskInit, e *event.Event) {
 }
 
 // release drops d's references to its candidates; a request that ended
-// and waited only for them is emitted.
-func (p *Pipeline) release(d *diskInit) {
+// and waited only for them is emitted. completed says whether d's disk
+// I/O completed (else whether it was the candidates' stays unknown).
+func (p *Pipeline) release(d *diskInit, completed bool) {
 	for i := 0; i < int(d.ncand); i++ {
 		r := d.cand[i]
 		d.cand[i] = nil
+		r.unsure = r.unsure || !completed
 		r.refs--
 		if r.refs > 0 {
 			continue
@@ -207,7 +212,7 @@ func (p *Pipeline) expire(force bool) {
 func (p *Pipeline) emitReq(r *fileReq) {
 	e := &r.ev
 	r.emitted = true
-	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 &&
+	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
 		e.Flags&(event.FlagNoCompletion|event.FlagDirect|event.FlagPaging) == 0 &&
 		!e.Status.Failed() && e.Bytes > 0 {
 		e.Flags |= event.FlagCacheHit
@@ -234,7 +239,7 @@ func (p *Pipeline) flushLinks() {
 		})
 		for _, irp := range irps {
 			d := p.pendDisk[irp]
-			p.release(&d)
+			p.release(&d, false)
 		}
 	}
 }

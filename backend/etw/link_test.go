@@ -62,6 +62,7 @@ const (
 	irpR5    = 0xffffc00000050000
 	irpF1    = 0xffffc00000060000
 	irpR6    = 0xffffc00000070000
+	irpR7    = 0xffffc00000080000
 	dIrp1    = 0xffffc00000d10000
 	dIrp2    = 0xffffc00000d20000
 	dIrp3    = 0xffffc00000d30000
@@ -70,6 +71,7 @@ const (
 	dIrp6    = 0xffffc00000d60000
 	dIrp7    = 0xffffc00000d70000
 	dIrp8    = 0xffffc00000d80000
+	dIrp9    = 0xffffc00000d90000
 )
 
 // linkScenario exercises the links between disk I/O and file requests.
@@ -124,6 +126,11 @@ func linkScenario(ptr int, version uint16) *synth {
 	s.opEnd(at(61), irpR6, 4096, 0)
 	s.thread(at(2200), 1, pidApp, tidApp+4) // anything, 2.1 s later
 	s.diskDoneV(at(2500), 10, dIrp7, fk1, 1<<25, 4096, tidApp)
+	// R7: its disk read never completes before the trace ends: whether
+	// it was served from the cache is unknown.
+	s.rwFlags(at(2600), 67, tidApp, pidApp, irpR7, fo1, fk1, 0, 4096, cached)
+	s.diskInitV(at(2600.1), 12, tidApp, pidApp, dIrp9)
+	s.opEnd(at(2601), irpR7, 4096, 0)
 	return s
 }
 
@@ -235,6 +242,7 @@ func checkLinks(t *testing.T, out *sink) {
 		{45_000, 0, 0, true},      // R5: another file's disk I/O
 		{50_000, 2, 8192, false},  // F1: a write and a disk flush
 		{60_000, 0, 0, false},     // R6: went out before its disk read completed
+		{2_600_000, 0, 0, false},  // R7: its disk read never completed
 	} {
 		e, ok := reqs[c.us]
 		if !ok {
@@ -264,9 +272,10 @@ func checkLinks(t *testing.T, out *sink) {
 	}
 	st := &out.trailer.Stats
 	for name, want := range map[string]uint64{
-		StatLinked:    6,
-		StatLinkLate:  1,
-		StatCacheHits: 3,
+		StatDiskInitPending: 1,
+		StatLinked:          6,
+		StatLinkLate:        1,
+		StatCacheHits:       3,
 	} {
 		if got := st.Get(kindOf(st, name), name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

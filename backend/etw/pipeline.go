@@ -434,9 +434,6 @@ func (p *Pipeline) emitFact(f *event.Fact) {
 	if p.mode == modeCollect || p.err != nil {
 		return
 	}
-	if f.Kind == event.FactProcess && ntForm(f.Image) {
-		p.count(StatNTPath, event.CountInfo, 1)
-	}
 	if err := p.sink.Fact(f); err != nil {
 		p.err = fmt.Errorf("sink: fact: %w", err)
 	}

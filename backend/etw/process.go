@@ -178,6 +178,9 @@ func (p *Pipeline) sentImage(m *mainImage) {
 	if p.mode != modeCollect && !m.sent {
 		m.sent = true
 		p.count(StatProcessImages, event.CountInfo, 1)
+		if ntForm(p.dosPath(m.nt)) {
+			p.count(StatNTPath, event.CountInfo, 1)
+		}
 	}
 }
 
