@@ -164,7 +164,6 @@ func appendSafe(b []byte, s string) []byte {
 	return b
 }
 
-const hexDigits = "0123456789abcdef"
 
 // appendHex appends v as "0x" and lower-case hex digits.
 func appendHex(b []byte, v uint64) []byte {
