@@ -164,7 +164,6 @@ func appendSafe(b []byte, s string) []byte {
 	return b
 }
 
-
 // appendHex appends v as "0x" and lower-case hex digits.
 func appendHex(b []byte, v uint64) []byte {
 	b = append(b, '0', 'x')
