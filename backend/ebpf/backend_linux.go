@@ -466,9 +466,13 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		err = r.readFor(0)
 	}
 	r.flushMarks()
-	for _, rec := range pr.inFlight() {
-		rec := rec
+	inflight, ierr := pr.inFlight()
+	for _, rec := range inflight {
 		r.tr.syscall(&rec, false)
+	}
+	if ierr != nil {
+		r.opts.Warnf(ierr.Error())
+		r.stats.Add(event.CountInfo, "system calls in flight at stop not reported: "+ierr.Error(), 1)
 	}
 	if berr := stopBlock(); err == nil {
 		err = berr

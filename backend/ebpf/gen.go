@@ -4,4 +4,4 @@ package ebpf
 // break cgo-free builds). The generated iotrace_bpfel.go and .o are
 // committed, so a plain go build needs no clang; run go generate after
 // changing bpf/*.c or bpf/*.h (needs clang and libbpf-dev).
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target bpfel -tags linux iotrace bpf/iotrace.bpf.c -- -O2 -g -Wall -Werror -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include/aarch64-linux-gnu
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target bpfel -tags linux -type inflight_dump iotrace bpf/iotrace.bpf.c -- -O2 -g -Wall -Werror -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include/aarch64-linux-gnu

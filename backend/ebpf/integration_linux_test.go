@@ -1,8 +1,10 @@
 package ebpf
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -268,5 +270,49 @@ func TestFileSyscalls(t *testing.T) {
 	}
 	if lost := sink.trailer.Stats.Total(event.CountLost); lost != 0 {
 		t.Errorf("lost %d: %+v", lost, sink.trailer.Stats.Problems())
+	}
+}
+
+// TestInFlightAtStop: a system call still blocked when tracing stops is
+// reported (from the threads' task-local storage, through the task
+// iterator) as an event without a result, flagged FlagNoCompletion.
+func TestInFlightAtStop(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	cmd := exec.Command("sh", "-c", "echo ready; read line")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{pid}, Layers: []event.Layer{event.LayerFile}}, pid)
+	<-ready
+	// The shell is (or soon will be) blocked in read(0): the enter was
+	// before tracing, so poke it with a line it reads and a second read
+	// that blocks while traced.
+	if _, err := stdin.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	evs := find(sink.events, byPid(pid), byNative("read"), func(e *event.Event) bool { return e.Flags&event.FlagNoCompletion != 0 })
+	if len(evs) == 0 {
+		t.Fatalf("no read in flight at stop reported for pid %d; events: %d", pid, len(find(sink.events, byPid(pid))))
+	}
+	e := evs[len(evs)-1]
+	if e.Status != event.StatusUnknown || e.FD != 0 || e.Tid != pid {
+		t.Errorf("in-flight read: status %v fd %d tid %d, want unknown, 0, %d", e.Status, e.FD, e.Tid, pid)
 	}
 }

@@ -18,14 +18,6 @@ type iotraceCommKey struct {
 	Comm [16]int8
 }
 
-type iotraceCurSyscall struct {
-	_        structs.HostLayout
-	Id       uint64
-	NrBios   uint32
-	Pad      uint32
-	BioBytes uint64
-}
-
 type iotraceExecRec struct {
 	_ structs.HostLayout
 	H struct {
@@ -46,21 +38,26 @@ type iotraceExecRec struct {
 	Data    [5120]int8
 }
 
-type iotraceInflight struct {
-	_      structs.HostLayout
-	Id     uint64
-	Ts     uint64
-	Args   [6]uint64
-	Size   uint64
-	Pos    int64
-	Ino    uint64
-	Dev    uint32
-	Fflags uint32
-	Cpu    uint32
-	Pid    uint32
-	Kind   uint16
-	Sflags uint16
-	Pad    uint32
+type iotraceInflightDump struct {
+	_   structs.HostLayout
+	Tid uint32
+	Pad uint32
+	V   struct {
+		_      structs.HostLayout
+		Id     uint64
+		Ts     uint64
+		Args   [6]uint64
+		Size   uint64
+		Pos    int64
+		Ino    uint64
+		Dev    uint32
+		Fflags uint32
+		Cpu    uint32
+		Pid    uint32
+		Kind   uint16
+		Sflags uint16
+		Pad    uint32
+	}
 }
 
 type iotracePathRec struct {
@@ -79,6 +76,18 @@ type iotracePathRec struct {
 	Index uint8
 	Late  uint8
 	Path  [4096]int8
+}
+
+type iotraceSyscallState struct {
+	_     structs.HostLayout
+	Cause struct {
+		_        structs.HostLayout
+		Id       uint64
+		NrBios   uint32
+		Pad      uint32
+		BioBytes uint64
+	}
+	Call [112]uint8
 }
 
 type iotraceUringInflight struct {
@@ -101,31 +110,32 @@ type iotraceUringInflight struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	iotraceMapComms          = "comms"
-	iotraceMapCounters       = "counters"
-	iotraceMapCurSyscall     = "cur_syscall"
-	iotraceMapExecScratch    = "exec_scratch"
-	iotraceMapInflight       = "inflight"
-	iotraceMapPathScratch    = "path_scratch"
-	iotraceMapPids           = "pids"
-	iotraceMapRb             = "rb"
-	iotraceMapSeq            = "seq"
-	iotraceMapSysKinds       = "sys_kinds"
-	iotraceMapUringInflight  = "uring_inflight"
-	iotraceProgSchedExec     = "sched_exec"
-	iotraceProgSchedExit     = "sched_exit"
-	iotraceProgSchedFork     = "sched_fork"
-	iotraceProgSysEnter      = "sys_enter"
-	iotraceProgSysExit       = "sys_exit"
-	iotraceProgUringComplete = "uring_complete"
-	iotraceProgUringSubmit   = "uring_submit"
-	iotraceVarCfgCause       = "cfg_cause"
-	iotraceVarCfgFilterComm  = "cfg_filter_comm"
-	iotraceVarCfgFilterPids  = "cfg_filter_pids"
-	iotraceVarCfgFollowForks = "cfg_follow_forks"
-	iotraceVarCfgFollowSelf  = "cfg_follow_self"
-	iotraceVarCfgSelfTgid    = "cfg_self_tgid"
-	iotraceVarCfgWakeupBytes = "cfg_wakeup_bytes"
+	iotraceMapComms              = "comms"
+	iotraceMapCounters           = "counters"
+	iotraceMapCurSyscall         = "cur_syscall"
+	iotraceMapExecScratch        = "exec_scratch"
+	iotraceMapPathScratch        = "path_scratch"
+	iotraceMapPids               = "pids"
+	iotraceMapRb                 = "rb"
+	iotraceMapSeq                = "seq"
+	iotraceMapSysKinds           = "sys_kinds"
+	iotraceMapUringInflight      = "uring_inflight"
+	iotraceProgDumpInflight      = "dump_inflight"
+	iotraceProgSchedExec         = "sched_exec"
+	iotraceProgSchedExit         = "sched_exit"
+	iotraceProgSchedFork         = "sched_fork"
+	iotraceProgSysEnter          = "sys_enter"
+	iotraceProgSysExit           = "sys_exit"
+	iotraceProgUringComplete     = "uring_complete"
+	iotraceProgUringSubmit       = "uring_submit"
+	iotraceVarCfgCause           = "cfg_cause"
+	iotraceVarCfgFilterComm      = "cfg_filter_comm"
+	iotraceVarCfgFilterPids      = "cfg_filter_pids"
+	iotraceVarCfgFollowForks     = "cfg_follow_forks"
+	iotraceVarCfgFollowSelf      = "cfg_follow_self"
+	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
+	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
+	iotraceVarUnusedInflightDump = "unused_inflight_dump"
 )
 
 // loadIotrace returns the embedded CollectionSpec for iotrace.
@@ -170,6 +180,7 @@ type iotraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceProgramSpecs struct {
+	DumpInflight  *ebpf.ProgramSpec `ebpf:"dump_inflight"`
 	SchedExec     *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit     *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork     *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -187,7 +198,6 @@ type iotraceMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	CurSyscall    *ebpf.MapSpec `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.MapSpec `ebpf:"exec_scratch"`
-	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
 	PathScratch   *ebpf.MapSpec `ebpf:"path_scratch"`
 	Pids          *ebpf.MapSpec `ebpf:"pids"`
 	Rb            *ebpf.MapSpec `ebpf:"rb"`
@@ -200,13 +210,14 @@ type iotraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceVariableSpecs struct {
-	CfgCause       *ebpf.VariableSpec `ebpf:"cfg_cause"`
-	CfgFilterComm  *ebpf.VariableSpec `ebpf:"cfg_filter_comm"`
-	CfgFilterPids  *ebpf.VariableSpec `ebpf:"cfg_filter_pids"`
-	CfgFollowForks *ebpf.VariableSpec `ebpf:"cfg_follow_forks"`
-	CfgFollowSelf  *ebpf.VariableSpec `ebpf:"cfg_follow_self"`
-	CfgSelfTgid    *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
-	CfgWakeupBytes *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
+	CfgCause           *ebpf.VariableSpec `ebpf:"cfg_cause"`
+	CfgFilterComm      *ebpf.VariableSpec `ebpf:"cfg_filter_comm"`
+	CfgFilterPids      *ebpf.VariableSpec `ebpf:"cfg_filter_pids"`
+	CfgFollowForks     *ebpf.VariableSpec `ebpf:"cfg_follow_forks"`
+	CfgFollowSelf      *ebpf.VariableSpec `ebpf:"cfg_follow_self"`
+	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
+	UnusedInflightDump *ebpf.VariableSpec `ebpf:"unused_inflight_dump"`
 }
 
 // iotraceObjects contains all objects after they have been loaded into the kernel.
@@ -233,7 +244,6 @@ type iotraceMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	CurSyscall    *ebpf.Map `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.Map `ebpf:"exec_scratch"`
-	Inflight      *ebpf.Map `ebpf:"inflight"`
 	PathScratch   *ebpf.Map `ebpf:"path_scratch"`
 	Pids          *ebpf.Map `ebpf:"pids"`
 	Rb            *ebpf.Map `ebpf:"rb"`
@@ -248,7 +258,6 @@ func (m *iotraceMaps) Close() error {
 		m.Counters,
 		m.CurSyscall,
 		m.ExecScratch,
-		m.Inflight,
 		m.PathScratch,
 		m.Pids,
 		m.Rb,
@@ -262,19 +271,21 @@ func (m *iotraceMaps) Close() error {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotraceVariables struct {
-	CfgCause       *ebpf.Variable `ebpf:"cfg_cause"`
-	CfgFilterComm  *ebpf.Variable `ebpf:"cfg_filter_comm"`
-	CfgFilterPids  *ebpf.Variable `ebpf:"cfg_filter_pids"`
-	CfgFollowForks *ebpf.Variable `ebpf:"cfg_follow_forks"`
-	CfgFollowSelf  *ebpf.Variable `ebpf:"cfg_follow_self"`
-	CfgSelfTgid    *ebpf.Variable `ebpf:"cfg_self_tgid"`
-	CfgWakeupBytes *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
+	CfgCause           *ebpf.Variable `ebpf:"cfg_cause"`
+	CfgFilterComm      *ebpf.Variable `ebpf:"cfg_filter_comm"`
+	CfgFilterPids      *ebpf.Variable `ebpf:"cfg_filter_pids"`
+	CfgFollowForks     *ebpf.Variable `ebpf:"cfg_follow_forks"`
+	CfgFollowSelf      *ebpf.Variable `ebpf:"cfg_follow_self"`
+	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
+	UnusedInflightDump *ebpf.Variable `ebpf:"unused_inflight_dump"`
 }
 
 // iotracePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotracePrograms struct {
+	DumpInflight  *ebpf.Program `ebpf:"dump_inflight"`
 	SchedExec     *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit     *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork     *ebpf.Program `ebpf:"sched_fork"`
@@ -286,6 +297,7 @@ type iotracePrograms struct {
 
 func (p *iotracePrograms) Close() error {
 	return _IotraceClose(
+		p.DumpInflight,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

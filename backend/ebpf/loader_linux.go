@@ -1,12 +1,15 @@
 package ebpf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -165,9 +168,9 @@ func (p *probes) attach(ac attachConfig) error {
 			prog *ebpf.Program
 			to   *[]link.Link
 		}{{"sys_exit", p.objs.SysExit, &p.exits}, {"sys_enter", p.objs.SysEnter, &p.enters}} {
-			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: x.name, Program: x.prog})
+			l, err := link.AttachTracing(link.TracingOptions{Program: x.prog})
 			if err != nil {
-				return fmt.Errorf("ebpf: attach raw tracepoint %s: %w", x.name, err)
+				return fmt.Errorf("ebpf: attach BTF tracepoint %s: %w", x.name, err)
 			}
 			*x.to = append(*x.to, l)
 		}
@@ -243,20 +246,46 @@ func (p *probes) counters() ([numCounters][]uint64, error) {
 }
 
 // inFlight returns the syscalls entered and not exited, as records
-// without a result.
-func (p *probes) inFlight() []syscallRec {
-	var (
-		tid uint32
-		v   iotraceInflight
-		out []syscallRec
-	)
-	it := p.objs.Inflight.Iterate()
-	for it.Next(&tid, &v) {
+// without a result. The in-flight state is task-local storage, which user
+// space cannot iterate: a task iterator program (dump_inflight) writes one
+// inflight_dump per thread with a call in flight.
+func (p *probes) inFlight() ([]syscallRec, error) {
+	l, err := link.AttachIter(link.IterOptions{Program: p.objs.DumpInflight})
+	if err != nil {
+		return nil, fmt.Errorf("ebpf: attach the in-flight iterator: %w", err)
+	}
+	defer l.Close()
+	rc, err := l.Open()
+	if err != nil {
+		return nil, fmt.Errorf("ebpf: open the in-flight iterator: %w", err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("ebpf: read the in-flight iterator: %w", err)
+	}
+	return parseInflight(data)
+}
+
+// parseInflight decodes the iterator's output: whole iotraceInflightDump
+// records.
+func parseInflight(data []byte) ([]syscallRec, error) {
+	size := int(unsafe.Sizeof(iotraceInflightDump{}))
+	if len(data)%size != 0 {
+		return nil, fmt.Errorf("ebpf: in-flight iterator wrote %d bytes, not a multiple of %d", len(data), size)
+	}
+	out := make([]syscallRec, 0, len(data)/size)
+	for off := 0; off < len(data); off += size {
+		var d iotraceInflightDump
+		if _, err := binary.Decode(data[off:off+size], binary.NativeEndian, &d); err != nil {
+			return out, fmt.Errorf("ebpf: in-flight record at offset %d: %w", off, err)
+		}
+		v := &d.V
 		out = append(out, syscallRec{
 			header: header{Type: recSyscall, Kind: sysKind(v.Kind), CPU: v.Cpu, Time: v.Ts},
-			ID:     v.Id, Pid: v.Pid, Tid: tid, Args: v.Args, Size: v.Size, Pos: v.Pos,
+			ID:     v.Id, Pid: v.Pid, Tid: d.Tid, Args: v.Args, Size: v.Size, Pos: v.Pos,
 			Ino: v.Ino, Dev: v.Dev, FFlags: v.Fflags, SFlags: uint32(v.Sflags),
 		})
 	}
-	return out
+	return out, nil
 }

@@ -56,7 +56,14 @@ type blockioBlockRec struct {
 	Comm    [16]int8
 }
 
-type blockioCurSyscall struct {
+type blockioInodeKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type blockioSyscallCause struct {
 	_        structs.HostLayout
 	Id       uint64
 	NrBios   uint32
@@ -64,11 +71,10 @@ type blockioCurSyscall struct {
 	BioBytes uint64
 }
 
-type blockioInodeKey struct {
-	_   structs.HostLayout
-	Ino uint64
-	Dev uint32
-	Pad uint32
+type blockioSyscallState struct {
+	_     structs.HostLayout
+	Cause blockioSyscallCause
+	Call  [112]uint8
 }
 
 // Names of all BPF objects in the ELF.

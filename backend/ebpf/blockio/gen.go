@@ -6,4 +6,4 @@ package blockio
 //
 //	go generate ./backend/ebpf/blockio/
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target bpfel -type block_rec -type bio_info blockio bpf/blockio.bpf.c -- -I./bpf -I../bpf -O2 -g -Wall -Werror -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include/aarch64-linux-gnu
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target bpfel -type block_rec -type bio_info -type syscall_cause blockio bpf/blockio.bpf.c -- -I./bpf -I../bpf -O2 -g -Wall -Werror -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include/aarch64-linux-gnu

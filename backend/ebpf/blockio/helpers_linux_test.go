@@ -229,25 +229,40 @@ func alignedBuf(n int) []byte {
 
 // causeMap lets a test mark its own thread as "inside syscall id", as the
 // syscall side does at sys_enter, and read back what the block side added.
+// cur_syscall is task-local storage: user space names the thread by a
+// pidfd (PIDFD_THREAD, Linux 6.9).
 type causeMap struct{ t *Tracer }
+
+func (c causeMap) pidfd(tb testing.TB, tid uint32) int {
+	tb.Helper()
+	fd, err := unix.PidfdOpen(int(tid), unix.PIDFD_THREAD)
+	if err != nil {
+		tb.Fatalf("pidfd_open(%d, PIDFD_THREAD): %v", tid, err)
+	}
+	return fd
+}
 
 func (c causeMap) enter(tb testing.TB, tid uint32, id uint64) {
 	tb.Helper()
-	if err := c.t.objs.CurSyscall.Put(tid, blockioCurSyscall{Id: id}); err != nil {
+	fd := c.pidfd(tb, tid)
+	defer unix.Close(fd)
+	if err := c.t.objs.CurSyscall.Put(uint32(fd), blockioSyscallState{Cause: blockioSyscallCause{Id: id}}); err != nil {
 		tb.Fatalf("cur_syscall put: %v", err)
 	}
 }
 
-func (c causeMap) exit(tb testing.TB, tid uint32) blockioCurSyscall {
+func (c causeMap) exit(tb testing.TB, tid uint32) blockioSyscallCause {
 	tb.Helper()
-	var v blockioCurSyscall
-	if err := c.t.objs.CurSyscall.Lookup(tid, &v); err != nil {
+	fd := c.pidfd(tb, tid)
+	defer unix.Close(fd)
+	var v blockioSyscallState
+	if err := c.t.objs.CurSyscall.Lookup(uint32(fd), &v); err != nil {
 		tb.Fatalf("cur_syscall lookup: %v", err)
 	}
-	if err := c.t.objs.CurSyscall.Delete(tid); err != nil {
+	if err := c.t.objs.CurSyscall.Delete(uint32(fd)); err != nil {
 		tb.Fatalf("cur_syscall delete: %v", err)
 	}
-	return v
+	return v.Cause
 }
 
 func describe(e *event.Event) string {

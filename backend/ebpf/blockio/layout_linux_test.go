@@ -32,7 +32,7 @@ func TestRecordLayout(t *testing.T) {
 			t.Errorf("block_rec.%s at %d, decoder reads it at %d", c.name, c.got, c.want)
 		}
 	}
-	if s := unsafe.Sizeof(blockioCurSyscall{}); s != 24 {
-		t.Errorf("struct cur_syscall is %d bytes, want 24", s)
+	if s := unsafe.Sizeof(blockioSyscallCause{}); s != 24 {
+		t.Errorf("struct syscall_cause is %d bytes, want 24", s)
 	}
 }

@@ -26,8 +26,8 @@ type Options struct {
 	// the clock of the syscall records.
 	Monotonic bool
 
-	// CurSyscall is the syscall side's cur_syscall map (layout in
-	// backend/ebpf/bpf/cur_syscall.h). With it, each bio records the ID
+	// CurSyscall is the syscall side's cur_syscall map (task-local
+	// storage, layout in backend/ebpf/bpf/cur_syscall.h). With it, each bio records the ID
 	// of the syscall its thread was in as its Cause, and adds itself to
 	// that syscall's nr_bios/bio_bytes. Without it, causes are absent.
 	CurSyscall *ebpf.Map

@@ -107,8 +107,10 @@ func Open(opts Options) (*Tracer, error) {
 
 	repl := map[string]*ebpf.Map{}
 	if m := opts.CurSyscall; m != nil {
-		if m.KeySize() != 4 || m.ValueSize() != 24 {
-			return nil, fmt.Errorf("blockio: Options.CurSyscall has key size %d and value size %d, want 4 and 24 (struct cur_syscall)", m.KeySize(), m.ValueSize())
+		want := spec.Maps["cur_syscall"]
+		if m.Type() != want.Type || m.KeySize() != want.KeySize || m.ValueSize() != want.ValueSize {
+			return nil, fmt.Errorf("blockio: Options.CurSyscall is a %s map with key size %d and value size %d, want %s with %d and %d (struct syscall_state)",
+				m.Type(), m.KeySize(), m.ValueSize(), want.Type, want.KeySize, want.ValueSize)
 		}
 		adopt(spec.Maps["cur_syscall"], m)
 		repl["cur_syscall"] = m

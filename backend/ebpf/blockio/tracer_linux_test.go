@@ -46,14 +46,14 @@ func TestDirectIO(t *testing.T) {
 		write     bool
 		off, size int64
 		id        uint64
-		caused    blockioCurSyscall
+		caused    blockioSyscallCause
 	}
 	ops := []op{
-		{false, 0, 4096, 101, blockioCurSyscall{}},
-		{false, 64 << 10, 16 << 10, 102, blockioCurSyscall{}},
-		{true, 128 << 10, 8 << 10, 103, blockioCurSyscall{}},
-		{false, 512 << 10, 256 << 10, 104, blockioCurSyscall{}},
-		{true, 900 << 10, 4096, 105, blockioCurSyscall{}},
+		{false, 0, 4096, 101, blockioSyscallCause{}},
+		{false, 64 << 10, 16 << 10, 102, blockioSyscallCause{}},
+		{true, 128 << 10, 8 << 10, 103, blockioSyscallCause{}},
+		{false, 512 << 10, 256 << 10, 104, blockioSyscallCause{}},
+		{true, 900 << 10, 4096, 105, blockioSyscallCause{}},
 	}
 	for i := range ops {
 		o := &ops[i]
@@ -194,7 +194,7 @@ func TestPageCache(t *testing.T) {
 
 	type read struct {
 		id     uint64
-		caused blockioCurSyscall
+		caused blockioSyscallCause
 	}
 	pass := func(base uint64) []read {
 		var rs []read

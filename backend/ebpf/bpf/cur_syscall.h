@@ -4,14 +4,21 @@
  * iotrace.bpf.c) and the block programs (engineer D, blockio) to link a
  * bio to the system call that queued it.
  *
- * Protocol:
- *   - sys_enter of a traced syscall writes cur_syscall[tid] = {id, 0, 0, 0}
- *     (id: the syscall event's ID, bit 63 clear).
- *   - block_bio_queue looks up cur_syscall[current tid]; when present it
- *     stores id as the bio's cause and atomically adds 1 to nr_bios and the
- *     bio's size to bio_bytes (__sync_fetch_and_add).
+ * Protocol (the map is task-local storage: one value per thread, found
+ * from the task itself in a few instructions, freed by the kernel when the
+ * thread exits, so nothing per thread is left behind or capped):
+ *   - sys_enter of a traced syscall sets the current thread's cause to
+ *     {id, 0, 0, 0} (id: the syscall event's ID, bit 63 clear, never 0).
+ *     The value is created at the thread's first traced call and
+ *     rewritten in place after that: an id of 0 means no traced call is
+ *     in progress.
+ *   - block_bio_queue looks up the current thread's cause; when present
+ *     with a non-zero id it stores id as the bio's cause and atomically
+ *     adds 1 to nr_bios and the bio's size to bio_bytes
+ *     (__sync_fetch_and_add). block_split does the same for a split
+ *     child when the current thread is still in the parent's syscall.
  *   - sys_exit reads nr_bios/bio_bytes into the syscall record
- *     (CausedIOs/CausedBytes) and deletes the entry.
+ *     (CausedIOs/CausedBytes) and sets id to 0.
  *
  * The map is defined (and owned) by the syscall object; the block object
  * declares the same map and the loader replaces it with the syscall
@@ -23,20 +30,30 @@
 #ifndef IOTRACE_CUR_SYSCALL_H
 #define IOTRACE_CUR_SYSCALL_H
 
-#define CUR_SYSCALL_MAX_ENTRIES 65536
-
-struct cur_syscall {
+struct syscall_cause {
 	__u64 id;        /* ID of the syscall event in progress on this thread */
 	__u32 nr_bios;   /* bios queued by this thread during the syscall */
 	__u32 pad;
 	__u64 bio_bytes; /* bytes of those bios */
 };
 
+/* The map's value: the cause counters first, then the syscall object's
+ * own state of the call in flight (struct inflight in iotrace.bpf.c, which
+ * asserts its size), kept in the same value so that each end of a system
+ * call makes one storage lookup, not two. The block object sees it as
+ * opaque bytes. */
+#define SYSCALL_PRIVATE_SIZE 112
+
+struct syscall_state {
+	struct syscall_cause cause;
+	__u8 call[SYSCALL_PRIVATE_SIZE];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CUR_SYSCALL_MAX_ENTRIES);
-	__type(key, __u32);               /* tid (kernel pid) */
-	__type(value, struct cur_syscall);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);                 /* a pidfd, from user space */
+	__type(value, struct syscall_state);
 } cur_syscall SEC(".maps");
 
 #endif /* IOTRACE_CUR_SYSCALL_H */

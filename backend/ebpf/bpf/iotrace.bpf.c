@@ -3,11 +3,13 @@
  * iotrace.bpf.c: file system calls paired in the kernel, plus the process
  * life cycle (fork, exec, exit) and io_uring requests.
  *
- * Two raw tracepoint programs, on sys_enter and sys_exit, see every system
+ * Two BTF tracepoint programs, on sys_enter and sys_exit, see every system
  * call; the array sys_kinds, indexed by syscall number and filled by the
  * loader, says which are traced, which arguments are paths and what else
  * to read (see syscalls.go); the rest return after one array lookup.
- * sys_enter stores the arguments in a per-thread map (inflight); sys_exit
+ * sys_enter stores the arguments in task-local storage (inflight, created
+ * at the thread's first traced call, reused in place, freed with the
+ * thread); sys_exit
  * sends one struct syscall_rec with both ends. Path arguments are read at enter and sent ahead in a
  * struct path_rec; a path whose page is not resident at enter is read
  * again at exit.
@@ -184,12 +186,22 @@ struct inflight {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, __u32); /* tid */
-	__type(value, struct inflight);
-} inflight SEC(".maps");
+/* The system call in flight on each thread lives in the thread's
+ * task-local storage (cur_syscall, see cur_syscall.h), next to the cause
+ * counters the block programs update: created at the thread's first traced
+ * call, reused in place (kind 0: none in flight), freed with the thread. */
+_Static_assert(sizeof(struct inflight) == SYSCALL_PRIVATE_SIZE, "struct inflight must fill syscall_state.call");
+
+struct thread_state {
+	struct syscall_cause cause;
+	struct inflight call;
+};
+_Static_assert(sizeof(struct thread_state) == sizeof(struct syscall_state), "thread_state is syscall_state");
+
+static __always_inline struct thread_state *thread_state(struct task_struct *t, __u64 flags)
+{
+	return bpf_task_storage_get(&cur_syscall, t, 0, flags);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -313,22 +325,32 @@ static __always_inline __u64 arg(const __u64 *args, __u32 i)
 	return 0;
 }
 
-/* fd_file returns the struct file of fd in the current task, or NULL. */
+/* bpf_rdonly_cast turns a kernel address read as a number into a typed
+ * pointer whose fields are plain loads (kfunc, Linux 6.2). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/* fd_file returns the struct file of fd in the current task, or NULL. The
+ * task's fields are plain loads (a BTF pointer); only the fd array entry,
+ * at a variable index, needs bpf_probe_read_kernel. */
 static __always_inline struct file *fd_file(__s64 fd)
 {
 	if (fd < 0)
 		return NULL;
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct files_struct *files = t->files;
+	if (!files)
+		return NULL;
+	struct fdtable *fdt = files->fdt;
 	if (!fdt)
 		return NULL;
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	if ((__u64)fd >= max)
+	if ((__u64)fd >= fdt->max_fds)
 		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file **fds = fdt->fd;
 	struct file *f = NULL;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	if (!f)
+		return NULL;
+	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
 }
 
 static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
@@ -336,12 +358,16 @@ static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
 	struct file *f = fd_file(fd);
 	if (!f)
 		return;
-	struct inode *ino = BPF_CORE_READ(f, f_inode);
-	v->ino = BPF_CORE_READ(ino, i_ino);
-	v->dev = BPF_CORE_READ(ino, i_sb, s_dev);
-	v->fflags = BPF_CORE_READ(f, f_flags);
+	struct inode *ino = f->f_inode;
+	if (ino) {
+		v->ino = ino->i_ino;
+		struct super_block *sb = ino->i_sb;
+		if (sb)
+			v->dev = sb->s_dev;
+	}
+	v->fflags = f->f_flags;
 	if (pos)
-		v->pos = BPF_CORE_READ(f, f_pos);
+		v->pos = f->f_pos;
 	v->sflags |= SF_HAVE_FILE;
 }
 
@@ -390,52 +416,55 @@ static __always_inline __u64 syscall_desc(long nr)
 	return d ? *d : 0;
 }
 
+/* The sys_enter/sys_exit programs are BTF tracepoints (tp_btf): regs is a
+ * typed kernel pointer, so its fields are plain loads, not
+ * bpf_probe_read_kernel calls (each of which costs tens of ns). */
+
 /* compat reports whether regs belong to a 32-bit task (its system call
  * numbers are another table's). */
 static __always_inline bool compat(struct pt_regs *regs)
 {
-	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->cs)) {
-		unsigned short cs = 0;
-		bpf_core_read(&cs, sizeof(cs), &((struct pt_regs___x86 *)regs)->cs);
-		return cs == X86_USER32_CS;
-	}
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->cs))
+		return ((struct pt_regs___x86 *)regs)->cs == X86_USER32_CS;
 	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->pstate))
-		return BPF_CORE_READ((struct pt_regs___arm64 *)regs, pstate) & ARM64_PSR_MODE32;
+		return ((struct pt_regs___arm64 *)regs)->pstate & ARM64_PSR_MODE32;
 	return false;
 }
 
 static __always_inline long exit_nr(struct pt_regs *regs)
 {
 	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->orig_ax))
-		return BPF_CORE_READ((struct pt_regs___x86 *)regs, orig_ax);
+		return ((struct pt_regs___x86 *)regs)->orig_ax;
 	if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->syscallno))
-		return BPF_CORE_READ((struct pt_regs___arm64 *)regs, syscallno);
+		return ((struct pt_regs___arm64 *)regs)->syscallno;
 	return -1;
 }
 
 static __always_inline void syscall_args(struct pt_regs *regs, __u64 *a)
 {
 	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->di)) {
-		/* r10, r9, r8, ax, cx, dx, si, di are consecutive in every
-		 * x86-64 struct pt_regs: one read instead of six. */
-		__u64 r[8] = {};
-		bpf_probe_read_kernel(r, sizeof(r), (void *)regs + bpf_core_field_offset(struct pt_regs___x86, r10));
-		a[0] = r[7]; /* di */
-		a[1] = r[6]; /* si */
-		a[2] = r[5]; /* dx */
-		a[3] = r[0]; /* r10 */
-		a[4] = r[2]; /* r8 */
-		a[5] = r[1]; /* r9 */
+		struct pt_regs___x86 *r = (void *)regs;
+		a[0] = r->di;
+		a[1] = r->si;
+		a[2] = r->dx;
+		a[3] = r->r10;
+		a[4] = r->r8;
+		a[5] = r->r9;
 	} else if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->regs)) {
 		struct pt_regs___arm64 *r = (void *)regs;
-		bpf_probe_read_kernel(a, 6 * sizeof(__u64), &r->regs[0]);
+		a[0] = r->regs[0];
+		a[1] = r->regs[1];
+		a[2] = r->regs[2];
+		a[3] = r->regs[3];
+		a[4] = r->regs[4];
+		a[5] = r->regs[5];
 	}
 }
 
-SEC("raw_tracepoint/sys_enter")
-int sys_enter(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
-	__u64 cookie = syscall_desc(ctx->args[1]);
+	__u64 cookie = syscall_desc(nr);
 	if (!cookie)
 		return 0;
 	__u64 pt = bpf_get_current_pid_tgid();
@@ -443,97 +472,111 @@ int sys_enter(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!want(tgid))
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
 	if (compat(regs))
 		return 0;
 
-	struct inflight v = {};
-	syscall_args(regs, v.args);
+	__u64 a[6] = {};
+	syscall_args(regs, a);
 	if (cookie & CK_MMAP) {
-		if ((v.args[3] & MAP_ANONYMOUS) || (__s64)v.args[4] < 0)
+		if ((a[3] & MAP_ANONYMOUS) || (__s64)a[4] < 0)
 			return 0;
 	}
 	if (cookie & CK_FCNTL) {
-		__u64 cmd = v.args[1];
+		__u64 cmd = a[1];
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && cmd != F_SETFD)
 			return 0;
 	}
 
-	v.cpu = bpf_get_smp_processor_id();
-	v.id = next_id(v.cpu);
-	v.pid = tgid;
-	v.kind = CK_KIND(cookie);
-	v.pos = -1;
+	struct thread_state *st = thread_state(bpf_get_current_task_btf(), BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st) {
+		count(C_INFLIGHT_FULL);
+		return 0;
+	}
+	struct inflight *v = &st->call;
+	v->args[0] = a[0];
+	v->args[1] = a[1];
+	v->args[2] = a[2];
+	v->args[3] = a[3];
+	v->args[4] = a[4];
+	v->args[5] = a[5];
+	v->cpu = bpf_get_smp_processor_id();
+	v->id = next_id(v->cpu);
+	v->pid = tgid;
+	v->pos = -1;
+	v->size = 0;
+	v->ino = 0;
+	v->dev = 0;
+	v->fflags = 0;
+	v->sflags = 0;
+	v->kind = CK_KIND(cookie);
 
 	if (cookie & CK_OPENAT2) {
 		__u64 how[2] = {};
-		bpf_probe_read_user(how, sizeof(how), (const void *)v.args[2]);
-		v.args[2] = how[0]; /* flags */
-		v.args[3] = how[1]; /* mode */
+		bpf_probe_read_user(how, sizeof(how), (const void *)a[2]);
+		v->args[2] = how[0]; /* flags */
+		v->args[3] = how[1]; /* mode */
 	}
 	if (cookie & CK_IOV) {
-		__u64 n = v.args[2];
-		const __u64 *iov = (const __u64 *)v.args[1];
+		__u64 n = a[2];
+		const __u64 *iov = (const __u64 *)a[1];
 		if (n > IOV_CAP) {
 			n = IOV_CAP;
-			v.sflags |= SF_IOV_PARTIAL;
+			v->sflags |= SF_IOV_PARTIAL;
 		}
+		__u64 size = 0;
 		for (int i = 0; i < IOV_CAP; i++) {
 			if (i >= n)
 				break;
 			__u64 len = 0;
 			bpf_probe_read_user(&len, sizeof(len), &iov[2 * i + 1]);
-			v.size += len;
+			size += len;
 		}
+		v->size = size;
 	}
 	if (cookie & CK_FPOS) {
 		bool pos = true;
-		if ((cookie & CK_POS_ARG) && (__s64)v.args[3] != -1)
+		if ((cookie & CK_POS_ARG) && (__s64)a[3] != -1)
 			pos = false;
-		file_info(&v, (__s64)v.args[0], pos);
+		file_info(v, (__s64)a[0], pos);
 	}
 
-	v.ts = bpf_ktime_get_boot_ns();
+	v->ts = bpf_ktime_get_boot_ns();
 
 	__u32 p0 = CK_PATH0(cookie), p1 = CK_PATH1(cookie);
 	if (p0 != NO_ARG) {
-		__u64 up = arg(v.args, p0);
-		if (up && emit_path(&v, tid, 0, up, 0) < 0) {
-			v.sflags |= SF_PATH0_LATE;
+		__u64 up = arg(a, p0);
+		if (up && emit_path(v, tid, 0, up, 0) < 0) {
+			v->sflags |= SF_PATH0_LATE;
 			count(C_PATH_RETRY);
 		}
 	}
 	if (p1 != NO_ARG) {
-		__u64 up = arg(v.args, p1);
-		if (up && emit_path(&v, tid, 1, up, 0) < 0) {
-			v.sflags |= SF_PATH1_LATE;
+		__u64 up = arg(a, p1);
+		if (up && emit_path(v, tid, 1, up, 0) < 0) {
+			v->sflags |= SF_PATH1_LATE;
 			count(C_PATH_RETRY);
 		}
 	}
 
-	if (bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY) < 0) {
-		count(C_INFLIGHT_FULL);
-		return 0;
-	}
 	if (cfg_cause) {
-		struct cur_syscall c = {.id = v.id};
-		if (bpf_map_update_elem(&cur_syscall, &tid, &c, BPF_ANY) < 0)
-			count(C_CAUSE_FULL);
+		st->cause.nr_bios = 0;
+		st->cause.bio_bytes = 0;
+		st->cause.id = v->id;
 	}
 	return 0;
 }
 
-SEC("raw_tracepoint/sys_exit")
-int sys_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
 	__u64 cookie = syscall_desc(exit_nr(regs));
 	if (!cookie)
 		return 0;
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
-	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
-	if (!v) {
+	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
+	struct inflight *v = st ? &st->call : NULL;
+	if (!v || !v->kind) {
 		/* Anonymous mmaps and fcntls other than dups are skipped at
 		 * enter on purpose. */
 		if (!(cookie & (CK_MMAP | CK_FCNTL)) && want(tgid) && !compat(regs))
@@ -541,7 +584,6 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_boot_ns();
-	long ret = ctx->args[1];
 	if (CK_KIND(cookie) != v->kind) {
 		count(C_KIND_MISMATCH);
 		goto out;
@@ -566,8 +608,7 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
 		count(C_LOST_SYSCALL);
-		if (cfg_cause)
-			bpf_map_delete_elem(&cur_syscall, &tid);
+		st->cause.id = 0;
 		goto out;
 	}
 	r->h.type = REC_SYSCALL;
@@ -602,20 +643,19 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		sflags |= tmp.sflags;
 	}
 	if (cfg_cause) {
-		struct cur_syscall *c = bpf_map_lookup_elem(&cur_syscall, &tid);
-		if (c && c->id == v->id) {
-			r->nr_bios = c->nr_bios;
-			r->bio_bytes = c->bio_bytes;
+		if (st->cause.id == v->id) {
+			r->nr_bios = st->cause.nr_bios;
+			r->bio_bytes = st->cause.bio_bytes;
 			sflags |= SF_CAUSE;
 		}
-		bpf_map_delete_elem(&cur_syscall, &tid);
 	}
 	r->sflags = sflags;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flags());
 	count(C_SYSCALLS);
 out:
-	bpf_map_delete_elem(&inflight, &tid);
+	st->cause.id = 0;
+	v->kind = 0;
 	return 0;
 }
 
@@ -672,19 +712,9 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid;
-	__u32 tid = p->pid;
 
-	/* A non-leader thread that execs takes over the leader's pid: move
-	 * its in-flight execve so that the exit pairs. */
-	if ((__u32)old_pid != tid) {
-		__u32 old = old_pid;
-		struct inflight *v = bpf_map_lookup_elem(&inflight, &old);
-		if (v) {
-			struct inflight copy = *v;
-			bpf_map_update_elem(&inflight, &tid, &copy, BPF_ANY);
-			bpf_map_delete_elem(&inflight, &old);
-		}
-	}
+	/* A non-leader thread that execs takes over the leader's pid; its
+	 * in-flight execve stays in its task-local storage and pairs. */
 	if (!want(tgid))
 		return 0;
 
@@ -739,12 +769,10 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 
-	if (bpf_map_lookup_elem(&inflight, &tid)) {
+	/* The thread's task-local storage goes with it. */
+	struct thread_state *st = thread_state(p, 0);
+	if (st && st->call.kind)
 		count(C_ENTER_NO_EXIT);
-		bpf_map_delete_elem(&inflight, &tid);
-	}
-	if (cfg_cause)
-		bpf_map_delete_elem(&cur_syscall, &tid);
 	if (p->signal->live.counter != 0)
 		return 0; /* other threads live on */
 
@@ -770,6 +798,42 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	r->code = p->exit_code;
 	r->pad = 0;
 	bpf_ringbuf_submit(r, wakeup_flags());
+	return 0;
+}
+
+/* ---- Calls in flight when tracing stops ---- */
+
+struct seq_file;
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+/* inflight_dump is what dump_inflight writes per thread with a call in
+ * flight (task-local storage cannot be iterated from user space). */
+struct inflight_dump {
+	__u32 tid;
+	__u32 pad;
+	struct inflight v;
+};
+const struct inflight_dump *unused_inflight_dump __attribute__((unused)); /* for bpf2go -type */
+
+SEC("iter/task")
+int dump_inflight(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	if (!t)
+		return 0;
+	struct thread_state *st = thread_state(t, 0);
+	if (!st || !st->call.kind)
+		return 0;
+	struct inflight_dump d = {};
+	d.tid = t->pid;
+	d.v = st->call;
+	bpf_seq_write(ctx->meta->seq, &d, sizeof(d));
 	return 0;
 }
 

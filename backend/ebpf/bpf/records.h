@@ -130,10 +130,10 @@ enum counter {
 	C_EXIT_NO_ENTER,    /* syscall exit without its enter */
 	C_ENTER_NO_EXIT,    /* thread exited inside a traced syscall */
 	C_KIND_MISMATCH,    /* exit of another syscall than the one entered */
-	C_INFLIGHT_FULL,    /* enter not recorded: in-flight map full */
+	C_INFLIGHT_FULL,    /* enter not recorded: no task storage (memory) */
 	C_PATH_RETRY,       /* path not resident at enter, retried at exit */
 	C_PATH_FAILED,      /* path unreadable at enter and exit */
-	C_CAUSE_FULL,       /* cur_syscall map full */
+	C_CAUSE_FULL,       /* unused since cur_syscall is task storage (kept: the numbering is shared with counters.go) */
 	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
 	C_URING_FULL,       /* io_uring in-flight map full */
 	C_PIDS_FULL,        /* followed child not added: pid map full */

@@ -249,7 +249,10 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	else
 		bio_inode(bio, &bi);
 
-	struct cur_syscall *cs = bpf_map_lookup_elem(&cur_syscall, &tid);
+	struct syscall_state *st = bpf_task_storage_get(&cur_syscall, bpf_get_current_task_btf(), 0, 0);
+	struct syscall_cause *cs = st ? &st->cause : NULL;
+	if (cs && !cs->id)
+		cs = NULL; /* the thread's entry, between two syscalls */
 
 	if (filter_pids && !cs && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
 		struct inode_key k = { .ino = bi.inode, .dev = bi.ino_dev };
@@ -305,9 +308,10 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 	}
 	/* The syscall that queued the parent caused this child too. */
 	if (bi.cause) {
-		struct cur_syscall *cs = bpf_map_lookup_elem(&cur_syscall, &bi.tid);
-		if (cs && cs->id == bi.cause)
-			__sync_fetch_and_add(&cs->nr_bios, 1);
+		/* Split in the submitter's context, still inside its syscall. */
+		struct syscall_state *st = bpf_task_storage_get(&cur_syscall, bpf_get_current_task_btf(), 0, 0);
+		if (st && st->cause.id == bi.cause)
+			__sync_fetch_and_add(&st->cause.nr_bios, 1);
 	}
 	count(BC_SPLIT);
 	return 0;
