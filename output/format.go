@@ -142,11 +142,11 @@ func needsQuote(s string) bool {
 	return false
 }
 
-// appendPath appends s as is, or Go-quoted when it has spaces, quotes or
-// control characters.
+// appendPath appends s as is, or quoted for people (appendTextQuote) when
+// it has spaces, quotes or control characters.
 func appendPath(b []byte, s string) []byte {
 	if needsQuote(s) {
-		return strconv.AppendQuote(b, s)
+		return appendTextQuote(b, s)
 	}
 	return append(b, s...)
 }

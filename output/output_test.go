@@ -179,7 +179,7 @@ func TestTextLinux(t *testing.T) {
 	}
 	find("flags=O_RDONLY|O_CLOEXEC")
 	find("===== marker: phase two =====")
-	find(`/tmp/a → "/tmp/b\tc"`)
+	find("/tmp/a → \"/tmp/b\u2409c\"")
 	nc := find("#7 ")
 	if !strings.Contains(nc, "<fd 9>") || !strings.Contains(nc, "no-completion") {
 		t.Errorf("unresolved, uncompleted write: %s", nc)
@@ -211,6 +211,34 @@ func TestTextWindowsAndProblems(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// TestTextWindowsPathQuoting: a Windows path reads as it is spelled, with
+// single backslashes, unquoted without spaces and quoted with them; the
+// jsonl output of the same events keeps its JSON escapes.
+func TestTextWindowsPathQuoting(t *testing.T) {
+	s := windowsSample()
+	s.events[0].Path = `C:\Program Files\App "x"\lib.dll`
+	s.facts = []event.Fact{{Kind: event.FactProcess, Pid: 4, Name: "app", Image: `C:\Windows\System32\svchost.exe`,
+		Detail: `C:\Windows\system32\svchost.exe -k netsvcs`, Rundown: true}}
+	out := render(t, "text", Options{Facts: true}, s)
+	t.Log("\n" + out)
+	for _, want := range []string{
+		`  "C:\Program Files\App ""x""\lib.dll"`,
+		` image=C:\Windows\System32\svchost.exe `,
+		` detail="C:\Windows\system32\svchost.exe -k netsvcs"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %s", want)
+		}
+	}
+	if strings.Contains(out, `\\`) {
+		t.Errorf("text output doubles a backslash:\n%s", out)
+	}
+	js := render(t, "jsonl", Options{}, s)
+	if !strings.Contains(js, `"C:\\Program Files\\App \"x\"\\lib.dll"`) {
+		t.Errorf("jsonl path is not JSON-escaped:\n%s", js)
 	}
 }
 
@@ -404,6 +432,13 @@ func TestHelpers(t *testing.T) {
 		{string(appendCSV(nil, `a,"b"`)), `"a,""b"""`},
 		{string(appendPath(nil, "/a b")), `"/a b"`},
 		{string(appendPath(nil, "/ok/é")), `/ok/é`},
+		{string(appendPath(nil, `C:\Windows\x.dll`)), `C:\Windows\x.dll`},
+		{string(appendPath(nil, `C:\a b\x.dll`)), `"C:\a b\x.dll"`},
+		{string(appendPath(nil, `a"b\`)), `"a""b\"`},
+		{string(appendPath(nil, "")), `""`},
+		{string(appendPath(nil, "a\nb\x7f\x00")), "\"a\u240ab\u2421\u2400\""},
+		{string(appendPath(nil, "l\xe9\u202etxt.exe")), `"l<0xE9><U+202E>txt.exe"`},
+		{string(appendPath(nil, "x\u0085\U000e0001")), `"x<U+0085><U+E0001>"`},
 		{string(appendLinuxOpenFlags(nil, 0x5110c2)), "O_RDWR|O_CREAT|O_EXCL|O_SYNC|O_TMPFILE"},
 		{string(appendBits(nil, 0x80000001, winShare)), "READ|0x80000000"},
 		{string(alignRight([]byte("ab"), 0, 5)), "   ab"},

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -431,4 +432,59 @@ func (t *Text) End(tr *event.Trailer) error {
 	}
 	t.out.buf = b
 	return t.out.flush()
+}
+
+// appendTextQuote appends s in double quotes for a person to read: a
+// backslash stays one backslash (C:\Program Files\x.dll reads as it is
+// spelled), a double quote is doubled ("" as in cmd, PowerShell and CSV),
+// a control character shows as its Unicode control picture (a newline as
+// ␊, a tab as ␉), another character that does not print as <U+XXXX>, and
+// a byte that is not UTF-8 as <0xNN>.
+func appendTextQuote(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"':
+				b = append(b, '"', '"')
+			case c < ' ':
+				b = utf8.AppendRune(b, 0x2400+rune(c))
+			case c == 0x7f:
+				b = utf8.AppendRune(b, 0x2421)
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, "<0x"...)
+			b = append(b, hexDigit(c>>4), hexDigit(c&0xf), '>')
+		case !strconv.IsPrint(r):
+			b = append(b, "<U+"...)
+			digits := 4
+			for r>>(4*digits) != 0 {
+				digits++
+			}
+			for d := digits - 1; d >= 0; d-- {
+				b = append(b, hexDigit(byte(r>>(4*d))&0xf))
+			}
+			b = append(b, '>')
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}
+
+// hexDigit returns the upper-case hex digit of v (0-15).
+func hexDigit(v byte) byte {
+	if v < 10 {
+		return '0' + v
+	}
+	return 'A' + v - 10
 }

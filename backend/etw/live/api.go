@@ -214,6 +214,11 @@ type API interface {
 	Pid() uint32
 	// Processes lists the running processes.
 	Processes() ([]Process, error)
+	// ProcessImage returns the full path of the executable of process
+	// pid in DOS form ("C:\Windows\System32\svchost.exe";
+	// QueryFullProcessImageNameW). It fails for processes this one may
+	// not query (protected, System) and for those that are gone.
+	ProcessImage(pid uint32) (string, error)
 	// StartSuspended starts argv[0] with its arguments, suspended, for
 	// Child.Resume once the session runs.
 	StartSuspended(argv []string) (Child, error)

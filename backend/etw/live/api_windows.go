@@ -212,11 +212,19 @@ func (winAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) 
 	return errno(err)
 }
 
+// procPreciseTime is GetSystemTimePreciseAsFileTime, which Windows 7
+// lacks (calling it there would panic).
+var procPreciseTime = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetSystemTimePreciseAsFileTime")
+
 func (winAPI) Clock() (freq, qpc, filetime int64) {
 	_ = queryPerformanceFrequency(&freq)
 	_ = queryPerformanceCounter(&qpc)
 	var ft windows.Filetime
-	windows.GetSystemTimePreciseAsFileTime(&ft)
+	if procPreciseTime.Find() == nil {
+		windows.GetSystemTimePreciseAsFileTime(&ft)
+	} else {
+		windows.GetSystemTimeAsFileTime(&ft)
+	}
 	return freq, qpc, int64(ft.HighDateTime)<<32 | int64(ft.LowDateTime)
 }
 
@@ -243,6 +251,26 @@ func (winAPI) Processes() ([]Process, error) {
 		return out, fmt.Errorf("Process32Next: %w", err)
 	}
 	return out, nil
+}
+
+func (winAPI) ProcessImage(pid uint32) (string, error) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, pid)
+	if err != nil {
+		return "", fmt.Errorf("OpenProcess %d: %w", pid, err)
+	}
+	defer windows.CloseHandle(h)
+	buf := make([]uint16, windows.MAX_PATH)
+	for {
+		n := uint32(len(buf))
+		err := windows.QueryFullProcessImageName(h, 0, &buf[0], &n)
+		if err == nil {
+			return windows.UTF16ToString(buf[:n]), nil
+		}
+		if !errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER) || len(buf) >= 1<<15 {
+			return "", fmt.Errorf("QueryFullProcessImageName %d: %w", pid, err)
+		}
+		buf = make([]uint16, 2*len(buf)) // a path longer than MAX_PATH
+	}
 }
 
 func (winAPI) Volumes() (map[string]string, error) {
@@ -307,8 +335,9 @@ func (winAPI) StartSuspended(argv []string) (Child, error) {
 }
 
 type winChild struct {
-	pi   windows.ProcessInformation
-	once sync.Once
+	pi     windows.ProcessInformation
+	mu     sync.Mutex
+	closed bool // the process handle is closed (Wait returned)
 }
 
 func (c *winChild) Pid() uint32 { return c.pi.ProcessId }
@@ -319,19 +348,29 @@ func (c *winChild) Resume() error {
 	return err
 }
 
-func (c *winChild) Wait() error {
-	defer c.once.Do(func() { windows.CloseHandle(c.pi.Process) })
+func (c *winChild) Wait() (uint32, error) {
+	defer func() {
+		c.mu.Lock()
+		if !c.closed {
+			c.closed = true
+			windows.CloseHandle(c.pi.Process)
+		}
+		c.mu.Unlock()
+	}()
 	if _, err := windows.WaitForSingleObject(c.pi.Process, windows.INFINITE); err != nil {
-		return err
+		return 0, fmt.Errorf("WaitForSingleObject: %w", err)
 	}
 	var code uint32
 	if err := windows.GetExitCodeProcess(c.pi.Process, &code); err != nil {
-		return err
+		return 0, fmt.Errorf("GetExitCodeProcess: %w", err)
 	}
-	if code != 0 {
-		return fmt.Errorf("exit status %d", code)
-	}
-	return nil
+	return code, nil
 }
 
-func (c *winChild) Kill() { _ = windows.TerminateProcess(c.pi.Process, 1) }
+func (c *winChild) Kill() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed { // never a handle closed (and maybe reused) since
+		_ = windows.TerminateProcess(c.pi.Process, 1)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,17 @@ type Config struct {
 	// NoRundown skips the rundown session (names of files opened before
 	// the trace then stay unresolved).
 	NoRundown bool
+	// FlushTimer is how often, in seconds, the main session delivers
+	// buffers that are not full (default 1): it bounds how late an
+	// event of a quiet processor arrives.
+	FlushTimer uint32
+	// ReorderWindow is how long an event is held to put the processors'
+	// buffers back in time order (default: the flush timer plus one
+	// second); negative passes events on in arrival order.
+	ReorderWindow time.Duration
+	// ReorderLimit bounds the events held for reordering (default
+	// 524,288); beyond it the oldest go out early (counted).
+	ReorderLimit int
 }
 
 // Backend is the live Windows ETW backend: a kernel session consumed in
@@ -115,6 +127,12 @@ func (b *Backend) defaults(opts *backend.Options) Config {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = 5 * time.Second
 	}
+	if c.FlushTimer == 0 {
+		c.FlushTimer = 1
+	}
+	if c.ReorderWindow == 0 {
+		c.ReorderWindow = time.Duration(c.FlushTimer)*time.Second + time.Second
+	}
 	return c
 }
 
@@ -125,11 +143,16 @@ const (
 	StatLogBufLost        = "etw: log buffers lost by the session (LogBuffersLost)"
 	StatRTLostEvents      = "etw: RT_LostEvent notices received (events or buffers dropped before delivery)"
 	StatQueueOverflow     = "etw: events dropped: decoder queue full (the decoder fell behind)"
+	StatAfterClose        = "etw: events dropped: delivered after the consumer was given up (stop timeout)"
 	StatRundownRecords    = "etw: rundown session records (files open before the trace)"
 	StatRundownUnfinished = "etw: rundown session did not finish in time (names of files opened before the trace may be missing)"
 	StatReceived          = "etw: events received from the session"
 	StatMarkers           = "etw: markers"
 	StatFilteredByProcess = "etw: events outside the traced processes (filtered)"
+	StatReorderLate       = "etw: events delivered after the reorder window (passed on out of time order: pairing and links may miss them)"
+	StatReorderForced     = "etw: events passed on before their reorder window ended (too many held)"
+	StatProcessNoImage    = "etw: running processes whose executable path Windows did not give (protected or gone): named by their image file name"
+	StatCommandExit       = "command exit status"
 )
 
 // session is one running kernel session being consumed.
@@ -287,25 +310,24 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 			facts = append(facts, event.Fact{Kind: event.FactVolume, Rundown: true, Name: nt, Image: dos})
 		}
 	}
+	var stats event.Stats
 	procs, err := api.Processes()
 	if err != nil {
 		warn(fmt.Sprintf("process list: %v", err))
 	}
-	for _, p := range procs {
-		facts = append(facts, event.Fact{Kind: event.FactProcess, Rundown: true, Pid: p.Pid, PPid: p.PPid, Name: strings.TrimSuffix(p.Name, ".exe"), Image: p.Name})
-	}
+	facts = appendProcessFacts(facts, api, procs, &stats)
 	out := newLiveSink(sink, &hdr, facts, newPidFilter(&opts))
 	pl := etw.NewPipeline(out, etw.Options{
 		Source:      event.SourceETWLive,
 		Header:      &hdr,
 		QPCFreq:     uint64(freq),
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
+		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
 		Warn:        warn,
 	})
 	for i := range facts {
 		pl.Tables().Apply(&facts[i])
 	}
-	var stats event.Stats
 
 	// The rundown session: stopping it enumerates the open files.
 	if !cfg.NoRundown {
@@ -324,6 +346,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 			warn(fmt.Sprintf("rundown session: %v", perr))
 		}
 		recs := col.records()
+		sort.SliceStable(recs, func(i, j int) bool { return recs[i].Timestamp < recs[j].Timestamp })
 		stats.Add(event.CountInfo, StatRundownRecords, uint64(len(recs)))
 		for i := range recs {
 			if err := pl.Push(&recs[i]); err != nil {
@@ -336,16 +359,27 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	q := newQueue(cfg.QueueSize)
 	mcfg := &SessionConfig{Name: name, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
 		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
-		ClockType: cfg.ClockType, Guid: newGUID()}
+		FlushTimer: cfg.FlushTimer, ClockType: cfg.ClockType, Guid: newGUID()}
 	ms, err := startConsumed(api, mcfg, q, warn)
 	if err != nil {
 		return err
 	}
 	defer ms.stopSession()
 
-	// Decode off the ETW thread.
+	// Decode off the ETW thread, in time order.
+	var ro *reorderer
+	if cfg.ReorderWindow > 0 && cfg.ClockType != ClockCPUCycles { // cycles: no clock to hold events against
+		ro = newReorderer(clockTicks(cfg.ReorderWindow, cfg.ClockType, freq), cfg.ReorderLimit)
+	}
+	now := func() int64 {
+		_, qpc, ft := api.Clock()
+		if cfg.ClockType == ClockSystemTime {
+			return ft
+		}
+		return qpc
+	}
 	consumed := make(chan error, 1)
-	go func() { consumed <- consume(q, pl, out) }()
+	go func() { consumed <- consume(q, ro, now, pl, out) }()
 	procDone := make(chan error, 1)
 	orig := ms.done
 	ms.done = procDone // finish waits on the relay
@@ -358,7 +392,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}()
 
 	var child Child
-	var childDone <-chan error
+	var childDone <-chan childExit
 	if len(opts.Command) > 0 {
 		c, err := api.StartSuspended(opts.Command)
 		if err != nil {
@@ -372,9 +406,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		if opts.CommandStarted != nil {
 			opts.CommandStarted(int(c.Pid()))
 		}
-		ch := make(chan error, 1)
-		go func() { ch <- c.Wait() }()
-		childDone = ch
+		childDone = waitChild(c)
 		if err := c.Resume(); err != nil {
 			c.Kill()
 			warn(fmt.Sprintf("resume %q: %v", opts.Command[0], err))
@@ -387,14 +419,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		timeout = t.C
 	}
 	var runErr error
+	var exit *childExit
 	died := false
 	select {
 	case <-ctx.Done():
 	case <-timeout:
-	case err := <-childDone:
-		if err != nil {
-			warn(fmt.Sprintf("%s: %v", opts.Command[0], err))
-		}
+	case x := <-childDone:
+		exit = &x // the session's last buffers are drained below
 	case err := <-procDone:
 		// ProcessTrace returned while the session should run: it was
 		// stopped from outside or died.
@@ -405,8 +436,17 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 			runErr = fmt.Errorf("%w: %v", runErr, err)
 		}
 	}
-	if child != nil && ctx.Err() != nil {
-		child.Kill()
+	if child != nil && exit == nil {
+		select {
+		case x := <-childDone:
+			exit = &x
+		default:
+			if ctx.Err() != nil {
+				child.Kill()
+			} else {
+				warn(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], child.Pid()))
+			}
+		}
 	}
 	ok, perr := ms.finish(cfg.StopTimeout)
 	if !ok {
@@ -427,7 +467,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	stats.Add(event.CountLost, StatLogBufLost, uint64(st.LogBuffersLost))
 	stats.Add(event.CountLost, StatRTLostEvents, q.lostRT.Load())
 	stats.Add(event.CountDropped, StatQueueOverflow, q.overflow.Load())
+	stats.Add(event.CountDropped, StatAfterClose, q.late.Load())
+	if ro != nil {
+		stats.Add(event.CountInfo, StatReorderLate, ro.late)
+		stats.Add(event.CountInfo, StatReorderForced, ro.forced)
+	}
 	out.stats(&stats)
+	reportExit(exit, &opts, &stats)
 	if n := st.EventsLost; n > 0 {
 		warn(fmt.Sprintf("%d events were lost in the session (buffers full: raise --buffer-size)", n))
 	}
@@ -443,21 +489,125 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	return runErr
 }
 
-// consume feeds queued records to the pipeline; markers go straight to
-// the sink, in order.
-func consume(q *queue, pl *etw.Pipeline, out *liveSink) error {
+// reorderTick is how often held events are checked for release.
+const reorderTick = 100 * time.Millisecond
+
+// consume feeds queued records to the pipeline, in time order through ro
+// (nil: in arrival order); markers go straight to the sink, in order.
+// now returns the session clock.
+func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *liveSink) error {
 	var err error
-	for it := range q.work {
-		if err == nil {
-			if it.rec.Provider == record.GUID(MarkerGUID) {
-				err = out.marker(&it.rec)
-			} else {
-				err = pl.Push(&it.rec)
-			}
+	push := func(it *item) {
+		if err != nil {
+			return // the sink failed: drain without delivering
 		}
-		q.done(it)
+		if it.rec.Provider == record.GUID(MarkerGUID) {
+			err = out.marker(&it.rec)
+		} else {
+			err = pl.Push(&it.rec)
+		}
 	}
-	return err
+	if ro == nil {
+		for it := range q.work {
+			push(it)
+			q.done(it)
+		}
+		return err
+	}
+	tick := time.NewTicker(reorderTick)
+	defer tick.Stop()
+	for {
+		select {
+		case it, ok := <-q.work:
+			if !ok {
+				ro.releaseAll(push)
+				return err
+			}
+			q.done(ro.swap(it))
+			if ro.held() > ro.limit {
+				ro.release(now(), push)
+			}
+		case <-tick.C:
+			ro.release(now(), push)
+		}
+	}
+}
+
+// clockTicks converts d to ticks of the session clock.
+func clockTicks(d time.Duration, clockType uint32, qpcFreq int64) int64 {
+	if clockType == ClockSystemTime {
+		return d.Nanoseconds() / 100
+	}
+	return int64(d.Seconds() * float64(qpcFreq))
+}
+
+// appendProcessFacts appends a rundown process fact for each running
+// process, named as a trace file names it: the executable's full path
+// as its Image and the path's file name without .exe as its name, where
+// Windows gives the path (the image file name otherwise, counted).
+func appendProcessFacts(facts []event.Fact, api API, procs []Process, stats *event.Stats) []event.Fact {
+	for _, p := range procs {
+		f := event.Fact{Kind: event.FactProcess, Rundown: true, Pid: p.Pid, PPid: p.PPid, Name: trimExe(p.Name)}
+		if img, err := api.ProcessImage(p.Pid); err == nil && img != "" {
+			f.Image, f.Name = img, trimExe(baseName(img))
+		} else if p.Pid != 0 && p.Pid != 4 { // Idle and System have no executable
+			stats.Add(event.CountInfo, StatProcessNoImage, 1)
+		}
+		facts = append(facts, f)
+	}
+	return facts
+}
+
+// trimExe turns an image file name into a process name, as the offline
+// reader does: "svchost.exe" → "svchost".
+func trimExe(s string) string {
+	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
+		return s[:len(s)-4]
+	}
+	return s
+}
+
+// baseName returns the last element of a Windows path.
+func baseName(s string) string {
+	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// childExit is how a traced command ended.
+type childExit struct {
+	code uint32
+	err  error
+}
+
+// waitChild waits for c on its own goroutine.
+func waitChild(c Child) <-chan childExit {
+	ch := make(chan childExit, 1)
+	go func() {
+		code, err := c.Wait()
+		ch <- childExit{code: code, err: err}
+	}()
+	return ch
+}
+
+// reportExit passes the traced command's exit status to
+// opts.CommandExited, as Windows shells show it (%ERRORLEVEL%,
+// $LASTEXITCODE: the code as a signed 32-bit number, so that an
+// NTSTATUS such as 0xC0000005 reads -1073741819 and os.Exit passes it on
+// unchanged), and records it in stats.
+func reportExit(exit *childExit, opts *backend.Options, stats *event.Stats) {
+	if exit == nil {
+		return
+	}
+	if exit.err != nil {
+		opts.Warnf(fmt.Sprintf("wait for %s: %v (exit status unknown)", opts.Command[0], exit.err))
+		return
+	}
+	stats.Add(event.CountInfo, StatCommandExit, uint64(exit.code))
+	if opts.CommandExited != nil {
+		opts.CommandExited(int(int32(exit.code)))
+	}
 }
 
 // markerText decodes the UTF-16 text of a marker event.
@@ -512,9 +662,14 @@ func SendMark(api API, text string) (int, error) {
 
 // Child is a process started suspended for `iotrace trace -- cmd`.
 type Child interface {
+	// Pid is the process id.
 	Pid() uint32
+	// Resume lets its first thread run.
 	Resume() error
-	Wait() error
+	// Wait waits for it to exit and returns its exit code
+	// (GetExitCodeProcess).
+	Wait() (exitCode uint32, err error)
+	// Kill terminates it, unless Wait has returned.
 	Kill()
 }
 
@@ -550,7 +705,8 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	unregister := registerActive(name, s.stopSession)
 	defer unregister()
 	defer s.stopSession()
-	var childDone <-chan error
+	var child Child
+	var childDone <-chan childExit
 	if len(opts.Command) > 0 {
 		c, err := api.StartSuspended(opts.Command)
 		if err != nil {
@@ -560,18 +716,12 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 		if opts.CommandStarted != nil {
 			opts.CommandStarted(int(c.Pid()))
 		}
-		ch := make(chan error, 1)
-		go func() { ch <- c.Wait() }()
-		childDone = ch
+		childDone = waitChild(c)
 		if err := c.Resume(); err != nil {
 			c.Kill()
 			return s.status, fmt.Errorf("resume %q: %w", opts.Command[0], err)
 		}
-		defer func() {
-			if ctx.Err() != nil {
-				c.Kill()
-			}
-		}()
+		child = c
 	}
 	var timeout <-chan time.Time
 	if opts.Duration > 0 {
@@ -579,15 +729,28 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 		defer t.Stop()
 		timeout = t.C
 	}
+	var exit *childExit
 	select {
 	case <-ctx.Done():
 	case <-timeout:
-	case err := <-childDone:
-		if err != nil {
-			warn(fmt.Sprintf("%s: %v", opts.Command[0], err))
+	case x := <-childDone:
+		exit = &x
+	}
+	if child != nil && exit == nil {
+		select {
+		case x := <-childDone:
+			exit = &x
+		default:
+			if ctx.Err() != nil {
+				child.Kill()
+			} else {
+				warn(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], child.Pid()))
+			}
 		}
 	}
 	s.stopSession()
+	var discard event.Stats
+	reportExit(exit, &opts, &discard)
 	if s.serr != nil {
 		return s.status, fmt.Errorf("stop session %q: %w (%s may be incomplete)", name, s.serr, path)
 	}

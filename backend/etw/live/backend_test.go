@@ -367,16 +367,33 @@ func TestTraceCommand(t *testing.T) {
 			pid = p
 		}
 	}
-	f.child = &fakeChild{pid: pid, resumed: make(chan struct{}), exit: make(chan struct{})}
+	f.child = &fakeChild{pid: pid, resumed: make(chan struct{}), exit: make(chan struct{}), code: 0xC0000005}
 	go func() { <-f.child.resumed; time.Sleep(100 * time.Millisecond); close(f.child.exit) }()
 	sink := &memSink{}
 	var started int
-	opts := backend.Options{Command: []string{"app.exe", "-x"}, CommandStarted: func(p int) { started = p }}
+	var exited []int
+	opts := backend.Options{Command: []string{"app.exe", "-x"}, CommandStarted: func(p int) { started = p },
+		CommandExited: func(s int) { exited = append(exited, s) }}
+	t0 := time.Now()
 	if err := runFake(t, f, Config{}, opts, sink, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("the trace ended %v after the start, not when the command exited", d)
+	}
 	if started != int(pid) || sink.hdr.Command != "app.exe -x" {
 		t.Errorf("started %d, header command %q", started, sink.hdr.Command)
+	}
+	// The exit status as cmd and PowerShell show it: an access violation
+	// (NTSTATUS 0xC0000005) is -1073741819.
+	if len(exited) != 1 || exited[0] != -1073741819 {
+		t.Errorf("CommandExited calls: %v, want [-1073741819]", exited)
+	}
+	if got := sink.trailer.Stats.Get(event.CountInfo, StatCommandExit); got != 0xC0000005 {
+		t.Errorf("%s = %#x", StatCommandExit, got)
+	}
+	if f.child.wasKilled() {
+		t.Error("a command that exited by itself was killed")
 	}
 	n := 0
 	for _, e := range sink.events {
@@ -441,11 +458,16 @@ func TestOwnerPid(t *testing.T) {
 func TestRecordETL(t *testing.T) {
 	f := newFakeAPI()
 	f.stopStatus = SessionStatus{EventsLost: 1, BuffersWritten: 10}
-	f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{})}
+	f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{}), code: 3}
 	go func() { <-f.child.resumed; close(f.child.exit) }()
-	st, err := New(Config{API: f}).RecordETL(context.Background(), backend.Options{Command: []string{"app.exe"}}, `C:\t\out.etl`)
+	var exited []int
+	opts := backend.Options{Command: []string{"app.exe"}, CommandExited: func(s int) { exited = append(exited, s) }}
+	st, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\out.etl`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(exited) != 1 || exited[0] != 3 {
+		t.Errorf("CommandExited calls: %v, want [3]", exited)
 	}
 	if len(f.started) != 1 || f.started[0].LogFile != `C:\t\out.etl` || f.started[0].Name != "iotrace-4242" || st.EventsLost != 1 {
 		t.Fatalf("started %+v, status %+v", f.started, st)

@@ -21,6 +21,7 @@ type item struct {
 	rec  record.Record
 	data []byte
 	ext  []record.ExtItem
+	seq  uint64 // arrival order, for the reorderer
 }
 
 // Convert copies the EVENT_RECORD er into the portable record rec, with

@@ -6,7 +6,8 @@
 //
 // [Backend] implements backend.Backend ("etw"). Run:
 //   - captures the volume → drive-letter map and the running processes
-//     (facts at the head of the trace, so that it is self-contained);
+//     with their executables' full paths (facts at the head of the trace,
+//     so that it is self-contained and names processes as a file does);
 //   - stops stale iotrace sessions left by crashed iotrace processes
 //     (never another tool's, never a running iotrace's);
 //   - runs a short rundown session (DISK_FILE_IO | DISK_IO) and stops it:
@@ -18,9 +19,12 @@
 //   - consumes it with ProcessTrace on a locked OS thread through one
 //     callback created once per process that routes by context; the
 //     callback copies each event into a bounded queue (overflow counted)
-//     and decoding runs on another goroutine;
+//     and decoding runs on another goroutine, after a reorder window that
+//     puts the processors' buffers back in timestamp order (reorder.go),
+//     so that disk I/O pairs and links to file requests as in a file;
 //   - for a command (trace -- app.exe), starts it suspended, keeps it and
-//     its descendants, resumes it, and stops when it exits;
+//     its descendants, resumes it, and stops when it exits, passing its
+//     exit code to backend.Options.CommandExited;
 //   - stops on cancellation, duration, command exit or error (deferred
 //     stop, and a console control handler for window close, logoff and
 //     shutdown), then reports the session's EventsLost,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -40,6 +41,12 @@ type fakeAPI struct {
 	child    *fakeChild
 	queryErr error
 	vols     map[string]string
+	// images are the executables' paths ProcessImage gives; a pid not
+	// in it is one Windows refuses to tell (protected, System).
+	images map[uint32]string
+	// clockStart is when Clock was first called: later calls advance
+	// the clocks with the wall clock, as a running machine's do.
+	clockStart time.Time
 }
 
 type fakeSession struct {
@@ -210,7 +217,16 @@ func (f *fakeAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []by
 	return ErrCtxClosed
 }
 
-func (f *fakeAPI) Clock() (int64, int64, int64) { return f.freq, f.qpc, f.ft }
+func (f *fakeAPI) Clock() (int64, int64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.clockStart.IsZero() {
+		f.clockStart = time.Now()
+		return f.freq, f.qpc, f.ft
+	}
+	d := time.Since(f.clockStart)
+	return f.freq, f.qpc + int64(d.Seconds()*float64(f.freq)), f.ft + d.Nanoseconds()/100
+}
 func (f *fakeAPI) OSVersion() (uint32, uint32, uint32) {
 	return f.os[0], f.os[1], f.os[2]
 }
@@ -221,6 +237,14 @@ func (f *fakeAPI) Processes() ([]Process, error) {
 	return append([]Process(nil), f.procs...), nil
 }
 func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if img, ok := f.images[pid]; ok {
+		return img, nil
+	}
+	return "", fmt.Errorf("OpenProcess %d: %w", pid, ErrAccessDenied)
+}
 func (f *fakeAPI) StartSuspended(argv []string) (Child, error) {
 	if f.child == nil {
 		return nil, fmt.Errorf("no such program %q", argv[0])
@@ -232,13 +256,16 @@ type fakeChild struct {
 	pid     uint32
 	resumed chan struct{}
 	exit    chan struct{}
+	code    uint32 // exit code
+	mu      sync.Mutex
 	killed  bool
 }
 
-func (c *fakeChild) Pid() uint32   { return c.pid }
-func (c *fakeChild) Resume() error { close(c.resumed); return nil }
-func (c *fakeChild) Wait() error   { <-c.exit; return nil }
-func (c *fakeChild) Kill()         { c.killed = true }
+func (c *fakeChild) Pid() uint32           { return c.pid }
+func (c *fakeChild) Resume() error         { close(c.resumed); return nil }
+func (c *fakeChild) Wait() (uint32, error) { <-c.exit; return c.code, nil }
+func (c *fakeChild) Kill()                 { c.mu.Lock(); c.killed = true; c.mu.Unlock() }
+func (c *fakeChild) wasKilled() bool       { c.mu.Lock(); defer c.mu.Unlock(); return c.killed }
 
 // eventRecordOf builds the EVENT_RECORD Windows would deliver for rec (a
 // record read from an ETL file): kernel records arrive as classic events

@@ -16,8 +16,12 @@ type queue struct {
 	overflow atomic.Uint64
 	lostRT   atomic.Uint64 // RT_LostEvent events received
 	received atomic.Uint64
-	closeMu  sync.Mutex
-	closed   bool
+	late     atomic.Uint64 // events the callback delivered after the queue closed
+	// closeMu orders the callback's send against closeWork: a consumer
+	// that did not stop in time may still call Event after the queue was
+	// closed (a send on a closed channel would panic).
+	closeMu sync.RWMutex
+	closed  bool
 }
 
 func newQueue(n int) *queue {
@@ -42,6 +46,12 @@ func (q *queue) Event(er *EventRecord) {
 		// RT_LostEvent (32), RT_LostBuffer (33), RT_LostFile (34): the
 		// session dropped events before they reached us.
 		q.lostRT.Add(1)
+		return
+	}
+	q.closeMu.RLock()
+	defer q.closeMu.RUnlock()
+	if q.closed {
+		q.late.Add(1)
 		return
 	}
 	select {
