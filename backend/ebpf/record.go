@@ -234,6 +234,7 @@ type uringRec struct {
 	FD       int32
 	Len      uint32
 	Opcode   uint8
+	More     bool // a multishot request's completion, more to come
 	Comm     [commLen]byte
 }
 
@@ -254,6 +255,7 @@ func (r *uringRec) decode(b []byte) error {
 	r.FD = int32(le.Uint32(b[68:]))
 	r.Len = le.Uint32(b[72:])
 	r.Opcode = b[76]
+	r.More = b[77] != 0
 	copy(r.Comm[:], b[80:96])
 	return nil
 }

@@ -221,3 +221,21 @@ func TestBlockEventIdentity(t *testing.T) {
 		t.Fatalf("unknown thread got an identity: %+v", got.Process())
 	}
 }
+
+// TestURingRecordMore: the multishot flag sits right after the opcode.
+func TestURingRecordMore(t *testing.T) {
+	b := make([]byte, uringSize)
+	b[0] = recURing
+	b[76], b[77] = 100, 1
+	var r uringRec
+	if err := r.decode(b); err != nil {
+		t.Fatal(err)
+	}
+	if r.Opcode != 100 || !r.More {
+		t.Errorf("opcode %d more %v, want 100 true", r.Opcode, r.More)
+	}
+	b[77] = 0
+	if err := r.decode(b); err != nil || r.More {
+		t.Errorf("more %v (%v), want false", r.More, err)
+	}
+}

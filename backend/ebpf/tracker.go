@@ -603,6 +603,11 @@ func (t *tracker) uringRecord(r *uringRec) {
 		e.Native = "io_uring/" + o.name
 		e.Note = e.Native
 	}
+	if r.More {
+		// One completion of a multishot request: the next one is its
+		// own event, timed from this one.
+		e.Note += " (multishot, more to come)"
+	}
 	e.Info = uint32(r.Opcode)
 	e.Time = ts
 	e.Duration = int64(r.Dur)

@@ -124,7 +124,10 @@ struct uring_complete_ctx {
 	void *req;
 	__u64 user_data;
 	__s32 res;
+	__u32 cflags;
 };
+
+#define IORING_CQE_F_MORE (1U << 1) /* a multishot request stays armed */
 
 /* ---- Syscall descriptor layout (mirrored in syscalls.go): the value of
  * sys_kinds[nr], 0 for a system call that is not traced ---- */
@@ -917,10 +920,21 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->fd = v->fd;
 	r->len = v->len;
 	r->opcode = v->opcode;
-	r->pad[0] = r->pad[1] = r->pad[2] = 0;
+	r->more = (ctx->cflags & IORING_CQE_F_MORE) ? 1 : 0;
+	r->pad[0] = r->pad[1] = 0;
 	__builtin_memcpy(r->comm, v->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
+	if (ctx->cflags & IORING_CQE_F_MORE) {
+		/* A multishot request (accept, recv, read multishot, poll)
+		 * stays armed: keep it, and let its next completion be a new
+		 * event from this one on. */
+		__u32 cpu = bpf_get_smp_processor_id();
+		v->id = next_id(cpu);
+		v->cpu = cpu;
+		v->ts = bpf_ktime_get_boot_ns();
+		return 0;
+	}
 	bpf_map_delete_elem(&uring_inflight, &key);
 	return 0;
 }

@@ -117,7 +117,8 @@ struct uring_rec {
 	__s32 fd;
 	__u32 len; /* length of read/write opcodes */
 	__u8 opcode;
-	__u8 pad[3];
+	__u8 more; /* 1: a multishot request's completion, more to come */
+	__u8 pad[2];
 	char comm[COMM_LEN];
 };
 
@@ -166,6 +167,7 @@ _Static_assert(sizeof(struct exit_rec) == 40, "exit_rec size");
 IOTRACE_OFF(uring_rec, user_data, 40);
 IOTRACE_OFF(uring_rec, res, 64);
 IOTRACE_OFF(uring_rec, opcode, 76);
+IOTRACE_OFF(uring_rec, more, 77);
 IOTRACE_OFF(uring_rec, comm, 80);
 _Static_assert(sizeof(struct uring_rec) == 96, "uring_rec size");
 

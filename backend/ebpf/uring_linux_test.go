@@ -1,0 +1,59 @@
+package ebpf
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// TestIOUring: fio's io_uring engine reads a file in 4 KiB requests; each
+// request is one event (submission to completion), with its opcode, fd,
+// the file's path, length, offset and result.
+func TestIOUring(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	if _, err := exec.LookPath("fio"); err != nil {
+		if testenv.Required() {
+			t.Fatal("fio not installed (scripts/setup installs it)")
+		}
+		t.Skip("fio not installed (scripts/setup installs it)")
+	}
+	f := filepath.Join(t.TempDir(), "data")
+	const n = 64
+	sink := &memSink{}
+	opts := backend.Options{
+		Command: []string{"fio", "--name=uring", "--ioengine=io_uring", "--rw=read", "--bs=4k",
+			"--size=256k", "--filename=" + f, "--iodepth=4", "--output=/dev/null"},
+		Layers: []event.Layer{event.LayerFile},
+		Warn:   func(m string) { t.Logf("warn: %s", m) },
+	}
+	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sink.trailer.Stats.Counters {
+		if strings.Contains(s.Name, "io_uring") && s.Kind != event.CountInfo && s.Value > 0 {
+			t.Errorf("%s: %d", s.Name, s.Value)
+		}
+	}
+	reads := find(sink.events, byNative("io_uring/READ"), byPath(f))
+	if len(reads) != n {
+		t.Fatalf("%d io_uring/READ events on %s, want %d (fio reads 256 KiB in 4 KiB requests)", len(reads), f, n)
+	}
+	seen := map[int64]bool{}
+	for _, e := range reads {
+		if e.Op != event.OpAsync || e.Size != 4096 || e.Bytes != 4096 || e.Status != event.StatusOK || e.FD < 0 || e.Duration <= 0 || e.Request == 0 {
+			t.Errorf("read: op %v size %d bytes %d status %v fd %d duration %d request %#x", e.Op, e.Size, e.Bytes, e.Status, e.FD, e.Duration, e.Request)
+		}
+		seen[e.Offset] = true
+	}
+	for off := int64(0); off < n*4096; off += 4096 {
+		if !seen[off] {
+			t.Errorf("no read at offset %d", off)
+		}
+	}
+}
