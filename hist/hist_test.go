@@ -315,3 +315,41 @@ func BenchmarkSketchQuantiles(b *testing.B) {
 		sink += s.Quantiles(0.5, 0.9, 0.99)[2]
 	}
 }
+
+// TestSketchResetReuse checks that a sketch reset and filled again (its
+// zeroed blocks kept) and merges into and out of it answer exactly like
+// fresh sketches given the same values.
+func TestSketchResetReuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var reused Sketch
+	for round := range 50 {
+		reused.Reset()
+		var fresh, a, b, merged Sketch
+		n := rng.IntN(300)
+		for i := range n {
+			v := rng.Uint64() >> rng.IntN(64)
+			reused.Add(v)
+			fresh.Add(v)
+			if i%2 == 0 {
+				a.AddN(v, 1)
+			} else {
+				b.Add(v)
+			}
+		}
+		merged.Merge(&a)
+		merged.Merge(&b)
+		qs := []float64{0, 0.1, 0.5, 0.9, 0.99, 0.999, 1}
+		want := fresh.Quantiles(qs...)
+		for name, s := range map[string]*Sketch{"reused": &reused, "merged": &merged} {
+			if got := s.Quantiles(qs...); !slices.Equal(got, want) || s.Count() != fresh.Count() ||
+				s.Sum() != fresh.Sum() || s.Min() != fresh.Min() || s.Max() != fresh.Max() {
+				t.Fatalf("round %d, %s: %v (n %d), fresh %v (n %d)", round, name, got, s.Count(), want, fresh.Count())
+			}
+			for _, q := range qs {
+				if s.Quantile(q) != fresh.Quantile(q) {
+					t.Fatalf("round %d, %s: Quantile(%v) = %d, fresh %d", round, name, q, s.Quantile(q), fresh.Quantile(q))
+				}
+			}
+		}
+	}
+}

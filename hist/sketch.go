@@ -29,7 +29,11 @@ type Sketch struct {
 	n        uint64
 	sum      uint64 // saturating
 	min, max uint64
-	blocks   [sketchBlocks]*[sketchSub]uint64
+	// used has bit i set when blocks[i] may hold non-zero counts: Merge,
+	// Reset and the quantile walks visit only those blocks (a reset
+	// sketch keeps its blocks, zeroed, for reuse).
+	used   uint64
+	blocks [sketchBlocks]*[sketchSub]uint64
 }
 
 // sketchIndex returns the bucket of v.
@@ -53,7 +57,31 @@ func sketchBounds(i int) (lo, hi uint64) {
 }
 
 // Add counts one value.
-func (s *Sketch) Add(v uint64) { s.AddN(v, 1) }
+func (s *Sketch) Add(v uint64) {
+	i := sketchIndex(v)
+	bi := uint(i) / sketchSub
+	b := s.blocks[bi%sketchBlocks]
+	if b == nil {
+		b = s.block(bi)
+	}
+	b[uint(i)%sketchSub]++
+	s.used |= 1 << bi
+	if s.n == 0 || v < s.min {
+		s.min = v
+	}
+	if v > s.max {
+		s.max = v
+	}
+	s.n++
+	s.sum = satAdd(s.sum, v)
+}
+
+// block allocates block bi.
+func (s *Sketch) block(bi uint) *[sketchSub]uint64 {
+	b := new([sketchSub]uint64)
+	s.blocks[bi%sketchBlocks] = b
+	return b
+}
 
 // AddN counts n occurrences of v.
 func (s *Sketch) AddN(v, n uint64) {
@@ -61,12 +89,13 @@ func (s *Sketch) AddN(v, n uint64) {
 		return
 	}
 	i := sketchIndex(v)
-	b := s.blocks[i/sketchSub]
+	bi := uint(i) / sketchSub
+	b := s.blocks[bi%sketchBlocks]
 	if b == nil {
-		b = new([sketchSub]uint64)
-		s.blocks[i/sketchSub] = b
+		b = s.block(bi)
 	}
-	b[i%sketchSub] += n
+	b[uint(i)%sketchSub] += n
+	s.used |= 1 << bi
 	if s.n == 0 || v < s.min {
 		s.min = v
 	}
@@ -82,19 +111,18 @@ func (s *Sketch) Merge(o *Sketch) {
 	if o.n == 0 {
 		return
 	}
-	for bi, ob := range o.blocks {
-		if ob == nil {
-			continue
-		}
-		b := s.blocks[bi]
+	for u := o.used; u != 0; u &= u - 1 {
+		bi := uint(bits.TrailingZeros64(u))
+		ob := o.blocks[bi%sketchBlocks]
+		b := s.blocks[bi%sketchBlocks]
 		if b == nil {
-			b = new([sketchSub]uint64)
-			s.blocks[bi] = b
+			b = s.block(bi)
 		}
-		for j, c := range ob {
-			b[j] += c
+		for j := range b {
+			b[j] += ob[j]
 		}
 	}
+	s.used |= o.used
 	if s.n == 0 || o.min < s.min {
 		s.min = o.min
 	}
@@ -107,12 +135,10 @@ func (s *Sketch) Merge(o *Sketch) {
 
 // Reset empties s, keeping the blocks it allocated for reuse.
 func (s *Sketch) Reset() {
-	for _, b := range s.blocks {
-		if b != nil {
-			clear(b[:])
-		}
+	for u := s.used; u != 0; u &= u - 1 {
+		clear(s.blocks[bits.TrailingZeros64(u)%sketchBlocks][:])
 	}
-	s.n, s.sum, s.min, s.max = 0, 0, 0, 0
+	s.n, s.sum, s.min, s.max, s.used = 0, 0, 0, 0, 0
 }
 
 // Count returns the number of values added.
@@ -152,11 +178,9 @@ func (s *Sketch) Quantile(q float64) uint64 {
 		return s.max
 	}
 	var seen uint64
-	for bi, b := range s.blocks {
-		if b == nil {
-			continue
-		}
-		for j, c := range b {
+	for u := s.used; u != 0; u &= u - 1 {
+		bi := bits.TrailingZeros64(u)
+		for j, c := range s.blocks[bi%sketchBlocks] {
 			seen += c
 			if seen >= r {
 				lo, hi := sketchBounds(bi*sketchSub + j)
@@ -180,11 +204,9 @@ func (s *Sketch) Quantiles(qs ...float64) []uint64 {
 		k++
 	}
 	var seen uint64
-	for bi, b := range s.blocks {
-		if b == nil {
-			continue
-		}
-		for j, c := range b {
+	for u := s.used; u != 0; u &= u - 1 {
+		bi := bits.TrailingZeros64(u)
+		for j, c := range s.blocks[bi%sketchBlocks] {
 			if c == 0 {
 				continue
 			}

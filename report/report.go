@@ -364,6 +364,7 @@ func (r *Report) fileEvent(e *event.Event) {
 
 func addEntity(x *entity, op event.Op, b, db, dur uint64, failed, incomplete bool, cc *cacheCounts) {
 	oc := &x.ops[op]
+	x.opsUsed |= 1 << op
 	oc.count++
 	if db > 0 || op == event.OpReadDir {
 		oc.bytes += b
@@ -597,50 +598,4 @@ func (s *slowHeap) add(e *event.Event, dur uint64) *slowOp {
 		s.byID[e.ID] = o
 	}
 	return o
-}
-
-// recentBlocks remembers the last block I/Os with a cause link, so that a
-// slow operation delivered after the block I/Os it caused still finds them.
-type recentBlocks struct {
-	ring    []blockRef
-	causes  []uint64
-	next    int
-	full    bool
-	byCause map[uint64][]int32
-}
-
-func newRecentBlocks(n int) recentBlocks {
-	return recentBlocks{ring: make([]blockRef, n), causes: make([]uint64, n), byCause: make(map[uint64][]int32)}
-}
-
-func (rb *recentBlocks) add(cause uint64, b blockRef) {
-	i := rb.next
-	if rb.full {
-		old := rb.causes[i]
-		if s := rb.byCause[old]; len(s) > 0 && s[0] == int32(i) {
-			if len(s) == 1 {
-				delete(rb.byCause, old)
-			} else {
-				rb.byCause[old] = s[1:]
-			}
-		}
-	}
-	rb.ring[i] = b
-	rb.causes[i] = cause
-	rb.byCause[cause] = append(rb.byCause[cause], int32(i))
-	rb.next++
-	if rb.next == len(rb.ring) {
-		rb.next, rb.full = 0, true
-	}
-}
-
-// take appends the remembered block I/Os caused by id to dst.
-func (rb *recentBlocks) take(id uint64, dst []blockRef) []blockRef {
-	for _, i := range rb.byCause[id] {
-		if len(dst) >= maxChain {
-			break
-		}
-		dst = append(dst, rb.ring[i])
-	}
-	return dst
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
-	"sort"
+	"cmp"
+	"math/bits"
+	"slices"
 	"unsafe"
 
 	"github.com/iotrace/iotrace/event"
@@ -40,9 +42,12 @@ type entity struct {
 	name string           // file key, or process name
 	pk   event.ProcessKey // process entities
 	ops  [event.NumOps]opCounts
-	tot  opCounts // file layer: count, data bytes, failed, time
-	lat  hist.Sketch
-	c    cacheCounts
+	// opsUsed has bit op set when ops[op] may be non-zero.
+	opsUsed uint32
+	keep    bool     // marked by prune
+	tot     opCounts // file layer: count, data bytes, failed, time
+	lat     hist.Sketch
+	c       cacheCounts
 	// blockIOs and blockBytes count block events attributed directly: to
 	// their submitter (processes) or their path without a cause link
 	// (files, e.g. writeback).
@@ -59,25 +64,31 @@ func (e *entity) reset() {
 	*e = entity{lat: lat}
 }
 
+// merge adds o's totals (not its latencies) to e.
 func (e *entity) merge(o *entity) {
-	for i := range e.ops {
+	for u := o.opsUsed; u != 0; u &= u - 1 {
+		i := bits.TrailingZeros32(u) % event.NumOps
 		e.ops[i].count += o.ops[i].count
 		e.ops[i].bytes += o.ops[i].bytes
 		e.ops[i].failed += o.ops[i].failed
 		e.ops[i].time += o.ops[i].time
 	}
+	e.opsUsed |= o.opsUsed
 	e.tot.count += o.tot.count
 	e.tot.bytes += o.tot.bytes
 	e.tot.failed += o.tot.failed
 	e.tot.time += o.tot.time
-	e.lat.Merge(&o.lat)
 	e.c.merge(&o.c)
 	e.blockIOs += o.blockIOs
 	e.blockBytes += o.blockBytes
 }
 
-// cacheSlots is the size of a table's direct-mapped lookup cache.
-const cacheSlots = 512
+// cacheBits sizes a table's direct-mapped lookup cache: 1<<cacheBits
+// slots, enough for the entries of a table at twice its default capacity.
+const (
+	cacheBits  = 12
+	cacheSlots = 1 << cacheBits
+)
 
 type slot[K comparable] struct {
 	k K
@@ -93,11 +104,21 @@ type table[K comparable] struct {
 	slotOf   func(K) uint32
 	m        map[K]*entity
 	capacity int
-	other    entity // what pruning folded away
+	// other is what pruning folded away: totals only, its latency
+	// sketch stays empty (merging every pruned entry's sketch cost more
+	// than the rest of the pruning, and no output shows it).
+	other    entity
 	pruned   uint64 // entries pruned
 	errBytes uint64 // error bound given to entries created from now on
 	errTime  uint64
 	free     []*entity // pruned entries, reset, for reuse
+	scratch  []kv[K]   // prune's work list, reused
+}
+
+// kv is a table entry in prune's work list.
+type kv[K comparable] struct {
+	k K
+	e *entity
 }
 
 func newTable[K comparable](capacity int, slotOf func(K) uint32) table[K] {
@@ -107,12 +128,12 @@ func newTable[K comparable](capacity int, slotOf func(K) uint32) table[K] {
 // stringSlot picks a cache slot by the string's data pointer and length.
 func stringSlot(s string) uint32 {
 	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) ^ uint64(len(s))<<48
-	return uint32((p * 0x9E3779B97F4A7C15) >> 55)
+	return uint32((p * 0x9E3779B97F4A7C15) >> (64 - cacheBits))
 }
 
 // processSlot picks a cache slot by pid and start time.
 func processSlot(k event.ProcessKey) uint32 {
-	return uint32(((uint64(k.Pid) ^ uint64(k.Start)<<20) * 0x9E3779B97F4A7C15) >> 55)
+	return uint32(((uint64(k.Pid) ^ uint64(k.Start)<<20) * 0x9E3779B97F4A7C15) >> (64 - cacheBits))
 }
 
 // get returns the entity of k, creating it (and pruning) when needed.
@@ -144,26 +165,23 @@ func (t *table[K]) get(k K) (e *entity, created bool) {
 // prune keeps the capacity/2 entries with the most bytes and the
 // capacity/2 with the most time, folding the rest into other.
 func (t *table[K]) prune() {
-	type kv struct {
-		k K
-		e *entity
-	}
-	all := make([]kv, 0, len(t.m))
+	all := t.scratch[:0]
 	for k, e := range t.m {
-		all = append(all, kv{k, e})
+		all = append(all, kv[K]{k, e})
 	}
-	keep := make(map[*entity]bool, t.capacity)
-	half := t.capacity / 2
-	sort.Slice(all, func(i, j int) bool { return all[i].e.tot.bytes > all[j].e.tot.bytes })
-	for _, x := range all[:min(half, len(all))] {
-		keep[x.e] = true
+	t.scratch = all
+	half := min(t.capacity/2, len(all))
+	slices.SortFunc(all, func(a, b kv[K]) int { return cmp.Compare(b.e.tot.bytes, a.e.tot.bytes) })
+	for _, x := range all[:half] {
+		x.e.keep = true
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].e.tot.time > all[j].e.tot.time })
-	for _, x := range all[:min(half, len(all))] {
-		keep[x.e] = true
+	slices.SortFunc(all, func(a, b kv[K]) int { return cmp.Compare(b.e.tot.time, a.e.tot.time) })
+	for _, x := range all[:half] {
+		x.e.keep = true
 	}
 	for _, x := range all {
-		if keep[x.e] {
+		if x.e.keep {
+			x.e.keep = false
 			continue
 		}
 		t.other.merge(x.e)

@@ -25,6 +25,52 @@ type Tables struct {
 	// Volumes maps NT device prefixes ("\Device\HarddiskVolume2") to DOS
 	// paths ("C:").
 	Volumes map[string]string
+
+	// fdLists caches the binding lists of the descriptors Apply changed
+	// last (direct-mapped): a close follows its open closely and
+	// processes reuse their low descriptors, so most descriptor facts
+	// skip the map. Lists never leave a History: entries never go stale.
+	fdLists   *[fdSlots]fdList
+	fdListsOf *History[FDKey]
+}
+
+type fdList struct {
+	k FDKey
+	l *spanList
+}
+
+// fdSlot returns the cache slot of k.
+func fdSlotOf(k FDKey) uint64 {
+	return (uint64(k.Pid)<<32 | uint64(uint32(k.FD))) * 0x9E3779B97F4A7C15 >> 52 % fdSlots
+}
+
+// applyFD applies a descriptor or working-directory fact for key k.
+func (t *Tables) applyFD(k FDKey, f *event.Fact) {
+	h := t.FDs
+	if t.fdListsOf != h || t.fdLists == nil {
+		t.fdLists, t.fdListsOf = new([fdSlots]fdList), h
+	}
+	sl := &t.fdLists[fdSlotOf(k)]
+	l := sl.l
+	if l == nil || sl.k != k {
+		if f.End {
+			l = h.ref(k) // an unbind creates nothing
+		} else {
+			l = h.list(k)
+		}
+		if l == nil {
+			return
+		}
+		*sl = fdList{k: k, l: l}
+	}
+	switch {
+	case f.End:
+		h.unbind(l, f.Time)
+	case f.Rundown:
+		h.bindRundown(l, f.Time, f.Name)
+	default:
+		h.bind(l, f.Time, f.Name)
+	}
 }
 
 // NewTables returns empty tables.
@@ -45,26 +91,17 @@ func NewTables() *Tables {
 func (t *Tables) Apply(f *event.Fact) {
 	switch f.Kind {
 	case event.FactName:
-		var bind func(name string)
-		var unbind func()
 		switch f.Space {
 		case event.SpaceFD, event.SpaceCwd:
 			k := FDKey{Pid: f.Pid, FD: int32(f.Handle)}
 			if f.Space == event.SpaceCwd {
 				k.FD = -1
 			}
-			bind, unbind = historyOps(t.FDs, k, f)
+			t.applyFD(k, f)
 		case event.SpaceFileObject:
-			bind, unbind = historyOps(t.FileObjects, f.Handle, f)
+			applyName(t.FileObjects, f.Handle, f)
 		case event.SpaceFileKey:
-			bind, unbind = historyOps(t.FileKeys, f.Handle, f)
-		default:
-			return
-		}
-		if f.End {
-			unbind()
-		} else {
-			bind(f.Name)
+			applyName(t.FileKeys, f.Handle, f)
 		}
 	case event.FactProcess:
 		if f.End {
@@ -91,8 +128,13 @@ func (t *Tables) Apply(f *event.Fact) {
 	}
 }
 
-func historyOps[K comparable](h *History[K], k K, f *event.Fact) (func(string), func()) {
-	return func(name string) { bindHistory(h, k, f, name) }, func() { h.Unbind(k, f.Time) }
+// applyName binds or (for an End fact) unbinds k in h.
+func applyName[K comparable](h *History[K], k K, f *event.Fact) {
+	if f.End {
+		h.Unbind(k, f.Time)
+	} else {
+		bindHistory(h, k, f, f.Name)
+	}
 }
 
 func bindHistory[K comparable](h *History[K], k K, f *event.Fact, name string) {
@@ -112,6 +154,11 @@ func (t *Tables) FilePath(e *event.Event) (string, bool) {
 			return p, true
 		}
 	}
+	return t.handlePath(e)
+}
+
+// handlePath is FilePath by FileKey and FileObject.
+func (t *Tables) handlePath(e *event.Event) (string, bool) {
 	if e.FileKey != 0 {
 		if p, ok := t.FileKeys.Lookup(e.FileKey, e.Time); ok && p != "" {
 			return t.DOSPath(p), true
@@ -172,6 +219,25 @@ type Resolver struct {
 	Tables *Tables
 	// Unresolved counts events with a handle that got no path.
 	Unresolved uint64
+
+	// fds caches the binding lists of recently used descriptors of
+	// fdsOf (direct-mapped, by key), saving the map lookup: events use
+	// the same few descriptors over and over. Lists are never removed
+	// from a History, so an entry never goes stale.
+	fds   *[fdSlots]fdSlot
+	fdsOf *History[FDKey]
+}
+
+const fdSlots = 1 << 12
+
+// fdSlot is a descriptor's binding list and the last lookup's answer,
+// which holds for times in [lo, hi] while the History is at version ver.
+type fdSlot struct {
+	k      FDKey
+	l      *spanList
+	ver    uint64
+	lo, hi int64
+	name   string
 }
 
 // NewResolver returns a Resolver that forwards to next with empty tables.
@@ -198,7 +264,7 @@ func (r *Resolver) Event(e *event.Event) error {
 // and the tables know them.
 func (r *Resolver) Resolve(e *event.Event) {
 	if e.Path == "" && e.HasHandle() && e.Layer == event.LayerFile {
-		if p, ok := r.Tables.FilePath(e); ok {
+		if p, ok := r.filePath(e); ok {
 			e.Path = p
 			e.Flags |= event.FlagPathLate
 		} else {
@@ -216,6 +282,44 @@ func (r *Resolver) Resolve(e *event.Event) {
 			e.Comm = c
 		}
 	}
+}
+
+// filePath is Tables.FilePath with the descriptor cache.
+func (r *Resolver) filePath(e *event.Event) (string, bool) {
+	t := r.Tables
+	if e.FD >= 0 {
+		if r.fdsOf != t.FDs || r.fds == nil {
+			r.fds, r.fdsOf = new([fdSlots]fdSlot), t.FDs
+		}
+		k := FDKey{Pid: e.Pid, FD: e.FD}
+		fds := t.FDs
+		sl := &r.fds[fdSlotOf(k)]
+		var l *spanList
+		if sl.l != nil && sl.k == k {
+			if sl.ver == fds.ver && sl.lo <= e.Time && e.Time <= sl.hi {
+				if sl.name != "" {
+					return sl.name, true
+				}
+				return t.handlePath(e)
+			}
+			l = sl.l
+		} else {
+			l = fds.ref(k)
+		}
+		if l != nil {
+			*sl = fdSlot{k: k, l: l, ver: fds.ver, lo: 1}
+			if j, last := lookupIndex(l.s, e.Time); j >= 0 {
+				sl.name = l.s[j].Name
+				if last {
+					sl.lo, sl.hi = l.validity(j)
+				}
+				if sl.name != "" {
+					return sl.name, true
+				}
+			}
+		}
+	}
+	return t.handlePath(e)
 }
 
 // UnresolvedCounter names the Stats counter a Resolver sets: events that

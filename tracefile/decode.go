@@ -14,6 +14,11 @@ const maxIntern = 1 << 16
 // decoder holds what a records chunk decodes into. Everything is reused
 // from chunk to chunk: in steady state decoding does not allocate.
 type decoder struct {
+	// raw is the chunk's string table, views into the payload; strs[i]
+	// is raw[i] interned, made when an event or fact first refers to it
+	// ("" until then), so strings nobody reads are never hashed or
+	// copied.
+	raw    [][]byte
 	strs   []string
 	intern map[string]string
 	fs     []factAt
@@ -42,27 +47,22 @@ func (d *decoder) strings(p []byte) (int, error) {
 	if n > uint64(len(p)) {
 		return 0, fmt.Errorf("%d strings in %d bytes", n, len(p))
 	}
-	if d.intern == nil {
-		d.intern = make(map[string]string)
-	}
-	d.strs = d.strs[:0]
+	d.raw = d.raw[:0]
 	for i := uint64(0); i < n; i++ {
 		b := in.bytes(in.uvarint())
 		if in.err != nil {
 			return in.off, fmt.Errorf("string %d: %w", i, in.err)
 		}
-		s, ok := d.intern[string(b)]
-		if !ok {
-			if len(d.intern) >= maxIntern {
-				clear(d.intern)
-			}
-			s = string(b)
-			d.intern[s] = s
-		}
-		d.strs = append(d.strs, s)
+		d.raw = append(d.raw, b)
 	}
 	if in.left() != 0 {
 		return in.off, fmt.Errorf("%d bytes left over", in.left())
+	}
+	if cap(d.strs) < len(d.raw) {
+		d.strs = make([]string, len(d.raw), cap(d.raw))
+	} else {
+		d.strs = d.strs[:len(d.raw)]
+		clear(d.strs)
 	}
 	return 0, nil
 }
@@ -75,7 +75,31 @@ func (d *decoder) str(in *dec) string {
 		}
 		return ""
 	}
-	return d.strs[i]
+	if s := d.strs[i]; s != "" {
+		return s
+	}
+	return d.makeStr(i)
+}
+
+// makeStr interns string i of the table.
+func (d *decoder) makeStr(i uint64) string {
+	b := d.raw[i]
+	if len(b) == 0 {
+		return ""
+	}
+	if d.intern == nil {
+		d.intern = make(map[string]string)
+	}
+	s, ok := d.intern[string(b)]
+	if !ok {
+		if len(d.intern) >= maxIntern {
+			clear(d.intern)
+		}
+		s = string(b)
+		d.intern[s] = s
+	}
+	d.strs[i] = s
+	return s
 }
 
 // facts decodes the facts section.

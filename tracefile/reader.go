@@ -492,7 +492,13 @@ func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) er
 	if !ok {
 		return errors.New("tracefile.Reader: ScanFacts needs a seekable file")
 	}
+	// Both passes share one intern table: a name reads as the same string
+	// in a fact and in the events (consumers may compare by pointer).
+	if r.dec.intern == nil {
+		r.dec.intern = make(map[string]string)
+	}
 	scan := &Reader{path: r.path, src: r.src}
+	scan.dec.intern = r.dec.intern
 	if err := r.rewind(sk, scan); err != nil {
 		return err
 	}
@@ -516,6 +522,7 @@ func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) er
 	}
 	// Rewind for Run, which reports any damage.
 	fresh := &Reader{path: r.path, src: r.src, closer: r.closer}
+	fresh.dec.intern = r.dec.intern
 	if rerr := r.rewind(sk, fresh); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -1,6 +1,7 @@
 package tracefile
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/bits"
 )
@@ -87,6 +88,20 @@ func (d *dec) u1() (uint64, bool) {
 
 func (d *dec) uvarintSlow() uint64 {
 	b := d.b[d.off:]
+	if len(b) >= 8 {
+		// Up to 8 bytes at once: the first byte without a continuation
+		// bit ends the value; the 7-bit groups are then packed without
+		// a branch per byte.
+		x := binary.LittleEndian.Uint64(b)
+		if stop := ^x & 0x8080808080808080; stop != 0 {
+			n := bits.TrailingZeros64(stop)/8 + 1
+			x &= 1<<(8*uint(n)) - 1 // n == 8: a shift by 64 gives 0, all ones
+			x = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+				x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+			d.off += n
+			return x
+		}
+	}
 	if len(b) >= 10 {
 		b = b[:10]
 		v := uint64(b[0] & 0x7f)
