@@ -4,10 +4,12 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/cputime"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
 
@@ -19,83 +21,151 @@ func (d *discard) Event(*event.Event) error  { d.events++; return nil }
 func (d *discard) Fact(*event.Fact) error    { d.facts++; return nil }
 func (d *discard) End(*event.Trailer) error  { return nil }
 
-func openLargest(b *testing.B) (*etl.Reader, int64, int) {
+// largest describes the largest fixture: its path, decompressed bytes and
+// records.
+func largest(b *testing.B) (path string, bytes int64, records int) {
 	b.Helper()
-	r, err := etl.Open(filepath.Join(testenv.ETLDir(b), fixtureWin8), etl.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var bytes int64
+	path = filepath.Join(testenv.ETLDir(b), fixtureWin8)
+	r := openLargest(b, path, noCache)
+	defer r.Close()
 	for _, bi := range r.Buffers() {
 		bytes += int64(bi.Used())
 	}
-	n := 0
-	if _, err := r.Read(context.Background(), func(*record.Record) error { n++; return nil }); err != nil {
+	if _, err := r.Read(context.Background(), func(*record.Record) error { records++; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	return r, bytes, n
+	return path, bytes, records
+}
+
+func openLargest(b *testing.B, path string, opts etl.Options) *etl.Reader {
+	b.Helper()
+	r, err := etl.Open(path, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// noCache are reader options without the buffer cache: every pass reads
+// and decompresses the file.
+var noCache = etl.Options{CacheBudget: -1}
+
+// report adds records/s (wall) and records/cpu-s: the process's CPU time,
+// which on a shared machine does not count waiting for a core.
+func report(b *testing.B, records int, cpu0 time.Duration) {
+	n := float64(records) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "records/s")
+	if cpu := (cputime.Process() - cpu0).Seconds(); cpu > 0 {
+		b.ReportMetric(n/cpu, "records/cpu-s")
+	}
 }
 
 // BenchmarkPipelineLargest reads the largest fixture the way `iotrace
-// print`/`convert` do: two passes over the file (names, then events),
-// decoding, pairing, resolving and delivering to a sink. MB/s counts the
-// decompressed ETL bytes of the file once; records/s the file's records
-// once (each is read twice).
+// print`/`convert`/`report` do (ReadFile): open and index the file, two
+// passes (names, then events), decoding, pairing, resolving and
+// delivering to a sink. MB/s counts the decompressed ETL bytes of the
+// file once; records/s the file's records once (each is read twice).
 func BenchmarkPipelineLargest(b *testing.B) {
-	r, bytes, n := openLargest(b)
-	defer r.Close()
+	path, bytes, n := largest(b)
 	b.SetBytes(bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		var d discard
-		if err := Run(context.Background(), FileRecords(r), Options{}, &d); err != nil {
+		if err := ReadFile(context.Background(), path, Options{}, &d); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	report(b, n, cpu0)
 }
 
-// BenchmarkRawReaderLargest is E's reader alone on the same file, one
-// pass with a no-op callback, for the ratio in docs/benchmarks.md.
+// BenchmarkPipelineNoCacheLargest is the same with the reader's buffer
+// cache off: the second pass reads and decompresses the file again.
+func BenchmarkPipelineNoCacheLargest(b *testing.B) {
+	path, bytes, n := largest(b)
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cputime.Process()
+	for i := 0; i < b.N; i++ {
+		var d discard
+		r := openLargest(b, path, noCache)
+		if err := Run(context.Background(), FileRecords(r), Options{}, &d); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	report(b, n, cpu0)
+}
+
+// BenchmarkRawReaderLargest is the reader alone on the same file: one
+// pass with a no-op callback, reading and decompressing every buffer
+// (cache off), for the ratio in docs/benchmarks.md.
 func BenchmarkRawReaderLargest(b *testing.B) {
-	r, bytes, n := openLargest(b)
+	path, bytes, n := largest(b)
+	r := openLargest(b, path, noCache)
 	defer r.Close()
 	b.SetBytes(bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		if _, err := r.Read(context.Background(), func(*record.Record) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	report(b, n, cpu0)
 }
 
-// BenchmarkPass1Largest is the first pass of a file alone (the reader
-// plus the facts the pipeline collects): with the reader's figure it
-// shows what pass 1 costs on top of reading.
-func BenchmarkPass1Largest(b *testing.B) {
-	r, bytes, n := openLargest(b)
+// BenchmarkCachedReaderLargest is a pass of the reader with every buffer
+// in its cache (a second pass): the merge and the record headers only.
+func BenchmarkCachedReaderLargest(b *testing.B) {
+	path, bytes, n := largest(b)
+	r := openLargest(b, path, etl.Options{})
 	defer r.Close()
+	if _, err := r.Read(context.Background(), func(*record.Record) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
-		var d discard
-		p := NewPipeline(&d, Options{})
-		p.mode = modeCollect
-		if err := FileRecords(r).Each(context.Background(), p.Push); err != nil {
+		if _, err := r.Read(context.Background(), func(*record.Record) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	report(b, n, cpu0)
+}
+
+// BenchmarkPass1Largest is the first pass of a file alone, as Run makes
+// it (the reader, filling its cache, plus the facts the pipeline
+// collects), on a reader that has read nothing yet.
+func BenchmarkPass1Largest(b *testing.B) {
+	path, bytes, n := largest(b)
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cputime.Process()
+	for i := 0; i < b.N; i++ {
+		r := openLargest(b, path, etl.Options{})
+		var d discard
+		p := NewPipeline(&d, Options{})
+		p.mode = modeCollect
+		if err := FileRecords(r).(keptRecords).EachKept(context.Background(), p.collectKeep, p.Push); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	report(b, n, cpu0)
 }
 
 // BenchmarkDecodeLargest is the decoders alone (one pass, records
 // already read): the cost iotrace adds per record on top of the reader.
 func BenchmarkDecodeLargest(b *testing.B) {
-	r, bytes, _ := openLargest(b)
+	path, bytes, _ := largest(b)
+	r := openLargest(b, path, noCache)
 	defer r.Close()
 	var recs []record.Record
 	var payload []byte
@@ -118,6 +188,7 @@ func BenchmarkDecodeLargest(b *testing.B) {
 	b.SetBytes(bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		var d discard
 		p := NewPipeline(&d, Options{})
@@ -130,5 +201,5 @@ func BenchmarkDecodeLargest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	report(b, len(recs), cpu0)
 }

@@ -39,4 +39,14 @@ func (f *fileRecords) Each(ctx context.Context, fn func(*record.Record) error) e
 	return err
 }
 
+// EachKept implements keptRecords: the reader applies keep before its
+// merge. Records at or before the header record (time 0) are always
+// kept, so that the first record is the one Each would deliver first.
+func (f *fileRecords) EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error {
+	t0 := f.r.Header().HeaderTimestamp
+	st, err := f.r.ReadKept(ctx, func(r *record.Record) bool { return r.Timestamp <= t0 || keep(r) }, fn)
+	f.stats = st
+	return err
+}
+
 func (f *fileRecords) Stats() event.Stats { return f.stats }

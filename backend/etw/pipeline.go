@@ -325,6 +325,19 @@ var pass1Counted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
 // the records it only needs to count. The first record fixes time 0 when
 // the stream has no header.
 func (p *Pipeline) collectWanted(r *record.Record) bool {
+	if p.collectKeep(r) {
+		return true
+	}
+	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+		_ = p.beginIfReady(r)
+	}
+	return false
+}
+
+// collectKeep reports whether the first pass must decode r, counting the
+// records it only needs to count. It does not depend on the order of the
+// records: a source may apply it before merging its streams by time.
+func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
 	if pass1Facts.Has(c, code) {
 		return true
@@ -338,9 +351,6 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 		default:
 			p.opEnds[provFileIo]++
 		}
-	}
-	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
-		_ = p.beginIfReady(r)
 	}
 	return false
 }

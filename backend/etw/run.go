@@ -20,6 +20,16 @@ type Records interface {
 	Stats() event.Stats
 }
 
+// keptRecords is implemented by Records that can leave out, before
+// merging their streams by time, the records a pass does not want.
+type keptRecords interface {
+	// EachKept is Each over the records keep accepts, plus every record
+	// that may precede the source's first record (its header) in time
+	// order, whatever keep says: the first record delivered is the same
+	// as Each's. keep sees each record once, not in time order.
+	EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error
+}
+
 // Run reads src in two passes into sink: the first collects every name,
 // rundown, process, thread and volume fact (the end-of-trace file rundown
 // then names events from the whole trace); the second pairs, resolves and
@@ -28,7 +38,14 @@ type Records interface {
 func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error {
 	p := NewPipeline(sink, opts)
 	p.mode = modeCollect
-	err1 := src.Each(ctx, p.Push)
+	var err1 error
+	if k, ok := src.(keptRecords); ok {
+		// The first pass wants only the records that carry facts: the
+		// others are counted or rejected before the source merges them.
+		err1 = k.EachKept(ctx, p.collectKeep, p.Push)
+	} else {
+		err1 = src.Each(ctx, p.Push)
+	}
 	if err1 != nil && ctx.Err() != nil {
 		return err1
 	}

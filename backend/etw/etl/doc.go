@@ -17,10 +17,21 @@
 // or, pull style: rs := r.Records(); for { rec, err := rs.Next(); ... }.
 // Every call to Records (or Read) is an independent pass from the start of
 // the file: an offline consumer that needs two passes (names and rundowns
-// first, events second) simply reads twice. NewReader indexes the buffers
-// once (it reads only their 0x48-byte headers); a pass re-reads and
-// re-decompresses the buffers, holding one buffer per processor in memory,
-// whatever the size of the file.
+// first, events second) simply reads twice. [Reader.ReadKept] leaves out
+// the records a pass does not want before the merge, where they cost
+// least. NewReader indexes the buffers once (it reads their 0x48-byte
+// headers, through 1 MiB reads while buffers are small). A pass reads the
+// file 1 MiB at a time and holds one decompressed buffer per processor.
+//
+// # Memory
+//
+// Memory is bounded by constants, not by the size of the file: one buffer
+// per processor and a 1 MiB read window per pass, about 100 bytes of index
+// per buffer, and the buffer cache. The cache keeps the decompressed
+// buffers a pass read, up to [Options.CacheBudget] bytes (default
+// [DefaultCacheBudget], 64 MiB; negative turns it off), so that the next
+// pass neither reads nor decompresses them again; a file larger than the
+// budget has the rest read again by every pass. Close releases it.
 //
 // # Order
 //

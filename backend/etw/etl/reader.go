@@ -24,6 +24,11 @@ const (
 	OrderFile
 )
 
+// indexWindowMax is the largest buffer size after which the index still
+// reads headers through a window; after larger buffers it reads the
+// header alone.
+const indexWindowMax = 32 << 10
+
 // DefaultMaxBufferSize is the largest buffer (decompressed) a Reader
 // accepts unless Options say otherwise; ETW buffers are at most 1 MiB in
 // practice.
@@ -37,15 +42,25 @@ type Options struct {
 	// after decompression (default DefaultMaxBufferSize). It bounds memory
 	// on corrupt input.
 	MaxBufferSize int
+	// CacheBudget is the memory, in bytes, the Reader may spend on keeping
+	// the buffers a pass read (decompressed) for the passes after it, which
+	// then neither read nor decompress them again (default
+	// DefaultCacheBudget; negative: no cache). A file whose buffers do not
+	// all fit has the rest read again by every pass. The memory is
+	// allocated as buffers are read, up to the budget, and released by
+	// Close.
+	CacheBudget int64
 }
 
 // Reader reads an ETL file. NewReader parses the log-file header and
 // indexes the buffers (reading only their 0x48-byte headers); each call to
 // Records then streams every record from the start, so a file can be read
-// any number of times (two passes: names first, then events) at the cost
-// of decoding it again, with memory bounded by one buffer per processor.
-// A Reader is safe for concurrent use by passes that each have their own
-// Records.
+// any number of times (two passes: names first, then events). A pass holds
+// one buffer per processor; the buffers it reads are also kept, up to
+// Options.CacheBudget bytes, so that the next pass finds them decompressed
+// in memory. Memory is thus bounded by a constant, whatever the size of
+// the file. A Reader is safe for concurrent use by passes that each have
+// their own Records.
 type Reader struct {
 	ra      io.ReaderAt
 	size    int64
@@ -56,9 +71,13 @@ type Reader struct {
 	// groups holds buffer indices per stream, in delivery order.
 	groups   [][]int
 	indexErr error
-	// free holds the buffers of finished passes for the next pass.
-	freeMu sync.Mutex
-	free   [][]byte
+	// free and freeWin hold the buffers and the read window of finished
+	// passes for the next pass.
+	freeMu  sync.Mutex
+	free    [][]byte
+	freeWin []byte
+	// cache keeps decompressed buffers between passes (nil: off).
+	cache *bufferCache
 }
 
 // getBuf returns a spare buffer from a finished pass, or nil.
@@ -81,6 +100,24 @@ func (r *Reader) putBufs(bufs ...[]byte) {
 		if cap(b) > 0 && len(r.free) < len(r.groups)+1 {
 			r.free = append(r.free, b[:0])
 		}
+	}
+}
+
+// getWindow returns the read window of a finished pass, or nil.
+func (r *Reader) getWindow() []byte {
+	r.freeMu.Lock()
+	defer r.freeMu.Unlock()
+	b := r.freeWin
+	r.freeWin = nil
+	return b
+}
+
+// putWindow keeps the read window of a finished pass.
+func (r *Reader) putWindow(b []byte) {
+	r.freeMu.Lock()
+	defer r.freeMu.Unlock()
+	if cap(b) > cap(r.freeWin) {
+		r.freeWin = b[:0]
 	}
 }
 
@@ -112,24 +149,35 @@ func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
 	if opts.MaxBufferSize <= 0 {
 		opts.MaxBufferSize = DefaultMaxBufferSize
 	}
+	if opts.CacheBudget == 0 {
+		opts.CacheBudget = DefaultCacheBudget
+	}
 	r := &Reader{ra: ra, size: size, opts: opts}
-	r.index()
+	w := window{ra: ra, size: size}
+	r.index(&w)
 	if len(r.buffers) == 0 {
 		if r.indexErr != nil {
 			return nil, fmt.Errorf("not an ETL file: %w", r.indexErr)
 		}
 		return nil, fmt.Errorf("not an ETL file: %w", &FormatError{Pos: -1, Field: "WMI_BUFFER_HEADER", Err: truncatedf("empty file")})
 	}
-	if err := r.readHeader(); err != nil {
+	if err := r.readHeader(&w); err != nil {
 		return nil, fmt.Errorf("not an ETL file: %w", err)
 	}
+	r.freeWin = w.buf[:0]
 	r.group()
+	if opts.CacheBudget > 0 {
+		r.cache = newBufferCache(opts.CacheBudget, len(r.buffers))
+	}
 	return r, nil
 }
 
-// Close closes the file opened by Open; it does nothing for a Reader made
-// by NewReader.
+// Close releases the buffer cache and closes the file opened by Open (not
+// a reader given to NewReader).
 func (r *Reader) Close() error {
+	if r.cache != nil {
+		r.cache = newBufferCache(0, len(r.buffers))
+	}
 	if r.closer == nil {
 		return nil
 	}
@@ -150,10 +198,14 @@ func (r *Reader) Size() int64 { return r.size }
 // returns it too, after the last record.
 func (r *Reader) IndexError() error { return r.indexErr }
 
-// index walks the buffer headers: each buffer says its own size.
-func (r *Reader) index() {
-	var hdr [BufferHeaderSize]byte
+// index walks the buffer headers: each buffer says its own size. While
+// buffers are small (compressed ones are a few KiB), the headers are read
+// through a window of the file: a few large reads rather than one per
+// buffer. The window then serves the first pass.
+func (r *Reader) index(w *window) {
+	var one [BufferHeaderSize]byte
 	off := int64(0)
+	small := true
 	for i := 0; off < r.size; i++ {
 		fe := func(field string, err error) {
 			r.indexErr = &FormatError{Buffer: i, BufferOffset: off, Pos: -1, Field: field, Err: err}
@@ -162,11 +214,19 @@ func (r *Reader) index() {
 			fe("WMI_BUFFER_HEADER", truncatedf("%d bytes left, a buffer header needs %d", r.size-off, BufferHeaderSize))
 			return
 		}
-		if _, err := r.ra.ReadAt(hdr[:], off); err != nil {
+		hdr := one[:]
+		var err error
+		if small {
+			hdr, err = w.slice(off, BufferHeaderSize)
+		} else {
+			_, err = r.ra.ReadAt(hdr, off)
+		}
+		if err != nil {
 			fe("WMI_BUFFER_HEADER", fmt.Errorf("read: %w", err))
 			return
 		}
-		bi := BufferInfo{Index: i, FileOffset: off, BufferHeader: parseBufferHeader(hdr[:])}
+		bi := BufferInfo{Index: i, FileOffset: off, BufferHeader: parseBufferHeader(hdr)}
+		small = bi.BufferSize <= indexWindowMax
 		size := int64(bi.BufferSize)
 		if size < BufferHeaderSize || size > int64(r.opts.MaxBufferSize) {
 			fe("BufferSize", corruptf("%d bytes (valid: %d to %d); the buffers after it cannot be located", size, BufferHeaderSize, r.opts.MaxBufferSize))
@@ -185,10 +245,9 @@ func (r *Reader) index() {
 
 // readHeader decodes the TRACE_LOGFILE_HEADER from the first record of
 // the first buffer.
-func (r *Reader) readHeader() error {
+func (r *Reader) readHeader(w *window) error {
 	b0 := &r.buffers[0]
-	var comp []byte
-	data, err := r.loadBuffer(b0, nil, &comp)
+	data, err := r.loadBuffer(b0, nil, w)
 	if err != nil {
 		return err
 	}
@@ -249,12 +308,32 @@ func (r *Reader) group() {
 // Records starts a pass over every record of the file.
 func (r *Reader) Records() *Records { return newRecords(r) }
 
+// RecordsKept starts a pass that delivers only the records keep accepts.
+// keep sees every record once, in the order of its processor's stream
+// (not merged by time), before the merge: rejected records cost the
+// merge nothing. They are counted by Stats like delivered ones, except in
+// the count of records out of time order. The record keep sees is valid
+// only during the call.
+func (r *Reader) RecordsKept(keep func(*record.Record) bool) *Records {
+	rs := newRecords(r)
+	rs.keep = keep
+	return rs
+}
+
 // Read calls fn for every record of the file, in the Reader's order, and
 // returns the pass's statistics. It stops at the first error fn returns
 // or when ctx is done. A damaged file is read to its end (every intact
 // record is delivered) and the damage is returned as the error.
 func (r *Reader) Read(ctx context.Context, fn func(*record.Record) error) (event.Stats, error) {
-	rs := r.Records()
+	return r.read(ctx, r.Records(), fn)
+}
+
+// ReadKept is Read over the records keep accepts (see RecordsKept).
+func (r *Reader) ReadKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) (event.Stats, error) {
+	return r.read(ctx, r.RecordsKept(keep), fn)
+}
+
+func (r *Reader) read(ctx context.Context, rs *Records, fn func(*record.Record) error) (event.Stats, error) {
 	for n := 0; ; n++ {
 		if n&4095 == 0 {
 			if err := ctx.Err(); err != nil {

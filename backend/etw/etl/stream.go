@@ -20,7 +20,9 @@ type Records struct {
 	// advanced on the following call, so that the record stays valid
 	// until then.
 	pending *cpuStream
-	comp    []byte
+	// keep, when set, leaves out the records it rejects before the merge.
+	keep    func(*record.Record) bool
+	win     window
 	started bool
 	lastTS  int64
 	counts  counts
@@ -51,10 +53,12 @@ type counts struct {
 
 // cpuStream walks the buffers of one processor in order.
 type cpuStream struct {
-	bufs   []int
-	next   int
-	info   *BufferInfo
+	bufs []int
+	next int
+	info *BufferInfo
+	// data is the current buffer: own, or a buffer of the Reader's cache.
 	data   []byte
+	own    []byte
 	pos    int
 	order  int
 	lastTS int64
@@ -63,10 +67,10 @@ type cpuStream struct {
 }
 
 func newRecords(r *Reader) *Records {
-	rs := &Records{r: r, lastTS: -1 << 63, comp: r.getBuf()}
+	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow()}}
 	for i, g := range r.groups {
 		rs.streams = append(rs.streams, &cpuStream{
-			data:   r.getBuf(),
+			own:    r.getBuf(),
 			bufs:   g,
 			order:  i,
 			lastTS: r.header.HeaderTimestamp,
@@ -167,8 +171,7 @@ func (rs *Records) advance(s *cpuStream) bool {
 			}
 			info := &rs.r.buffers[s.bufs[s.next]]
 			s.next++
-			data, err := rs.load(info, s.data)
-			s.data = data[:cap(data)]
+			data, err := rs.load(info, s)
 			if err != nil {
 				rs.counts.badBuffers++
 				rs.addErr(err)
@@ -209,13 +212,40 @@ func (rs *Records) advance(s *cpuStream) bool {
 		h.FileOffset = s.info.FileOffset + int64(s.pos)
 		s.lastTS = h.Timestamp
 		s.pos += align8(size)
+		if rs.keep != nil && !rs.keep(h) {
+			rs.counts.records++
+			rs.counts.byType[h.HeaderType]++
+			continue
+		}
 		return true
 	}
 }
 
-// load reads (and decompresses) one buffer, counting it.
-func (rs *Records) load(info *BufferInfo, dst []byte) ([]byte, error) {
-	data, err := rs.r.loadBuffer(info, dst, &rs.comp)
+// load returns the data of one buffer, counting it: from the Reader's
+// cache, else read (and decompressed) into the cache when it has room,
+// else into the stream's own buffer.
+func (rs *Records) load(info *BufferInfo, s *cpuStream) ([]byte, error) {
+	var data []byte
+	var err error
+	if c := rs.r.cache; c == nil {
+		data, err = rs.loadOwn(info, s)
+	} else if data = c.get(info.Index); data == nil {
+		used := int64(info.Used())
+		var mem []byte
+		if used >= BufferHeaderSize && used <= int64(rs.r.opts.MaxBufferSize) {
+			mem = c.reserve(info.Index, int(used))
+		}
+		if mem != nil {
+			data, err = rs.r.loadBuffer(info, mem, &rs.win)
+			if err == nil && len(data) > 0 && &data[0] == &mem[0] {
+				c.commit(info.Index, data)
+			} else {
+				c.abandon(mem)
+			}
+		} else {
+			data, err = rs.loadOwn(info, s)
+		}
+	}
 	if err != nil {
 		return data, err
 	}
@@ -237,10 +267,16 @@ func (rs *Records) load(info *BufferInfo, dst []byte) ([]byte, error) {
 	return data, nil
 }
 
+// loadOwn reads one buffer into the stream's own memory.
+func (rs *Records) loadOwn(info *BufferInfo, s *cpuStream) ([]byte, error) {
+	data, err := rs.r.loadBuffer(info, s.own, &rs.win)
+	s.own = data[:cap(data)]
+	return data, err
+}
+
 // loadBuffer reads buffer info into dst (grown as needed) and returns its
-// used part, decompressed, header included. comp is scratch space for
-// compressed data.
-func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, comp *[]byte) ([]byte, error) {
+// used part, decompressed, header included. The file is read through w.
+func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, error) {
 	fe := func(pos int, field string, err error) error {
 		return &FormatError{Buffer: info.Index, BufferOffset: info.FileOffset, Pos: pos, Compressed: info.Compressed(), Field: field, Err: err}
 	}
@@ -259,18 +295,30 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, comp *[]byte) ([]byte,
 		}
 		n := min(used, avail)
 		dst = grow(dst, n)
-		if _, err := r.ra.ReadAt(dst, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
-			return dst, fe(-1, "buffer", fmt.Errorf("read %d bytes: %w", n, err))
+		if n > windowSize/4 {
+			// A large buffer: straight into dst.
+			if _, err := r.ra.ReadAt(dst, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
+				return dst, fe(-1, "buffer", fmt.Errorf("read %d bytes: %w", n, err))
+			}
+			return dst, nil
 		}
+		src, err := w.slice(info.FileOffset, n)
+		if err != nil && !info.Truncated {
+			return dst, fe(-1, "buffer", err)
+		}
+		copy(dst, src)
 		return dst, nil
 	}
-	*comp = grow(*comp, avail)
-	if _, err := r.ra.ReadAt(*comp, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
-		return dst, fe(-1, "buffer", fmt.Errorf("read %d bytes: %w", avail, err))
+	src, err := w.slice(info.FileOffset, avail)
+	if err != nil && !info.Truncated {
+		return dst, fe(-1, "buffer", err)
+	}
+	if len(src) < BufferHeaderSize {
+		return dst, fe(-1, "buffer", truncatedf("%d bytes of the buffer header in the file", len(src)))
 	}
 	dst = grow(dst, used)
-	copy(dst, (*comp)[:BufferHeaderSize])
-	n, err := xpress.Decompress(dst[BufferHeaderSize:], (*comp)[BufferHeaderSize:])
+	copy(dst, src[:BufferHeaderSize])
+	n, err := xpress.Decompress(dst[BufferHeaderSize:], src[BufferHeaderSize:])
 	if info.Truncated {
 		return dst[:BufferHeaderSize+n], nil
 	}
@@ -308,11 +356,12 @@ func (rs *Records) addErr(err error) {
 
 // release hands the pass's buffers back to the Reader for the next pass.
 func (rs *Records) release() {
-	bufs := [][]byte{rs.comp}
-	rs.comp = nil
+	rs.r.putWindow(rs.win.buf)
+	rs.win.buf = nil
+	var bufs [][]byte
 	for _, s := range rs.streams {
-		bufs = append(bufs, s.data)
-		s.data = nil
+		bufs = append(bufs, s.own)
+		s.own, s.data = nil, nil
 	}
 	rs.r.putBufs(bufs...)
 }

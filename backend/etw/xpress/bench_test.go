@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iotrace/iotrace/internal/cputime"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
 
@@ -76,12 +77,18 @@ func BenchmarkDecompress(b *testing.B) {
 	b.SetBytes(int64(total))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		for j, p := range payloads {
 			if _, err := Decompress(dst[:sizes[j]], p); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+	// The rate per second of CPU time used by the process: on a shared
+	// machine wall time also counts waiting for a core.
+	if cpu := (cputime.Process() - cpu0).Seconds(); cpu > 0 {
+		b.ReportMetric(float64(total)*float64(b.N)/cpu/1e6, "MB/cpu-s")
 	}
 }
 

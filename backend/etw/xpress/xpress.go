@@ -37,67 +37,239 @@ func corrupt(off int, field string, err error) error {
 	return &CorruptError{Offset: off, Field: field, Err: err}
 }
 
+func shortLiteral(in int) error {
+	return fmt.Errorf("xpress: literal at input offset %#x: %w", in, ErrShortBuffer)
+}
+
+func shortMatch(length uint64, start int) error {
+	return fmt.Errorf("xpress: match of %d bytes at input offset %#x: %w", length, start, ErrShortBuffer)
+}
+
+// Margins of the fast loop. While at least inMargin input bytes and
+// outMargin output bytes are left at the top of the loop, a literal run
+// of up to 16 bytes is one 16-byte move, a match token (at most 10 bytes
+// with every extended length field) needs no input check, and a match of
+// up to 16 bytes is one 16-byte move (two 8-byte moves when its offset is
+// under 16); bytes written past the current element are rewritten by the
+// next ones. TestDifferential fails if either margin is one byte short.
+const (
+	inMargin  = 4 + 16 + 10 // a flag word, a literal block, a match token
+	outMargin = 16 + 16     // a literal block, then a short match
+)
+
 // Decompress decompresses src, a complete plain-LZ77 stream, into dst and
 // returns the number of bytes written. The stream ends where its input
 // ends. It fails with a *CorruptError when src is malformed and with an
 // error wrapping ErrShortBuffer when the output would not fit in dst; the
-// bytes already written to dst stay valid.
+// bytes already written to dst stay valid. Bytes of dst past the returned
+// count may be overwritten.
+//
+// The flag bits are kept in the top of a 64-bit word followed by a
+// sentinel 1 bit, so that the count of leading zeros is the literal run
+// up to the next match or the end of the flag word, and f<<1 == 0 means
+// that the word is used up.
 func Decompress(dst, src []byte) (int, error) {
 	var (
 		in, out  int
-		flags    uint32
-		nflags   int
-		halfByte = -1 // input offset of a pending shared length nibble
+		f        uint64 // flag bits, then the sentinel; 0: none loaded
+		halfByte = -1   // input offset of a pending shared length nibble
 		srcLen   = len(src)
 		dstLen   = len(dst)
 	)
+	// Fast loop: no bound is checked per byte while the margins hold.
+	for in <= srcLen-inMargin && out <= dstLen-outMargin {
+		if f<<1 == 0 {
+			f = uint64(binary.LittleEndian.Uint32(src[in:]))<<32 | 1<<31
+			in += 4
+		}
+		// The literal run before the next match (or the end of the flag
+		// word): up to 16 bytes in one move whatever its length.
+		run := bits.LeadingZeros64(f)
+		*(*[16]byte)(dst[out : out+16]) = *(*[16]byte)(src[in : in+16])
+		if run > 16 {
+			if run > srcLen-in || run > dstLen-out {
+				break // the careful loop below reports it
+			}
+			copy(dst[out:out+run], src[in:in+run])
+			in += run
+			out += run
+			f <<= uint(run)
+			continue // re-check the margins before the match
+		}
+		in += run
+		out += run
+		f <<= uint(run)
+		if f<<1 == 0 {
+			continue // the flag word ended inside the run
+		}
+		// A match. The margin leaves room for its longest token.
+		f <<= 1
+		start := in
+		m := uint(binary.LittleEndian.Uint16(src[in:]))
+		in += 2
+		length := m & 7
+		offset := int(m>>3) + 1
+		if length == 7 {
+			if halfByte < 0 {
+				length = uint(src[in] & 0x0F)
+				halfByte = in
+				in++
+			} else {
+				length = uint(src[halfByte] >> 4)
+				halfByte = -1
+			}
+			if length == 15 {
+				length = uint(src[in])
+				in++
+				if length == 255 {
+					length = uint(binary.LittleEndian.Uint16(src[in:]))
+					in += 2
+					if length == 0 {
+						length = uint(binary.LittleEndian.Uint32(src[in:]))
+						in += 4
+						if uint64(length) > uint64(dstLen) {
+							return out, shortMatch(uint64(length), start)
+						}
+					}
+					if length < 15+7 {
+						return out, corrupt(start, "match length", errBadLength)
+					}
+					length -= 15 + 7
+				}
+				length += 15
+			}
+			length += 7
+		}
+		length += 3
+		if offset > out {
+			return out, corrupt(start, "match offset", errBadOffset)
+		}
+		from := out - offset
+		if offset >= 16 {
+			// Every 16-byte block read lies before the block written.
+			if length <= 16 {
+				// The common case; the margin covers the 16 bytes.
+				*(*[16]byte)(dst[out : out+16]) = *(*[16]byte)(dst[from : from+16])
+				out += int(length)
+				continue
+			}
+			if length <= 48 && uint(dstLen-out) >= length+16 {
+				end := out + int(length)
+				for ; out < end; out, from = out+16, from+16 {
+					*(*[16]byte)(dst[out : out+16]) = *(*[16]byte)(dst[from : from+16])
+				}
+				out = end
+				continue
+			}
+		} else if offset >= 8 && length <= 16 {
+			// Two 8-byte moves, the second reading what the first may
+			// have written (offset >= 8 keeps the order right).
+			binary.LittleEndian.PutUint64(dst[out:out+8], binary.LittleEndian.Uint64(dst[from:from+8]))
+			binary.LittleEndian.PutUint64(dst[out+8:out+16], binary.LittleEndian.Uint64(dst[from+8:from+16]))
+			out += int(length)
+			continue
+		}
+		if uint(dstLen-out) < length {
+			return out, shortMatch(uint64(length), start)
+		}
+		out = copyMatch(dst, out, from, int(length))
+	}
+	return decompressTail(dst, src, in, out, f, halfByte)
+}
+
+// copyMatch copies the length bytes at dst[from:] to dst[out:], from <
+// out, byte by byte as the format defines it (an overlapping match
+// repeats its last out-from bytes), and returns the new output position.
+// The caller checked that the match fits in dst.
+func copyMatch(dst []byte, out, from, length int) int {
+	offset := out - from
+	end := out + length
+	if offset >= length && length >= 64 {
+		// Long, non-overlapping: memmove is fastest.
+		copy(dst[out:end], dst[from:from+length])
+		return end
+	}
+	if end+8 > len(dst) {
+		// No room for whole words past the end: exact copies.
+		if offset >= length {
+			copy(dst[out:end], dst[from:from+length])
+			return end
+		}
+		for out < end {
+			out += copy(dst[out:end], dst[from:out])
+		}
+		return end
+	}
+	if offset < 8 {
+		// A short period: write the first bytes one by one until a
+		// multiple of the period, k >= 8, lies behind the output; from
+		// there on dst[o] = dst[o-k] and words can be moved.
+		k := offset * ((8 + offset - 1) / offset)
+		first := min(k-offset, length)
+		for i := 0; i < first; i++ {
+			dst[out+i] = dst[from+i]
+		}
+		o := out + first
+		for ; o < end; o += 8 {
+			binary.LittleEndian.PutUint64(dst[o:o+8], binary.LittleEndian.Uint64(dst[o-k:o-k+8]))
+		}
+		return end
+	}
+	if offset >= 16 && end+16 <= len(dst) {
+		for o := out; o < end; o, from = o+16, from+16 {
+			s := dst[from : from+16]
+			d := dst[o : o+16]
+			binary.LittleEndian.PutUint64(d[:8], binary.LittleEndian.Uint64(s[:8]))
+			binary.LittleEndian.PutUint64(d[8:], binary.LittleEndian.Uint64(s[8:]))
+		}
+		return end
+	}
+	// 8 <= offset < 16: every word read lies before the word written.
+	for o := out; o < end; o, from = o+8, from+8 {
+		binary.LittleEndian.PutUint64(dst[o:o+8], binary.LittleEndian.Uint64(dst[from:from+8]))
+	}
+	return end
+}
+
+// decompressTail finishes a stream near the end of its input or output,
+// checking every bound, from the state the fast loop left.
+func decompressTail(dst, src []byte, in, out int, f uint64, halfByte int) (int, error) {
+	srcLen, dstLen := len(src), len(dst)
 	for {
-		if nflags == 0 {
+		if f<<1 == 0 {
 			if in == srcLen {
 				return out, nil
 			}
 			if srcLen-in < 4 {
 				return out, corrupt(in, "flags", errTruncated)
 			}
-			flags = binary.LittleEndian.Uint32(src[in:])
+			f = uint64(binary.LittleEndian.Uint32(src[in:]))<<32 | 1<<31
 			in += 4
-			nflags = 32
 		}
 		// Copy the run of literals announced by the leading zero bits.
-		if run := bits.LeadingZeros32(flags); run > 0 {
-			if run > nflags {
-				run = nflags
-			}
+		if run := bits.LeadingZeros64(f); run > 0 {
 			avail := srcLen - in
 			if run > avail {
 				// The stream may end inside a run of literal flags.
 				if dstLen-out < avail {
-					return out, fmt.Errorf("xpress: literal at input offset %#x: %w", in+dstLen-out, ErrShortBuffer)
+					return out, shortLiteral(in + dstLen - out)
 				}
 				out += copy(dst[out:], src[in:])
 				return out, nil
 			}
 			if dstLen-out < run {
-				return out, fmt.Errorf("xpress: literal at input offset %#x: %w", in+dstLen-out, ErrShortBuffer)
+				return out, shortLiteral(in + dstLen - out)
 			}
-			if run <= 8 && srcLen-in >= 8 && dstLen-out >= 8 {
-				// Short run with room to spare: one 8-byte move; the bytes
-				// past the run are overwritten later.
-				binary.LittleEndian.PutUint64(dst[out:], binary.LittleEndian.Uint64(src[in:]))
-			} else {
-				copy(dst[out:out+run], src[in:in+run])
-			}
+			copy(dst[out:out+run], src[in:in+run])
 			in += run
 			out += run
-			nflags -= run
-			flags <<= uint(run)
-			if nflags == 0 {
+			f <<= uint(run)
+			if f<<1 == 0 {
 				continue
 			}
 		}
 		// A match.
-		nflags--
-		flags <<= 1
+		f <<= 1
 		if in == srcLen {
 			return out, nil // the end marker: a match flag with no input left
 		}
@@ -140,7 +312,7 @@ func Decompress(dst, src []byte) (int, error) {
 						l32 := binary.LittleEndian.Uint32(src[in:])
 						in += 4
 						if uint64(l32) > uint64(dstLen) {
-							return out, fmt.Errorf("xpress: match of %d bytes at input offset %#x: %w", l32, start, ErrShortBuffer)
+							return out, shortMatch(uint64(l32), start)
 						}
 						length = int(l32)
 					}
@@ -158,37 +330,8 @@ func Decompress(dst, src []byte) (int, error) {
 			return out, corrupt(start, "match offset", errBadOffset)
 		}
 		if dstLen-out < length {
-			return out, fmt.Errorf("xpress: match of %d bytes at input offset %#x: %w", length, start, ErrShortBuffer)
+			return out, shortMatch(uint64(length), start)
 		}
-		from := out - offset
-		if offset >= length && length > 32 {
-			// Long, non-overlapping: memmove is fastest.
-			copy(dst[out:out+length], dst[from:from+length])
-			out += length
-			continue
-		}
-		if offset >= 8 && dstLen-out >= length+8 {
-			// Move 8 bytes at a time: with offset >= 8 every word read
-			// lies before the word being written, so overlapping matches
-			// come out right. Up to 7 bytes past the match are overwritten
-			// later.
-			end := out + length
-			for o := out; o < end; o, from = o+8, from+8 {
-				binary.LittleEndian.PutUint64(dst[o:], binary.LittleEndian.Uint64(dst[from:]))
-			}
-			out = end
-			continue
-		}
-		if offset >= length {
-			copy(dst[out:out+length], dst[from:from+length])
-			out += length
-			continue
-		}
-		// Overlapping match: the copied bytes repeat with period offset.
-		end := out + length
-		for out < end {
-			n := copy(dst[out:end], dst[from:out])
-			out += n
-		}
+		out = copyMatch(dst, out, out-offset, length)
 	}
 }

@@ -1,14 +1,15 @@
 //go:build unix
 
-package etl
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the user+system CPU time used by the process.
-func cpuTime() time.Duration {
+// Process returns the user + system CPU time used by the process, 0 when
+// it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
