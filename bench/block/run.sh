@@ -8,7 +8,12 @@
 #   fast  a loop device backed by /dev/shm (a few us per I/O: the worst case
 #         for a tracer's per-I/O cost)
 # It prints the median IOPS of each, the slowdown ratio against bare and the
-# added time per I/O. Run as root from the repository root:
+# added time per I/O. fio runs on CPU 0, and every CPU has a SCHED_IDLE
+# spinner (SPIN=1, the default): a halted vCPU costs a VM exit to wake at
+# every completion interrupt, and a tracer that keeps a CPU busy hides
+# that cost, which made traced runs "faster" than bare ones; with the
+# spinners no CPU halts in any mode, and any real task preempts them at
+# once. Run as root from the repository root:
 #   sudo bash bench/block/run.sh            (ROUNDS=3 RUNTIME=10 by default)
 # With IOTRACE=path/to/iotrace set and a working `iotrace record`, the same
 # workload also runs under `iotrace record` (syscall + block tracing).
@@ -16,10 +21,13 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-10}
+SPIN=${SPIN:-1}
 DISKFILE=${DISKFILE:-/var/tmp/iotrace-block-bench.dat}
 tmp=$(mktemp -d)
 loopdev=""
+spinners=()
 cleanup() {
+	[[ ${#spinners[@]} -gt 0 ]] && kill "${spinners[@]}" 2>/dev/null || true
 	[[ -n $loopdev ]] && losetup -d "$loopdev" 2>/dev/null || true
 	rm -rf "$tmp" /dev/shm/iotrace-block-bench.img
 }
@@ -46,6 +54,14 @@ BIOLAT='tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsec
 tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
   @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000);
   delete(@start[args->dev, args->sector]); }'
+
+spinners=()
+if [[ $SPIN == 1 ]]; then
+	for c in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$c" chrt --idle 0 sh -c 'while :; do :; done' &
+		spinners+=($!)
+	done
+fi
 
 tools=(bare iotrace-block bpftrace)
 [[ $have_blktrace -eq 1 ]] && tools+=(blktrace)
@@ -94,7 +110,8 @@ stop_tool() {
 # Per-program BPF run time (kernel.bpf_stats_enabled), restored on exit.
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; cleanup' EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+# Enabled only around the block tracer's own runs: the statistics cost two
+# clock reads per program run, which would slow every other mode.
 # bpf_ns: total run time and count of the block tracer's programs.
 bpf_ns() {
 	bpftool prog show --json | python3 -c '
@@ -115,8 +132,9 @@ for round in $(seq "$ROUNDS"); do
 	for target in disk fast; do
 		if [[ $target == disk ]]; then file=$DISKFILE dev=$disk_dev; else file=$loopdev dev=$loopdev; fi
 		for tool in "${tools[@]}"; do
+			if [[ $tool == iotrace-block ]]; then sysctl -qw kernel.bpf_stats_enabled=1; else sysctl -qw kernel.bpf_stats_enabled=0; fi
 			start_tool "$tool" "$dev"
-			fio --name=rr --filename="$file" --size=1G --rw=randread --bs=4k --direct=1 \
+			fio --name=rr --filename="$file" --size=1G --rw=randread --bs=4k --direct=1 --cpus_allowed=0 \
 				--ioengine=psync --iodepth=1 --numjobs=1 --time_based --runtime="$RUNTIME" \
 				--randrepeat=0 --output-format=json --output="$tmp/fio.json"
 			if [[ $tool == iotrace-block ]]; then
