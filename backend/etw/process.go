@@ -57,6 +57,11 @@ type mainImage struct {
 	sent bool   // a process fact with this image went to the sink
 }
 
+// ProcessName is the process name an image gives, the rule every ETW
+// source uses (offline and live): the file name without ".exe",
+// `C:\Windows\System32\svchost.exe` → "svchost".
+func ProcessName(image string) string { return trimExe(baseName(image)) }
+
 // trimExe turns an image name into a process name: "svchost.exe" →
 // "svchost".
 func trimExe(s string) string {

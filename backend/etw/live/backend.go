@@ -437,16 +437,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		}
 	}
 	if child != nil && exit == nil {
-		select {
-		case x := <-childDone:
-			exit = &x
-		default:
-			if ctx.Err() != nil {
-				child.Kill()
-			} else {
-				warn(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], child.Pid()))
-			}
-		}
+		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
 	ok, perr := ms.finish(cfg.StopTimeout)
 	if !ok {
@@ -547,9 +538,9 @@ func clockTicks(d time.Duration, clockType uint32, qpcFreq int64) int64 {
 // Windows gives the path (the image file name otherwise, counted).
 func appendProcessFacts(facts []event.Fact, api API, procs []Process, stats *event.Stats) []event.Fact {
 	for _, p := range procs {
-		f := event.Fact{Kind: event.FactProcess, Rundown: true, Pid: p.Pid, PPid: p.PPid, Name: trimExe(p.Name)}
+		f := event.Fact{Kind: event.FactProcess, Rundown: true, Pid: p.Pid, PPid: p.PPid, Name: etw.ProcessName(p.Name)}
 		if img, err := api.ProcessImage(p.Pid); err == nil && img != "" {
-			f.Image, f.Name = img, trimExe(baseName(img))
+			f.Image, f.Name = img, etw.ProcessName(img)
 		} else if p.Pid != 0 && p.Pid != 4 { // Idle and System have no executable
 			stats.Add(event.CountInfo, StatProcessNoImage, 1)
 		}
@@ -558,21 +549,22 @@ func appendProcessFacts(facts []event.Fact, api API, procs []Process, stats *eve
 	return facts
 }
 
-// trimExe turns an image file name into a process name, as the offline
-// reader does: "svchost.exe" → "svchost".
-func trimExe(s string) string {
-	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
-		return s[:len(s)-4]
+// settleChild is called when tracing stops before the command was seen to
+// exit: it returns the exit if it has come meanwhile; otherwise it kills
+// the command on cancel (Ctrl-C) or leaves it running with a warning (the
+// duration is over) and returns nil.
+func settleChild(ctx context.Context, child Child, done <-chan childExit, name string, warn func(string)) *childExit {
+	select {
+	case x := <-done:
+		return &x
+	default:
 	}
-	return s
-}
-
-// baseName returns the last element of a Windows path.
-func baseName(s string) string {
-	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
-		return s[i+1:]
+	if ctx.Err() != nil {
+		child.Kill()
+	} else {
+		warn(fmt.Sprintf("%s (pid %d) is still running, no longer traced", name, child.Pid()))
 	}
-	return s
+	return nil
 }
 
 // childExit is how a traced command ended.
@@ -737,16 +729,7 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 		exit = &x
 	}
 	if child != nil && exit == nil {
-		select {
-		case x := <-childDone:
-			exit = &x
-		default:
-			if ctx.Err() != nil {
-				child.Kill()
-			} else {
-				warn(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], child.Pid()))
-			}
-		}
+		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
 	s.stopSession()
 	var discard event.Stats
