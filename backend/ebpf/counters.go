@@ -18,7 +18,6 @@ const (
 	cInflightFull
 	cPathRetry
 	cPathFailed
-	cCauseFull
 	cURingNoSubmit
 	cURingFull
 	cPidsFull
@@ -42,7 +41,6 @@ var counterDesc = [numCounters]struct {
 	cInflightFull:  {event.CountLost, "syscall events lost: no task storage for the thread (memory)", false},
 	cPathRetry:     {event.CountInfo, "paths not resident at enter, read at exit", false},
 	cPathFailed:    {event.CountUnresolved, "paths unreadable at enter and exit", false},
-	cCauseFull:     {event.CountLost, "block cause links lost (unused: cur_syscall is task storage)", false},
 	cURingNoSubmit: {event.CountUnpaired, "io_uring completions without submission", false},
 	cURingFull:     {event.CountLost, "io_uring events lost: in-flight map full", false},
 	cPidsFull:      {event.CountLost, "children not followed: pid map full", false},

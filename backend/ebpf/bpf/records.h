@@ -134,7 +134,6 @@ enum counter {
 	C_INFLIGHT_FULL,    /* enter not recorded: no task storage (memory) */
 	C_PATH_RETRY,       /* path not resident at enter, retried at exit */
 	C_PATH_FAILED,      /* path unreadable at enter and exit */
-	C_CAUSE_FULL,       /* unused since cur_syscall is task storage (kept: the numbering is shared with counters.go) */
 	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
 	C_URING_FULL,       /* io_uring in-flight map full */
 	C_PIDS_FULL,        /* followed child not added: pid map full */
