@@ -2,6 +2,7 @@ package hist
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -352,4 +353,104 @@ func TestSketchResetReuse(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sketchReference answers Quantiles from (value, count) pairs as the
+// sketch's definition says: the bucket of the value of rank ceil(q*n),
+// its midpoint clamped to [min, max]; min and max exactly at the ends.
+func sketchReference(pairs [][2]uint64, qs []float64) []uint64 {
+	pairs = slices.Clone(pairs)
+	slices.SortFunc(pairs, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var n uint64
+	for _, p := range pairs {
+		n += p[1]
+	}
+	lo, hi := pairs[0][0], pairs[len(pairs)-1][0]
+	out := make([]uint64, len(qs))
+	for k, q := range qs {
+		r := rank(q, n)
+		switch r {
+		case 1:
+			out[k] = lo
+			continue
+		case n:
+			out[k] = hi
+			continue
+		}
+		var seen uint64
+		for _, p := range pairs {
+			seen += p[1]
+			if seen >= r {
+				blo, bhi := sketchBounds(sketchIndex(p[0]))
+				out[k] = clamp(blo+(bhi-blo+1)/2, lo, hi)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestSketchWidening checks counts past what a narrow (16-bit) block
+// holds: by Add, by AddN and by Merge, and after a Reset of widened
+// blocks.
+func TestSketchWidening(t *testing.T) {
+	qs := []float64{0, 0.001, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1}
+	check := func(name string, s *Sketch, pairs [][2]uint64) {
+		t.Helper()
+		want := sketchReference(pairs, qs)
+		var n uint64
+		for _, p := range pairs {
+			n += p[1]
+		}
+		if got := s.Quantiles(qs...); !slices.Equal(got, want) || s.Count() != n {
+			t.Fatalf("%s: quantiles %v (n %d), want %v (n %d)", name, got, s.Count(), want, n)
+		}
+		for k, q := range qs {
+			if got := s.Quantile(q); got != want[k] {
+				t.Fatalf("%s: Quantile(%v) = %d, want %d", name, q, got, want[k])
+			}
+		}
+	}
+
+	// One bucket past 65,535 by Add; a neighbour stays narrow.
+	var a Sketch
+	for range 70_000 {
+		a.Add(1000)
+	}
+	for range 3 {
+		a.Add(5000)
+	}
+	a.Add(1001)
+	check("add", &a, [][2]uint64{{1000, 70_000}, {5000, 3}, {1001, 1}})
+
+	// Two narrow sketches whose sum overflows only when merged.
+	var b, c Sketch
+	for range 40_000 {
+		b.Add(700)
+		c.Add(700)
+	}
+	c.Add(90)
+	b.Merge(&c)
+	check("merge", &b, [][2]uint64{{700, 80_000}, {90, 1}})
+
+	// Merging a wide block into a narrow one and a narrow into a wide one.
+	var d Sketch
+	d.Add(1000)
+	d.Merge(&a)
+	a.Merge(&d)
+	check("merge wide", &a, [][2]uint64{{1000, 140_001}, {5000, 6}, {1001, 2}})
+
+	// AddN far beyond 16 bits, then small adds to the same block.
+	var e Sketch
+	e.AddN(123456, 1<<40)
+	e.Add(123457)
+	e.AddN(10, 1)
+	check("addn", &e, [][2]uint64{{123456, 1 << 40}, {123457, 1}, {10, 1}})
+
+	// A reset sketch reuses its wide and narrow blocks.
+	a.Reset()
+	a.Add(1000)
+	a.AddN(1001, 65_535)
+	a.Add(1001)
+	check("reset", &a, [][2]uint64{{1000, 1}, {1001, 65_536}})
 }

@@ -2,6 +2,7 @@ package hist
 
 import (
 	"encoding/json"
+	"math"
 	"math/bits"
 )
 
@@ -21,19 +22,26 @@ const SketchRelativeError = 1.0 / (2 * sketchSub)
 
 // Sketch estimates quantiles of unsigned values (latencies in ns, sizes in
 // bytes) in bounded memory: log-linear buckets, exact below 128 and 64 per
-// power of two above, allocated in blocks of 64 counters (512 bytes) as
-// values reach them. Latencies from 1 µs to 100 ms take about 9 KiB; the
-// worst case is 30 KiB. Count, Sum, Min and Max are exact. The zero value
-// is an empty sketch ready to use.
+// power of two above, allocated in blocks of 64 counters as values reach
+// them. A block starts with 16-bit counters (128 bytes) and is widened to
+// 64-bit counters (512 bytes) when one of its counts would pass 65,535: the
+// many small sketches of a report (one per process and per file) stay
+// small, and an Add touches few cache lines. Latencies from 1 µs to 100 ms
+// take about 2–9 KiB; the worst case is 31 KiB. Counts are exact at every
+// width; Count, Sum, Min and Max are exact. The zero value is an empty
+// sketch ready to use.
 type Sketch struct {
 	n        uint64
 	sum      uint64 // saturating
 	min, max uint64
-	// used has bit i set when blocks[i] may hold non-zero counts: Merge,
+	// used has bit i set when block i may hold non-zero counts: Merge,
 	// Reset and the quantile walks visit only those blocks (a reset
 	// sketch keeps its blocks, zeroed, for reuse).
-	used   uint64
-	blocks [sketchBlocks]*[sketchSub]uint64
+	used uint64
+	// Block i is narrow[i] (16-bit counters) or wide[i] (64-bit
+	// counters), never both; nil when never reached.
+	narrow [sketchBlocks]*[sketchSub]uint16
+	wide   [sketchBlocks]*[sketchSub]uint64
 }
 
 // sketchIndex returns the bucket of v.
@@ -58,13 +66,13 @@ func sketchBounds(i int) (lo, hi uint64) {
 
 // Add counts one value.
 func (s *Sketch) Add(v uint64) {
-	i := sketchIndex(v)
-	bi := uint(i) / sketchSub
-	b := s.blocks[bi%sketchBlocks]
-	if b == nil {
-		b = s.block(bi)
+	i := uint(sketchIndex(v))
+	bi, j := i/sketchSub%sketchBlocks, i%sketchSub
+	if b := s.narrow[bi]; b != nil && b[j] != math.MaxUint16 {
+		b[j]++
+	} else {
+		s.addSlow(bi, j, 1)
 	}
-	b[uint(i)%sketchSub]++
 	s.used |= 1 << bi
 	if s.n == 0 || v < s.min {
 		s.min = v
@@ -76,11 +84,57 @@ func (s *Sketch) Add(v uint64) {
 	s.sum = satAdd(s.sum, v)
 }
 
-// block allocates block bi.
-func (s *Sketch) block(bi uint) *[sketchSub]uint64 {
-	b := new([sketchSub]uint64)
-	s.blocks[bi%sketchBlocks] = b
-	return b
+// addSlow adds n to counter j of block bi when Add's narrow increment
+// does not apply: the block is wide, missing, or the count would overflow
+// its 16 bits.
+func (s *Sketch) addSlow(bi, j uint, n uint64) {
+	if w := s.wide[bi]; w != nil {
+		w[j] += n
+		return
+	}
+	b := s.narrow[bi]
+	if b == nil {
+		b = new([sketchSub]uint16)
+		s.narrow[bi] = b
+	}
+	if c := uint64(b[j]) + n; c <= math.MaxUint16 {
+		b[j] = uint16(c)
+		return
+	}
+	s.widen(bi)[j] += n
+}
+
+// widen turns block bi (narrow or missing) into a wide block and returns it.
+func (s *Sketch) widen(bi uint) *[sketchSub]uint64 {
+	w := s.wide[bi]
+	if w != nil {
+		return w
+	}
+	w = new([sketchSub]uint64)
+	if b := s.narrow[bi]; b != nil {
+		for j, c := range b {
+			w[j] = uint64(c)
+		}
+		s.narrow[bi] = nil
+	}
+	s.wide[bi] = w
+	return w
+}
+
+// block returns the counts of block bi, copied into buf when the block is
+// narrow; nil when the block was never reached.
+func (s *Sketch) block(bi uint, buf *[sketchSub]uint64) *[sketchSub]uint64 {
+	if w := s.wide[bi%sketchBlocks]; w != nil {
+		return w
+	}
+	b := s.narrow[bi%sketchBlocks]
+	if b == nil {
+		return nil
+	}
+	for j, c := range b {
+		buf[j] = uint64(c)
+	}
+	return buf
 }
 
 // AddN counts n occurrences of v.
@@ -88,13 +142,9 @@ func (s *Sketch) AddN(v, n uint64) {
 	if n == 0 {
 		return
 	}
-	i := sketchIndex(v)
-	bi := uint(i) / sketchSub
-	b := s.blocks[bi%sketchBlocks]
-	if b == nil {
-		b = s.block(bi)
-	}
-	b[uint(i)%sketchSub] += n
+	i := uint(sketchIndex(v))
+	bi, j := i/sketchSub%sketchBlocks, i%sketchSub
+	s.addSlow(bi, j, n)
 	s.used |= 1 << bi
 	if s.n == 0 || v < s.min {
 		s.min = v
@@ -111,15 +161,40 @@ func (s *Sketch) Merge(o *Sketch) {
 	if o.n == 0 {
 		return
 	}
+	var buf [sketchSub]uint64
 	for u := o.used; u != 0; u &= u - 1 {
-		bi := uint(bits.TrailingZeros64(u))
-		ob := o.blocks[bi%sketchBlocks]
-		b := s.blocks[bi%sketchBlocks]
-		if b == nil {
-			b = s.block(bi)
+		bi := uint(bits.TrailingZeros64(u)) % sketchBlocks
+		ob := o.block(bi, &buf)
+		if ob == nil {
+			continue
 		}
-		for j := range b {
-			b[j] += ob[j]
+		if w := s.wide[bi]; w != nil {
+			for j := range w {
+				w[j] += ob[j]
+			}
+			continue
+		}
+		b := s.narrow[bi]
+		if b == nil {
+			b = new([sketchSub]uint16)
+			s.narrow[bi] = b
+		}
+		fits := true
+		for j, c := range b {
+			if uint64(c)+ob[j] > math.MaxUint16 {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			for j := range b {
+				b[j] += uint16(ob[j])
+			}
+			continue
+		}
+		w := s.widen(bi)
+		for j := range w {
+			w[j] += ob[j]
 		}
 	}
 	s.used |= o.used
@@ -136,7 +211,13 @@ func (s *Sketch) Merge(o *Sketch) {
 // Reset empties s, keeping the blocks it allocated for reuse.
 func (s *Sketch) Reset() {
 	for u := s.used; u != 0; u &= u - 1 {
-		clear(s.blocks[bits.TrailingZeros64(u)%sketchBlocks][:])
+		bi := uint(bits.TrailingZeros64(u)) % sketchBlocks
+		if b := s.narrow[bi]; b != nil {
+			clear(b[:])
+		}
+		if w := s.wide[bi]; w != nil {
+			clear(w[:])
+		}
 	}
 	s.n, s.sum, s.min, s.max, s.used = 0, 0, 0, 0, 0
 }
@@ -178,9 +259,14 @@ func (s *Sketch) Quantile(q float64) uint64 {
 		return s.max
 	}
 	var seen uint64
+	var buf [sketchSub]uint64
 	for u := s.used; u != 0; u &= u - 1 {
 		bi := bits.TrailingZeros64(u)
-		for j, c := range s.blocks[bi%sketchBlocks] {
+		b := s.block(uint(bi), &buf)
+		if b == nil {
+			continue
+		}
+		for j, c := range b {
 			seen += c
 			if seen >= r {
 				lo, hi := sketchBounds(bi*sketchSub + j)
@@ -204,9 +290,14 @@ func (s *Sketch) Quantiles(qs ...float64) []uint64 {
 		k++
 	}
 	var seen uint64
+	var buf [sketchSub]uint64
 	for u := s.used; u != 0; u &= u - 1 {
 		bi := bits.TrailingZeros64(u)
-		for j, c := range s.blocks[bi%sketchBlocks] {
+		b := s.block(uint(bi), &buf)
+		if b == nil {
+			continue
+		}
+		for j, c := range b {
 			if c == 0 {
 				continue
 			}

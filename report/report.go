@@ -2,6 +2,7 @@ package report
 
 import (
 	"container/heap"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/heatmap"
@@ -118,8 +119,8 @@ func New(opts Options) *Report {
 	opts = opts.normalized()
 	r := &Report{
 		opts:      opts,
-		procs:     newTable(opts.Capacity, processSlot),
-		files:     newTable(opts.Capacity, stringSlot),
+		procs:     newTable(opts.Capacity, processSlot, compareProcess),
+		files:     newTable(opts.Capacity, stringSlot, strings.Compare),
 		devices:   make(map[event.Device]*device),
 		errs:      make(map[errKey]*errGroup),
 		procInfo:  make(map[event.ProcessKey]*procInfo),

@@ -3,7 +3,6 @@ package report
 import (
 	"cmp"
 	"math/bits"
-	"slices"
 	"unsafe"
 
 	"github.com/iotrace/iotrace/event"
@@ -57,11 +56,15 @@ type entity struct {
 	errBytes, errTime uint64
 }
 
-// reset empties e for reuse, keeping its sketch's blocks.
+// reset empties e for reuse, keeping its sketch's blocks. Only the ops
+// in opsUsed can be non-zero: the others are not cleared again.
 func (e *entity) reset() {
-	lat := e.lat
-	lat.Reset()
-	*e = entity{lat: lat}
+	for u := e.opsUsed; u != 0; u &= u - 1 {
+		e.ops[bits.TrailingZeros32(u)%event.NumOps] = opCounts{}
+	}
+	e.lat.Reset()
+	e.name, e.pk, e.opsUsed, e.keep, e.tot, e.c = "", event.ProcessKey{}, 0, false, opCounts{}, cacheCounts{}
+	e.blockIOs, e.blockBytes, e.errBytes, e.errTime = 0, 0, 0, 0
 }
 
 // merge adds o's totals (not its latencies) to e.
@@ -102,6 +105,7 @@ type slot[K comparable] struct {
 type table[K comparable] struct {
 	slots    *[cacheSlots]slot[K]
 	slotOf   func(K) uint32
+	cmpKey   func(a, b K) int // orders keys, to break ties when pruning
 	m        map[K]*entity
 	capacity int
 	// other is what pruning folded away: totals only, its latency
@@ -121,14 +125,22 @@ type kv[K comparable] struct {
 	e *entity
 }
 
-func newTable[K comparable](capacity int, slotOf func(K) uint32) table[K] {
-	return table[K]{m: make(map[K]*entity), capacity: capacity, slots: new([cacheSlots]slot[K]), slotOf: slotOf}
+func newTable[K comparable](capacity int, slotOf func(K) uint32, cmpKey func(a, b K) int) table[K] {
+	return table[K]{m: make(map[K]*entity), capacity: capacity, slots: new([cacheSlots]slot[K]), slotOf: slotOf, cmpKey: cmpKey}
 }
 
 // stringSlot picks a cache slot by the string's data pointer and length.
 func stringSlot(s string) uint32 {
 	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) ^ uint64(len(s))<<48
 	return uint32((p * 0x9E3779B97F4A7C15) >> (64 - cacheBits))
+}
+
+// compareProcess orders process keys by pid, then start time.
+func compareProcess(a, b event.ProcessKey) int {
+	if c := cmp.Compare(a.Pid, b.Pid); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Start, b.Start)
 }
 
 // processSlot picks a cache slot by pid and start time.
@@ -163,7 +175,8 @@ func (t *table[K]) get(k K) (e *entity, created bool) {
 }
 
 // prune keeps the capacity/2 entries with the most bytes and the
-// capacity/2 with the most time, folding the rest into other.
+// capacity/2 with the most time, folding the rest into other. Ties are
+// broken by key, so what is kept does not depend on the map's order.
 func (t *table[K]) prune() {
 	all := t.scratch[:0]
 	for k, e := range t.m {
@@ -171,11 +184,21 @@ func (t *table[K]) prune() {
 	}
 	t.scratch = all
 	half := min(t.capacity/2, len(all))
-	slices.SortFunc(all, func(a, b kv[K]) int { return cmp.Compare(b.e.tot.bytes, a.e.tot.bytes) })
+	selectFirst(all, half, func(a, b *kv[K]) int {
+		if c := cmp.Compare(b.e.tot.bytes, a.e.tot.bytes); c != 0 {
+			return c
+		}
+		return t.cmpKey(a.k, b.k)
+	})
 	for _, x := range all[:half] {
 		x.e.keep = true
 	}
-	slices.SortFunc(all, func(a, b kv[K]) int { return cmp.Compare(b.e.tot.time, a.e.tot.time) })
+	selectFirst(all, half, func(a, b *kv[K]) int {
+		if c := cmp.Compare(b.e.tot.time, a.e.tot.time); c != 0 {
+			return c
+		}
+		return t.cmpKey(a.k, b.k)
+	})
 	for _, x := range all[:half] {
 		x.e.keep = true
 	}
@@ -193,4 +216,56 @@ func (t *table[K]) prune() {
 		t.free = append(t.free, x.e)
 	}
 	clear(t.slots[:])
+}
+
+// selectFirst reorders a so that a[:k] holds its k first elements in the
+// order of cmpf, in no particular order among themselves (quickselect:
+// linear time on average, where sorting would be n log n).
+func selectFirst[T any](a []T, k int, cmpf func(x, y *T) int) {
+	lo, hi := 0, len(a)
+	if k <= 0 || k >= hi {
+		return
+	}
+	for hi-lo > 16 {
+		// Median of three as the pivot; it also bounds both scans.
+		m := lo + (hi-lo)/2
+		if cmpf(&a[m], &a[lo]) < 0 {
+			a[m], a[lo] = a[lo], a[m]
+		}
+		if cmpf(&a[hi-1], &a[lo]) < 0 {
+			a[hi-1], a[lo] = a[lo], a[hi-1]
+		}
+		if cmpf(&a[hi-1], &a[m]) < 0 {
+			a[hi-1], a[m] = a[m], a[hi-1]
+		}
+		p := a[m]
+		i, j := lo, hi-1
+		for i <= j {
+			for cmpf(&a[i], &p) < 0 {
+				i++
+			}
+			for cmpf(&a[j], &p) > 0 {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		// a[lo:j+1] ≤ p ≤ a[i:hi], and a[j+1:i] equal p.
+		switch {
+		case k <= j:
+			hi = j + 1
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+	for x := lo + 1; x < hi; x++ {
+		for y := x; y > lo && cmpf(&a[y], &a[y-1]) < 0; y-- {
+			a[y], a[y-1] = a[y-1], a[y]
+		}
+	}
 }
