@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -25,8 +26,17 @@ func ReadFile(ctx context.Context, path string, opts Options, sink event.Sink) e
 }
 
 // FileRecords adapts an ETL reader to Records: each pass streams the file
-// again, merged by timestamp.
-func FileRecords(r *etl.Reader) Records { return &fileRecords{r: r} }
+// again, merged by timestamp. It tells the reader (etl.Reader.Compact)
+// that the second pass of Run wants only the records a decoder may know,
+// so that the buffers the first pass caches hold only those.
+func FileRecords(r *etl.Reader) Records {
+	r.Compact(decodable)
+	return &fileRecords{r: r}
+}
+
+// decodable selects the records a decoder may know: the others are only
+// counted, by kind.
+var decodable = etl.NewSelection(kernel.MayDecode)
 
 type fileRecords struct {
 	r     *etl.Reader
@@ -45,6 +55,13 @@ func (f *fileRecords) Each(ctx context.Context, fn func(*record.Record) error) e
 func (f *fileRecords) EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error {
 	t0 := f.r.Header().HeaderTimestamp
 	st, err := f.r.ReadKept(ctx, func(r *record.Record) bool { return r.Timestamp <= t0 || keep(r) }, fn)
+	f.stats = st
+	return err
+}
+
+// EachDecodable implements decodableRecords.
+func (f *fileRecords) EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(*record.Record, uint64)) error {
+	st, err := f.r.ReadSelected(ctx, decodable, undecodable, fn)
 	f.stats = st
 	return err
 }

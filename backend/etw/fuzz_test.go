@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"context"
 	"encoding/binary"
 	"testing"
 
@@ -84,6 +85,17 @@ func FuzzPipeline(f *testing.F) {
 			t.Fatalf("begins %d trailer %v", out.begins, out.trailer)
 		}
 		checkIDs(t, out.events)
+		// A second pass that leaves out the records no decoder knows
+		// and only counts them gives the same output.
+		var dec sink
+		if err := Run(t.Context(), &decodableSlice{SliceRecords{Recs: recs}}, Options{UndecodedDetail: true}, &dec); err != nil {
+			t.Fatal(err)
+		}
+		var full sink
+		if err := Run(t.Context(), &SliceRecords{Recs: recs}, Options{UndecodedDetail: true}, &full); err != nil {
+			t.Fatal(err)
+		}
+		sameOutput(t, "undecodable records counted", &full, &dec)
 		var live sink
 		p := NewPipeline(&live, Options{ExpectOpEnd: true, DiskIOInit: true})
 		for i := range recs {
@@ -114,4 +126,19 @@ func checkIDs(t *testing.T, evs []event.Event) {
 			t.Fatalf("block event %d caused by %d, not a file event of the stream", e.ID, e.Cause)
 		}
 	}
+}
+
+// decodableSlice is a SliceRecords whose EachDecodable reports the records
+// kernel.MayDecode rejects instead of delivering them, as a compacted ETL
+// reader does.
+type decodableSlice struct{ SliceRecords }
+
+func (s *decodableSlice) EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(*record.Record, uint64)) error {
+	return s.Each(ctx, func(r *record.Record) error {
+		if !kernel.MayDecode(r) {
+			undecodable(r, 1)
+			return nil
+		}
+		return fn(r)
+	})
 }

@@ -299,6 +299,18 @@ func (p *Pipeline) Push(r *record.Record) error {
 	return p.err
 }
 
+// countUndecodable counts n records like r that Push would count as
+// undecodable (kernel.MayDecode is false for them), as Push would.
+func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
+	if p.err != nil || p.ended {
+		return
+	}
+	p.records += n
+	if p.mode != modeCollect {
+		p.dec.CountUnknown(r, n)
+	}
+}
+
 // pass1Facts holds the events the first pass of a file decodes: those
 // that carry facts (names, processes, threads, images, disks, volumes,
 // the header) and the Creates and Closes that bind FILE_OBJECTs.

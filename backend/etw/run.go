@@ -30,6 +30,18 @@ type keptRecords interface {
 	EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error
 }
 
+// decodableRecords is implemented by Records that can leave out of a
+// pass, before merging their streams by time, records no decoder knows
+// (kernel.MayDecode is false), and count them instead.
+type decodableRecords interface {
+	// EachDecodable is Each, except that it may report records for which
+	// kernel.MayDecode is false to undecodable, with a count, instead of
+	// passing them to fn (the record undecodable gets has only the
+	// fields that identify its kind). The records passed to fn come in
+	// the order Each would pass them.
+	EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(r *record.Record, n uint64)) error
+}
+
 // Run reads src in two passes into sink: the first collects every name,
 // rundown, process, thread and volume fact (the end-of-trace file rundown
 // then names events from the whole trace); the second pairs, resolves and
@@ -50,7 +62,14 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 		return err1
 	}
 	p.startReplay()
-	err2 := src.Each(ctx, p.Push)
+	var err2 error
+	if d, ok := src.(decodableRecords); ok {
+		// The second pass counts the records no decoder knows (most of
+		// a trace with other providers) without the merge.
+		err2 = d.EachDecodable(ctx, p.Push, p.countUndecodable)
+	} else {
+		err2 = src.Each(ctx, p.Push)
+	}
 	st := src.Stats()
 	if p.err != nil {
 		return p.err

@@ -1,9 +1,12 @@
 package etw
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
@@ -25,7 +28,7 @@ func TestRunSameOutput(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no ETL fixtures: %v", err)
 	}
-	run := func(t *testing.T, path string, opts etl.Options, kept bool) (*sink, etl.CacheStats) {
+	run := func(t *testing.T, path string, opts etl.Options, kept, whole bool, runs int) (*sink, etl.CacheStats) {
 		t.Helper()
 		r, err := etl.Open(path, opts)
 		if err != nil {
@@ -33,18 +36,24 @@ func TestRunSameOutput(t *testing.T) {
 		}
 		defer r.Close()
 		src := FileRecords(r)
+		if whole {
+			r.Compact(nil) // the cache keeps whole buffers
+		}
 		if !kept {
 			src = eachOnly{src}
 		}
-		var out sink
-		if err := Run(context.Background(), src, Options{}, &out); err != nil {
-			t.Fatal(err)
+		var out *sink
+		for i := 0; i < runs; i++ {
+			out = &sink{}
+			if err := Run(context.Background(), src, Options{UndecodedDetail: true}, out); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return &out, r.CacheStats()
+		return out, r.CacheStats()
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			want, _ := run(t, f, etl.Options{CacheBudget: -1}, false)
+			want, _ := run(t, f, etl.Options{CacheBudget: -1}, false, false, 1)
 			var total int64
 			r, err := etl.Open(f, etl.Options{})
 			if err != nil {
@@ -54,23 +63,33 @@ func TestRunSameOutput(t *testing.T) {
 				total += int64(b.Used())
 			}
 			r.Close()
+			// Unless whole is set, the cache keeps the buffers compacted
+			// to the records the second pass decodes (FileRecords).
 			for _, c := range []struct {
 				name   string
 				budget int64
 				kept   bool
+				whole  bool
+				runs   int
 			}{
-				{"cache", 0, false},
-				{"kept", -1, true},
-				{"cache+kept", 0, true},
-				{"third of the file", total / 3, true},
-				{"smaller than a buffer", 100, true},
+				{"cache", 0, false, false, 1},
+				{"kept", -1, true, false, 1},
+				{"cache+kept", 0, true, false, 1},
+				{"whole buffers cached", 0, true, true, 1},
+				{"third of the file", total / 3, true, false, 1},
+				{"third of the file, whole", total / 3, true, true, 1},
+				{"smaller than a buffer", 100, true, false, 1},
+				{"second run on the reader", 0, true, false, 2},
 			} {
-				got, cs := run(t, f, etl.Options{CacheBudget: c.budget}, c.kept)
+				got, cs := run(t, f, etl.Options{CacheBudget: c.budget}, c.kept, c.whole, c.runs)
 				if c.budget > 0 && cs.Allocated > c.budget {
 					t.Errorf("%s: cache allocated %d bytes, budget %d", c.name, cs.Allocated, c.budget)
 				}
 				if c.budget == 0 && cs.Bytes != total {
 					t.Errorf("%s: cache holds %d bytes of %d", c.name, cs.Bytes, total)
+				}
+				if c.budget == 0 && !c.whole && cs.Compacted == 0 {
+					t.Errorf("%s: no buffer compacted: %+v", c.name, cs)
 				}
 				sameOutput(t, c.name, want, got)
 			}
@@ -132,5 +151,95 @@ func TestEachKeptFirstRecord(t *testing.T) {
 	}
 	if d.trailer.Stats.Get(event.CountDropped, StatNoHeader) != 0 {
 		t.Fatal("header not found first")
+	}
+}
+
+// TestRunSameOutputDamaged is TestRunSameOutput on damaged copies of two
+// fixtures (corrupt compressed data in some buffers of a compressed file,
+// damaged records in an uncompressed one, both cut short): the events,
+// the trailer and the error are the same whether the cache keeps buffers
+// compacted, whole or not at all.
+func TestRunSameOutputDamaged(t *testing.T) {
+	for _, c := range []struct {
+		file, damage string
+	}{
+		{fixtureWin8, "compressed data"},
+		{"airbus_win10_shutdown_perfdiag_systemlogger_kernel.etl", "the rest of the buffer"},
+	} {
+		t.Run(c.file, func(t *testing.T) { runSameOutputDamaged(t, c.file, c.damage) })
+	}
+}
+
+func runSameOutputDamaged(t *testing.T, file, damage string) {
+	orig, err := os.ReadFile(filepath.Join(testenv.ETLDir(t), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, err := etl.NewReader(bytes.NewReader(orig), int64(len(orig)), etl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := r0.Buffers()
+	// The records of each buffer, to damage one in the middle.
+	recs := make([][]int64, len(bufs))
+	if _, err := r0.Read(context.Background(), func(rec *record.Record) error {
+		recs[rec.Buffer] = append(recs[rec.Buffer], rec.FileOffset)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Clone(orig)
+	for i := 7; i < len(bufs); i += 13 {
+		b := bufs[i]
+		if !b.Compressed() && len(recs[i]) > 0 {
+			// Clear the header flag of a record: the rest of the buffer
+			// is skipped.
+			data[recs[i][len(recs[i])/2]+3] &^= 0x80
+			continue
+		}
+		// Damage compressed data: it fails to decompress.
+		at := b.FileOffset + etl.BufferHeaderSize + int64(i*977)%(int64(b.BufferSize)-etl.BufferHeaderSize)
+		data[at] ^= 0x5A
+		data[at+1] ^= 0xFF
+	}
+	data = data[:len(data)-int(bufs[len(bufs)-1].BufferSize)/2]
+	run := func(budget int64, whole bool) (*sink, string) {
+		r, err := etl.NewReader(bytes.NewReader(data), int64(len(data)), etl.Options{CacheBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		src := FileRecords(r)
+		if whole {
+			r.Compact(nil)
+		}
+		var out sink
+		err = Run(context.Background(), src, Options{UndecodedDetail: true}, &out)
+		if err == nil {
+			t.Fatal("no error from a damaged file")
+		}
+		return &out, err.Error()
+	}
+	want, wantErr := run(-1, false)
+	if len(want.events)+len(want.facts) == 0 {
+		t.Fatal("nothing from the damaged file")
+	}
+	if !strings.Contains(wantErr, damage) {
+		t.Fatalf("the damage is not of the kind wanted (%s): %s", damage, wantErr)
+	}
+	for _, c := range []struct {
+		name   string
+		budget int64
+		whole  bool
+	}{
+		{"compacted", 0, false},
+		{"whole", 0, true},
+		{"a fifth of the file, compacted", int64(len(data)) / 5, false},
+	} {
+		got, gotErr := run(c.budget, c.whole)
+		if gotErr != wantErr {
+			t.Errorf("%s: error %q, want %q", c.name, gotErr, wantErr)
+		}
+		sameOutput(t, c.name, want, got)
 	}
 }

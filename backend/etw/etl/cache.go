@@ -6,12 +6,18 @@ import "sync"
 // decompressed buffers between passes unless Options say otherwise.
 const DefaultCacheBudget = 64 << 20
 
-// slabSize is the unit in which the cache allocates memory: buffers are
-// packed into slabs rather than allocated one by one.
-const slabSize = 4 << 20
+// slabSize is the largest unit in which the cache allocates memory:
+// buffers are packed into slabs rather than allocated one by one. A small
+// file gets smaller slabs (an eighth of its decompressed size, at least
+// minSlabSize): compacted, its buffers may fill a fraction of it.
+const (
+	slabSize    = 1 << 20
+	minSlabSize = 64 << 10
+)
 
 // bufferCache keeps the decompressed data of buffers, by buffer index, so
-// that a later pass neither reads nor decompresses them again. It never
+// that a later pass neither reads nor decompresses them again: whole, or
+// compacted to the records of a Selection (see Reader.Compact). It never
 // allocates more than its budget: once the budget is spent, further
 // buffers are not kept and every pass reads them again. Cached data is
 // never modified, so records of one pass may alias it while another pass
@@ -19,36 +25,84 @@ const slabSize = 4 << 20
 type bufferCache struct {
 	mu        sync.Mutex
 	budget    int64
-	allocated int64    // bytes of slabs allocated so far
-	slab      []byte   // the current slab; its free space is slab[len:cap]
-	bufs      [][]byte // by buffer index; nil: not cached
-	buffers   int      // buffers cached
-	bytes     int64    // bytes of buffer data cached
+	slabSize  int          // the size of a new slab
+	allocated int64        // bytes of slabs allocated so far, plus metadata
+	slab      []byte       // the current slab; its free space is slab[len:cap]
+	bufs      []cacheEntry // by buffer index; data nil: not cached
+	buffers   int          // buffers cached
+	bytes     int64        // decompressed bytes of the buffers cached
+	stored    int64        // bytes of buffer data held
+	compacted int          // buffers held compacted
+	// compact is the Selection buffers are compacted to (nil: kept whole).
+	compact *Selection
+	// ordered is 1 once a pass over every record found each processor's
+	// stream in time order, -1 when one was not: compacted buffers serve
+	// only the former (leaving records out of a merge of unordered
+	// streams could change the order of the rest).
+	ordered int8
 }
 
-func newBufferCache(budget int64, nbuffers int) *bufferCache {
-	return &bufferCache{budget: budget, bufs: make([][]byte, nbuffers)}
+// cacheEntry is one cached buffer.
+type cacheEntry struct {
+	data []byte
+	comp *compacted // nil: data is the whole buffer
 }
 
-// get returns the cached data of buffer i, or nil.
-func (c *bufferCache) get(i int) []byte {
+// newBufferCache returns a cache for nbuffers buffers of total bytes
+// (decompressed) in all.
+func newBufferCache(budget int64, nbuffers int, total int64) *bufferCache {
+	slab := int(min(max(total/8, minSlabSize), slabSize))
+	return &bufferCache{budget: budget, slabSize: slab, bufs: make([]cacheEntry, nbuffers)}
+}
+
+// get returns the cache entry of buffer i (data nil: not cached).
+func (c *bufferCache) get(i int) cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bufs[i]
 }
 
-// reserve returns n bytes of cache memory to load buffer i into, or nil
-// when the buffer is cached already or the budget has no room for it.
-// Pass the result to commit or abandon.
-func (c *bufferCache) reserve(i, n int) []byte {
+// compaction returns the Selection to compact buffer i to, when it is
+// not cached yet and the budget has room left; nil otherwise.
+func (c *bufferCache) compaction(i int) *Selection {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bufs[i] != nil {
+	if c.compact == nil || c.bufs[i].data != nil || c.budget-c.allocated+int64(cap(c.slab)-len(c.slab)) < 2*BufferHeaderSize {
 		return nil
 	}
+	return c.compact
+}
+
+// usable reports whether e can serve a pass selected with sel.
+func (c *bufferCache) usable(e cacheEntry, sel *Selection) bool {
+	if e.comp == nil {
+		return true
+	}
+	if sel == nil || e.comp.sel != sel {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ordered > 0
+}
+
+// setOrdered records what a pass over every record found.
+func (c *bufferCache) setOrdered(ordered bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !ordered {
+		c.ordered = -1
+	} else if c.ordered == 0 {
+		c.ordered = 1
+	}
+}
+
+// alloc returns n bytes of slab memory, or nil when the budget has no
+// room for them and spare more bytes besides. Call with c.mu held.
+func (c *bufferCache) alloc(n int, spare int64) []byte {
 	if cap(c.slab)-len(c.slab) < n {
-		size := int64(max(n, slabSize))
-		if left := c.budget - c.allocated; size > left {
+		size := int64(max(n, c.slabSize))
+		if left := c.budget - c.allocated - spare; size > left {
 			size = left // the last slab takes what is left of the budget
 		}
 		if size < int64(n) {
@@ -62,17 +116,69 @@ func (c *bufferCache) reserve(i, n int) []byte {
 	return c.slab[l : l+n : l+n]
 }
 
+// store copies data (whole, or compacted as m says) into the cache as
+// buffer i, when it is not cached yet and the budget has room.
+func (c *bufferCache) store(i int, data []byte, m *compacted) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bufs[i].data != nil {
+		return
+	}
+	size := len(data)
+	if m != nil {
+		m = m.clone()
+		// The bookkeeping is charged to the budget too.
+		meta := m.metaSize()
+		if c.budget-c.allocated < meta {
+			return
+		}
+		mem := c.alloc(len(data), meta)
+		if mem == nil {
+			return
+		}
+		c.allocated += meta
+		copy(mem, data)
+		data = mem
+		size = m.size
+		c.compacted++
+	} else {
+		mem := c.alloc(len(data), 0)
+		if mem == nil {
+			return
+		}
+		copy(mem, data)
+		data = mem
+	}
+	c.bufs[i] = cacheEntry{data: data, comp: m}
+	c.buffers++
+	c.bytes += int64(size)
+	c.stored += int64(len(data))
+}
+
+// reserve returns n bytes of cache memory to load buffer i into, or nil
+// when the buffer is cached already or the budget has no room for it.
+// Pass the result to commit or abandon.
+func (c *bufferCache) reserve(i, n int) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bufs[i].data != nil {
+		return nil
+	}
+	return c.alloc(n, 0)
+}
+
 // commit records data, loaded into memory from reserve, as the data of
 // buffer i.
 func (c *bufferCache) commit(i int, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bufs[i] != nil {
+	if c.bufs[i].data != nil {
 		return // a concurrent pass cached it first
 	}
-	c.bufs[i] = data
+	c.bufs[i] = cacheEntry{data: data}
 	c.buffers++
 	c.bytes += int64(len(data))
+	c.stored += int64(len(data))
 }
 
 // abandon returns memory from reserve that holds no buffer (the buffer
@@ -91,7 +197,13 @@ type CacheStats struct {
 	// Buffers and Bytes are the buffers kept and their decompressed size.
 	Buffers int
 	Bytes   int64
-	// Allocated is the memory allocated for them, at most the budget.
+	// Compacted of them are kept compacted to a Selection (see
+	// Reader.Compact); Stored is the bytes of buffer data held, less than
+	// Bytes when some are.
+	Compacted int
+	Stored    int64
+	// Allocated is the memory allocated for them (slabs and the
+	// compacted buffers' bookkeeping), at most the budget.
 	Allocated int64
 	// Budget is Options.CacheBudget (0 when the cache is off).
 	Budget int64
@@ -105,5 +217,5 @@ func (r *Reader) CacheStats() CacheStats {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Buffers: c.buffers, Bytes: c.bytes, Allocated: c.allocated, Budget: c.budget}
+	return CacheStats{Buffers: c.buffers, Bytes: c.bytes, Compacted: c.compacted, Stored: c.stored, Allocated: c.allocated, Budget: c.budget}
 }

@@ -31,7 +31,12 @@
 // buffers a pass read, up to [Options.CacheBudget] bytes (default
 // [DefaultCacheBudget], 64 MiB; negative turns it off), so that the next
 // pass neither reads nor decompresses them again; a file larger than the
-// budget has the rest read again by every pass. Close releases it.
+// budget has the rest read again by every pass. Close releases it. A
+// reader told up front which records its later passes want
+// ([Reader.Compact] with a [Selection]) keeps the buffers compacted to
+// those records instead, with a count of the others by kind, and serves
+// them to passes that ask with that Selection ([Reader.RecordsSelected]);
+// every other pass reads those buffers from the file again.
 //
 // # Order
 //

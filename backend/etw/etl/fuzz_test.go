@@ -2,7 +2,9 @@ package etl
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -29,6 +31,9 @@ func fuzzSeedFiles() [][]byte {
 		synthFile(h, nil, synthBuffer(1, 1, 0, 0, 0, false, all...)),
 		synthFile(h, nil, synthBuffer(0, 2, 0, 0, 0, true, all[:3]...), synthBuffer(1, 1, 0, BufferFlagEventsLost, 0, true, all[3:]...)),
 		synthFile(h32, all[1:2], synthBuffer(3, 1, 0, 0, 256, false, all[0])),
+		// No message records: every buffer can be compacted.
+		synthFile(h, nil, synthBuffer(0, 2, 0, 0, 0, true, all[:6]...), synthBuffer(1, 1, 0, 0, 0, false, all[2:6]...),
+			synthBuffer(0, 3, 0, 0, 0, true, all[5:6]...)),
 	}
 }
 
@@ -70,7 +75,32 @@ func FuzzReader(f *testing.F) {
 			}
 			_ = rs.Stats()
 		}
+		fuzzCompacted(t, data)
 	})
+}
+
+// fuzzCompacted checks, on a file FuzzReader was given, that a pass
+// selected with the Selection the cache compacted buffers to delivers
+// records of a full pass in order, reports the rest, and ends with the
+// same stats and error.
+func fuzzCompacted(t *testing.T, data []byte) {
+	keep := func(r *record.Record) bool { return r.Opcode&1 == 0 }
+	sel := NewSelection(keep)
+	r, err := NewReader(bytes.NewReader(data), int64(len(data)), Options{MaxBufferSize: 1 << 20})
+	if err != nil {
+		return
+	}
+	r.Compact(sel)
+	var all []flatRecord
+	allStats, allErr := r.Read(context.Background(), func(rec *record.Record) error {
+		all = append(all, flatten(rec))
+		return nil
+	})
+	got, drops, st, err := readSelected(t, r, sel)
+	if fmt.Sprint(err) != fmt.Sprint(allErr) {
+		t.Fatalf("selected pass: error %v, full pass %v", err, allErr)
+	}
+	checkSelected(t, "fuzz", all, allStats, keep, got, drops, st)
 }
 
 // FuzzBufferWalk walks arbitrary bytes as the records of one buffer, as

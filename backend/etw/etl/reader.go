@@ -167,7 +167,11 @@ func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
 	r.freeWin = w.buf[:0]
 	r.group()
 	if opts.CacheBudget > 0 {
-		r.cache = newBufferCache(opts.CacheBudget, len(r.buffers))
+		var total int64
+		for i := range r.buffers {
+			total += int64(r.buffers[i].Used())
+		}
+		r.cache = newBufferCache(opts.CacheBudget, len(r.buffers), total)
 	}
 	return r, nil
 }
@@ -176,7 +180,7 @@ func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
 // a reader given to NewReader).
 func (r *Reader) Close() error {
 	if r.cache != nil {
-		r.cache = newBufferCache(0, len(r.buffers))
+		r.cache = newBufferCache(0, len(r.buffers), 0)
 	}
 	if r.closer == nil {
 		return nil
@@ -318,6 +322,44 @@ func (r *Reader) RecordsKept(keep func(*record.Record) bool) *Records {
 	rs := newRecords(r)
 	rs.keep = keep
 	return rs
+}
+
+// Compact tells the Reader that later passes will ask for the records sel
+// keeps (RecordsSelected with sel): from now on, the buffers its passes
+// load into the cache are kept there compacted to those records, plus
+// their last record, with a count of the others; the pass that loads a
+// buffer decompresses it into memory of its own, which stays in the
+// processor's cache, and the cache holds a fraction of the file. Only
+// passes selected with sel use the compacted buffers, and only once a
+// pass over every record has found each processor's stream in time
+// order; every other pass reads them from the file again, so that no pass
+// misses a record it asked for. A nil sel stops the compaction. It does
+// nothing when the cache is off.
+func (r *Reader) Compact(sel *Selection) {
+	if c := r.cache; c != nil {
+		c.mu.Lock()
+		c.compact = sel
+		c.mu.Unlock()
+	}
+}
+
+// RecordsSelected starts a pass over every record of the file that may
+// leave out the records sel does not keep, which it then reports to
+// dropped instead, with their count (not to Next; Stats count them like
+// delivered ones). The record dropped gets has only the fields that
+// identify its kind set: Kind, HeaderType, Provider, Group, Opcode,
+// Version, ID, PointerSize, CPU and Buffer; it is valid only during the
+// call. Records the pass delivers come in the same order as in a pass
+// over every record. dropped may be nil.
+func (r *Reader) RecordsSelected(sel *Selection, dropped func(rec *record.Record, n uint64)) *Records {
+	rs := newRecords(r)
+	rs.sel, rs.dropped = sel, dropped
+	return rs
+}
+
+// ReadSelected is Read over a pass from RecordsSelected.
+func (r *Reader) ReadSelected(ctx context.Context, sel *Selection, dropped func(*record.Record, uint64), fn func(*record.Record) error) (event.Stats, error) {
+	return r.read(ctx, r.RecordsSelected(sel, dropped), fn)
 }
 
 // Read calls fn for every record of the file, in the Reader's order, and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/backend/etw/xpress"
@@ -21,7 +22,17 @@ type Records struct {
 	// until then.
 	pending *cpuStream
 	// keep, when set, leaves out the records it rejects before the merge.
-	keep    func(*record.Record) bool
+	keep func(*record.Record) bool
+	// sel, when set, lets the pass use buffers the cache keeps compacted
+	// to sel; dropped is told about the records they leave out.
+	sel     *Selection
+	dropped func(*record.Record, uint64)
+	dropRec record.Record
+	// partial is set once the pass used a compacted buffer (it did not
+	// see every record); descent once a processor's stream went back in
+	// time.
+	partial bool
+	descent bool
 	win     window
 	started bool
 	lastTS  int64
@@ -64,6 +75,16 @@ type cpuStream struct {
 	lastTS int64
 	parser recordParser
 	head   record.Record
+	// pos32 holds the positions in the whole buffer of the records of a
+	// compacted buffer being walked (nil otherwise); k indexes it.
+	pos32 []uint32
+	k     int
+	// compacting is set while the buffer being walked is being compacted
+	// into the cache by comp.
+	compacting bool
+	comp       compactor
+	// prevTS is the timestamp of the stream's previous record.
+	prevTS int64
 }
 
 func newRecords(r *Reader) *Records {
@@ -74,6 +95,7 @@ func newRecords(r *Reader) *Records {
 			bufs:   g,
 			order:  i,
 			lastTS: r.header.HeaderTimestamp,
+			prevTS: math.MinInt64,
 			parser: recordParser{filePointerSize: int(r.header.PointerSize)},
 		})
 	}
@@ -183,6 +205,11 @@ func (rs *Records) advance(s *cpuStream) bool {
 		}
 		size, res, fe := s.parser.parse(s.data, s.pos, &s.head, s.lastTS)
 		if fe != nil {
+			if s.compacting {
+				// The cache keeps a damaged buffer whole: a later pass
+				// meets the damage where this one did.
+				rs.storeCompacted(s, nil, -1)
+			}
 			if !s.info.Truncated {
 				rs.counts.cutBuffers++
 				rs.counts.cutBytes += uint64(len(s.data) - s.pos)
@@ -194,14 +221,23 @@ func (rs *Records) advance(s *cpuStream) bool {
 		}
 		switch res {
 		case resEnd:
+			if s.compacting {
+				rs.storeCompacted(s, &s.comp, -1)
+			}
 			s.info = nil
 			continue
 		case resFiller:
+			if s.compacting {
+				rs.storeCompacted(s, &s.comp, len(s.data)-s.pos)
+			}
 			rs.counts.fillerBuffers++
 			rs.counts.fillerBytes += uint64(len(s.data) - s.pos)
 			s.info = nil
 			continue
 		case resSkip:
+			if s.compacting {
+				s.comp.skipped(s.data[s.pos+2])
+			}
 			rs.counts.skipped[s.data[s.pos+2]]++
 			s.pos += align8(size)
 			continue
@@ -209,7 +245,19 @@ func (rs *Records) advance(s *cpuStream) bool {
 		h := &s.head
 		h.CPU = s.info.Processor
 		h.Buffer = s.info.Index
-		h.FileOffset = s.info.FileOffset + int64(s.pos)
+		if s.pos32 != nil {
+			h.FileOffset = s.info.FileOffset + int64(s.pos32[s.k])
+			s.k++
+		} else {
+			h.FileOffset = s.info.FileOffset + int64(s.pos)
+		}
+		if s.compacting {
+			s.comp.record(h, s.data, s.pos, size)
+		}
+		if h.Timestamp < s.prevTS {
+			rs.descent = true
+		}
+		s.prevTS = h.Timestamp
 		s.lastTS = h.Timestamp
 		s.pos += align8(size)
 		if rs.keep != nil && !rs.keep(h) {
@@ -221,15 +269,79 @@ func (rs *Records) advance(s *cpuStream) bool {
 	}
 }
 
+// storeCompacted ends the compaction of the buffer s walks: the cache
+// keeps it as comp compacted it (filler: the size of the filler that
+// ended it, or -1), or whole when comp is nil or could not compact it.
+func (rs *Records) storeCompacted(s *cpuStream, comp *compactor, filler int) {
+	s.compacting = false
+	var buf []byte
+	var m *compacted
+	if comp != nil {
+		buf, m = comp.finish(s.data, filler)
+	}
+	if m == nil {
+		buf = s.data
+	}
+	rs.r.cache.store(s.info.Index, buf, m)
+}
+
+// useCompacted starts the walk of a compacted buffer: the records it
+// left out are counted and reported now.
+func (rs *Records) useCompacted(info *BufferInfo, s *cpuStream, m *compacted) {
+	rs.partial = true
+	s.pos32, s.k = m.pos, 0
+	c := &rs.counts
+	for i := range m.drops {
+		d := &m.drops[i]
+		c.records += d.n
+		c.byType[d.k.ht] += d.n
+		if rs.dropped != nil {
+			rs.dropRec = d.k.record()
+			rs.dropRec.CPU = info.Processor
+			rs.dropRec.Buffer = info.Index
+			rs.dropped(&rs.dropRec, d.n)
+		}
+	}
+	for _, sk := range m.skipped {
+		c.skipped[sk.ht] += sk.n
+	}
+	if m.filler {
+		c.fillerBuffers++
+		c.fillerBytes += uint64(m.fillerBytes)
+	}
+}
+
 // load returns the data of one buffer, counting it: from the Reader's
 // cache, else read (and decompressed) into the cache when it has room,
-// else into the stream's own buffer.
+// else into the stream's own buffer. When the cache compacts buffers,
+// a buffer is read into the stream's own buffer and compacted into the
+// cache as the stream walks it.
 func (rs *Records) load(info *BufferInfo, s *cpuStream) ([]byte, error) {
 	var data []byte
 	var err error
+	size := -1
+	s.pos32, s.compacting = nil, false
 	if c := rs.r.cache; c == nil {
 		data, err = rs.loadOwn(info, s)
-	} else if data = c.get(info.Index); data == nil {
+	} else if e := c.get(info.Index); e.data != nil {
+		if c.usable(e, rs.sel) {
+			data = e.data
+			if e.comp != nil {
+				rs.useCompacted(info, s, e.comp)
+				size = e.comp.size
+			}
+		} else {
+			// Compacted for another selection, or for one this pass
+			// cannot use yet: read the buffer again.
+			data, err = rs.loadOwn(info, s)
+		}
+	} else if sel := c.compaction(info.Index); sel != nil {
+		data, err = rs.loadOwn(info, s)
+		if err == nil {
+			s.comp.start(sel, data)
+			s.compacting = true
+		}
+	} else {
 		used := int64(info.Used())
 		var mem []byte
 		if used >= BufferHeaderSize && used <= int64(rs.r.opts.MaxBufferSize) {
@@ -249,9 +361,12 @@ func (rs *Records) load(info *BufferInfo, s *cpuStream) ([]byte, error) {
 	if err != nil {
 		return data, err
 	}
+	if size < 0 {
+		size = len(data)
+	}
 	c := &rs.counts
 	c.buffers++
-	c.bytes += uint64(len(data))
+	c.bytes += uint64(size)
 	if info.Compressed() {
 		c.compressed++
 	}
@@ -368,6 +483,9 @@ func (rs *Records) release() {
 
 // finish returns the end-of-pass result: io.EOF, or the damage found.
 func (rs *Records) finish() error {
+	if c := rs.r.cache; c != nil && !rs.partial {
+		c.setOrdered(!rs.descent)
+	}
 	errs := rs.errs
 	if more := rs.nerrs - len(rs.errs); more > 0 {
 		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("etl: %d more damaged buffers not listed", more))

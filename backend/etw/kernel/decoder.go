@@ -189,7 +189,7 @@ func (d *Decoder) Decode(r *record.Record, ev *Event) (ok bool, err error) {
 		d.last, d.lastS = k, s
 	}
 	if s == nil {
-		d.countUnknown(makeUnknownKey(r, k))
+		d.countUnknown(makeUnknownKey(r, k), 1)
 		return false, nil
 	}
 	ev.Reset()
@@ -207,13 +207,24 @@ func (d *Decoder) Decode(r *record.Record, ev *Event) (ok bool, err error) {
 	return true, err
 }
 
-// countUnknown counts one record no decoder knows. Traces interleave a
+// CountUnknown counts n records like r as Decode counts a record no
+// decoder knows, without decoding them: for records a source left out
+// because MayDecode is false for them. Only r's header fields that
+// identify its kind are used (Kind, Group, Provider, Opcode, ID, Version,
+// PointerSize).
+func (d *Decoder) CountUnknown(r *record.Record, n uint64) {
+	if n > 0 {
+		d.countUnknown(makeUnknownKey(r, KeyOf(r)), n)
+	}
+}
+
+// countUnknown counts n records no decoder knows. Traces interleave a
 // few kinds of them (samples, stack walks, CLR events): a handful of
 // recent keys are counted in place and go to the map when they make way.
-func (d *Decoder) countUnknown(uk unknownKey) {
+func (d *Decoder) countUnknown(uk unknownKey, n uint64) {
 	for i := range d.recent {
 		if d.recent[i].n > 0 && d.recent[i].k == uk {
-			d.recent[i].n++
+			d.recent[i].n += n
 			if i > 0 {
 				d.recent[i], d.recent[i-1] = d.recent[i-1], d.recent[i]
 			}
@@ -225,7 +236,7 @@ func (d *Decoder) countUnknown(uk unknownKey) {
 		d.unknown[last.k] += last.n
 	}
 	copy(d.recent[1:], d.recent[:len(d.recent)-1])
-	d.recent[0] = recentUnknown{k: uk, n: 1}
+	d.recent[0] = recentUnknown{k: uk, n: n}
 }
 
 // flushUnknown adds the recent unknown counts to the map.

@@ -62,3 +62,20 @@ func CodeOf(r *record.Record) uint16 {
 	}
 	return uint16(r.Opcode)
 }
+
+// anyCode holds every (class, code) some decoder (or ignore rule) knows.
+var anyCode = NewCodeFilter(func(Kind, event.Op) bool { return true })
+
+// MayDecode reports whether a decoder may know r. It is false only for
+// records Decode certainly counts as unknown (see Decoder.CountUnknown):
+// those of no class iotrace decodes, or of a code no decoder of their
+// class has, whatever the version. It depends on r's class and code only,
+// and is safe for concurrent use.
+func MayDecode(r *record.Record) bool {
+	c := ClassOf(r)
+	if c == ClassUnknown {
+		return false
+	}
+	code := CodeOf(r)
+	return code >= 256 || anyCode.Has(c, code)
+}
