@@ -70,6 +70,8 @@ func (s *Sketch) Add(v uint64) {
 	bi, j := i/sketchSub%sketchBlocks, i%sketchSub
 	if b := s.narrow[bi]; b != nil && b[j] != math.MaxUint16 {
 		b[j]++
+	} else if w := s.wide[bi]; w != nil {
+		w[j]++
 	} else {
 		s.addSlow(bi, j, 1)
 	}
