@@ -27,9 +27,9 @@ const SketchRelativeError = 1.0 / (2 * sketchSub)
 // 64-bit counters (512 bytes) when one of its counts would pass 65,535: the
 // many small sketches of a report (one per process and per file) stay
 // small, and an Add touches few cache lines. Latencies from 1 µs to 100 ms
-// take about 2–9 KiB; the worst case is 31 KiB. Counts are exact at every
-// width; Count, Sum, Min and Max are exact. The zero value is an empty
-// sketch ready to use.
+// take about 3–10 KiB (the struct itself is ≈ 1 KiB); the worst case is
+// 31 KiB. Counts are exact at every width; Count, Sum, Min and Max are
+// exact. The zero value is an empty sketch ready to use.
 type Sketch struct {
 	n        uint64
 	sum      uint64 // saturating
