@@ -18,16 +18,21 @@ type flatRecord struct {
 	ext  []record.ExtItem
 }
 
+// flatten copies rec with its payloads.
+func flatten(rec *record.Record) flatRecord {
+	f := flatRecord{rec: *rec, data: bytes.Clone(rec.UserData)}
+	for _, e := range rec.Ext {
+		f.ext = append(f.ext, record.ExtItem{Type: e.Type, Data: bytes.Clone(e.Data)})
+	}
+	f.rec.UserData, f.rec.Ext = nil, nil
+	return f
+}
+
 func readFlat(t *testing.T, r *Reader, keep func(*record.Record) bool) ([]flatRecord, event.Stats) {
 	t.Helper()
 	var out []flatRecord
 	fn := func(rec *record.Record) error {
-		f := flatRecord{rec: *rec, data: bytes.Clone(rec.UserData)}
-		for _, e := range rec.Ext {
-			f.ext = append(f.ext, record.ExtItem{Type: e.Type, Data: bytes.Clone(e.Data)})
-		}
-		f.rec.UserData, f.rec.Ext = nil, nil
-		out = append(out, f)
+		out = append(out, flatten(rec))
 		return nil
 	}
 	var st event.Stats

@@ -29,15 +29,6 @@ func readSelected(t *testing.T, r *Reader, sel *Selection) ([]flatRecord, map[dr
 	return out, drops, st, err
 }
 
-func flatten(rec *record.Record) flatRecord {
-	f := flatRecord{rec: *rec, data: bytes.Clone(rec.UserData)}
-	for _, e := range rec.Ext {
-		f.ext = append(f.ext, record.ExtItem{Type: e.Type, Data: bytes.Clone(e.Data)})
-	}
-	f.rec.UserData, f.rec.Ext = nil, nil
-	return f
-}
-
 // checkSelected checks a selected pass against a full one: the records
 // delivered are those of the full pass, in the same order, including
 // every record keep accepts; those it left out are reported with their
