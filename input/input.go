@@ -142,41 +142,34 @@ func describe(head []byte) string {
 
 // resolving wraps a Reader whose format does not resolve names: it
 // applies the trace's facts on the way to the sink.
+//
+// It streams: the tables are bounded (resolve.StreamLimits) and each fact
+// is applied when the replay reaches it. A pre-pass over the facts (when
+// the reader has one) prepares what must act before its place in the
+// stream (resolve.Tables.Prescan): the device and volume names, which
+// hold for the whole trace, and the rundowns, so that events recorded
+// before a rundown written later (an ETW rundown at the end of a trace, a
+// /proc walk finished after the first events) are named by it. Memory is
+// bounded by the traced system's state, not by the trace's length; an
+// event whose name only a dropped binding could give is counted
+// (resolve.DroppedCounter).
 type resolving struct{ Reader }
 
-// factScanner is a Reader that can deliver all its facts before Run, so
-// that facts recorded late (an ETW rundown at the end of a trace, a /proc
-// walk finished after the first events) name every event.
+// factScanner is a Reader that can deliver its facts before Run.
 type factScanner interface {
 	ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error
 }
 
 func (r resolving) Run(ctx context.Context, sink event.Sink) error {
-	fs, ok := r.Reader.(factScanner)
-	if !ok {
-		return r.Reader.Run(ctx, resolve.NewResolver(sink))
+	tables := resolve.NewBoundedTables(resolve.StreamLimits())
+	res := resolve.NewTablesResolver(sink, tables)
+	if fs, ok := r.Reader.(factScanner); ok {
+		if err := fs.ScanFacts(ctx, func(f *event.Fact) error {
+			tables.Prescan(f)
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
-	res := resolve.NewResolver(sink)
-	if err := fs.ScanFacts(ctx, func(f *event.Fact) error {
-		res.Tables.Apply(f)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return r.Reader.Run(ctx, preResolved{res: res, next: sink})
-}
-
-// preResolved resolves events with tables that already hold every fact of
-// the trace; facts pass through without being applied a second time.
-type preResolved struct {
-	res  *resolve.Resolver
-	next event.Sink
-}
-
-func (p preResolved) Begin(h *event.Header) error { return p.next.Begin(h) }
-func (p preResolved) Fact(f *event.Fact) error    { return p.next.Fact(f) }
-func (p preResolved) End(t *event.Trailer) error  { return p.res.End(t) }
-func (p preResolved) Event(e *event.Event) error {
-	p.res.Resolve(e)
-	return p.next.Event(e)
+	return r.Reader.Run(ctx, res)
 }

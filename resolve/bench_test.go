@@ -57,3 +57,29 @@ func BenchmarkResolve(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
 }
+
+// BenchmarkStream resolves the trace as input does: a pre-pass over the
+// facts (Prescan), then facts applied and events resolved in stream
+// order with bounded tables. Compare with BenchmarkApply + BenchmarkResolve
+// (the unbounded tables the reader used before).
+func BenchmarkStream(b *testing.B) {
+	tr := benchTrace()
+	evs := make([]event.Event, len(tr.Events))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		copy(evs, tr.Events)
+		r := resolve.NewTablesResolver(nopSink{}, resolve.NewBoundedTables(resolve.StreamLimits()))
+		for i := range tr.Facts {
+			r.Tables.Prescan(&tr.Facts[i])
+		}
+		for _, it := range tr.Order {
+			if it.Kind == synth.ItemFact {
+				r.Tables.Apply(&tr.Facts[it.Index])
+			} else {
+				r.Resolve(&evs[it.Index])
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(evs)), "ns/event")
+}

@@ -34,8 +34,8 @@ func TestResolverCacheMatchesTables(t *testing.T) {
 		if a, aok := r.Tables.FDs.Lookup(k, p.time); s != a || ok != aok {
 			t.Fatalf("pid %d fd %d at %d: Apply gave %q %v, History methods %q %v", p.pid, p.fd, p.time, a, aok, s, ok)
 		}
-		got, gok := r.filePath(&e)
-		if got != want || gok != wok {
+		got, res := r.filePath(&e)
+		if gok := res == Bound; got != want || gok != wok {
 			t.Fatalf("pid %d fd %d at %d: cached %q %v, tables %q %v", p.pid, p.fd, p.time, got, gok, want, wok)
 		}
 	}

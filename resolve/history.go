@@ -16,18 +16,75 @@ type Span struct {
 	Name     string
 }
 
+// Limits bound what a History keeps, so that a reader resolving a trace
+// of any length in one streaming pass needs memory for the state of the
+// traced system, not for the trace's whole past. A zero field means no
+// limit. Lookups that would need a binding a limit dropped report
+// Dropped instead of a name.
+type Limits struct {
+	// SpansPerKey is the number of bindings kept per key: a key bound
+	// once more drops its oldest binding.
+	SpansPerKey int
+	// EndedKeys is the number of keys with no open binding kept: past
+	// it, the key whose binding ended longest ago (in the order the
+	// ends were applied) is forgotten.
+	EndedKeys int
+}
+
+// StreamLimits returns the limits input uses to resolve traces in one
+// streaming pass: 8 bindings per key and the 65,536 keys that ended last.
+// Lookups at times close to the stream position, the common case by far,
+// never need more (a late event needs its key's binding to have ended
+// fewer than 65,536 unbinds ago), and the memory stays in the tens of
+// megabytes whatever the trace's length.
+func StreamLimits() Limits { return Limits{SpansPerKey: 8, EndedKeys: 1 << 16} }
+
+// Result says what a lookup found.
+type Result uint8
+
+const (
+	// Unbound: the key had no binding at the time.
+	Unbound Result = iota
+	// Bound: the key had a binding at the time (its name may be empty).
+	Bound
+	// Dropped: a binding the key may have had at the time was dropped
+	// to respect the History's Limits; its name is unknown.
+	Dropped
+)
+
 // History maps keys to names over time. Bindings are expected in time
 // order (as events arrive); a rundown binding may apply retroactively.
 // The zero value is not usable; create one with NewHistory.
 type History[K comparable] struct {
 	m map[K]*spanList
-	// ver counts changes: a lookup cached at one version holds until the
-	// next change.
-	ver uint64
 	// Keys and their first spans are carved from slabs: a trace binds
 	// hundreds of thousands of keys, most of them a few times.
 	lists []spanList
 	spans []Span
+
+	lim Limits
+	// ended is a ring of the keys unbound last (EndedKeys entries at
+	// most); endedN is how many it holds, endedAt where the oldest is.
+	ended     []endedKey[K]
+	endedAt   int
+	endedN    int
+	seq       uint64
+	free      []*spanList // lists of forgotten keys, for reuse
+	droppedTo int64       // the latest end of a forgotten key
+	// pending holds the rundowns announced by Expect, per key in
+	// stream order; pos is the stream position (facts applied so far)
+	// that decides which of them a lookup may use.
+	pending        map[K][]expectation
+	pendingEntries int
+	pos            *int64
+}
+
+// expectation is an announced rundown: its name, and the stream position
+// of the last other fact that may concern its key before it (-1 for
+// none): a lookup made before that fact was applied must not use it.
+type expectation struct {
+	name  string
+	after int64
 }
 
 // spanList is one key's bindings, ordered by From.
@@ -36,6 +93,23 @@ type spanList struct {
 	// unsorted is set when a binding started before the one bound before
 	// it (facts out of time order): lookups are then not cached.
 	unsorted bool
+	// ver counts changes to s, across reuse of the list for another
+	// key: a lookup cached at one version holds until the next change.
+	ver uint64
+	// gen counts reuses of the list for another key.
+	gen uint32
+	// droppedTo is the latest time covered by a binding of this key
+	// that a limit dropped (Always when none).
+	droppedTo int64
+	// endSeq is the sequence number of the key's latest unbind.
+	endSeq uint64
+}
+
+// endedKey is an unbind in the ring of ended keys.
+type endedKey[K comparable] struct {
+	k   K
+	l   *spanList
+	seq uint64
 }
 
 const (
@@ -44,9 +118,16 @@ const (
 	firstCap = 4    // capacity of a new key's span slice
 )
 
-// NewHistory returns an empty history.
+// NewHistory returns an empty history that keeps every binding.
 func NewHistory[K comparable]() *History[K] {
-	return &History[K]{m: make(map[K]*spanList)}
+	return &History[K]{m: make(map[K]*spanList), droppedTo: Always}
+}
+
+// NewBoundedHistory returns an empty history that keeps what lim allows.
+func NewBoundedHistory[K comparable](lim Limits) *History[K] {
+	h := NewHistory[K]()
+	h.lim = lim
+	return h
 }
 
 // list returns k's bindings, creating an empty list.
@@ -54,22 +135,36 @@ func (h *History[K]) list(k K) *spanList {
 	if l := h.m[k]; l != nil {
 		return l
 	}
-	if len(h.lists) == 0 {
-		h.lists = make([]spanList, listSlab)
+	return h.newList(k)
+}
+
+func (h *History[K]) newList(k K) *spanList {
+	var l *spanList
+	if n := len(h.free); n > 0 {
+		l = h.free[n-1]
+		h.free = h.free[:n-1]
+	} else {
+		if len(h.lists) == 0 {
+			h.lists = make([]spanList, listSlab)
+		}
+		l = &h.lists[0]
+		h.lists = h.lists[1:]
+		if len(h.spans) < firstCap {
+			h.spans = make([]Span, spanSlab)
+		}
+		l.s = h.spans[:0:firstCap]
+		h.spans = h.spans[firstCap:]
 	}
-	l := &h.lists[0]
-	h.lists = h.lists[1:]
-	if len(h.spans) < firstCap {
-		h.spans = make([]Span, spanSlab)
-	}
-	l.s = h.spans[:0:firstCap]
-	h.spans = h.spans[firstCap:]
+	// The key may have had bindings in a list that was forgotten: any
+	// time up to the latest forgotten end is in doubt.
+	l.droppedTo = h.droppedTo
 	h.m[k] = l
 	return l
 }
 
-// ref returns k's bindings, nil when k was never bound. The list stays
-// valid, and current, as k is bound and unbound again.
+// ref returns k's bindings, nil when k has none. The list stays valid,
+// and current, as k is bound and unbound again, until its gen changes
+// (a bounded History forgot k and reused the list).
 func (h *History[K]) ref(k K) *spanList { return h.m[k] }
 
 // Len returns the number of keys with at least one binding.
@@ -79,7 +174,6 @@ func (h *History[K]) Len() int { return len(h.m) }
 func (h *History[K]) Bind(k K, t int64, name string) { h.bind(h.list(k), t, name) }
 
 func (h *History[K]) bind(l *spanList, t int64, name string) {
-	h.ver++
 	spans := l.s
 	if n := len(spans); n > 0 && spans[n-1].To == Forever {
 		if spans[n-1].Name == name {
@@ -90,34 +184,91 @@ func (h *History[K]) bind(l *spanList, t int64, name string) {
 	if n := len(spans); n > 0 && t < spans[n-1].From {
 		l.unsorted = true
 	}
-	l.s = append(spans, Span{From: t, To: Forever, Name: name})
+	h.add(l, Span{From: t, To: Forever, Name: name})
+}
+
+// add appends s to l, dropping l's oldest binding when a limit says so.
+func (h *History[K]) add(l *spanList, s Span) {
+	l.ver++
+	if limit := h.lim.SpansPerKey; limit > 0 && len(l.s) >= limit {
+		l.droppedTo = max(l.droppedTo, l.s[0].To)
+		n := copy(l.s, l.s[1:])
+		l.s = l.s[:n]
+	}
+	l.s = append(l.s, s)
 }
 
 // BindRundown records that k was named name at time t according to a
 // snapshot of state (a /proc walk, an ETW rundown). When k has no binding
 // at all, the name applies to the whole trace; when k's last binding has
-// ended, it applies from that end on; when k is bound at t already, the
-// existing binding wins.
-func (h *History[K]) BindRundown(k K, t int64, name string) { h.bindRundown(h.list(k), t, name) }
+// ended, it applies from just after that end on; when k is bound at t already, the
+// existing binding wins (its name is filled in when it has none). It
+// consumes the first rundown Expect announced for k.
+func (h *History[K]) BindRundown(k K, t int64, name string) {
+	h.consume(k)
+	h.bindRundown(h.list(k), t, name)
+}
 
 func (h *History[K]) bindRundown(l *spanList, t int64, name string) {
-	h.ver++
 	spans := l.s
 	n := len(spans)
 	switch {
 	case n == 0:
-		l.s = append(spans, Span{From: Always, To: Forever, Name: name})
+		h.add(l, Span{From: Always, To: Forever, Name: name})
 	case spans[n-1].To == Forever:
 		// Still bound: the event stream knows better than the snapshot,
 		// except that a binding with no name is filled in.
 		if spans[n-1].Name == "" {
+			l.ver++
 			spans[n-1].Name = name
 		}
 	default:
-		if spans[n-1].To < spans[n-1].From {
+		// From just after the end: the event that ended the binding
+		// keeps the name it had.
+		from := spans[n-1].To + 1
+		if from <= spans[n-1].From {
 			l.unsorted = true
 		}
-		l.s = append(spans, Span{From: spans[n-1].To, To: Forever, Name: name})
+		h.add(l, Span{From: from, To: Forever, Name: name})
+	}
+}
+
+// Expect announces that a rundown binding k to name comes later in the
+// stream of bindings. Until BindRundown applies it, lookups that find no
+// binding for k answer as if it had been applied to k's bindings as they
+// are: this is how a reader that applies bindings as it streams a trace
+// resolves events recorded before a rundown written later (an ETW
+// rundown at the end of the trace, a /proc walk that finished after the
+// first events), without keeping the trace's whole history. Rundowns for
+// one key are consumed in the order they were announced. Tables.Prescan
+// announces rundowns with the stream positions that make this exact.
+func (h *History[K]) Expect(k K, name string) { h.expect(k, name, -1) }
+
+func (h *History[K]) expect(k K, name string, after int64) {
+	if h.pending == nil {
+		h.pending = make(map[K][]expectation)
+	}
+	h.pending[k] = append(h.pending[k], expectation{name: name, after: after})
+	h.pendingEntries++
+}
+
+// Pending returns the number of announced rundowns not applied yet.
+func (h *History[K]) Pending() int { return h.pendingEntries }
+
+// consume removes the first announced rundown for k.
+func (h *History[K]) consume(k K) {
+	if h.pendingEntries == 0 {
+		return
+	}
+	names, ok := h.pending[k]
+	if !ok {
+		return
+	}
+	h.pendingEntries--
+	if len(names) <= 1 {
+		delete(h.pending, k)
+	} else {
+		h.pending[k] = names[1:]
 	}
 }
 
@@ -126,32 +277,144 @@ func (h *History[K]) bindRundown(l *spanList, t int64, name string) {
 // name it had.
 func (h *History[K]) Unbind(k K, t int64) {
 	if l := h.m[k]; l != nil {
-		h.unbind(l, t)
+		h.unbind(k, l, t)
 	}
 }
 
-func (h *History[K]) unbind(l *spanList, t int64) {
-	h.ver++
-	if n := len(l.s); n > 0 && l.s[n-1].To == Forever {
-		l.s[n-1].To = t
+func (h *History[K]) unbind(k K, l *spanList, t int64) {
+	n := len(l.s)
+	if n == 0 || l.s[n-1].To != Forever {
+		return
 	}
+	l.ver++
+	l.s[n-1].To = t
+	if h.lim.EndedKeys > 0 {
+		h.ended1(k, l)
+	}
+}
+
+// ended1 records that k's binding ended, forgetting the key whose binding
+// ended longest ago when the ring is full and that key has not been bound
+// again since.
+func (h *History[K]) ended1(k K, l *spanList) {
+	if h.ended == nil {
+		h.ended = make([]endedKey[K], h.lim.EndedKeys)
+	}
+	h.seq++
+	l.endSeq = h.seq
+	if h.endedN == len(h.ended) {
+		old := &h.ended[h.endedAt]
+		if ol := old.l; ol.endSeq == old.seq {
+			if n := len(ol.s); n > 0 && ol.s[n-1].To != Forever {
+				h.forget(old.k, ol)
+			}
+		}
+		*old = endedKey[K]{k: k, l: l, seq: h.seq}
+		h.endedAt++
+		if h.endedAt == len(h.ended) {
+			h.endedAt = 0
+		}
+		return
+	}
+	i := h.endedAt + h.endedN
+	if i >= len(h.ended) {
+		i -= len(h.ended)
+	}
+	h.ended[i] = endedKey[K]{k: k, l: l, seq: h.seq}
+	h.endedN++
+}
+
+// forget removes k and keeps its list for reuse.
+func (h *History[K]) forget(k K, l *spanList) {
+	delete(h.m, k)
+	for _, s := range l.s {
+		h.droppedTo = max(h.droppedTo, s.To)
+	}
+	clear(l.s)
+	l.s = l.s[:0]
+	l.unsorted = false
+	l.ver++
+	l.gen++
+	l.endSeq = 0
+	h.free = append(h.free, l)
 }
 
 // Lookup returns the name k had at time t: the latest binding whose
 // interval contains t.
 func (h *History[K]) Lookup(k K, t int64) (string, bool) {
-	l := h.m[k]
-	if l == nil {
-		return "", false
-	}
-	return lookup(l.s, t)
+	name, res := h.Find(k, t)
+	return name, res == Bound
 }
 
-func lookup(spans []Span, t int64) (string, bool) {
-	if j, _ := lookupIndex(spans, t); j >= 0 {
-		return spans[j].Name, true
+// Find returns the name k had at time t and whether k was bound then, or
+// Dropped when a limit dropped what would tell.
+func (h *History[K]) Find(k K, t int64) (string, Result) {
+	return h.find(k, h.m[k], t)
+}
+
+// find is Find with k's list (nil when none).
+func (h *History[K]) find(k K, l *spanList, t int64) (string, Result) {
+	if l != nil {
+		if j, _ := lookupIndex(l.s, t); j >= 0 {
+			if name := l.s[j].Name; name != "" || h.pendingEntries == 0 {
+				return name, Bound
+			}
+			return h.expected(k, l, t)
+		}
+		if t <= l.droppedTo {
+			return "", Dropped
+		}
+	} else if t <= h.droppedTo {
+		return "", Dropped
 	}
-	return "", false
+	if h.pendingEntries == 0 {
+		return "", Unbound
+	}
+	return h.expected(k, l, t)
+}
+
+// expected answers a lookup at t that found no named binding: as if k's
+// announced rundowns had been applied to l by BindRundown, in order, up
+// to the first that comes after another fact for k not applied yet (the
+// state it would apply to is not known yet). Whatever l holds, they give
+// one binding at most, named by the first of them with a name: the whole
+// trace when k has no binding, from just after the end of k's last
+// binding when it ended, or the name of k's open binding when it has
+// none.
+func (h *History[K]) expected(k K, l *spanList, t int64) (string, Result) {
+	name := ""
+	pos := int64(math.MaxInt64)
+	if h.pos != nil {
+		pos = *h.pos
+	}
+	for _, x := range h.pending[k] {
+		if x.after >= pos {
+			break
+		}
+		if x.name != "" {
+			name = x.name
+			break
+		}
+	}
+	if name != "" {
+		if l == nil || len(l.s) == 0 {
+			return name, Bound
+		}
+		switch last := l.s[len(l.s)-1]; {
+		case last.To == Forever:
+			if last.Name == "" && t >= last.From {
+				return name, Bound
+			}
+		case t > last.To:
+			return name, Bound
+		}
+	}
+	if l != nil {
+		if j, _ := lookupIndex(l.s, t); j >= 0 {
+			return l.s[j].Name, Bound
+		}
+	}
+	return "", Unbound
 }
 
 // lookupIndex returns the index of the binding Lookup finds at t, -1 for
