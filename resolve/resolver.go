@@ -362,10 +362,11 @@ func utoa(v uint32) string {
 type Resolver struct {
 	next   event.Sink
 	Tables *Tables
-	// Unresolved counts events with a handle that got no path.
+	// Unresolved counts events with a handle that got no path, except
+	// those counted in Dropped.
 	Unresolved uint64
-	// Dropped counts the Unresolved events that bounded tables might
-	// have named had they kept more history.
+	// Dropped counts events with a handle that got no path because
+	// bounded tables dropped the history that might have named them.
 	Dropped uint64
 
 	// fds caches the binding lists of recently used descriptors of
@@ -440,9 +441,10 @@ func (r *Resolver) Resolve(e *event.Event) {
 }
 
 func (r *Resolver) unresolved(res Result) {
-	r.Unresolved++
 	if res == Dropped {
 		r.Dropped++
+	} else {
+		r.Unresolved++
 	}
 }
 
@@ -499,9 +501,11 @@ func (r *Resolver) filePath(e *event.Event) (string, Result) {
 // name a file by handle and still have no path after resolution.
 const UnresolvedCounter = "events with a handle but no path (resolver)"
 
-// DroppedCounter names the Stats counter of the unresolved events whose
-// name bounded tables might have known had they kept more history.
-const DroppedCounter = "of which: binding history dropped to bound memory (resolver)"
+// DroppedCounter names the Stats counter (kind unresolved) of the events
+// with a handle that got no path because bounded tables dropped the
+// history that might have named them; UnresolvedCounter does not count
+// them.
+const DroppedCounter = "events with a handle whose binding history was dropped to bound memory (resolver)"
 
 // End implements event.Sink. It sets the unresolved count in the trailer's
 // stats, replacing a count an earlier resolver left there (a trace that was
