@@ -160,16 +160,34 @@ type factScanner interface {
 	ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error
 }
 
+// namedFactScanner is a factScanner that can make the strings of the
+// facts named selects only (tracefile.Reader.ScanFactsWhere).
+type namedFactScanner interface {
+	ScanFactsWhere(ctx context.Context, named func(kind event.FactKind, rundown bool) bool, fn func(f *event.Fact) error) error
+}
+
+// prescanNamed selects the facts whose names Prescan uses: rundowns,
+// devices and volumes; of the others it needs only the keys.
+func prescanNamed(kind event.FactKind, rundown bool) bool {
+	return rundown || kind == event.FactDevice || kind == event.FactVolume
+}
+
 func (r resolving) Run(ctx context.Context, sink event.Sink) error {
 	tables := resolve.NewBoundedTables(resolve.StreamLimits())
 	res := resolve.NewTablesResolver(sink, tables)
-	if fs, ok := r.Reader.(factScanner); ok {
-		if err := fs.ScanFacts(ctx, func(f *event.Fact) error {
-			tables.Prescan(f)
-			return nil
-		}); err != nil {
-			return err
-		}
+	prescan := func(f *event.Fact) error {
+		tables.Prescan(f)
+		return nil
+	}
+	var err error
+	switch fs := r.Reader.(type) {
+	case namedFactScanner:
+		err = fs.ScanFactsWhere(ctx, prescanNamed, prescan)
+	case factScanner:
+		err = fs.ScanFacts(ctx, prescan)
+	}
+	if err != nil {
+		return err
 	}
 	return r.Reader.Run(ctx, res)
 }

@@ -51,7 +51,8 @@ func BenchmarkReportEventHeatmap(b *testing.B) {
 // TestWriteBenchTrace writes the synthetic .iot trace the end-to-end
 // benchmark in docs/benchmarks.md reads; it runs only when
 // IOTRACE_BENCH_IOT names the file to write (IOTRACE_BENCH_EVENTS events,
-// 10 million by default).
+// 10 million by default; format version IOTRACE_BENCH_VERSION, the
+// current one by default).
 func TestWriteBenchTrace(t *testing.T) {
 	path := os.Getenv("IOTRACE_BENCH_IOT")
 	if path == "" {
@@ -65,11 +66,19 @@ func TestWriteBenchTrace(t *testing.T) {
 		}
 		n = v
 	}
+	version := 0
+	if s := os.Getenv("IOTRACE_BENCH_VERSION"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("IOTRACE_BENCH_VERSION=%q: %v", s, err)
+		}
+		version = v
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := tracefile.NewWriter(f, tracefile.WriterOptions{})
+	w := tracefile.NewWriter(f, tracefile.WriterOptions{Version: version})
 	if err := synth.Generate(synth.Options{Seed: 1, Events: n, BlockPercent: 10}, w); err != nil {
 		t.Fatal(err)
 	}

@@ -39,18 +39,20 @@ func TestNoAllocPerEvent(t *testing.T) {
 		t.Errorf("encoding allocates %.3f times per event", per)
 	}
 
-	b := write(t, tr, WriterOptions{})
-	allocs := testing.AllocsPerRun(5, func() {
-		r, err := NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
+	for v := 1; v <= Version; v++ {
+		b := write(t, tr, WriterOptions{Version: v})
+		allocs := testing.AllocsPerRun(5, func() {
+			r, err := NewReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Run(context.Background(), discardSink{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("decoding version %d: %.0f allocations for %d events (%.4f per event)", v, allocs, len(tr.Events), allocs/float64(len(tr.Events)))
+		if per := allocs / float64(len(tr.Events)); per > 0.05 {
+			t.Errorf("decoding version %d allocates %.3f times per event (%.0f per file)", v, per, allocs)
 		}
-		if err := r.Run(context.Background(), discardSink{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Logf("decoding: %.0f allocations for %d events (%.4f per event)", allocs, len(tr.Events), allocs/float64(len(tr.Events)))
-	if per := allocs / float64(len(tr.Events)); per > 0.05 {
-		t.Errorf("decoding allocates %.3f times per event (%.0f per file)", per, allocs)
 	}
 }

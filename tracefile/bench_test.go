@@ -21,14 +21,28 @@ var benchTrace = sync.OnceValue(func() *synth.Recorded {
 	return synth.Trace(synth.Options{OS: "linux", Seed: 42, Events: benchEvents})
 })
 
-var benchFile = sync.OnceValue(func() []byte {
-	var buf bytes.Buffer
-	w := tracefile.NewWriter(&buf, tracefile.WriterOptions{})
-	if err := benchTrace().Replay(w); err != nil {
-		panic(err)
+// benchFiles holds the benchmark trace written in each format version
+// (index 0: the current version).
+var benchFiles = sync.OnceValue(func() [tracefile.Version + 1][]byte {
+	var files [tracefile.Version + 1][]byte
+	for v := range files {
+		var buf bytes.Buffer
+		w := tracefile.NewWriter(&buf, tracefile.WriterOptions{Version: v})
+		if err := benchTrace().Replay(w); err != nil {
+			panic(err)
+		}
+		files[v] = buf.Bytes()
 	}
-	return buf.Bytes()
+	return files
 })
+
+func benchFile() []byte { return benchFiles()[0] }
+
+// versions are the format versions the benchmarks compare.
+var versions = []struct {
+	name    string
+	version int
+}{{"v2", 2}, {"v1", 1}}
 
 type countWriter struct{ n int64 }
 
@@ -80,15 +94,22 @@ func encode(w *tracefile.Writer, tr *synth.Recorded) error {
 	return w.End(&t)
 }
 
-// BenchmarkEncode writes the benchmark trace to a .iot stream.
+// BenchmarkEncode writes the benchmark trace to a .iot stream, in each
+// format version.
 func BenchmarkEncode(b *testing.B) {
+	for _, v := range versions {
+		b.Run(v.name, func(b *testing.B) { benchEncode(b, v.version) })
+	}
+}
+
+func benchEncode(b *testing.B, version int) {
 	tr := benchTrace()
 	b.ReportAllocs()
 	var size int64
 	cpu0 := cpuStart(b)
 	for b.Loop() {
 		var cw countWriter
-		w := tracefile.NewWriter(&cw, tracefile.WriterOptions{})
+		w := tracefile.NewWriter(&cw, tracefile.WriterOptions{Version: version})
 		if err := encode(w, tr); err != nil {
 			b.Fatal(err)
 		}
@@ -99,9 +120,14 @@ func BenchmarkEncode(b *testing.B) {
 }
 
 // BenchmarkDecode replays the benchmark .iot stream into a sink that does
-// nothing.
+// nothing, the trace written in each format version.
 func BenchmarkDecode(b *testing.B) {
-	file := benchFile()
+	for _, v := range versions {
+		b.Run(v.name, func(b *testing.B) { benchDecode(b, benchFiles()[v.version]) })
+	}
+}
+
+func benchDecode(b *testing.B, file []byte) {
 	b.ReportAllocs()
 	cpu0 := cpuStart(b)
 	for b.Loop() {

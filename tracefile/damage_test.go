@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,17 +25,28 @@ func chunkMap(t *testing.T, b []byte) []chunkInfo {
 	t.Helper()
 	var out []chunkInfo
 	ev, fa := 0, 0
+	version := binary.LittleEndian.Uint16(b[len(Magic):])
 	for off := fileHeaderSize; off < len(b); {
 		n := int(binary.LittleEndian.Uint32(b[off+8:]))
 		c := chunkInfo{off: off, end: off + chunkHeaderSize + n, typ: b[off+4], firstEv: ev, first: fa}
 		if c.typ == chunkRecords {
-			d := dec{b: b[off+chunkHeaderSize : c.end]}
-			d.bytes(d.uvarint())
-			fs := dec{b: d.bytes(d.uvarint())}
-			c.facts = int(fs.uvarint())
-			c.events = int(d.uvarint())
-			if d.err != nil || fs.err != nil {
-				t.Fatal("bad chunk")
+			p := b[off+chunkHeaderSize : c.end]
+			if version == 1 {
+				d := ldec{cursor{b: p}}
+				d.bytes(d.uvarint())
+				fs := ldec{cursor{b: d.bytes(d.uvarint())}}
+				c.facts, c.events = int(fs.uvarint()), int(d.uvarint())
+				if d.err != nil || fs.err != nil {
+					t.Fatal("bad chunk")
+				}
+			} else {
+				d := dec{cursor{b: p}}
+				d.bytes(d.uvarint())
+				fs := dec{cursor{b: d.bytes(d.uvarint())}}
+				c.facts, c.events = int(fs.uvarint()), int(d.uvarint())
+				if d.err != nil || fs.err != nil {
+					t.Fatal("bad chunk")
+				}
 			}
 		}
 		ev += c.events
@@ -56,9 +68,18 @@ func damageOf(t *testing.T, err error) *DamageError {
 
 func lostCount(tr *event.Trailer) uint64 { return tr.Stats.Total(event.CountLost) }
 
-func TestTruncatedEverywhere(t *testing.T) {
+// eachVersion runs fn for every format version the writer can write.
+func eachVersion(t *testing.T, fn func(t *testing.T, version int)) {
+	for v := 1; v <= Version; v++ {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { fn(t, v) })
+	}
+}
+
+func TestTruncatedEverywhere(t *testing.T) { eachVersion(t, testTruncatedEverywhere) }
+
+func testTruncatedEverywhere(t *testing.T, version int) {
 	want := synth.Trace(synth.Options{OS: "linux", Seed: 9, Events: 90})
-	b := write(t, want, WriterOptions{ChunkRecords: 15})
+	b := write(t, want, WriterOptions{ChunkRecords: 15, Version: version})
 	chunks := chunkMap(t, b)
 	if len(chunks) < 6 {
 		t.Fatalf("only %d chunks", len(chunks))
@@ -110,9 +131,11 @@ func TestTruncatedEverywhere(t *testing.T) {
 	}
 }
 
-func TestBitFlipsAreCaught(t *testing.T) {
+func TestBitFlipsAreCaught(t *testing.T) { eachVersion(t, testBitFlipsAreCaught) }
+
+func testBitFlipsAreCaught(t *testing.T, version int) {
 	want := synth.Trace(synth.Options{OS: "windows", Seed: 3, Events: 70})
-	b := write(t, want, WriterOptions{ChunkRecords: 15})
+	b := write(t, want, WriterOptions{ChunkRecords: 15, Version: version})
 	chunks := chunkMap(t, b)
 	step := 1
 	if testing.Short() {
@@ -180,13 +203,13 @@ func TestBitFlipsAreCaught(t *testing.T) {
 
 func TestVersionRefused(t *testing.T) {
 	b := write(t, synth.Trace(synth.Options{Events: 10}), WriterOptions{})
-	binary.LittleEndian.PutUint16(b[len(Magic):], 7)
+	binary.LittleEndian.PutUint16(b[len(Magic):], 3)
 	_, err := read(t, b)
 	var ve *VersionError
-	if !errors.As(err, &ve) || ve.Version != 7 || ve.Supported != Version {
+	if !errors.As(err, &ve) || ve.Version != 3 || ve.Supported != Version {
 		t.Fatalf("got %v", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "written by a newer iotrace: format version 7, this reader supports up to 1") {
+	if msg := err.Error(); !strings.Contains(msg, "written by a newer iotrace: format version 3, this reader supports up to 2") {
 		t.Errorf("message: %s", msg)
 	}
 }
@@ -262,9 +285,11 @@ func TestUnknownChunks(t *testing.T) {
 	}
 }
 
-func TestDamageInTheMiddleResumes(t *testing.T) {
+func TestDamageInTheMiddleResumes(t *testing.T) { eachVersion(t, testDamageInTheMiddleResumes) }
+
+func testDamageInTheMiddleResumes(t *testing.T, version int) {
 	want := synth.Trace(synth.Options{Events: 1000})
-	b := write(t, want, WriterOptions{ChunkRecords: 100})
+	b := write(t, want, WriterOptions{ChunkRecords: 100, Version: version})
 	chunks := chunkMap(t, b)
 	// Overwrite three whole chunks with garbage.
 	bad := bytes.Clone(b)

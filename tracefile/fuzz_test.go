@@ -18,7 +18,8 @@ import (
 // file it cannot open is "not a trace" or "newer version"; a file it
 // opens delivers Begin and End, and either reads cleanly (then writing
 // what it delivered and reading that back gives the same trace, and
-// ScanFacts sees the same facts) or returns a *DamageError with the
+// ScanFacts sees the same facts, and ScanFactsWhere the selected ones)
+// or returns a *DamageError with the
 // damage counted in the trailer.
 //
 // The seed corpus in testdata/fuzz/FuzzReader holds real written files;
@@ -55,12 +56,14 @@ func FuzzReader(f *testing.F) {
 			}
 			return
 		}
-		again, err := read(t, write(t, got, WriterOptions{}))
-		if err != nil {
-			t.Fatalf("re-read: %v", err)
-		}
-		if err := synth.Compare(got, again); err != nil {
-			t.Fatalf("re-encoding differs:\n%v", err)
+		for v := 1; v <= Version; v++ {
+			again, err := read(t, write(t, got, WriterOptions{Version: v}))
+			if err != nil {
+				t.Fatalf("re-read version %d: %v", v, err)
+			}
+			if err := synth.Compare(got, again); err != nil {
+				t.Fatalf("re-encoding as version %d differs:\n%v", v, err)
+			}
 		}
 		r2, _ := NewReader(bytes.NewReader(b))
 		var facts []event.Fact
@@ -73,19 +76,50 @@ func FuzzReader(f *testing.F) {
 		if len(facts) != len(got.Facts) || (len(facts) > 0 && !reflect.DeepEqual(facts, got.Facts)) {
 			t.Fatalf("ScanFacts saw %d facts, Run %d", len(facts), len(got.Facts))
 		}
+		var some, want []event.Fact
+		for _, f := range got.Facts {
+			if f.Rundown == (f.Kind%2 == 0) {
+				f.Name, f.Image, f.Detail = "", "", ""
+			}
+			want = append(want, f)
+		}
+		r3, _ := NewReader(bytes.NewReader(b))
+		if err := r3.ScanFactsWhere(context.Background(), func(k event.FactKind, rundown bool) bool {
+			return rundown != (k%2 == 0)
+		}, func(f *event.Fact) error {
+			some = append(some, *f)
+			return nil
+		}); err != nil {
+			t.Fatalf("ScanFactsWhere: %v", err)
+		}
+		if len(some) != len(want) || (len(some) > 0 && !reflect.DeepEqual(some, want)) {
+			t.Fatalf("ScanFactsWhere saw %d facts, want %d", len(some), len(want))
+		}
 	})
 }
 
-// corpus returns small real files: every kind of content, and damage.
+// corpusNames names the files corpus returns.
+var corpusNames = []string{"linux", "windows", "allfields", "empty", "random", "truncated", "bitflip", "magic-only",
+	"v1-linux", "v1-windows", "v1-allfields", "v1-empty", "v1-random", "v1-truncated", "v1-bitflip"}
+
+// corpus returns small real files: every kind of content, and damage, in
+// the current format version, then in version 1.
 func corpus(t testing.TB) [][]byte {
-	linux := write(t, synth.Trace(synth.Options{OS: "linux", Seed: 11, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40})
-	windows := write(t, synth.Trace(synth.Options{OS: "windows", Seed: 12, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40})
-	all := write(t, synth.AllFieldsTrace(), WriterOptions{ChunkRecords: 10})
-	empty := write(t, &synth.Recorded{Began: true, Ended: true}, WriterOptions{})
-	random := write(t, randomTrace(5, 16), WriterOptions{ChunkRecords: 4})
-	flipped := bytes.Clone(linux)
-	flipped[len(flipped)/2] ^= 0x10
-	return [][]byte{linux, windows, all, empty, random, linux[:len(linux)*2/3], flipped, []byte(Magic)}
+	var out [][]byte
+	for _, v := range []int{Version, 1} {
+		linux := write(t, synth.Trace(synth.Options{OS: "linux", Seed: 11, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40, Version: v})
+		windows := write(t, synth.Trace(synth.Options{OS: "windows", Seed: 12, Events: synth.MinEvents}), WriterOptions{ChunkRecords: 40, Version: v})
+		all := write(t, synth.AllFieldsTrace(), WriterOptions{ChunkRecords: 10, Version: v})
+		empty := write(t, &synth.Recorded{Began: true, Ended: true}, WriterOptions{Version: v})
+		random := write(t, randomTrace(5, 16), WriterOptions{ChunkRecords: 4, Version: v})
+		flipped := bytes.Clone(linux)
+		flipped[len(flipped)/2] ^= 0x10
+		out = append(out, linux, windows, all, empty, random, linux[:len(linux)*2/3], flipped)
+		if v == Version {
+			out = append(out, []byte(Magic))
+		}
+	}
+	return out
 }
 
 // TestWriteCorpus regenerates the committed seed corpus.
@@ -95,9 +129,8 @@ func TestWriteCorpus(t *testing.T) {
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzReader")
 	must(t, os.MkdirAll(dir, 0o755))
-	names := []string{"linux", "windows", "allfields", "empty", "random", "truncated", "bitflip", "magic-only"}
 	for i, b := range corpus(t) {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
-		must(t, os.WriteFile(filepath.Join(dir, names[i]), []byte(body), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, corpusNames[i]), []byte(body), 0o644))
 	}
 }

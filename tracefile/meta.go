@@ -35,14 +35,14 @@ const (
 )
 
 func appendTagged(b []byte, tag uint64, val []byte) []byte {
-	b = appendUvarint(b, tag)
-	b = appendUvarint(b, uint64(len(val)))
+	b = appendLEB(b, tag)
+	b = appendLEB(b, uint64(len(val)))
 	return append(b, val...)
 }
 
 func appendTagU(b []byte, tag, v uint64) []byte {
 	var buf [10]byte
-	return appendTagged(b, tag, appendUvarint(buf[:0], v))
+	return appendTagged(b, tag, appendLEB(buf[:0], v))
 }
 
 func appendTagI(b []byte, tag uint64, v int64) []byte { return appendTagU(b, tag, zigzag(v)) }
@@ -51,8 +51,8 @@ func appendTagS(b []byte, tag uint64, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = appendUvarint(b, tag)
-	return appendString(b, s)
+	b = appendLEB(b, tag)
+	return appendLEBString(b, s)
 }
 
 func appendHeader(b []byte, h *event.Header) []byte {
@@ -71,15 +71,15 @@ func appendHeader(b []byte, h *event.Header) []byte {
 }
 
 // fields calls fn for every tagged field of p.
-func fields(p []byte, fn func(tag uint64, v *dec)) error {
-	d := dec{b: p}
+func fields(p []byte, fn func(tag uint64, v *ldec)) error {
+	d := ldec{cursor{b: p}}
 	for d.left() > 0 && d.err == nil {
 		tag := d.uvarint()
 		val := d.bytes(d.uvarint())
 		if d.err != nil {
 			break
 		}
-		vd := dec{b: val}
+		vd := ldec{cursor{b: val}}
 		fn(tag, &vd)
 		if vd.err != nil {
 			return fmt.Errorf("field %d at offset %d: %w", tag, d.off-len(val), vd.err)
@@ -90,7 +90,7 @@ func fields(p []byte, fn func(tag uint64, v *dec)) error {
 
 func parseHeader(p []byte) (event.Header, error) {
 	var h event.Header
-	err := fields(p, func(tag uint64, v *dec) {
+	err := fields(p, func(tag uint64, v *ldec) {
 		switch tag {
 		case hSource:
 			h.Source = event.Source(v.uvarint())
@@ -135,8 +135,8 @@ func appendTrailer(b []byte, t *event.Trailer, events, facts uint64) []byte {
 	b = appendTagU(b, tFacts, facts)
 	var c []byte
 	for _, k := range t.Stats.Counters {
-		c = appendUvarint(c[:0], uint64(k.Kind))
-		c = appendUvarint(c, k.Value)
+		c = appendLEB(c[:0], uint64(k.Kind))
+		c = appendLEB(c, k.Value)
 		c = append(c, k.Name...)
 		b = appendTagged(b, tCounter, c)
 	}
@@ -146,7 +146,7 @@ func appendTrailer(b []byte, t *event.Trailer, events, facts uint64) []byte {
 func parseTrailer(p []byte) (trailerRec, error) {
 	var r trailerRec
 	var got int
-	err := fields(p, func(tag uint64, v *dec) {
+	err := fields(p, func(tag uint64, v *ldec) {
 		switch tag {
 		case tEnd:
 			r.t.End = v.varint()

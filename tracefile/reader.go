@@ -30,7 +30,7 @@ type Reader struct {
 	trailer *trailerRec
 	ran     bool
 
-	dec     decoder
+	dc      decoder
 	events  uint64 // delivered
 	facts   uint64
 	lastEnd int64
@@ -318,7 +318,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		}
 		switch {
 		case c.typ == chunkRecords:
-			if err := r.records(c, sink, false); err != nil {
+			if err := r.decodeRecords(c, sink, false, nil); err != nil {
 				return err
 			}
 		case c.typ == chunkTrailer:
@@ -395,96 +395,33 @@ func (r *Reader) damageError() error {
 // Damage returns the damaged regions seen so far.
 func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
 
-// records decodes a records chunk and delivers it to sink (only its facts
-// when factsOnly). It returns only sink errors; decoding errors are
-// recorded as damage.
-func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool) error {
-	d := &r.dec
-	base := c.off + chunkHeaderSize
-	bad := func(at int, what string, err error) {
-		r.addDamage(Damage{Offset: base + int64(at), Chunk: c.index, Skipped: int64(len(c.payload) - at),
-			Reason: fmt.Sprintf("%s at payload offset %d: %v", what, at, err)})
+// decodeRecords decodes a records chunk with the decoder of the file's
+// format version (see records).
+func (r *Reader) decodeRecords(c *chunk, sink event.Sink, factsOnly bool, keep keepFunc) error {
+	if r.version == 1 {
+		return r.recordsV1(c, sink, factsOnly, keep)
 	}
-	in := dec{b: c.payload}
-	strs := in.bytes(in.uvarint())
-	if in.err != nil {
-		bad(in.off, "string table", in.err)
-		return nil
-	}
-	if at, err := d.strings(strs); err != nil {
-		bad(at, "string table", err)
-		return nil
-	}
-	factsStart := in.off
-	fsec := in.bytes(in.uvarint())
-	if in.err != nil {
-		bad(factsStart, "facts section", in.err)
-		return nil
-	}
-	if at, err := d.facts(fsec); err != nil {
-		bad(factsStart+at, "facts section", err)
-		return nil
-	}
-	if factsOnly {
-		for i := range d.fs {
-			if err := sink.Fact(&d.fs[i].f); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	n := in.uvarint()
-	if in.err != nil || n > uint64(in.left()) {
-		bad(in.off, "events section", fmt.Errorf("bad event count %d", n))
-		return nil
-	}
-	d.beginEvents()
-	fi := 0
-	for i := 0; i < int(n); i++ {
-		for fi < len(d.fs) && d.fs[fi].pos == i {
-			r.facts++
-			if err := sink.Fact(&d.fs[fi].f); err != nil {
-				return err
-			}
-			fi++
-		}
-		at := in.off
-		d.event(&in)
-		if in.err != nil {
-			bad(at, fmt.Sprintf("event %d of %d", i, n), in.err)
-			return nil
-		}
-		e := &d.ev
-		if end := e.Time + e.Duration; end > r.lastEnd {
-			r.lastEnd = end
-		}
-		r.events++
-		if err := sink.Event(e); err != nil {
-			return err
-		}
-	}
-	for ; fi < len(d.fs); fi++ {
-		if d.fs[fi].pos > int(n) {
-			bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", fi, d.fs[fi].pos, n))
-			return nil
-		}
-		r.facts++
-		if err := sink.Fact(&d.fs[fi].f); err != nil {
-			return err
-		}
-	}
-	if in.left() != 0 {
-		bad(in.off, "events section", fmt.Errorf("%d bytes left over after %d events", in.left(), n))
-	}
-	return nil
+	return r.records(c, sink, factsOnly, keep)
 }
 
 // ScanFacts delivers every fact of the file to fn, in recorded order,
 // without decoding events, then rewinds so that Run replays the whole
 // trace. It lets a reader apply all facts (such as rundowns written at the
 // end of a trace) before resolving any event. It needs a source that is an
-// io.Seeker (Open gives one) and must be called before Run.
+// io.Seeker (Open gives one) and must be called before Run. Damage is
+// reported by Run, not by ScanFacts.
 func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
+	return r.ScanFactsWhere(ctx, nil, fn)
+}
+
+// ScanFactsWhere is ScanFacts that makes the strings (Name, Image,
+// Detail) only of the facts that keep selects by kind and rundown flag
+// (nil selects all): the others reach fn with those fields empty. Their
+// strings are checked as thoroughly, so damage is found where ScanFacts
+// would find it, but not copied, interned or looked up: a pre-pass that
+// needs the names of a few facts and only the keys of the others (such as
+// resolve.Tables.Prescan, which names rundowns) saves most of its work.
+func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKind, rundown bool) bool, fn func(f *event.Fact) error) error {
 	if r.ran {
 		return errors.New("tracefile.Reader: ScanFacts after Run")
 	}
@@ -494,11 +431,11 @@ func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) er
 	}
 	// Both passes share one intern table: a name reads as the same string
 	// in a fact and in the events (consumers may compare by pointer).
-	if r.dec.intern == nil {
-		r.dec.intern = make(map[string]string)
+	if r.dc.intern == nil {
+		r.dc.intern = make(map[string]string)
 	}
 	scan := &Reader{path: r.path, src: r.src}
-	scan.dec.intern = r.dec.intern
+	scan.dc.intern = r.dc.intern
 	if err := r.rewind(sk, scan); err != nil {
 		return err
 	}
@@ -517,12 +454,12 @@ func (r *Reader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) er
 			}
 		}
 		if c.typ == chunkRecords {
-			err = scan.records(c, sink, true)
+			err = scan.decodeRecords(c, sink, true, keep)
 		}
 	}
 	// Rewind for Run, which reports any damage.
 	fresh := &Reader{path: r.path, src: r.src, closer: r.closer}
-	fresh.dec.intern = r.dec.intern
+	fresh.dc.intern = r.dc.intern
 	if rerr := r.rewind(sk, fresh); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -6,31 +6,41 @@ import (
 	"math/bits"
 )
 
+// Version 2 records chunks encode unsigned integers as prefix varints:
+// the byte length n (1 to 8) is in the first byte's trailing zero bits
+// (n−1 zeros, then a one), and the value is the n bytes read as a
+// little-endian integer shifted right by n, so n bytes carry 7n bits. A
+// value of 2⁵⁶ or more is a 0x00 byte followed by the 8-byte
+// little-endian value. A decoder learns the length from the first byte
+// and decodes up to 8 bytes with one load and two shifts, where LEB128
+// (version 1, leb.go) needs a chain of dependent per-byte steps.
+
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// appendUvarint appends v in LEB128.
+// appendUvarint appends v as a prefix varint, in its shortest form.
 func appendUvarint(b []byte, v uint64) []byte {
 	if v < 0x80 {
-		return append(b, byte(v))
+		return append(b, byte(v)<<1|1)
 	}
 	return appendUvarintSlow(b, v)
 }
 
 func appendUvarintSlow(b []byte, v uint64) []byte {
 	n := len(b)
-	if cap(b)-n < 10 {
-		b = append(b, make([]byte, 10)...)[:n]
+	if cap(b)-n < 9 {
+		b = append(b, make([]byte, 9)...)[:n]
 	}
-	b = b[:n+10]
-	i := n
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
+	if v >= 1<<56 {
+		b = b[:n+9]
+		b[n] = 0
+		binary.LittleEndian.PutUint64(b[n+1:], v)
+		return b
 	}
-	b[i] = byte(v)
-	return b[:i+1]
+	k := uvarintLen(v)
+	b = b[:n+8]
+	binary.LittleEndian.PutUint64(b[n:], (v<<1|1)<<(k-1))
+	return b[:n+k]
 }
 
 func appendVarint(b []byte, v int64) []byte { return appendUvarint(b, zigzag(v)) }
@@ -40,130 +50,38 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// uvarintLen is the encoded size of v.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+// uvarintLen is the encoded size of v as a prefix varint.
+func uvarintLen(v uint64) int {
+	if v >= 1<<56 {
+		return 9
+	}
+	return (bits.Len64(v|1) + 6) / 7
+}
 
 var (
 	errShort   = errors.New("unexpected end of data")
 	errVarint  = errors.New("varint overflows 64 bits")
 	errTooLong = errors.New("length exceeds the data")
+	errU32     = errors.New("value exceeds 32 bits")
 )
 
-// dec reads from a byte slice; the first error sticks and every later read
-// returns zero values.
-type dec struct {
+// cursor is a position in a byte slice; the first error sticks and every
+// later read returns zero values. dec and ldec add the varint decoders of
+// the two format versions.
+type cursor struct {
 	b   []byte
 	off int
 	err error
 }
 
-func (d *dec) fail(err error) {
+func (d *cursor) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
 	d.off = len(d.b)
 }
 
-func (d *dec) uvarint() uint64 {
-	if i := d.off; i < len(d.b) {
-		if c := d.b[i]; c < 0x80 {
-			d.off = i + 1
-			return uint64(c)
-		}
-	}
-	return d.uvarintSlow()
-}
-
-// u1 decodes a one-byte uvarint; ok is false (and nothing is consumed)
-// when the next value is longer or missing. Hot paths write
-// "v, ok := in.u1(); if !ok { v = in.uvarintSlow() }": unlike uvarint,
-// u1 inlines.
-func (d *dec) u1() (uint64, bool) {
-	if i := d.off; i < len(d.b) && d.b[i] < 0x80 {
-		d.off = i + 1
-		return uint64(d.b[i]), true
-	}
-	return 0, false
-}
-
-func (d *dec) uvarintSlow() uint64 {
-	b := d.b[d.off:]
-	if len(b) >= 8 {
-		// Up to 8 bytes at once: the first byte without a continuation
-		// bit ends the value; the 7-bit groups are then packed without
-		// a branch per byte.
-		x := binary.LittleEndian.Uint64(b)
-		if stop := ^x & 0x8080808080808080; stop != 0 {
-			n := bits.TrailingZeros64(stop)/8 + 1
-			x &= 1<<(8*uint(n)) - 1 // n == 8: a shift by 64 gives 0, all ones
-			x = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
-				x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
-			d.off += n
-			return x
-		}
-	}
-	if len(b) >= 10 {
-		b = b[:10]
-		v := uint64(b[0] & 0x7f)
-		if b[0] < 0x80 {
-			d.off++
-			return v
-		}
-		v |= uint64(b[1]&0x7f) << 7
-		if b[1] < 0x80 {
-			d.off += 2
-			return v
-		}
-		v |= uint64(b[2]&0x7f) << 14
-		if b[2] < 0x80 {
-			d.off += 3
-			return v
-		}
-		for i := 3; i < 10; i++ {
-			c := b[i]
-			v |= uint64(c&0x7f) << (7 * i)
-			if c < 0x80 {
-				if i == 9 && c > 1 {
-					break
-				}
-				d.off += i + 1
-				return v
-			}
-		}
-		d.fail(errVarint)
-		return 0
-	}
-	var v uint64
-	for shift := uint(0); ; shift += 7 {
-		if d.off >= len(d.b) {
-			d.fail(errShort)
-			return 0
-		}
-		c := d.b[d.off]
-		d.off++
-		if shift == 63 && c > 1 {
-			d.fail(errVarint)
-			return 0
-		}
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v
-		}
-	}
-}
-
-func (d *dec) varint() int64 { return unzigzag(d.uvarint()) }
-
-func (d *dec) u32() uint32 {
-	v := d.uvarint()
-	if v > 1<<32-1 {
-		d.fail(errors.New("value exceeds 32 bits"))
-		return 0
-	}
-	return uint32(v)
-}
-
-func (d *dec) byte() byte {
+func (d *cursor) byte() byte {
 	if d.off >= len(d.b) {
 		d.fail(errShort)
 		return 0
@@ -174,7 +92,7 @@ func (d *dec) byte() byte {
 }
 
 // bytes returns the next n bytes (a view into the data).
-func (d *dec) bytes(n uint64) []byte {
+func (d *cursor) bytes(n uint64) []byte {
 	if n > uint64(len(d.b)-d.off) {
 		d.fail(errTooLong)
 		return nil
@@ -184,7 +102,69 @@ func (d *dec) bytes(n uint64) []byte {
 	return s
 }
 
-// str returns a length-prefixed string, allocated.
-func (d *dec) str() string { return string(d.bytes(d.uvarint())) }
+func (d *cursor) left() int { return len(d.b) - d.off }
 
-func (d *dec) left() int { return len(d.b) - d.off }
+// dec reads the prefix varints of version 2.
+type dec struct{ cursor }
+
+// fast decodes a varint of 1 to 8 bytes when 8 bytes are available; ok
+// is false (and nothing is consumed) otherwise. Hot paths write
+// "v, ok := in.fast(); if !ok { v = in.uvarintSlow() }": fast inlines,
+// uvarint does not.
+func (d *dec) fast() (uint64, bool) {
+	if i := d.off; i <= len(d.b)-8 {
+		x := binary.LittleEndian.Uint64(d.b[i:])
+		if n := uint(bits.TrailingZeros64(x)) + 1; n <= 8 {
+			d.off = i + int(n)
+			return x << (64 - 8*n) >> (64 - 7*n), true
+		}
+	}
+	return 0, false
+}
+
+func (d *dec) uvarint() uint64 {
+	if v, ok := d.fast(); ok {
+		return v
+	}
+	return d.uvarintSlow()
+}
+
+// uvarintSlow decodes any varint: the 9-byte form, or one near the end
+// of the data.
+func (d *dec) uvarintSlow() uint64 {
+	b := d.b[d.off:]
+	if len(b) == 0 {
+		d.fail(errShort)
+		return 0
+	}
+	if b[0] == 0 {
+		if len(b) < 9 {
+			d.fail(errShort)
+			return 0
+		}
+		d.off += 9
+		return binary.LittleEndian.Uint64(b[1:9])
+	}
+	n := bits.TrailingZeros8(b[0]) + 1
+	if len(b) < n {
+		d.fail(errShort)
+		return 0
+	}
+	var x uint64
+	for i := n - 1; i >= 0; i-- {
+		x = x<<8 | uint64(b[i])
+	}
+	d.off += n
+	return x >> uint(n)
+}
+
+func (d *dec) varint() int64 { return unzigzag(d.uvarint()) }
+
+func (d *dec) u32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.fail(errU32)
+		return 0
+	}
+	return uint32(v)
+}

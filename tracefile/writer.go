@@ -19,6 +19,11 @@ type WriterOptions struct {
 	// ChunkRecords is the number of events and facts after which a chunk
 	// is written; 0 means DefaultChunkRecords.
 	ChunkRecords int
+	// Version is the format version to write: 0 means Version (the
+	// newest); 1 writes a file that iotrace releases before format
+	// version 2 can read (larger and slower to read). Begin fails on any
+	// other value.
+	Version int
 }
 
 // Defaults for WriterOptions.
@@ -38,6 +43,7 @@ type Writer struct {
 	closer io.Closer
 	opts   WriterOptions
 	enc    *chunkEnc
+	v1     bool // writing format version 1
 	out    []byte
 	off    int64
 
@@ -58,7 +64,10 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.ChunkRecords <= 0 {
 		opts.ChunkRecords = DefaultChunkRecords
 	}
-	return &Writer{w: w, opts: opts, enc: newChunkEnc()}
+	if opts.Version == 0 {
+		opts.Version = Version
+	}
+	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1}
 }
 
 // Create creates (or truncates) the file at path and returns a Writer to
@@ -110,9 +119,13 @@ func (w *Writer) Begin(h *event.Header) error {
 	if w.began {
 		return errors.New("tracefile.Writer: Begin called twice")
 	}
+	if w.opts.Version < 1 || w.opts.Version > Version {
+		w.err = fmt.Errorf("tracefile.Writer: cannot write format version %d (versions 1 to %d)", w.opts.Version, Version)
+		return w.err
+	}
 	w.began = true
 	out := append(w.out[:0], Magic...)
-	out = binary.LittleEndian.AppendUint16(out, Version)
+	out = binary.LittleEndian.AppendUint16(out, uint16(w.opts.Version))
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = appendChunk(out, chunkHeader, func(b []byte) []byte { return appendHeader(b, h) })
 	w.out = out
@@ -124,7 +137,11 @@ func (w *Writer) Event(e *event.Event) error {
 	if err := w.check("Event"); err != nil {
 		return err
 	}
-	w.enc.event(e)
+	if w.v1 {
+		w.enc.encodeEventV1(e)
+	} else {
+		w.enc.encodeEvent(e)
+	}
 	w.events++
 	return w.maybeFlush()
 }
@@ -134,7 +151,11 @@ func (w *Writer) Fact(f *event.Fact) error {
 	if err := w.check("Fact"); err != nil {
 		return err
 	}
-	w.enc.fact(f)
+	if w.v1 {
+		w.enc.encodeFactV1(f)
+	} else {
+		w.enc.encodeFact(f)
+	}
 	w.facts++
 	return w.maybeFlush()
 }
@@ -154,7 +175,11 @@ func (w *Writer) flush() error {
 		w.err = fmt.Errorf("tracefile.Writer: chunk of %d bytes exceeds the format's maximum of %d (a record too large)", w.enc.size(), MaxChunkSize)
 		return w.err
 	}
-	w.out = appendChunk(w.out[:0], chunkRecords, w.enc.appendRecords)
+	records := w.enc.appendRecords
+	if w.v1 {
+		records = w.enc.appendRecordsV1
+	}
+	w.out = appendChunk(w.out[:0], chunkRecords, records)
 	w.enc.reset()
 	return w.write(w.out)
 }
