@@ -101,8 +101,13 @@ type spanList struct {
 	// droppedTo is the latest time covered by a binding of this key
 	// that a limit dropped (Always when none).
 	droppedTo int64
-	// endSeq is the sequence number of the key's latest unbind.
+	// endSeq is the sequence number of the key's latest unbind; ended
+	// says that the last binding has ended; maxEnd is the latest end of
+	// any binding (Always when none). Kept here so that the ring of ended
+	// keys checks and forgets a key without touching its spans.
 	endSeq uint64
+	ended  bool
+	maxEnd int64
 }
 
 // endedKey is an unbind in the ring of ended keys.
@@ -158,6 +163,7 @@ func (h *History[K]) newList(k K) *spanList {
 	// The key may have had bindings in a list that was forgotten: any
 	// time up to the latest forgotten end is in doubt.
 	l.droppedTo = h.droppedTo
+	l.maxEnd = Always
 	h.m[k] = l
 	return l
 }
@@ -180,6 +186,7 @@ func (h *History[K]) bind(l *spanList, t int64, name string) {
 			return
 		}
 		spans[n-1].To = t
+		l.maxEnd = max(l.maxEnd, t)
 	}
 	if n := len(spans); n > 0 && t < spans[n-1].From {
 		l.unsorted = true
@@ -196,6 +203,7 @@ func (h *History[K]) add(l *spanList, s Span) {
 		l.s = l.s[:n]
 	}
 	l.s = append(l.s, s)
+	l.ended = false
 }
 
 // BindRundown records that k was named name at time t according to a
@@ -288,6 +296,7 @@ func (h *History[K]) unbind(k K, l *spanList, t int64) {
 	}
 	l.ver++
 	l.s[n-1].To = t
+	l.ended, l.maxEnd = true, max(l.maxEnd, t)
 	if h.lim.EndedKeys > 0 {
 		h.ended1(k, l)
 	}
@@ -304,10 +313,8 @@ func (h *History[K]) ended1(k K, l *spanList) {
 	l.endSeq = h.seq
 	if h.endedN == len(h.ended) {
 		old := &h.ended[h.endedAt]
-		if ol := old.l; ol.endSeq == old.seq {
-			if n := len(ol.s); n > 0 && ol.s[n-1].To != Forever {
-				h.forget(old.k, ol)
-			}
+		if ol := old.l; ol.endSeq == old.seq && ol.ended {
+			h.forget(old.k, ol)
 		}
 		*old = endedKey[K]{k: k, l: l, seq: h.seq}
 		h.endedAt++
@@ -327,12 +334,11 @@ func (h *History[K]) ended1(k K, l *spanList) {
 // forget removes k and keeps its list for reuse.
 func (h *History[K]) forget(k K, l *spanList) {
 	delete(h.m, k)
-	for _, s := range l.s {
-		h.droppedTo = max(h.droppedTo, s.To)
-	}
-	clear(l.s)
+	h.droppedTo = max(h.droppedTo, l.maxEnd)
+	// The spans are overwritten when the list is reused: clearing them
+	// would touch memory that is cold by now.
 	l.s = l.s[:0]
-	l.unsorted = false
+	l.unsorted, l.ended, l.maxEnd = false, false, Always
 	l.ver++
 	l.gen++
 	l.endSeq = 0
