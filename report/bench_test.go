@@ -58,22 +58,7 @@ func TestWriteBenchTrace(t *testing.T) {
 	if path == "" {
 		t.Skip("set IOTRACE_BENCH_IOT=FILE to write the benchmark trace")
 	}
-	n := 10_000_000
-	if s := os.Getenv("IOTRACE_BENCH_EVENTS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("IOTRACE_BENCH_EVENTS=%q: %v", s, err)
-		}
-		n = v
-	}
-	version := 0
-	if s := os.Getenv("IOTRACE_BENCH_VERSION"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("IOTRACE_BENCH_VERSION=%q: %v", s, err)
-		}
-		version = v
-	}
+	n, version := envInt(t, "IOTRACE_BENCH_EVENTS", 10_000_000), envInt(t, "IOTRACE_BENCH_VERSION", 0)
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +70,20 @@ func TestWriteBenchTrace(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// envInt returns the integer in environment variable name, def when it is
+// not set.
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
 }
 
 // BenchmarkReportIOT reads a 1-million-event .iot trace through input (as

@@ -157,22 +157,28 @@ func keysOf(e *event.Event) (fd FDKey, hasFD bool, fileKey uint64) {
 	return FDKey{Pid: e.Pid, FD: e.FD}, e.FD >= 0, e.FileKey
 }
 
-// lateFact reports whether, after item p, a fact that is not a rundown
-// for one of the event's keys (its file keys, or its process when comm)
-// is stamped no later than the event: the streaming resolver applies a
-// fact where the stream has it, the full one before the first event.
-func lateFact(items []item, p int, comm bool) bool {
+// factFor returns a test of whether a fact concerns the keys of the event
+// at item p: its process when comm, else its descriptor and FileKey.
+func factFor(items []item, p int, comm bool) func(f *event.Fact) bool {
 	e := items[p].event
 	fk, hasFD, key := keysOf(e)
-	match := func(f *event.Fact) bool {
-		if comm {
-			return f.Kind == event.FactProcess && f.Pid == e.Pid
-		}
+	if comm {
+		return func(f *event.Fact) bool { return f.Kind == event.FactProcess && f.Pid == e.Pid }
+	}
+	return func(f *event.Fact) bool {
 		return f.Kind == event.FactName && ((hasFD && f.Space == event.SpaceFD && f.Pid == fk.Pid && int32(f.Handle) == fk.FD) ||
 			(key != 0 && f.Space == event.SpaceFileKey && f.Handle == key))
 	}
+}
+
+// lateFact reports whether, after item p, a fact that is not a rundown
+// for the event's keys (see factFor) is stamped no later than the event:
+// the streaming resolver applies a fact where the stream has it, the full
+// one before the first event.
+func lateFact(items []item, p int, comm bool) bool {
+	match, t := factFor(items, p, comm), items[p].event.Time
 	for _, it := range items[p+1:] {
-		if f := it.fact; f != nil && match(f) && (!f.Rundown || f.End) && f.Time <= e.Time {
+		if f := it.fact; f != nil && match(f) && (!f.Rundown || f.End) && f.Time <= t {
 			return true
 		}
 	}
@@ -180,21 +186,13 @@ func lateFact(items []item, p int, comm bool) bool {
 }
 
 // factBeforeRundown reports whether, after item p, a fact that is not a
-// rundown for one of the event's keys comes before a rundown for it: the
+// rundown for the event's keys comes before a rundown for them: the
 // streaming resolver then does not apply that rundown to the event (the
 // state it applies to is not known when the event is resolved), so it
 // may leave unnamed an event the full resolver names (a rebinding to the
 // same name changes nothing, for instance).
 func factBeforeRundown(items []item, p int, comm bool) bool {
-	e := items[p].event
-	fk, hasFD, key := keysOf(e)
-	match := func(f *event.Fact) bool {
-		if comm {
-			return f.Kind == event.FactProcess && f.Pid == e.Pid
-		}
-		return f.Kind == event.FactName && ((hasFD && f.Space == event.SpaceFD && f.Pid == fk.Pid && int32(f.Handle) == fk.FD) ||
-			(key != 0 && f.Space == event.SpaceFileKey && f.Handle == key))
-	}
+	match := factFor(items, p, comm)
 	seen := false
 	for _, it := range items[p+1:] {
 		if f := it.fact; f != nil && match(f) {
@@ -264,12 +262,7 @@ func TestStreamingMatchesFull(t *testing.T) {
 // rundownOnly reports whether the event at item p uses a descriptor or
 // FileKey that no fact before p concerns and a rundown after p names.
 func rundownOnly(items []item, p int) bool {
-	e := items[p].event
-	fk, hasFD, key := keysOf(e)
-	match := func(f *event.Fact) bool {
-		return f.Kind == event.FactName && ((hasFD && f.Space == event.SpaceFD && f.Pid == fk.Pid && int32(f.Handle) == fk.FD) ||
-			(key != 0 && f.Space == event.SpaceFileKey && f.Handle == key))
-	}
+	match := factFor(items, p, false)
 	for _, it := range items[:p] {
 		if it.fact != nil && match(it.fact) {
 			return false

@@ -27,6 +27,12 @@ type decoder struct {
 	thrs   []threadRef
 	ev     event.Event
 
+	deltaBases
+}
+
+// deltaBases are the previous values that an event's delta-coded fields
+// are relative to; they start at zero in every chunk, on both sides.
+type deltaBases struct {
 	prevID     uint64
 	prevTime   int64
 	prevFO     uint64
@@ -79,8 +85,7 @@ func (d *decoder) makeStr(i uint64) string {
 func (d *decoder) beginEvents() {
 	d.tmpls = d.tmpls[:0]
 	d.thrs = d.thrs[:0]
-	d.prevID, d.prevTime = 0, 0
-	d.prevFO, d.prevKey, d.prevSector, d.prevReq = 0, 0, 0, 0
+	d.deltaBases = deltaBases{}
 }
 
 var (

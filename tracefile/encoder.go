@@ -19,14 +19,9 @@ type chunkEnc struct {
 	lastFactPos  int
 	prevFactTime int64
 
-	events     []byte
-	nevents    int
-	prevID     uint64
-	prevTime   int64
-	prevFO     uint64
-	prevKey    uint64
-	prevSector uint64
-	prevReq    uint64
+	events  []byte
+	nevents int
+	deltaBases
 
 	tmpls   []template
 	tmplIdx map[template]uint32
@@ -66,8 +61,7 @@ func (c *chunkEnc) reset() {
 	c.nfacts, c.lastFactPos, c.prevFactTime = 0, 0, 0
 	c.events = c.events[:0]
 	c.nevents = 0
-	c.prevID, c.prevTime = 0, 0
-	c.prevFO, c.prevKey, c.prevSector, c.prevReq = 0, 0, 0, 0
+	c.deltaBases = deltaBases{}
 	c.tmpls = c.tmpls[:0]
 	clear(c.tmplIdx)
 	clear(c.tcache[:])
