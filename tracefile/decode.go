@@ -51,13 +51,26 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 		}
 		return nil
 	}
+	// When the events section turns out damaged, the chunk's facts not
+	// delivered yet still are (the facts section decoded): a reader sees
+	// the same facts in Run as in ScanFacts, which resolvers that count
+	// stream positions rely on.
+	fi := 0
+	rest := func() error {
+		for ; fi < len(d.fs); fi++ {
+			r.facts++
+			if err := sink.Fact(&d.fs[fi].f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	n := in.uvarint()
 	if in.err != nil || n > uint64(in.left()) {
 		bad(in.off, "events section", fmt.Errorf("bad event count %d", n))
-		return nil
+		return rest()
 	}
 	d.beginEvents()
-	fi := 0
 	for i := 0; i < int(n); i++ {
 		for fi < len(d.fs) && d.fs[fi].pos == i {
 			r.facts++
@@ -70,7 +83,7 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 		d.decodeEvent(&in)
 		if in.err != nil {
 			bad(at, fmt.Sprintf("event %d of %d", i, n), in.err)
-			return nil
+			return rest()
 		}
 		e := &d.ev
 		if end := e.Time + e.Duration; end > r.lastEnd {
@@ -81,15 +94,11 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 			return err
 		}
 	}
-	for ; fi < len(d.fs); fi++ {
-		if d.fs[fi].pos > int(n) {
-			bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", fi, d.fs[fi].pos, n))
-			return nil
-		}
-		r.facts++
-		if err := sink.Fact(&d.fs[fi].f); err != nil {
-			return err
-		}
+	if j := len(d.fs) - 1; j >= fi && d.fs[j].pos > int(n) {
+		bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", j, d.fs[j].pos, n))
+	}
+	if err := rest(); err != nil {
+		return err
 	}
 	if in.left() != 0 {
 		bad(in.off, "events section", fmt.Errorf("%d bytes left over after %d events", in.left(), n))

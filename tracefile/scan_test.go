@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -164,6 +165,60 @@ func TestScanFactsWhereDamage(t *testing.T) {
 				t.Fatalf("keep %v: facts %+v, want only the later chunk's", keep != nil, facts)
 			}
 			_ = b
+		}
+	})
+}
+
+// TestRunDeliversFactsOfDamagedEvents: a chunk whose events section does
+// not decode (CRC intact: a writer bug or a forged file) still delivers
+// all its facts in Run, the same facts ScanFacts sees, so that readers
+// counting stream positions across both passes stay aligned.
+func TestRunDeliversFactsOfDamagedEvents(t *testing.T) {
+	eachVersion(t, func(t *testing.T, version int) {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, WriterOptions{Version: version})
+		must(t, w.Begin(&event.Header{}))
+		e := event.New()
+		e.Op, e.Pid, e.Tid, e.Comm = event.OpRead, 7, 7, "app"
+		for i := range 4 {
+			f := event.Fact{Kind: event.FactName, Space: event.SpaceFD, Pid: 7, Handle: uint64(i), Name: fmt.Sprintf("/f%d", i)}
+			must(t, w.Fact(&f))
+			must(t, w.Event(&e))
+		}
+		must(t, w.End(&event.Trailer{}))
+		file := buf.Bytes()
+		ch := chunkMap(t, file)[1]
+		p := file[ch.off+chunkHeaderSize : ch.end]
+		// An event count larger than what follows makes the events
+		// section undecodable.
+		var countAt int
+		if version == 1 {
+			in := ldec{cursor{b: p}}
+			in.bytes(in.uvarint())
+			in.bytes(in.uvarint())
+			countAt = in.off
+			p[countAt] = 100 // 100 events in a few bytes
+		} else {
+			in := dec{cursor{b: p}}
+			in.bytes(in.uvarint())
+			in.bytes(in.uvarint())
+			countAt = in.off
+			p[countAt] = 100<<1 | 1
+		}
+		hdr := file[ch.off : ch.off+chunkHeaderSize]
+		crc := crc32.Update(crc32.Update(0, castagnoli, hdr[4:12]), castagnoli, p)
+		binary.LittleEndian.PutUint32(hdr[12:], crc)
+
+		got, err := read(t, file)
+		damageOf(t, err)
+		var scanned []event.Fact
+		r := openFile(t, file)
+		must(t, r.ScanFacts(context.Background(), func(f *event.Fact) error {
+			scanned = append(scanned, *f)
+			return nil
+		}))
+		if len(got.Facts) != 4 || !reflect.DeepEqual(got.Facts, scanned) {
+			t.Fatalf("Run delivered %d facts, ScanFacts %d; want the chunk's 4 in both", len(got.Facts), len(scanned))
 		}
 	})
 }
