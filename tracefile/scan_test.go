@@ -124,28 +124,7 @@ func TestScanFactsWhereDamage(t *testing.T) {
 		// b is the last fact of the first records chunk and its name
 		// index the last byte of the facts section: make it 127, past
 		// the end of the string table.
-		ch := chunkMap(t, file)[1]
-		p := file[ch.off+chunkHeaderSize : ch.end]
-		var factsEnd int
-		if version == 1 {
-			in := ldec{cursor{b: p}}
-			in.bytes(in.uvarint())
-			n := in.uvarint()
-			factsEnd = in.off + int(n)
-		} else {
-			in := dec{cursor{b: p}}
-			in.bytes(in.uvarint())
-			n := in.uvarint()
-			factsEnd = in.off + int(n)
-		}
-		if version == 1 {
-			p[factsEnd-1] = 127
-		} else {
-			p[factsEnd-1] = 127<<1 | 1
-		}
-		hdr := file[ch.off : ch.off+chunkHeaderSize]
-		crc := crc32.Update(crc32.Update(0, castagnoli, hdr[4:12]), castagnoli, p)
-		binary.LittleEndian.PutUint32(hdr[12:], crc)
+		patchRecords(t, file, version, func(p []byte, factsEnd int) { p[factsEnd-1] = oneByte(version, 127) })
 
 		got, err := read(t, file)
 		de := damageOf(t, err)
@@ -187,27 +166,9 @@ func TestRunDeliversFactsOfDamagedEvents(t *testing.T) {
 		}
 		must(t, w.End(&event.Trailer{}))
 		file := buf.Bytes()
-		ch := chunkMap(t, file)[1]
-		p := file[ch.off+chunkHeaderSize : ch.end]
-		// An event count larger than what follows makes the events
-		// section undecodable.
-		var countAt int
-		if version == 1 {
-			in := ldec{cursor{b: p}}
-			in.bytes(in.uvarint())
-			in.bytes(in.uvarint())
-			countAt = in.off
-			p[countAt] = 100 // 100 events in a few bytes
-		} else {
-			in := dec{cursor{b: p}}
-			in.bytes(in.uvarint())
-			in.bytes(in.uvarint())
-			countAt = in.off
-			p[countAt] = 100<<1 | 1
-		}
-		hdr := file[ch.off : ch.off+chunkHeaderSize]
-		crc := crc32.Update(crc32.Update(0, castagnoli, hdr[4:12]), castagnoli, p)
-		binary.LittleEndian.PutUint32(hdr[12:], crc)
+		// An event count larger than what follows (100 events in a few
+		// bytes) makes the events section undecodable.
+		patchRecords(t, file, version, func(p []byte, factsEnd int) { p[factsEnd] = oneByte(version, 100) })
 
 		got, err := read(t, file)
 		damageOf(t, err)
@@ -221,4 +182,39 @@ func TestRunDeliversFactsOfDamagedEvents(t *testing.T) {
 			t.Fatalf("Run delivered %d facts, ScanFacts %d; want the chunk's 4 in both", len(got.Facts), len(scanned))
 		}
 	})
+}
+
+// patchRecords lets patch change the payload of the first records chunk of
+// file (factsEnd is the offset of the end of its facts section, where the
+// event count begins) and fixes the chunk's CRC, so that the change reads
+// as content, not as damage to the bytes.
+func patchRecords(t *testing.T, file []byte, version int, patch func(p []byte, factsEnd int)) {
+	t.Helper()
+	ch := chunkMap(t, file)[1]
+	p := file[ch.off+chunkHeaderSize : ch.end]
+	var factsEnd int
+	if version == 1 {
+		in := ldec{cursor{b: p}}
+		in.bytes(in.uvarint())
+		n := in.uvarint()
+		factsEnd = in.off + int(n)
+	} else {
+		in := dec{cursor{b: p}}
+		in.bytes(in.uvarint())
+		n := in.uvarint()
+		factsEnd = in.off + int(n)
+	}
+	patch(p, factsEnd)
+	hdr := file[ch.off : ch.off+chunkHeaderSize]
+	crc := crc32.Update(crc32.Update(0, castagnoli, hdr[4:12]), castagnoli, p)
+	binary.LittleEndian.PutUint32(hdr[12:], crc)
+}
+
+// oneByte returns the one-byte varint of v (< 128) in the given format
+// version.
+func oneByte(version int, v byte) byte {
+	if version == 1 {
+		return v
+	}
+	return v<<1 | 1
 }
