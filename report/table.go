@@ -184,23 +184,20 @@ func (t *table[K]) prune() {
 	}
 	t.scratch = all
 	half := min(t.capacity/2, len(all))
-	selectFirst(all, half, func(a, b *kv[K]) int {
-		if c := cmp.Compare(b.e.tot.bytes, a.e.tot.bytes); c != 0 {
-			return c
+	// Keep the top half by bytes and the top half by time.
+	for _, metric := range [...]func(e *entity) uint64{
+		func(e *entity) uint64 { return e.tot.bytes },
+		func(e *entity) uint64 { return e.tot.time },
+	} {
+		selectFirst(all, half, func(a, b *kv[K]) int {
+			if c := cmp.Compare(metric(b.e), metric(a.e)); c != 0 {
+				return c
+			}
+			return t.cmpKey(a.k, b.k)
+		})
+		for _, x := range all[:half] {
+			x.e.keep = true
 		}
-		return t.cmpKey(a.k, b.k)
-	})
-	for _, x := range all[:half] {
-		x.e.keep = true
-	}
-	selectFirst(all, half, func(a, b *kv[K]) int {
-		if c := cmp.Compare(b.e.tot.time, a.e.tot.time); c != 0 {
-			return c
-		}
-		return t.cmpKey(a.k, b.k)
-	})
-	for _, x := range all[:half] {
-		x.e.keep = true
 	}
 	for _, x := range all {
 		if x.e.keep {

@@ -71,7 +71,7 @@ type History[K comparable] struct {
 	seq       uint64
 	free      []*spanList // lists of forgotten keys, for reuse
 	droppedTo int64       // the latest end of a forgotten key
-	// pending holds the rundowns announced by Expect, per key in
+	// pending holds the rundowns announced by expect, per key in
 	// stream order; pos is the stream position (facts applied so far)
 	// that decides which of them a lookup may use.
 	pending        map[K][]expectation
@@ -209,9 +209,9 @@ func (h *History[K]) add(l *spanList, s Span) {
 // BindRundown records that k was named name at time t according to a
 // snapshot of state (a /proc walk, an ETW rundown). When k has no binding
 // at all, the name applies to the whole trace; when k's last binding has
-// ended, it applies from just after that end on; when k is bound at t already, the
-// existing binding wins (its name is filled in when it has none). It
-// consumes the first rundown Expect announced for k.
+// ended, it applies from just after that end on; when k is bound at t
+// already, the existing binding wins (its name is filled in when it has
+// none). It consumes the first rundown announced for k (Tables.Prescan).
 func (h *History[K]) BindRundown(k K, t int64, name string) {
 	h.consume(k)
 	h.bindRundown(h.list(k), t, name)
@@ -241,17 +241,17 @@ func (h *History[K]) bindRundown(l *spanList, t int64, name string) {
 	}
 }
 
-// Expect announces that a rundown binding k to name comes later in the
-// stream of bindings. Until BindRundown applies it, lookups that find no
-// binding for k answer as if it had been applied to k's bindings as they
-// are: this is how a reader that applies bindings as it streams a trace
-// resolves events recorded before a rundown written later (an ETW
-// rundown at the end of the trace, a /proc walk that finished after the
-// first events), without keeping the trace's whole history. Rundowns for
-// one key are consumed in the order they were announced. Tables.Prescan
-// announces rundowns with the stream positions that make this exact.
-func (h *History[K]) Expect(k K, name string) { h.expect(k, name, -1) }
-
+// expect announces that a rundown binding k to name comes later in the
+// stream of bindings, after the fact at stream position after (-1: none)
+// that was the last other fact for k before it. Until BindRundown applies
+// it, lookups that find no binding for k answer as if it had been
+// applied to k's bindings as they are, provided the stream has reached
+// after (see expected): this is how a reader that applies bindings as it
+// streams a trace resolves events recorded before a rundown written later
+// (an ETW rundown at the end of the trace, a /proc walk that finished
+// after the first events), without keeping the trace's whole history.
+// Rundowns for one key are consumed in the order they were announced.
+// Tables.Prescan is what calls it.
 func (h *History[K]) expect(k K, name string, after int64) {
 	if h.pending == nil {
 		h.pending = make(map[K][]expectation)
@@ -263,7 +263,7 @@ func (h *History[K]) expect(k K, name string, after int64) {
 // Pending returns the number of announced rundowns not applied yet.
 func (h *History[K]) Pending() int { return h.pendingEntries }
 
-// consume removes the first announced rundown for k.
+// consume removes the first rundown announced for k.
 func (h *History[K]) consume(k K) {
 	if h.pendingEntries == 0 {
 		return

@@ -112,8 +112,8 @@ func NewBoundedTables(lim Limits) *Tables {
 // with tables that do not keep its whole history: call it with every
 // fact of the trace, in stream order, before the first Apply. It applies
 // the device and volume names (they hold for the whole trace; Apply then
-// skips them) and announces each rundown to its history (History.Expect)
-// with the position of the last other fact for its key before it, so
+// skips them) and announces each rundown to its history with the
+// position of the last other fact for its key before it, so
 // that an event the stream reaches before the rundown is named by it
 // exactly when applying every fact first would have named it. It keeps
 // a fixed-size table of positions and the rundowns, nothing per fact;
