@@ -106,16 +106,7 @@ func BenchmarkRawReaderLargest(b *testing.B) {
 	path, bytes, n := largest(b)
 	r := openLargest(b, path, noCache)
 	defer r.Close()
-	b.SetBytes(bytes)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cputime.Process()
-	for i := 0; i < b.N; i++ {
-		if _, err := r.Read(context.Background(), func(*record.Record) error { return nil }); err != nil {
-			b.Fatal(err)
-		}
-	}
-	report(b, n, cpu0)
+	benchReads(b, r, bytes, n)
 }
 
 // BenchmarkCachedReaderLargest is a pass of the reader with every buffer
@@ -127,6 +118,12 @@ func BenchmarkCachedReaderLargest(b *testing.B) {
 	if _, err := r.Read(context.Background(), func(*record.Record) error { return nil }); err != nil {
 		b.Fatal(err)
 	}
+	benchReads(b, r, bytes, n)
+}
+
+// benchReads times b.N passes of r with a no-op callback over a file of
+// size bytes holding n records.
+func benchReads(b *testing.B, r *etl.Reader, bytes int64, n int) {
 	b.SetBytes(bytes)
 	b.ReportAllocs()
 	b.ResetTimer()

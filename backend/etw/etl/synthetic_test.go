@@ -21,10 +21,7 @@ func readBytes(t testing.TB, data []byte, opts Options) ([]record.Record, event.
 	}
 	var out []record.Record
 	st, err := r.Read(context.Background(), func(rec *record.Record) error {
-		c := *rec
-		c.UserData = append([]byte(nil), rec.UserData...)
-		c.Ext = append([]record.ExtItem(nil), rec.Ext...)
-		out = append(out, c)
+		out = append(out, rec.Clone())
 		return nil
 	})
 	return out, st, err

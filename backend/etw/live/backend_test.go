@@ -71,13 +71,7 @@ func fixtureRecords(t testing.TB, name string) ([]record.Record, *etl.LogfileHea
 	defer r.Close()
 	var out []record.Record
 	if _, err := r.Read(context.Background(), func(rec *record.Record) error {
-		c := *rec
-		c.UserData = append([]byte(nil), rec.UserData...)
-		c.Ext = nil
-		for _, e := range rec.Ext {
-			c.Ext = append(c.Ext, record.ExtItem{Type: e.Type, Data: append([]byte(nil), e.Data...)})
-		}
-		out = append(out, c)
+		out = append(out, rec.Clone())
 		return nil
 	}); err != nil {
 		t.Fatal(err)

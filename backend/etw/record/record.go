@@ -63,7 +63,7 @@ const NoID = ^uint32(0)
 
 // Record is one decoded ETW event header plus its payload. UserData and
 // the Ext items alias the reader's buffer and are valid only until the
-// next record is read; copy what must outlive it.
+// next record is read; Clone what must outlive it.
 type Record struct {
 	Kind Kind
 	// HeaderType is the raw TRACE_HEADER_TYPE_* byte (0 for live records).
@@ -106,6 +106,18 @@ type Record struct {
 	// Buffer is the index of its buffer. Both are for error messages.
 	FileOffset int64
 	Buffer     int
+}
+
+// Clone returns a copy of r that owns its UserData and Ext data, so that
+// it outlives the reader's buffer.
+func (r *Record) Clone() Record {
+	c := *r
+	c.UserData = append([]byte(nil), r.UserData...)
+	c.Ext = nil
+	for _, e := range r.Ext {
+		c.Ext = append(c.Ext, ExtItem{Type: e.Type, Data: append([]byte(nil), e.Data...)})
+	}
+	return c
 }
 
 // ExtItem is one EVENT_HEADER_EXTENDED_DATA_ITEM.
