@@ -454,3 +454,38 @@ func TestSketchWidening(t *testing.T) {
 	a.Add(1001)
 	check("reset", &a, [][2]uint64{{1000, 1}, {1001, 65_536}})
 }
+
+// TestSketchReserve checks that a reserved window counts the values in
+// its range without growing, and that reserving changes no answer.
+func TestSketchReserve(t *testing.T) {
+	var plain, reserved Sketch
+	reserved.Reserve(1_000, 10_000_000)
+	span := reserved.span()
+	if span == 0 {
+		t.Fatal("Reserve allocated no window")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		v := 1_000 + rng.Uint64N(10_000_000-1_000)
+		plain.Add(v)
+		reserved.Add(v)
+	}
+	if reserved.span() != span {
+		t.Fatalf("window grew from %d to %d buckets for values inside the reserved range", span, reserved.span())
+	}
+	qs := []float64{0, 0.5, 0.9, 0.99, 1}
+	if got, want := reserved.Quantiles(qs...), plain.Quantiles(qs...); !slices.Equal(got, want) {
+		t.Fatalf("reserved %v, plain %v", got, want)
+	}
+	// Values outside still count; an empty reserved sketch is empty.
+	reserved.Add(5)
+	reserved.Add(1 << 40)
+	if reserved.Count() != 5002 || reserved.Min() != 5 || reserved.Max() != 1<<40 {
+		t.Fatalf("count %d min %d max %d", reserved.Count(), reserved.Min(), reserved.Max())
+	}
+	var empty Sketch
+	empty.Reserve(10, 20)
+	if empty.Count() != 0 || empty.Quantile(0.5) != 0 {
+		t.Fatal("a reserved empty sketch is not empty")
+	}
+}

@@ -8,7 +8,8 @@ import (
 
 // Sketch geometry: values below 128 have a bucket each; above, every power
 // of two is split into 64 buckets of equal width, so a bucket is at most
-// 1/64 of its lower bound wide.
+// 1/64 of its lower bound wide. Counters are allocated a block of 64
+// buckets at a time.
 const (
 	sketchSubBits = 6
 	sketchSub     = 1 << sketchSubBits // buckets per power of two
@@ -22,26 +23,28 @@ const SketchRelativeError = 1.0 / (2 * sketchSub)
 
 // Sketch estimates quantiles of unsigned values (latencies in ns, sizes in
 // bytes) in bounded memory: log-linear buckets, exact below 128 and 64 per
-// power of two above, allocated in blocks of 64 counters as values reach
-// them. A block starts with 16-bit counters (128 bytes) and is widened to
-// 64-bit counters (512 bytes) when one of its counts would pass 65,535: the
-// many small sketches of a report (one per process and per file) stay
-// small, and an Add touches few cache lines. Latencies from 1 µs to 100 ms
-// take about 3–10 KiB (the struct itself is ≈ 1 KiB); the worst case is
-// 31 KiB. Counts are exact at every width; Count, Sum, Min and Max are
-// exact. The zero value is an empty sketch ready to use.
+// power of two above. The counters form one window over the buckets
+// between the smallest and the largest value seen, in whole blocks of 64
+// buckets, at least doubled when it grows. The window starts with 16-bit
+// counters and is widened to 64-bit counters when one count would pass
+// 65,535: the many small sketches of a report (one per process and per
+// file) stay small, and an Add touches two cache lines (the struct's
+// first 64 bytes and one counter). Latencies from 1 µs to 100 ms take
+// 2–4 KiB; the worst case (values over the whole uint64 range, widened)
+// is 30 KiB. Counts are
+// exact at every width; Count, Sum, Min and Max are exact. The zero value
+// is an empty sketch ready to use.
 type Sketch struct {
+	// narrow holds the counters of buckets lo, lo+1, … while they are 16
+	// bits wide; nil once the window is wide. The fields Add touches
+	// come first, within 64 bytes.
+	narrow   []uint16
+	lo       uint // first bucket of the window, a multiple of sketchSub
 	n        uint64
 	sum      uint64 // saturating
 	min, max uint64
-	// used has bit i set when block i may hold non-zero counts: Merge,
-	// Reset and the quantile walks visit only those blocks (a reset
-	// sketch keeps its blocks, zeroed, for reuse).
-	used uint64
-	// Block i is narrow[i] (16-bit counters) or wide[i] (64-bit
-	// counters), never both; nil when never reached.
-	narrow [sketchBlocks]*[sketchSub]uint16
-	wide   [sketchBlocks]*[sketchSub]uint64
+	// wide holds the counters once widened (then narrow is nil).
+	wide []uint64
 }
 
 // sketchIndex returns the bucket of v.
@@ -66,16 +69,12 @@ func sketchBounds(i int) (lo, hi uint64) {
 
 // Add counts one value.
 func (s *Sketch) Add(v uint64) {
-	i := uint(sketchIndex(v))
-	bi, j := i/sketchSub%sketchBlocks, i%sketchSub
-	if b := s.narrow[bi]; b != nil && b[j] != math.MaxUint16 {
-		b[j]++
-	} else if w := s.wide[bi]; w != nil {
-		w[j]++
+	k := uint(sketchIndex(v)) - s.lo // wraps below the window
+	if k < uint(len(s.narrow)) && s.narrow[k] != math.MaxUint16 {
+		s.narrow[k]++
 	} else {
-		s.addSlow(bi, j, 1)
+		s.addSlow(uint(sketchIndex(v)), 1)
 	}
-	s.used |= 1 << bi
 	if s.n == 0 || v < s.min {
 		s.min = v
 	}
@@ -86,57 +85,91 @@ func (s *Sketch) Add(v uint64) {
 	s.sum = satAdd(s.sum, v)
 }
 
-// addSlow adds n to counter j of block bi when Add's narrow increment
-// does not apply: the block is wide, missing, or the count would overflow
-// its 16 bits.
-func (s *Sketch) addSlow(bi, j uint, n uint64) {
-	if w := s.wide[bi]; w != nil {
-		w[j] += n
-		return
+// span returns the number of buckets in the window.
+func (s *Sketch) span() uint {
+	if s.wide != nil {
+		return uint(len(s.wide))
 	}
-	b := s.narrow[bi]
-	if b == nil {
-		b = new([sketchSub]uint16)
-		s.narrow[bi] = b
-	}
-	if c := uint64(b[j]) + n; c <= math.MaxUint16 {
-		b[j] = uint16(c)
-		return
-	}
-	s.widen(bi)[j] += n
+	return uint(len(s.narrow))
 }
 
-// widen turns block bi (narrow or missing) into a wide block and returns it.
-func (s *Sketch) widen(bi uint) *[sketchSub]uint64 {
-	w := s.wide[bi]
-	if w != nil {
-		return w
-	}
-	w = new([sketchSub]uint64)
-	if b := s.narrow[bi]; b != nil {
-		for j, c := range b {
-			w[j] = uint64(c)
+// cover grows the window to hold buckets lo to hi-1, whole blocks.
+func (s *Sketch) cover(lo, hi uint) {
+	lo = lo &^ (sketchSub - 1)
+	hi = (hi + sketchSub - 1) &^ (sketchSub - 1)
+	n, shift := s.span(), uint(0)
+	if n > 0 {
+		if lo >= s.lo && hi <= s.lo+n {
+			return
 		}
-		s.narrow[bi] = nil
+		// Grow by at least the old span in the direction needed (within
+		// the bucket range): a window reaches its final size in a few
+		// steps instead of a copy per block.
+		if lo < s.lo {
+			lo = min(lo, s.lo-min(s.lo, n))
+		}
+		if hi > s.lo+n {
+			hi = max(hi, min(s.lo+2*n, sketchBlocks*sketchSub))
+		}
+		lo, hi = min(lo, s.lo), max(hi, s.lo+n)
+		shift = s.lo - lo // where the old counters go in the new window
 	}
-	s.wide[bi] = w
-	return w
+	if s.wide != nil {
+		w := make([]uint64, hi-lo)
+		copy(w[shift:], s.wide)
+		s.wide = w
+	} else {
+		b := make([]uint16, hi-lo)
+		copy(b[shift:], s.narrow)
+		s.narrow = b
+	}
+	s.lo = lo
 }
 
-// block returns the counts of block bi, copied into buf when the block is
-// narrow; nil when the block was never reached.
-func (s *Sketch) block(bi uint, buf *[sketchSub]uint64) *[sketchSub]uint64 {
-	if w := s.wide[bi%sketchBlocks]; w != nil {
-		return w
+// Reserve makes room for the values from lo to hi, so that values in that
+// range are counted without growing the window: for sketches created
+// often (one per file), one allocation instead of a few.
+func (s *Sketch) Reserve(lo, hi uint64) {
+	if lo > hi {
+		return
 	}
-	b := s.narrow[bi%sketchBlocks]
-	if b == nil {
-		return nil
+	s.cover(uint(sketchIndex(lo)), uint(sketchIndex(hi))+1)
+}
+
+// widen turns the window's counters into 64-bit ones.
+func (s *Sketch) widen() {
+	if s.wide != nil {
+		return
 	}
-	for j, c := range b {
-		buf[j] = uint64(c)
+	w := make([]uint64, len(s.narrow))
+	for k, c := range s.narrow {
+		w[k] = uint64(c)
 	}
-	return buf
+	s.wide, s.narrow = w, nil
+}
+
+// addSlow adds n to bucket i when Add's narrow increment does not apply:
+// the window is wide, does not reach i, or the count would overflow its
+// 16 bits.
+func (s *Sketch) addSlow(i uint, n uint64) {
+	s.cover(i, i+1)
+	k := i - s.lo
+	if s.wide == nil {
+		if c := uint64(s.narrow[k]) + n; c <= math.MaxUint16 {
+			s.narrow[k] = uint16(c)
+			return
+		}
+		s.widen()
+	}
+	s.wide[k] += n
+}
+
+// count returns the count of window slot k.
+func (s *Sketch) count(k uint) uint64 {
+	if s.wide != nil {
+		return s.wide[k]
+	}
+	return uint64(s.narrow[k])
 }
 
 // AddN counts n occurrences of v.
@@ -144,10 +177,7 @@ func (s *Sketch) AddN(v, n uint64) {
 	if n == 0 {
 		return
 	}
-	i := uint(sketchIndex(v))
-	bi, j := i/sketchSub%sketchBlocks, i%sketchSub
-	s.addSlow(bi, j, n)
-	s.used |= 1 << bi
+	s.addSlow(uint(sketchIndex(v)), n)
 	if s.n == 0 || v < s.min {
 		s.min = v
 	}
@@ -163,43 +193,28 @@ func (s *Sketch) Merge(o *Sketch) {
 	if o.n == 0 {
 		return
 	}
-	var buf [sketchSub]uint64
-	for u := o.used; u != 0; u &= u - 1 {
-		bi := uint(bits.TrailingZeros64(u)) % sketchBlocks
-		ob := o.block(bi, &buf)
-		if ob == nil {
-			continue
-		}
-		if w := s.wide[bi]; w != nil {
-			for j := range w {
-				w[j] += ob[j]
-			}
-			continue
-		}
-		b := s.narrow[bi]
-		if b == nil {
-			b = new([sketchSub]uint16)
-			s.narrow[bi] = b
-		}
-		fits := true
-		for j, c := range b {
-			if uint64(c)+ob[j] > math.MaxUint16 {
-				fits = false
+	on := o.span()
+	s.cover(o.lo, o.lo+on)
+	off := o.lo - s.lo
+	if s.wide == nil {
+		for k := range on {
+			if uint64(s.narrow[off+k])+o.count(k) > math.MaxUint16 {
+				s.widen()
 				break
 			}
 		}
-		if fits {
-			for j := range b {
-				b[j] += uint16(ob[j])
-			}
-			continue
+	}
+	if s.wide != nil {
+		w := s.wide[off : off+on]
+		for k := range w {
+			w[k] += o.count(uint(k))
 		}
-		w := s.widen(bi)
-		for j := range w {
-			w[j] += ob[j]
+	} else {
+		b := s.narrow[off : off+on]
+		for k := range b {
+			b[k] += uint16(o.count(uint(k)))
 		}
 	}
-	s.used |= o.used
 	if s.n == 0 || o.min < s.min {
 		s.min = o.min
 	}
@@ -210,18 +225,11 @@ func (s *Sketch) Merge(o *Sketch) {
 	s.sum = satAdd(s.sum, o.sum)
 }
 
-// Reset empties s, keeping the blocks it allocated for reuse.
+// Reset empties s, keeping its window (zeroed) for reuse.
 func (s *Sketch) Reset() {
-	for u := s.used; u != 0; u &= u - 1 {
-		bi := uint(bits.TrailingZeros64(u)) % sketchBlocks
-		if b := s.narrow[bi]; b != nil {
-			clear(b[:])
-		}
-		if w := s.wide[bi]; w != nil {
-			clear(w[:])
-		}
-	}
-	s.n, s.sum, s.min, s.max, s.used = 0, 0, 0, 0, 0
+	clear(s.narrow)
+	clear(s.wide)
+	s.n, s.sum, s.min, s.max = 0, 0, 0, 0
 }
 
 // Count returns the number of values added.
@@ -261,19 +269,11 @@ func (s *Sketch) Quantile(q float64) uint64 {
 		return s.max
 	}
 	var seen uint64
-	var buf [sketchSub]uint64
-	for u := s.used; u != 0; u &= u - 1 {
-		bi := bits.TrailingZeros64(u)
-		b := s.block(uint(bi), &buf)
-		if b == nil {
-			continue
-		}
-		for j, c := range b {
-			seen += c
-			if seen >= r {
-				lo, hi := sketchBounds(bi*sketchSub + j)
-				return clamp(lo+(hi-lo+1)/2, s.min, s.max)
-			}
+	for k := range s.span() {
+		seen += s.count(k)
+		if seen >= r {
+			lo, hi := sketchBounds(int(s.lo + k))
+			return clamp(lo+(hi-lo+1)/2, s.min, s.max)
 		}
 	}
 	return s.max
@@ -292,28 +292,21 @@ func (s *Sketch) Quantiles(qs ...float64) []uint64 {
 		k++
 	}
 	var seen uint64
-	var buf [sketchSub]uint64
-	for u := s.used; u != 0; u &= u - 1 {
-		bi := bits.TrailingZeros64(u)
-		b := s.block(uint(bi), &buf)
-		if b == nil {
+	for j := range s.span() {
+		c := s.count(j)
+		if c == 0 {
 			continue
 		}
-		for j, c := range b {
-			if c == 0 {
-				continue
+		seen += c
+		for k < len(qs) && seen >= rank(qs[k], s.n) {
+			r := rank(qs[k], s.n)
+			if r == s.n {
+				out[k] = s.max
+			} else {
+				lo, hi := sketchBounds(int(s.lo + j))
+				out[k] = clamp(lo+(hi-lo+1)/2, s.min, s.max)
 			}
-			seen += c
-			for k < len(qs) && seen >= rank(qs[k], s.n) {
-				r := rank(qs[k], s.n)
-				if r == s.n {
-					out[k] = s.max
-				} else {
-					lo, hi := sketchBounds(bi*sketchSub + j)
-					out[k] = clamp(lo+(hi-lo+1)/2, s.min, s.max)
-				}
-				k++
-			}
+			k++
 		}
 	}
 	for ; k < len(qs); k++ {

@@ -314,7 +314,6 @@ func (r *Report) fileEvent(e *event.Event) {
 	// Cache behaviour: a completed read with no block I/O caused (or
 	// flagged as a hit) was served from the page cache.
 	var cc cacheCounts
-	cc.fsOps = 1
 	cc.causedIOs = uint64(e.CausedIOs)
 	cc.causedB = e.CausedBytes
 	if op == event.OpRead && !incomplete && !failed {
@@ -327,7 +326,10 @@ func (r *Report) fileEvent(e *event.Event) {
 			cc.bytesCache = b - cc.bytesDisk
 		}
 	}
-	r.cache.merge(&cc)
+	hasCache := cc != cacheCounts{}
+	if hasCache {
+		r.cache.merge(&cc)
+	}
 
 	pe, created := r.procs.get(e.Process())
 	if created {
@@ -336,7 +338,7 @@ func (r *Report) fileEvent(e *event.Event) {
 	if pe.name == "" && e.Comm != "" {
 		pe.name = e.Comm
 	}
-	addEntity(pe, op, b, db, dur, failed, incomplete, &cc)
+	addEntity(pe, op, b, db, dur, failed, incomplete, hasCache, &cc)
 
 	path := e.Path
 	if path == "" && e.HasHandle() {
@@ -350,7 +352,7 @@ func (r *Report) fileEvent(e *event.Event) {
 	if created {
 		fe.name = key
 	}
-	addEntity(fe, op, b, db, dur, failed, incomplete, &cc)
+	addEntity(fe, op, b, db, dur, failed, incomplete, hasCache, &cc)
 
 	if failed {
 		r.addError(e, op, key)
@@ -363,7 +365,9 @@ func (r *Report) fileEvent(e *event.Event) {
 	}
 }
 
-func addEntity(x *entity, op event.Op, b, db, dur uint64, failed, incomplete bool, cc *cacheCounts) {
+// addEntity counts a file event in x; cc (when hasCache) is how a read
+// was served and what block I/O the event caused.
+func addEntity(x *entity, op event.Op, b, db, dur uint64, failed, incomplete, hasCache bool, cc *cacheCounts) {
 	oc := &x.ops[op]
 	x.opsUsed |= 1 << op
 	oc.count++
@@ -381,7 +385,9 @@ func addEntity(x *entity, op event.Op, b, db, dur uint64, failed, incomplete boo
 	if !incomplete {
 		x.lat.Add(dur)
 	}
-	x.c.merge(cc)
+	if hasCache {
+		x.c.merge(cc)
+	}
 }
 
 func (r *Report) addError(e *event.Event, op event.Op, path string) {

@@ -269,7 +269,7 @@ func (r *Report) Result() *Result {
 	res.FilesByBytes = r.topFiles(r.opts.TopN, func(e *entity) uint64 { return e.tot.bytes })
 	res.FilesByTime = r.topFiles(r.opts.TopN, func(e *entity) uint64 { return e.tot.time })
 	if r.CacheKnown() {
-		c := &Cache{CacheCounts: cacheOut(&r.cache)}
+		c := &Cache{CacheCounts: cacheOut(&r.cache, r.layers[event.LayerFile].count)}
 		for op := range event.NumOps {
 			s := &r.ops[op]
 			if s.count == 0 || event.Op(op).Layer() != event.LayerFile {
@@ -345,10 +345,12 @@ func (r *Report) problems() []Problem {
 	return out
 }
 
-func cacheOut(c *cacheCounts) CacheCounts {
+// cacheOut is the output form of c, whose owner counted fsOps file-layer
+// events.
+func cacheOut(c *cacheCounts, fsOps uint64) CacheCounts {
 	return CacheCounts{Reads: c.reads, DiskReads: c.diskReads, HitRatio: ratio(c.reads-c.diskReads, c.reads),
-		BytesCache: c.bytesCache, BytesDisk: c.bytesDisk, FSOps: c.fsOps, DiskIOs: c.causedIOs,
-		DiskBytes: c.causedB, DiskIOsPerFSOp: ratio(c.causedIOs, c.fsOps)}
+		BytesCache: c.bytesCache, BytesDisk: c.bytesDisk, FSOps: fsOps, DiskIOs: c.causedIOs,
+		DiskBytes: c.causedB, DiskIOsPerFSOp: ratio(c.causedIOs, fsOps)}
 }
 
 func ratio(a, b uint64) float64 {
@@ -369,7 +371,7 @@ func (r *Report) entityOut(e *entity) Entity {
 		}
 	}
 	if r.CacheKnown() {
-		c := cacheOut(&e.c)
+		c := cacheOut(&e.c, e.tot.count)
 		out.Cache = &c
 	}
 	return out

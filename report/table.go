@@ -15,13 +15,14 @@ type opCounts struct {
 	time                 uint64 // sum of durations, ns
 }
 
-// cacheCounts describe how reads were served.
+// cacheCounts describe how reads were served. The file-layer ops they
+// are set against (for disk operations per file-system operation) are the
+// owner's count of file events, passed to cacheOut.
 type cacheCounts struct {
 	reads      uint64 // completed, successful read ops
 	diskReads  uint64 // of which caused block I/O
 	bytesCache uint64
 	bytesDisk  uint64
-	fsOps      uint64 // file-layer ops (for disk ops per fs op)
 	causedIOs  uint64 // block I/Os caused by file-layer ops
 	causedB    uint64
 }
@@ -31,22 +32,26 @@ func (c *cacheCounts) merge(o *cacheCounts) {
 	c.diskReads += o.diskReads
 	c.bytesCache += o.bytesCache
 	c.bytesDisk += o.bytesDisk
-	c.fsOps += o.fsOps
 	c.causedIOs += o.causedIOs
 	c.causedB += o.causedB
 }
 
 // entity aggregates the file-layer activity of one process or one file.
+// The fields every file event updates come first, so that an update
+// touches few cache lines: the latency sketch's head (its first 64
+// bytes), the totals, then one latency counter and the op's own
+// counters; the cache counts only for reads and events that caused block
+// I/O.
 type entity struct {
-	name string           // file key, or process name
-	pk   event.ProcessKey // process entities
-	ops  [event.NumOps]opCounts
+	lat hist.Sketch
 	// opsUsed has bit op set when ops[op] may be non-zero.
 	opsUsed uint32
-	keep    bool     // marked by prune
-	tot     opCounts // file layer: count, data bytes, failed, time
-	lat     hist.Sketch
-	c       cacheCounts
+	keep    bool        // marked by prune
+	tot     opCounts    // file layer: count, data bytes, failed, time
+	c       cacheCounts // for reads and events that caused block I/O
+	ops     [event.NumOps]opCounts
+	name    string           // file key, or process name
+	pk      event.ProcessKey // process entities
 	// blockIOs and blockBytes count block events attributed directly: to
 	// their submitter (processes) or their path without a cause link
 	// (files, e.g. writeback).
@@ -91,6 +96,13 @@ func (e *entity) merge(o *entity) {
 const (
 	cacheBits  = 12
 	cacheSlots = 1 << cacheBits
+)
+
+// reserveLo and reserveHi are the latencies (ns) a new entity's sketch
+// has room for from the start: most file operations fall between them.
+const (
+	reserveLo = 1_000
+	reserveHi = 10_000_000
 )
 
 type slot[K comparable] struct {
@@ -165,6 +177,7 @@ func (t *table[K]) get(k K) (e *entity, created bool) {
 			t.free = t.free[:n-1]
 		} else {
 			e = new(entity)
+			e.lat.Reserve(reserveLo, reserveHi)
 		}
 		e.errBytes, e.errTime = t.errBytes, t.errTime
 		t.m[k] = e
