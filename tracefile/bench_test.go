@@ -3,6 +3,7 @@ package tracefile_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -144,6 +145,64 @@ func benchDecode(b *testing.B, file []byte) {
 		}
 	}
 	perEvent(b, cpu0)
+}
+
+// BenchmarkDecodeFile reads a .iot file as "iotrace report" does: the
+// fact pre-pass (ScanFactsWhere, naming only rundowns, devices and
+// volumes, as input's resolver asks), then Run, both into sinks that do
+// nothing. The file is $IOTRACE_BENCH_IOT (such as the 10 M-event trace
+// of docs/benchmarks.md) or else the benchmark trace in each format
+// version. It reports the CPU time per event of each pass.
+func BenchmarkDecodeFile(b *testing.B) {
+	if path := os.Getenv("IOTRACE_BENCH_IOT"); path != "" {
+		benchDecodeFile(b, func() (*tracefile.Reader, error) { return tracefile.Open(path) })
+		return
+	}
+	for _, v := range versions {
+		b.Run(v.name, func(b *testing.B) {
+			file := benchFiles()[v.version]
+			benchDecodeFile(b, func() (*tracefile.Reader, error) { return tracefile.NewReader(bytes.NewReader(file)) })
+		})
+	}
+}
+
+// prescanNamed is the facts whose strings input's pre-pass makes.
+func prescanNamed(kind event.FactKind, rundown bool) bool {
+	return rundown || kind == event.FactDevice || kind == event.FactVolume
+}
+
+func benchDecodeFile(b *testing.B, open func() (*tracefile.Reader, error)) {
+	b.ReportAllocs()
+	var scan, run int64
+	events := 0
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu0 := cpuNanos()
+		facts := 0
+		err = r.ScanFactsWhere(context.Background(), prescanNamed, func(*event.Fact) error { facts++; return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu1 := cpuNanos()
+		var s nopSink
+		if err := r.Run(context.Background(), &s); err != nil {
+			b.Fatal(err)
+		}
+		scan += cpu1 - cpu0
+		run += cpuNanos() - cpu1
+		events = s.n
+		r.Close()
+	}
+	n := float64(b.N) * float64(events)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+	b.ReportMetric(float64(scan)/n, "scan-cpu-ns/event")
+	b.ReportMetric(float64(run)/n, "run-cpu-ns/event")
+	b.ReportMetric(float64(scan+run)/n, "cpu-ns/event")
+	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkEncodeDecode writes the trace and reads it back: the figure

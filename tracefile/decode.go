@@ -130,7 +130,13 @@ func (d *decoder) decodeStrings(p []byte) (int, error) {
 }
 
 // str reads a string index and returns the string.
-func (d *decoder) str(in *dec) string { return d.strAt(in, in.uvarint()) }
+func (d *decoder) str(in *dec) string {
+	u, ok := in.fast()
+	if !ok {
+		u = in.uvarintSlow()
+	}
+	return d.strAt(in, u)
+}
 
 // strAt returns string i, failing in when there is none.
 func (d *decoder) strAt(in *dec, i uint64) string {
@@ -154,7 +160,10 @@ func (d *decoder) strSlow(in *dec, i uint64) string {
 // skipStr reads and checks a string index like str, without making the
 // string.
 func (d *decoder) skipStr(in *dec) {
-	i := in.uvarint()
+	i, ok := in.fast()
+	if !ok {
+		i = in.uvarintSlow()
+	}
 	if i >= uint64(len(d.strs)) && in.err == nil {
 		in.fail(fmt.Errorf("string index %d out of %d", i, len(d.strs)))
 	}
@@ -182,13 +191,14 @@ func (d *decoder) decodeFacts(p []byte, keep keepFunc) (int, error) {
 			return at, fmt.Errorf("fact %d: bad position", i)
 		}
 		pos += int(delta)
-		var f event.Fact
+		f := d.nextFact(pos)
 		f.Kind = event.FactKind(in.byte())
 		m, ok := in.fast()
 		if !ok {
 			m = in.uvarintSlow()
 		}
 		if m&^fAll != 0 && in.err == nil {
+			d.fs = d.fs[:len(d.fs)-1]
 			return at, fmt.Errorf("fact %d: unknown field bits %#x", i, m&^fAll)
 		}
 		t, ok := in.fast()
@@ -260,9 +270,9 @@ func (d *decoder) decodeFacts(p []byte, keep keepFunc) (int, error) {
 			}
 		}
 		if in.err != nil {
+			d.fs = d.fs[:len(d.fs)-1]
 			return at, fmt.Errorf("fact %d: %w", i, in.err)
 		}
-		d.fs = append(d.fs, factAt{pos: pos, f: f})
 	}
 	if in.left() != 0 {
 		return in.off, fmt.Errorf("%d bytes left over", in.left())
@@ -281,21 +291,46 @@ func fit32(in *dec, u uint64) uint32 {
 
 // readDev reads a device: major and IsDisk in one word, then minor.
 func readDev(in *dec) event.Device {
-	w := in.uvarint()
-	minor := in.u32()
-	if w>>1 > 1<<32-1 {
+	w, ok := in.fast()
+	if !ok {
+		w = in.uvarintSlow()
+	}
+	minor, ok := in.fast()
+	if !ok {
+		minor = in.uvarintSlow()
+	}
+	if (w>>1 | minor) > 1<<32-1 {
+		devFail(in, minor)
+	}
+	return event.Device{Major: uint32(w >> 1), Minor: uint32(minor), IsDisk: w&1 != 0}
+}
+
+// devFail fails in for a device whose major or minor exceeds 32 bits.
+func devFail(in *dec, minor uint64) {
+	if minor > 1<<32-1 {
+		in.fail(errU32)
+	} else {
 		in.fail(errMajor)
 	}
-	return event.Device{Major: uint32(w >> 1), Minor: minor, IsDisk: w&1 != 0}
 }
 
 // decodeEvent decodes one event into d.ev; errors are left in in.err.
+// The position is kept in off (a register) and stored back in in.off at
+// the end: each varint's position depends on the previous one's length,
+// and that chain is the cost of decoding. The rare paths (a new template
+// or thread, a device, a varint the fast path does not decode) go
+// through in.
 func (d *decoder) decodeEvent(in *dec) {
-	ti, ok := in.fast()
+	p, off := in.b, in.off
+	ti, next, ok := in.peek(p, off)
 	if !ok {
-		ti = in.uvarintSlow()
+		if ti, next = in.uvarintAt(off); in.err != nil {
+			return
+		}
 	}
-	if ti == uint64(len(d.tmpls)) && in.err == nil {
+	off = next
+	if ti == uint64(len(d.tmpls)) {
+		in.off = off
 		t := template{
 			source: event.Source(in.byte()),
 			layer:  event.Layer(in.byte()),
@@ -311,26 +346,28 @@ func (d *decoder) decodeEvent(in *dec) {
 		if in.err != nil {
 			return
 		}
+		off = in.off
 		d.tmpls = append(d.tmpls, t)
 	} else if ti > uint64(len(d.tmpls)) {
 		in.fail(errTemplate)
 		return
 	}
 	t := &d.tmpls[ti]
-	hi, ok := in.fast()
+	hi, next, ok := in.peek(p, off)
 	if !ok {
-		hi = in.uvarintSlow()
-	}
-	if hi == uint64(len(d.thrs)) && in.err == nil {
-		h := threadRef{cpu: in.u32(), pid: in.u32(), tid: in.u32(), procStart: in.varint()}
-		u, ok := in.fast()
-		if !ok {
-			u = in.uvarintSlow()
+		if hi, next = in.uvarintAt(off); in.err != nil {
+			return
 		}
-		h.comm = d.strAt(in, u)
+	}
+	off = next
+	if hi == uint64(len(d.thrs)) {
+		in.off = off
+		h := threadRef{cpu: in.u32(), pid: in.u32(), tid: in.u32(), procStart: in.varint()}
+		h.comm = d.str(in)
 		if in.err != nil {
 			return
 		}
+		off = in.off
 		d.thrs = append(d.thrs, h)
 	} else if hi > uint64(len(d.thrs)) {
 		in.fail(errThread)
@@ -343,56 +380,63 @@ func (d *decoder) decodeEvent(in *dec) {
 	// need to clear the whole event first.
 	e.Source, e.Layer, e.Op, e.Status, e.Flags, e.Native = t.source, t.layer, t.op, t.status, t.flags, t.native
 	e.CPU, e.Pid, e.Tid, e.ProcStart, e.Comm = h.cpu, h.pid, h.tid, h.procStart, h.comm
-	u, ok := in.fast()
+	u, next, ok := in.peek(p, off)
 	if !ok {
-		u = in.uvarintSlow()
+		u, next = in.uvarintAt(off)
 	}
+	off = next
 	d.prevTime += unzigzag(u)
 	e.Time = d.prevTime
 	e.ID = d.prevID + 1
 	if m&mID != 0 {
-		u, ok := in.fast()
+		u, next, ok := in.peek(p, off)
 		if !ok {
-			u = in.uvarintSlow()
+			u, next = in.uvarintAt(off)
 		}
+		off = next
 		e.ID += uint64(unzigzag(u))
 	}
 	d.prevID = e.ID
 	e.Duration, e.Wait, e.Path, e.Path2, e.FD, e.FileObject, e.FileKey, e.Inode = 0, 0, "", "", -1, 0, 0, 0
 	if m&(mDuration|mWait|mPath|mPath2|mFD|mFileObject|mFileKey|mInode) != 0 {
 		if m&mDuration != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Duration = unzigzag(u)
 		}
 		if m&mWait != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Wait = unzigzag(u)
 		}
 		if m&mPath != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Path = d.strAt(in, u)
 		}
 		if m&mPath2 != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Path2 = d.strAt(in, u)
 		}
 		if m&mFD != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			v := unzigzag(u)
 			if v != int64(int32(v)) {
 				in.fail(errFD)
@@ -400,140 +444,182 @@ func (d *decoder) decodeEvent(in *dec) {
 			e.FD = int32(v)
 		}
 		if m&mFileObject != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			d.prevFO += uint64(unzigzag(u))
 			e.FileObject = d.prevFO
 		}
 		if m&mFileKey != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			d.prevKey += uint64(unzigzag(u))
 			e.FileKey = d.prevKey
 		}
 		if m&mInode != 0 {
-			e.Inode, ok = in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				e.Inode = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
+			e.Inode = u
 		}
 	}
 	e.Offset, e.Size, e.Bytes = -1, 0, -1
 	if m&mOffset != 0 {
-		u, ok := in.fast()
+		u, next, ok := in.peek(p, off)
 		if !ok {
-			u = in.uvarintSlow()
+			u, next = in.uvarintAt(off)
 		}
+		off = next
 		e.Offset = unzigzag(u)
 	}
 	if m&mSize != 0 {
-		e.Size, ok = in.fast()
+		u, next, ok := in.peek(p, off)
 		if !ok {
-			e.Size = in.uvarintSlow()
+			u, next = in.uvarintAt(off)
 		}
+		off = next
+		e.Size = u
 	}
 	if m&mBytes != 0 {
-		u, ok := in.fast()
+		u, next, ok := in.peek(p, off)
 		if !ok {
-			u = in.uvarintSlow()
+			u, next = in.uvarintAt(off)
 		}
+		off = next
 		e.Bytes = unzigzag(u)
 	}
 	e.Code, e.OpenFlags, e.Mode, e.Disposition, e.Priority, e.IOFlags, e.Info = 0, 0, 0, 0, 0, 0, 0
 	if m&(mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
 		if m&mCode != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Code = fit32(in, u)
 		}
 		if m&mOpenFlags != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.OpenFlags = fit32(in, u)
 		}
 		if m&mMode != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Mode = fit32(in, u)
 		}
-		if m&mDisposition != 0 {
-			e.Disposition = in.byte()
-		}
-		if m&mPriority != 0 {
-			e.Priority = in.byte()
+		if m&(mDisposition|mPriority) != 0 {
+			in.off = off
+			if m&mDisposition != 0 {
+				e.Disposition = in.byte()
+			}
+			if m&mPriority != 0 {
+				e.Priority = in.byte()
+			}
+			off = in.off
 		}
 		if m&mIOFlags != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.IOFlags = fit32(in, u)
 		}
 		if m&mInfo != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Info = fit32(in, u)
 		}
 	}
 	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note = event.Device{}, 0, 0, 0, 0, 0, ""
 	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
 		if m&mDev != 0 {
-			e.Dev = readDev(in)
+			w, next, ok := in.peek(p, off)
+			if !ok {
+				w, next = in.uvarintAt(off)
+			}
+			minor, next, ok := in.peek(p, next)
+			if !ok {
+				minor, next = in.uvarintAt(next)
+			}
+			off = next
+			e.Dev = event.Device{Major: uint32(w >> 1), Minor: uint32(minor), IsDisk: w&1 != 0}
+			if (w>>1 | minor) > 1<<32-1 {
+				devFail(in, minor)
+			}
 		}
 		if m&mSector != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			d.prevSector += uint64(unzigzag(u))
 			e.Sector = d.prevSector
 		}
 		if m&mRequest != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			d.prevReq += uint64(unzigzag(u))
 			e.Request = d.prevReq
 		}
 		if m&mCause != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Cause = e.ID - uint64(unzigzag(u))
 		}
 		if m&mCausedIOs != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.CausedIOs = fit32(in, u)
 		}
 		if m&mCausedBytes != 0 {
-			e.CausedBytes, ok = in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				e.CausedBytes = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
+			e.CausedBytes = u
 		}
 		if m&mNote != 0 {
-			u, ok := in.fast()
+			u, next, ok := in.peek(p, off)
 			if !ok {
-				u = in.uvarintSlow()
+				u, next = in.uvarintAt(off)
 			}
+			off = next
 			e.Note = d.strAt(in, u)
 		}
 	}
+	if in.err != nil {
+		// A failure (fail) left the position at the end.
+		in.off = len(p)
+		return
+	}
+	in.off = off
 }

@@ -1,14 +1,58 @@
 package tracefile
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/bits"
 
 	"github.com/iotrace/iotrace/event"
 )
 
-// maxIntern bounds the decoder's string intern table; it is cleared when
-// full.
-const maxIntern = 1 << 16
+// internBits sizes the decoder's string intern table.
+const internBits = 14
+
+// interner makes one string per distinct byte sequence, so that a name
+// reads as the same string wherever it occurs (consumers may compare by
+// pointer) and is copied once, not once per chunk. It is a direct-mapped
+// table indexed by a hash of the length and a few words of the bytes,
+// confirmed by comparing them: a lookup costs one slot and one compare,
+// where a map cost a full hash, a probe and, for the many names seen only
+// once, an insertion. A string that occurs in consecutive chunks keeps its
+// slot; one that lost its slot to another is copied anew when it comes
+// back (a bounded map loses its strings the same way when it is cleared).
+type interner struct {
+	slots [1 << internBits]string
+}
+
+// get returns the interned string of b.
+func (t *interner) get(b []byte) string {
+	slot := &t.slots[cacheSlot(b)]
+	if s := *slot; len(s) == len(b) && s == string(b) {
+		return s
+	}
+	s := string(b)
+	*slot = s
+	return s
+}
+
+// cacheSlot hashes the length and up to three words of b (its start,
+// middle and end) into a slot of interner.slots.
+func cacheSlot(b []byte) uint {
+	n := len(b)
+	var x uint64
+	switch {
+	case n >= 8:
+		x = binary.LittleEndian.Uint64(b) ^
+			bits.RotateLeft64(binary.LittleEndian.Uint64(b[(n-8)/2:]), 21) ^
+			bits.RotateLeft64(binary.LittleEndian.Uint64(b[n-8:]), 42)
+	case n >= 4:
+		x = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32
+	case n > 0:
+		x = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
+	}
+	x = (x ^ uint64(n)) * 0x9e3779b97f4a7c15
+	return uint(x >> (64 - internBits))
+}
 
 // decoder holds what a records chunk decodes into. Everything is reused
 // from chunk to chunk: in steady state decoding does not allocate. The
@@ -21,7 +65,7 @@ type decoder struct {
 	// copied.
 	raw    [][]byte
 	strs   []string
-	intern map[string]string
+	intern *interner // shared by a Reader's passes over the file
 	fs     []factAt
 	tmpls  []template
 	thrs   []threadRef
@@ -68,18 +112,26 @@ func (d *decoder) makeStr(i uint64) string {
 		return ""
 	}
 	if d.intern == nil {
-		d.intern = make(map[string]string)
+		d.intern = new(interner)
 	}
-	s, ok := d.intern[string(b)]
-	if !ok {
-		if len(d.intern) >= maxIntern {
-			clear(d.intern)
-		}
-		s = string(b)
-		d.intern[s] = s
-	}
+	s := d.intern.get(b)
 	d.strs[i] = s
 	return s
+}
+
+// nextFact appends a zero fact preceding event pos to d.fs and returns
+// it, to be decoded in place (a fact is large: cleared where it lies, not
+// built on the stack and copied).
+func (d *decoder) nextFact(pos int) *event.Fact {
+	n := len(d.fs)
+	if n == cap(d.fs) {
+		d.fs = append(d.fs, factAt{})
+	}
+	d.fs = d.fs[:n+1]
+	fa := &d.fs[n]
+	*fa = factAt{}
+	fa.pos = pos
+	return &fa.f
 }
 
 func (d *decoder) beginEvents() {

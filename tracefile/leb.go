@@ -58,6 +58,21 @@ func (d *ldec) fast() (uint64, bool) {
 	return 0, false
 }
 
+// peek is dec.peek for LEB128: it decodes a one-byte varint.
+func (*ldec) peek(b []byte, off int) (v uint64, next int, ok bool) {
+	if off < len(b) && b[off] < 0x80 {
+		return uint64(b[off]), off + 1, true
+	}
+	return 0, off, false
+}
+
+// uvarintAt is dec.uvarintAt for LEB128.
+func (d *ldec) uvarintAt(off int) (uint64, int) {
+	d.off = off
+	v := d.uvarintSlow()
+	return v, d.off
+}
+
 func (d *ldec) uvarint() uint64 {
 	if i := d.off; i < len(d.b) {
 		if c := d.b[i]; c < 0x80 {

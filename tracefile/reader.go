@@ -432,7 +432,7 @@ func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKi
 	// Both passes share one intern table: a name reads as the same string
 	// in a fact and in the events (consumers may compare by pointer).
 	if r.dc.intern == nil {
-		r.dc.intern = make(map[string]string)
+		r.dc.intern = new(interner)
 	}
 	scan := &Reader{path: r.path, src: r.src}
 	scan.dc.intern = r.dc.intern

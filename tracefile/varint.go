@@ -122,6 +122,29 @@ func (d *dec) fast() (uint64, bool) {
 	return 0, false
 }
 
+// peek is fast for a decoder that keeps its position off in a local
+// variable (a register) instead of in d, where each varint's position
+// would go through memory: it decodes the varint at b[off:] and returns
+// the position after it. ok is false when fast would fail; uvarintAt
+// decodes it then. d is not used.
+func (*dec) peek(b []byte, off int) (v uint64, next int, ok bool) {
+	if off <= len(b)-8 {
+		x := binary.LittleEndian.Uint64(b[off:])
+		if n := uint(bits.TrailingZeros64(x)) + 1; n <= 8 {
+			return x << (64 - 8*n) >> (64 - 7*n), off + int(n), true
+		}
+	}
+	return 0, off, false
+}
+
+// uvarintAt decodes any varint at off (uvarintSlow) and returns the
+// position after it, leaving d there.
+func (d *dec) uvarintAt(off int) (uint64, int) {
+	d.off = off
+	v := d.uvarintSlow()
+	return v, d.off
+}
+
 func (d *dec) uvarint() uint64 {
 	if v, ok := d.fast(); ok {
 		return v

@@ -45,6 +45,14 @@ func TestLEBMatchesStdlib(t *testing.T) {
 			if got != v || d.off != len(enc) || d.err != nil {
 				t.Fatalf("%d encoded %x + %d bytes: got %d at offset %d (err %v)", v, enc, pad, got, d.off, d.err)
 			}
+			d = ldec{cursor{b: b}}
+			got, next, ok := d.peek(b, 0)
+			if !ok {
+				got, next = d.uvarintAt(0)
+			}
+			if got != v || next != len(enc) || d.err != nil {
+				t.Fatalf("%d encoded %x + %d bytes: peek/uvarintAt got %d, next %d (err %v)", v, enc, pad, got, next, d.err)
+			}
 		}
 	}
 	// Malformed: no terminator, 65+ bits, truncated.
@@ -124,6 +132,17 @@ func checkPrefix(t *testing.T, b []byte) {
 		t.Fatalf("% x: fast path got %d at offset %d, want %d at offset %d", b, v, d.off, want, wantLen)
 	} else if !ok && d.off != 0 {
 		t.Fatalf("% x: fast path consumed %d bytes and failed", b, d.off)
+	}
+	// peek and uvarintAt, at an offset into the data, agree with them.
+	pre := append([]byte{0xaa, 0xbb, 0xcc}, b...)
+	pre = pre[:len(pre):len(pre)]
+	d = dec{cursor{b: pre}}
+	v, next, ok := d.peek(pre, 3)
+	if !ok {
+		v, next = d.uvarintAt(3)
+	}
+	if d.err != nil || v != want || next != 3+wantLen {
+		t.Fatalf("% x: peek/uvarintAt got %d, next %d (err %v), want %d, next %d", b, v, next, d.err, want, 3+wantLen)
 	}
 }
 
