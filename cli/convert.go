@@ -12,13 +12,14 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/perfetto"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
 // convertFormats are the formats convert writes; the first is the
 // default when neither --format nor the extension tells.
-var convertFormats = []string{"iot", "jsonl", "csv", "text", "perfetto"}
+var convertFormats = []string{"iot", "jsonl", "csv", "text", "perfetto", "parquet"}
 
 func newConvertCmd() *cobra.Command {
 	var (
@@ -27,18 +28,22 @@ func newConvertCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "convert INPUT -o OUTPUT",
-		Short: "Convert a trace file to another format (iot, jsonl, csv, text)",
+		Short: "Convert a trace file to another format (iot, jsonl, csv, text, perfetto, parquet)",
 		Long: `Convert a trace file (.iot, Windows .etl, or jsonl written by iotrace) to iot,
-jsonl, csv or text, keeping only the events the filter flags select. The output format comes
-from --format, else from OUTPUT's extension (.iot, .jsonl, .csv, .txt).
+jsonl, csv, text, perfetto or parquet, keeping only the events the filter flags select. The
+output format comes from --format, else from OUTPUT's extension (.iot, .jsonl, .csv, .txt,
+.parquet).
 
 iot and jsonl keep everything (events, facts, stats) and read back with every
-command; csv and text are for people and spreadsheets. A damaged input converts
+command; csv and text are for people and spreadsheets; parquet is one row per
+event with names resolved and the trace's host, OS and id on every row, for
+DuckDB, Spark, Trino or ClickHouse (docs/parquet.md). A damaged input converts
 every intact event, then fails naming the byte offset of the damage.`,
 		Example: `  iotrace convert build.iot -o build.jsonl
   iotrace convert build.iot -o reads.csv --op read,write
   iotrace convert build.jsonl -o build.iot
-  iotrace convert boot.etl -o boot.iot`,
+  iotrace convert boot.etl -o boot.iot
+  iotrace convert build.iot -o build.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if of.path == "" {
@@ -94,6 +99,8 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 		return tracefile.NewWriter(w, tracefile.WriterOptions{}), nil
 	case "perfetto": // Chrome / Perfetto trace-event JSON (engineer G)
 		return perfetto.New(w, perfetto.Options{}), nil
+	case "parquet":
+		return parquetfile.New(w, parquetfile.Options{}), nil
 	}
 	if format != "text" {
 		o.Facts = true // jsonl is the lossless form; csv ignores facts

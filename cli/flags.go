@@ -74,8 +74,11 @@ func formatFor(flag, path, def string, valid []string) (string, error) {
 
 // formatForExt maps an output file's extension to a format.
 func formatForExt(path string) string {
-	if strings.HasSuffix(strings.ToLower(path), ".iot") {
+	switch l := strings.ToLower(path); {
+	case strings.HasSuffix(l, ".iot"):
 		return "iot"
+	case strings.HasSuffix(l, ".parquet"):
+		return "parquet"
 	}
 	return output.FormatForPath(path)
 }
