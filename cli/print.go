@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,7 @@ func newPrintCmd() *cobra.Command {
 		of outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "print FILE",
+		Use:   "print FILE...",
 		Short: "Print a trace file as text, jsonl or csv",
 		Long: `Print the events of a trace file (.iot, Windows .etl, or jsonl written by
 iotrace) with names resolved from the trace itself. The format is recognized
@@ -27,18 +28,27 @@ from the file's content, not its name.
 text shows one aligned line per event (block I/O on lines of its own, linked to
 the event that caused it) and ends with a summary that lists every event lost,
 left unpaired, unresolved or dropped. A damaged file prints every intact event,
-then fails naming the byte offset of the damage.`,
+then fails naming the byte offset of the damage.
+
+Several files (or glob patterns) print one after the other, each as a whole
+trace: in jsonl they are concatenated traces, each with its own header and
+trailer.`,
 		Example: `  iotrace print build.iot
   iotrace print build.iot --op open --failed
   iotrace print build.iot --path '/usr/**/*.so' --min-latency 1ms
-  iotrace print build.iot -f jsonl | jq 'select(.type=="event" and .op=="read")'`,
-		Args: cobra.ExactArgs(1),
+  iotrace print build.iot -f jsonl | jq 'select(.type=="event" and .op=="read")'
+  iotrace print 'fleet/*/*.iot' --failed`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := formatFor(of.format, of.path, "text", output.Formats())
 			if err != nil {
 				return err
 			}
-			return printTrace(cmd, args[0], format, fo, of)
+			paths, err := expandInputs(args)
+			if err != nil {
+				return err
+			}
+			return printTraces(cmd, paths, format, fo, of)
 		},
 	}
 	addFilterFlags(cmd, &fo)
@@ -46,8 +56,39 @@ then fails naming the byte offset of the damage.`,
 	return cmd
 }
 
-// printTrace reads path through the filter into the output format.
-func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of outputFlags) error {
+// printTraces reads each path in turn through the filter into the output
+// format. A damaged input prints what it holds intact; the others still
+// print, and the command fails at the end naming the damage.
+func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags) error {
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	var damaged []error
+	for _, path := range paths {
+		if err := printTrace(cmd, w, path, format, fo, of); err != nil {
+			var de *damageError
+			if !errors.As(err, &de) {
+				closeOut()
+				return err
+			}
+			damaged = append(damaged, de.err)
+		}
+	}
+	closeErr := closeOut()
+	if len(damaged) > 0 {
+		return readError(errors.Join(damaged...))
+	}
+	return closeErr
+}
+
+// damageError marks an input that was read only up to its damage.
+type damageError struct{ err error }
+
+func (d *damageError) Error() string { return d.err.Error() }
+
+// printTrace reads path through the filter into the output format on w.
+func printTrace(cmd *cobra.Command, w io.Writer, path, format string, fo filter.Options, of outputFlags) error {
 	f, err := filter.New(fo)
 	if err != nil {
 		return err
@@ -57,25 +98,18 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 		return err
 	}
 	defer r.Close()
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
-	if err != nil {
-		return err
-	}
 	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
 	if err != nil {
-		closeOut()
 		return err
 	}
 	var sink event.Sink = out
 	if format != "text" || (of.path != "" && of.path != "-") {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
-	runErr := r.Run(cmd.Context(), f.Sink(sink))
-	closeErr := closeOut()
-	if runErr != nil {
-		return readError(runErr)
+	if err := r.Run(cmd.Context(), f.Sink(sink)); err != nil {
+		return &damageError{fmt.Errorf("%s: %w", path, err)}
 	}
-	return closeErr
+	return nil
 }
 
 // readError marks an error from reading a trace: the output holds every

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +26,7 @@ type reportFlags struct {
 	heatmap       string
 	allHistograms bool
 	live          bool
+	merge         bool
 	liveOpts      liveFlags
 	filter        filter.Options
 }
@@ -31,7 +34,7 @@ type reportFlags struct {
 func newReportCmd() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:   "report INPUT | report --live [filters] [-- COMMAND [ARGS...]]",
+		Use:   "report INPUT... | report --merge REPORT.json... | report --live [filters] [-- COMMAND [ARGS...]]",
 		Short: "Summarise a trace: where the time went, what hit the disk, what the cache absorbed",
 		Long: `report reads a trace (.iot, .etl, .jsonl) in one streaming pass and prints
 totals per layer and per op, processes in process-tree order, the top files by
@@ -43,11 +46,21 @@ Latency percentiles are within 0.8%; memory stays bounded on any trace length.
 
 With --live, report traces this machine instead (like trace: a command after
 -- is started and traced with its children; otherwise until Ctrl-C or
---duration) and prints the report when the trace stops.`,
+--duration) and prints the report when the trace stops.
+
+With several inputs (files or globs: iotrace report 'traces/*/*.iot'), each
+trace is read in turn and the reports are merged into one fleet report: a
+per-host breakdown, fleet totals, op latency percentiles from the merged
+sketches, and the top processes, files, errors and slowest operations of all
+traces, each marked with its host. --format json carries the op latency
+sketches in a mergeable encoding (docs/analysis.md), so per-host reports merge
+later without their events: iotrace report --merge a.json b.json.`,
 		Example: `  iotrace report trace.iot
   iotrace report trace.etl --format json > report.json
   iotrace report trace.iot --comm 'cc*' --top 20 --heatmap latency.svg
-  sudo iotrace report --live -- make -j8`,
+  sudo iotrace report --live -- make -j8
+  iotrace report 'fleet/*/*.iot' --format json > week.json
+  iotrace report --merge monday.json tuesday.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.live {
@@ -57,10 +70,20 @@ With --live, report traces this machine instead (like trace: a command after
 				}
 				return runReportLive(cmd.Context(), command, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			if len(args) != 1 || cmd.ArgsLenAtDash() >= 0 {
-				return fmt.Errorf("report needs one trace file (or --live to trace this machine)")
+			if len(args) == 0 || cmd.ArgsLenAtDash() >= 0 {
+				return fmt.Errorf("report needs a trace file (or several, or --merge with report JSON files, or --live to trace this machine)")
 			}
-			return runReport(cmd.Context(), args[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if f.merge {
+				return runReportMerge(args, &f, cmd.OutOrStdout())
+			}
+			paths, err := expandInputs(args)
+			if err != nil {
+				return err
+			}
+			if len(paths) > 1 {
+				return runReports(cmd.Context(), paths, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			return runReport(cmd.Context(), paths[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -69,6 +92,7 @@ With --live, report traces this machine instead (like trace: a command after
 	fl.StringVar(&f.heatmap, "heatmap", "", "also write a latency heatmap (block layer and per op) to this SVG file")
 	fl.BoolVar(&f.allHistograms, "all-histograms", false, "draw a latency histogram for every op (text)")
 	fl.BoolVar(&f.live, "live", false, "trace this machine now (and the command after --) instead of reading a file")
+	fl.BoolVar(&f.merge, "merge", false, "merge reports written by report --format json (the arguments) into one")
 	addFilterFlags(cmd, &f.filter)
 	addLiveFlags(cmd, &f.liveOpts)
 	return cmd
@@ -120,9 +144,25 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	rep, runErr := reportOf(ctx, path, f, flt, stderr)
+	if rep == nil {
+		return runErr
+	}
+	// A damaged or interrupted trace still gets its report: what was
+	// read is not lost. The error follows it.
+	if err := writeReport(rep, f, stdout); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+// reportOf reads the trace at path into a report. A damaged trace returns
+// the report of what was read and an error saying so; a trace that cannot
+// be opened returns no report.
+func reportOf(ctx context.Context, path string, f *reportFlags, flt *filter.Filter, stderr io.Writer) (*report.Report, error) {
 	in, err := input.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer in.Close()
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
@@ -136,27 +176,113 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr 
 	if prog != nil {
 		prog.Done()
 	}
-	// A damaged or interrupted trace still gets its report: what was
-	// read is not lost. The error follows it.
-	if err := writeReport(rep, f, stdout); err != nil {
-		return errors.Join(runErr, err)
-	}
 	if runErr != nil {
-		return fmt.Errorf("report on %s covers only what was read before: %w", path, runErr)
+		return rep, fmt.Errorf("report on %s covers only what was read before: %w", path, runErr)
 	}
-	return nil
+	return rep, nil
+}
+
+// runReports reads each trace in turn (memory stays that of one report)
+// and writes the merge of their reports.
+func runReports(ctx context.Context, paths []string, f *reportFlags, stdout, stderr io.Writer) error {
+	if err := checkReportFlags(f); err != nil {
+		return err
+	}
+	if f.heatmap != "" {
+		return fmt.Errorf("--heatmap draws one trace; give one input")
+	}
+	flt, err := filter.New(f.filter)
+	if err != nil {
+		return err
+	}
+	var parts []*report.Result
+	var damaged []error
+	for _, p := range paths {
+		rep, err := reportOf(ctx, p, f, flt, stderr)
+		if rep == nil {
+			return err
+		}
+		if err != nil {
+			damaged = append(damaged, err)
+		}
+		parts = append(parts, rep.Result())
+	}
+	res, err := report.Merge(parts, f.top)
+	if err != nil {
+		return err
+	}
+	if err := writeResult(res, f, stdout); err != nil {
+		return errors.Join(append(damaged, err)...)
+	}
+	return errors.Join(damaged...)
+}
+
+// runReportMerge merges reports written by report --format json.
+func runReportMerge(paths []string, f *reportFlags, stdout io.Writer) error {
+	if err := checkReportFlags(f); err != nil {
+		return err
+	}
+	if f.heatmap != "" {
+		return fmt.Errorf("--heatmap needs the events: it cannot be drawn from merged reports")
+	}
+	if flt, err := filter.New(f.filter); err != nil || flt.String() != "" {
+		return fmt.Errorf("--merge merges finished reports: filters apply when each report is made")
+	}
+	paths, err := expandInputs(paths)
+	if err != nil {
+		return err
+	}
+	var parts []*report.Result
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var res report.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			return fmt.Errorf("%s: not a report written by iotrace report --format json: %w", p, err)
+		}
+		if res.Trace.Source == "" && len(res.Ops) == 0 && len(res.Traces) == 0 {
+			return fmt.Errorf("%s: not a report written by iotrace report --format json (no trace, no ops)", p)
+		}
+		parts = append(parts, &res)
+	}
+	res, err := report.Merge(parts, f.top)
+	if err != nil {
+		return err
+	}
+	return writeResult(res, f, stdout)
+}
+
+// expandInputs expands the glob patterns among args (for shells that do
+// not, and for quoted patterns); a pattern that matches nothing is an
+// error, a plain name is kept as it is.
+func expandInputs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("input pattern %q: %w", a, err)
+		}
+		if len(m) == 0 {
+			if _, err := os.Stat(a); err == nil {
+				out = append(out, a) // a file whose name holds glob characters
+				continue
+			}
+			return nil, fmt.Errorf("input pattern %q matches no file", a)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
 }
 
 func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
-	res := rep.Result()
-	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-	} else if err := res.WriteText(stdout, report.TextOptions{Color: useColor(stdout), AllHistograms: f.allHistograms}); err != nil {
-		return fmt.Errorf("write report: %w", err)
+	if err := writeResult(rep.Result(), f, stdout); err != nil {
+		return err
 	}
 	if f.heatmap != "" {
 		out, err := os.Create(f.heatmap)
@@ -170,6 +296,20 @@ func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
 		if err := out.Close(); err != nil {
 			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
 		}
+	}
+	return nil
+}
+
+// writeResult writes a report as text or JSON.
+func writeResult(res *report.Result, f *reportFlags, stdout io.Writer) error {
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	} else if err := res.WriteText(stdout, report.TextOptions{Color: useColor(stdout), AllHistograms: f.allHistograms}); err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
 }

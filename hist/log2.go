@@ -233,3 +233,26 @@ func satMul(a, b uint64) uint64 {
 	}
 	return lo
 }
+
+// MergeSummaries adds the counts of b to a, bucket by bucket: the summary
+// of a histogram of both sets of values (buckets are the same powers of
+// two in every Log2).
+func MergeSummaries(a, b Summary) Summary {
+	var h Log2
+	for _, s := range []Summary{a, b} {
+		for _, k := range s.Buckets {
+			h.AddN(k.Low, k.Count)
+		}
+	}
+	out := h.Summary()
+	out.Count, out.Sum = a.Count+b.Count, satAdd(a.Sum, b.Sum)
+	switch {
+	case a.Count == 0:
+		out.Min, out.Max = b.Min, b.Max
+	case b.Count == 0:
+		out.Min, out.Max = a.Min, a.Max
+	default:
+		out.Min, out.Max = min(a.Min, b.Min), max(a.Max, b.Max)
+	}
+	return out
+}

@@ -31,6 +31,23 @@ type Result struct {
 	Markers      []Marker       `json:"markers,omitempty"`
 	Tracking     []TrackingInfo `json:"tracking"`
 	Excluded     uint64         `json:"excluded,omitempty"`
+	// Traces and Hosts are set on a report merged from several traces
+	// (see Merge): the traces it covers, and a summary per host.
+	Traces []TraceInfo   `json:"traces,omitempty"`
+	Hosts  []HostSummary `json:"hosts,omitempty"`
+}
+
+// HostSummary is one host of a merged report: its traces' totals per
+// layer and per op, with the op latency sketches merged.
+type HostSummary struct {
+	Host     string         `json:"host"`
+	OS       string         `json:"os"`
+	Traces   int            `json:"traces"`
+	Events   uint64         `json:"events"`
+	Duration int64          `json:"duration_ns"` // of its traces, added up
+	Problems uint64         `json:"problems"`    // lost, unpaired, unresolved and dropped counts
+	Layers   []LayerSummary `json:"layers"`
+	Ops      []OpSummary    `json:"ops"`
 }
 
 // TraceInfo describes the trace.
@@ -84,6 +101,9 @@ type OpSummary struct {
 	// when the trace links the layers).
 	DiskIOs   uint64 `json:"disk_ios,omitempty"`
 	DiskBytes uint64 `json:"disk_bytes,omitempty"`
+	// Sketch is Latency's sketch in its mergeable encoding: reports of
+	// many traces merge without their events (see Merge).
+	Sketch *hist.SketchData `json:"latency_sketch,omitempty"`
 }
 
 // OpCount is one op of a process or file.
@@ -113,6 +133,8 @@ type CacheCounts struct {
 type Entity struct {
 	// Name is the process name or the file path.
 	Name string `json:"name"`
+	// Host is the traced machine, in a merged report.
+	Host string `json:"host,omitempty"`
 	// Pid, PPid, ProcStart, Image and Cmdline describe a process; Depth
 	// is its depth in the process tree as listed.
 	Pid       uint32             `json:"pid,omitempty"`
@@ -157,6 +179,7 @@ type OpDisk struct {
 
 // Device is the block layer of one device.
 type Device struct {
+	Host   string    `json:"host,omitempty"` // in a merged report
 	Device string    `json:"device"`
 	Name   string    `json:"name,omitempty"`
 	Ops    []OpCount `json:"ops"`
@@ -192,10 +215,12 @@ type ErrorGroup struct {
 	First  int64  `json:"first_ns"`
 	Comm   string `json:"comm,omitempty"`
 	Pid    uint32 `json:"pid,omitempty"`
+	Host   string `json:"host,omitempty"` // in a merged report
 }
 
 // SlowOp is one of the slowest operations, with the block I/Os it caused.
 type SlowOp struct {
+	Host     string `json:"host,omitempty"` // in a merged report
 	ID       uint64 `json:"id"`
 	Op       string `json:"op"`
 	Native   string `json:"native,omitempty"`
@@ -231,6 +256,7 @@ type BlockRef struct {
 
 // Marker is a user marker.
 type Marker struct {
+	Host string `json:"host,omitempty"` // in a merged report
 	Time int64  `json:"time_ns"`
 	Note string `json:"note"`
 	Pid  uint32 `json:"pid,omitempty"`
@@ -263,7 +289,8 @@ func (r *Report) Result() *Result {
 		}
 		res.Ops = append(res.Ops, OpSummary{Op: event.Op(op).String(), Layer: event.Op(op).Layer().String(),
 			Count: s.count, Bytes: s.bytes, Time: s.time, Failed: s.failed, Incomplete: s.incomplete,
-			Latency: s.lat.Summary(), Histogram: s.h.Summary(), DiskIOs: s.causedIOs, DiskBytes: s.causedB})
+			Latency: s.lat.Summary(), Histogram: s.h.Summary(), DiskIOs: s.causedIOs, DiskBytes: s.causedB,
+			Sketch: sketchData(&s.lat)})
 	}
 	res.Processes = r.processTree(r.opts.TopN)
 	res.FilesByBytes = r.topFiles(r.opts.TopN, func(e *entity) uint64 { return e.tot.bytes })
@@ -621,4 +648,13 @@ func (r *Report) devLabel(d event.Device) string {
 		return n
 	}
 	return d.String()
+}
+
+// sketchData returns the encoding of s, nil when s is empty.
+func sketchData(s *hist.Sketch) *hist.SketchData {
+	if s.Count() == 0 {
+		return nil
+	}
+	d := s.Data()
+	return &d
 }

@@ -35,6 +35,7 @@ func (res *Result) WriteText(w io.Writer, opts TextOptions) error {
 	t := &textWriter{w: bw, opts: opts}
 	t.header(res)
 	t.problems(res)
+	t.hosts(res)
 	t.totals(res)
 	t.ops(res)
 	t.processes(res)
@@ -104,6 +105,47 @@ func (t *textWriter) problems(res *Result) {
 	tb.Write(t.w)
 }
 
+// onHost prefixes s with its host in a merged report.
+func onHost(host, s string) string {
+	if host == "" {
+		return s
+	}
+	return Printable(host) + ": " + s
+}
+
+// hosts draws the per-host breakdown of a merged report.
+func (t *textWriter) hosts(res *Result) {
+	if len(res.Hosts) == 0 {
+		return
+	}
+	t.heading(fmt.Sprintf("HOSTS (%d traces)", len(res.Traces)))
+	tb := Table{Header: []string{"HOST", "OS", "TRACES", "EVENTS", "FILE OPS", "FILE P99", "DISK I/Os", "DISK P99", "BYTES", "PROBLEMS"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true}, Indent: "  "}
+	for _, h := range res.Hosts {
+		var bytes uint64
+		ops := map[string]*hist.Sketch{"file": {}, "block": {}}
+		counts := map[string]uint64{}
+		for _, o := range h.Ops {
+			if s := ops[o.Layer]; s != nil && o.Sketch != nil {
+				if d, err := hist.SketchFromData(*o.Sketch); err == nil {
+					s.Merge(d)
+				}
+			}
+			counts[o.Layer] += o.Count
+		}
+		for _, l := range h.Layers {
+			if l.Layer == "file" {
+				bytes += l.Bytes
+			}
+		}
+		tb.Add(Printable(h.Host), h.OS, FormatCount(uint64(h.Traces)), FormatCount(h.Events),
+			FormatCount(counts["file"]), FormatDuration(ops["file"].Quantile(0.99)),
+			FormatCount(counts["block"]), FormatDuration(ops["block"].Quantile(0.99)),
+			FormatBytes(bytes), FormatCount(h.Problems))
+	}
+	tb.Write(t.w)
+}
+
 func (t *textWriter) totals(res *Result) {
 	t.heading("TOTALS")
 	tb := Table{Header: []string{"LAYER", "OPS", "BYTES", "TIME", "FAILED", "INCOMPLETE"}, Right: []bool{false, true, true, true, true, true}, Indent: "  "}
@@ -150,14 +192,18 @@ func (t *textWriter) processes(res *Result) {
 	if len(res.Processes) == 0 {
 		return
 	}
-	t.heading(fmt.Sprintf("PROCESSES (top %d by bytes and by time, in process-tree order)", topOf(res)))
+	if len(res.Hosts) > 0 {
+		t.heading(fmt.Sprintf("PROCESSES (top %d by time, of every host's top processes)", topOf(res)))
+	} else {
+		t.heading(fmt.Sprintf("PROCESSES (top %d by bytes and by time, in process-tree order)", topOf(res)))
+	}
 	tb := Table{Header: []string{"PID", "PROCESS", "OPS", "BYTES", "TIME", "P50", "P99", "MAX", "CACHE HIT", "BLOCK I/O"},
 		Right: []bool{true, false, true, true, true, true, true, true, true, true}, Indent: "  "}
 	for i := range res.Processes {
 		p := &res.Processes[i]
-		name := strings.Repeat("  ", p.Depth) + Printable(p.Name)
+		name := strings.Repeat("  ", p.Depth) + onHost(p.Host, Printable(p.Name))
 		if p.Name == "" {
-			name = strings.Repeat("  ", p.Depth) + "?"
+			name = strings.Repeat("  ", p.Depth) + onHost(p.Host, "?")
 		}
 		block := ""
 		if p.BlockIOs > 0 {
@@ -197,7 +243,7 @@ func (t *textWriter) files(res *Result) {
 			f := &list[i]
 			tb.Add(approx(f, FormatBytes(f.Bytes)), approx(f, FormatDuration(f.Time)), opsCell(f),
 				FormatDuration(f.Latency.P50), FormatDuration(f.Latency.P99), FormatDuration(f.Latency.Max),
-				hitCell(f.Cache), ShortenPath(Printable(f.Name), t.opts.PathWidth))
+				hitCell(f.Cache), onHost(f.Host, ShortenPath(Printable(f.Name), t.opts.PathWidth)))
 		}
 		tb.Write(t.w)
 	}
@@ -243,9 +289,9 @@ func hasLayer(res *Result, l string) bool {
 
 func devLabel(d *Device) string {
 	if d.Name != "" {
-		return d.Name + " (" + d.Device + ")"
+		return onHost(d.Host, d.Name+" ("+d.Device+")")
 	}
-	return d.Device
+	return onHost(d.Host, d.Device)
 }
 
 func (t *textWriter) devices(res *Result) {
@@ -364,7 +410,7 @@ func (t *textWriter) errors(res *Result) {
 	var shown uint64
 	for _, e := range res.Errors {
 		shown += e.Count
-		tb.Add(FormatCount(e.Count), e.Op, e.Result, fmt.Sprintf("%s[%d]", Printable(e.Comm), e.Pid), ShortenPath(Printable(e.Path), t.opts.PathWidth))
+		tb.Add(FormatCount(e.Count), e.Op, e.Result, onHost(e.Host, fmt.Sprintf("%s[%d]", Printable(e.Comm), e.Pid)), ShortenPath(Printable(e.Path), t.opts.PathWidth))
 	}
 	tb.Write(t.w)
 	if rest := res.ErrorsTotal - shown; rest > 0 {
@@ -396,7 +442,7 @@ func (t *textWriter) slowest(res *Result) {
 			if s.Native != "" && s.Native != s.Op {
 				name += "/" + s.Native
 			}
-			line := fmt.Sprintf("  %9s  #%d %s %s[%d/%d] %s → %s", FormatDuration(uint64(s.Duration)), s.ID, name, Printable(s.Comm), s.Pid, s.Tid, where, s.Result)
+			line := fmt.Sprintf("  %9s  #%d %s %s[%d/%d] %s → %s", FormatDuration(uint64(s.Duration)), s.ID, name, onHost(s.Host, Printable(s.Comm)), s.Pid, s.Tid, where, s.Result)
 			if s.Wait > 0 {
 				line += fmt.Sprintf(" (queue %s, service %s)", FormatDuration(uint64(s.Wait)), FormatDuration(uint64(s.Duration-s.Wait)))
 			}
@@ -423,6 +469,6 @@ func (t *textWriter) markers(res *Result) {
 	}
 	t.heading("MARKERS")
 	for _, m := range res.Markers {
-		fmt.Fprintf(t.w, "  %10s  %s\n", FormatDuration(uint64(max(m.Time, 0))), Printable(m.Note))
+		fmt.Fprintf(t.w, "  %10s  %s\n", FormatDuration(uint64(max(m.Time, 0))), onHost(m.Host, Printable(m.Note)))
 	}
 }

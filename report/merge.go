@@ -1,0 +1,406 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/hist"
+)
+
+// UnknownHost names the host of a trace that does not say which machine it
+// was recorded on.
+const UnknownHost = "(unknown host)"
+
+// Merge combines the reports of several traces, from one host or many,
+// into one: the report of the traces together, without their events.
+// Totals, op counts and bytes are exact; op latency percentiles come from
+// the merged sketches (within hist.SketchRelativeError, as for one trace).
+// Lists that rank (processes, files, errors, the slowest operations) are
+// the top entries of the parts' own top lists, each marked with its host;
+// devices and markers are listed per host. Hosts summarizes each host and
+// Traces lists the traces. Merged reports merge again.
+//
+// A part whose op latencies lack their sketches (JSON from an iotrace
+// before sketches were written) cannot be merged: Merge says which.
+func Merge(parts []*Result, top int) (*Result, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("merge: no reports")
+	}
+	if top <= 0 {
+		top = parts[0].Top
+	}
+	out := &Result{Top: top}
+	hosts := map[string]*hostAcc{}
+	var order []string
+	fleet := newOpAcc()
+	cache := cacheAcc{}
+	for i, p := range parts {
+		if err := checkSketches(p); err != nil {
+			return nil, fmt.Errorf("report %d (%s): %w", i+1, describeTrace(&p.Trace), err)
+		}
+		for _, h := range hostsOf(p) {
+			key := h.Host + "\x00" + h.OS
+			acc := hosts[key]
+			if acc == nil {
+				acc = &hostAcc{HostSummary: HostSummary{Host: h.Host, OS: h.OS}, ops: newOpAcc()}
+				hosts[key] = acc
+				order = append(order, key)
+			}
+			if err := acc.add(h); err != nil {
+				return nil, fmt.Errorf("report %d (%s): host %s: %w", i+1, describeTrace(&p.Trace), h.Host, err)
+			}
+		}
+		if p.Traces != nil {
+			out.Traces = append(out.Traces, p.Traces...)
+		} else {
+			out.Traces = append(out.Traces, p.Trace)
+		}
+		if err := fleet.addOps(p.Ops); err != nil {
+			return nil, fmt.Errorf("report %d (%s): %w", i+1, describeTrace(&p.Trace), err)
+		}
+		out.Layers = addLayers(out.Layers, p.Layers)
+		out.Problems = addProblems(out.Problems, p.Problems)
+		host := hostOf(&p.Trace)
+		out.Processes = append(out.Processes, withHost(p.Processes, host)...)
+		out.FilesByBytes = append(out.FilesByBytes, withHost(p.FilesByBytes, host)...)
+		out.FilesByTime = append(out.FilesByTime, withHost(p.FilesByTime, host)...)
+		for _, d := range p.Devices {
+			d.Host = cmp.Or(d.Host, host)
+			out.Devices = append(out.Devices, d)
+		}
+		for _, e := range p.Errors {
+			e.Host = cmp.Or(e.Host, host)
+			out.Errors = append(out.Errors, e)
+		}
+		out.ErrorsTotal += p.ErrorsTotal
+		for _, s := range p.Slowest {
+			s.Host = cmp.Or(s.Host, host)
+			out.Slowest = append(out.Slowest, s)
+		}
+		for _, s := range p.SlowestBlock {
+			s.Host = cmp.Or(s.Host, host)
+			out.SlowestBlock = append(out.SlowestBlock, s)
+		}
+		for _, m := range p.Markers {
+			m.Host = cmp.Or(m.Host, host)
+			out.Markers = append(out.Markers, m)
+		}
+		if p.Cache != nil {
+			cache.add(p.Cache)
+		}
+		out.Tracking = addTracking(out.Tracking, p.Tracking)
+		out.Excluded += p.Excluded
+	}
+	out.Trace = fleetInfo(out.Traces)
+	out.Ops = fleet.result()
+	for _, k := range order {
+		out.Hosts = append(out.Hosts, hosts[k].result())
+	}
+	slices.SortStableFunc(out.Hosts, func(a, b HostSummary) int { return cmp.Compare(a.Host, b.Host) })
+	out.Processes = topBy(out.Processes, top, func(e *Entity) uint64 { return e.Time })
+	for i := range out.Processes {
+		out.Processes[i].Depth = 0 // the tree of one trace does not hold across traces
+	}
+	out.FilesByBytes = topBy(out.FilesByBytes, top, func(e *Entity) uint64 { return e.Bytes })
+	out.FilesByTime = topBy(out.FilesByTime, top, func(e *Entity) uint64 { return e.Time })
+	slices.SortStableFunc(out.Errors, func(a, b ErrorGroup) int { return cmp.Compare(b.Count, a.Count) })
+	out.Errors = out.Errors[:min(len(out.Errors), top)]
+	out.Slowest = slowest(out.Slowest, top)
+	out.SlowestBlock = slowest(out.SlowestBlock, top)
+	if cache.seen {
+		out.Cache = cache.result()
+	}
+	return out, nil
+}
+
+// checkSketches reports an op with completed operations but no sketch.
+func checkSketches(p *Result) error {
+	check := func(ops []OpSummary) error {
+		for _, o := range ops {
+			if o.Latency.Count > 0 && o.Sketch == nil {
+				return fmt.Errorf("op %s has latencies but no latency_sketch: a report written by an older iotrace cannot be merged; run iotrace report --format json on its trace again", o.Op)
+			}
+		}
+		return nil
+	}
+	if err := check(p.Ops); err != nil {
+		return err
+	}
+	for _, h := range p.Hosts {
+		if err := check(h.Ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describeTrace(t *TraceInfo) string {
+	s := hostOf(t)
+	if t.Start != "" {
+		s += " at " + t.Start
+	}
+	return s
+}
+
+// hostOf is the host name of a trace, UnknownHost when it has none.
+func hostOf(t *TraceInfo) string { return cmp.Or(t.Hostname, UnknownHost) }
+
+// hostsOf returns p's per-host summaries: its own for a merged report, one
+// made of its totals for the report of one trace.
+func hostsOf(p *Result) []HostSummary {
+	if p.Hosts != nil {
+		return p.Hosts
+	}
+	var problems uint64
+	for _, pr := range p.Problems {
+		problems += pr.Value
+	}
+	return []HostSummary{{Host: hostOf(&p.Trace), OS: p.Trace.OS, Traces: 1, Events: p.Trace.Events,
+		Duration: p.Trace.Duration, Problems: problems, Layers: p.Layers, Ops: p.Ops}}
+}
+
+// hostAcc accumulates one host's summaries.
+type hostAcc struct {
+	HostSummary
+	ops *opAcc
+}
+
+func (h *hostAcc) add(s HostSummary) error {
+	h.Traces += s.Traces
+	h.Events += s.Events
+	h.Duration += s.Duration
+	h.Problems += s.Problems
+	h.Layers = addLayers(h.Layers, s.Layers)
+	return h.ops.addOps(s.Ops)
+}
+
+func (h *hostAcc) result() HostSummary {
+	s := h.HostSummary
+	s.Ops = h.ops.result()
+	return s
+}
+
+// opAcc merges op summaries by layer and op.
+type opAcc struct {
+	m     map[[2]string]*opMerge
+	order [][2]string
+}
+
+type opMerge struct {
+	OpSummary
+	lat *hist.Sketch
+}
+
+func newOpAcc() *opAcc { return &opAcc{m: map[[2]string]*opMerge{}} }
+
+func (a *opAcc) addOps(ops []OpSummary) error {
+	for _, o := range ops {
+		k := [2]string{o.Layer, o.Op}
+		m := a.m[k]
+		if m == nil {
+			m = &opMerge{OpSummary: OpSummary{Op: o.Op, Layer: o.Layer}, lat: &hist.Sketch{}}
+			a.m[k] = m
+			a.order = append(a.order, k)
+		}
+		m.Count += o.Count
+		m.Bytes += o.Bytes
+		m.Time += o.Time
+		m.Failed += o.Failed
+		m.Incomplete += o.Incomplete
+		m.DiskIOs += o.DiskIOs
+		m.DiskBytes += o.DiskBytes
+		m.Histogram = hist.MergeSummaries(m.Histogram, o.Histogram)
+		if o.Sketch != nil {
+			s, err := hist.SketchFromData(*o.Sketch)
+			if err != nil {
+				return fmt.Errorf("op %s latency_sketch: %w", o.Op, err)
+			}
+			if s.Count() != o.Latency.Count {
+				return fmt.Errorf("op %s latency_sketch counts %d, latency_ns %d", o.Op, s.Count(), o.Latency.Count)
+			}
+			m.lat.Merge(s)
+		}
+	}
+	return nil
+}
+
+// result returns the merged ops in the order of event.Op (as one report
+// lists them: layer by layer).
+func (a *opAcc) result() []OpSummary {
+	out := make([]OpSummary, 0, len(a.order))
+	for _, k := range a.order {
+		m := a.m[k]
+		m.Latency = m.lat.Summary()
+		m.Sketch = sketchData(m.lat)
+		out = append(out, m.OpSummary)
+	}
+	rank := opRank()
+	at := func(op string) int {
+		if r, ok := rank[op]; ok {
+			return r
+		}
+		return event.NumOps
+	}
+	slices.SortStableFunc(out, func(x, y OpSummary) int { return cmp.Compare(at(x.Op), at(y.Op)) })
+	return out
+}
+
+func addLayers(dst, src []LayerSummary) []LayerSummary {
+	for _, l := range src {
+		i := slices.IndexFunc(dst, func(d LayerSummary) bool { return d.Layer == l.Layer })
+		if i < 0 {
+			dst = append(dst, l)
+			continue
+		}
+		d := &dst[i]
+		d.Ops += l.Ops
+		d.Bytes += l.Bytes
+		d.Time += l.Time
+		d.Failed += l.Failed
+		d.Incomplete += l.Incomplete
+	}
+	return dst
+}
+
+func addProblems(dst, src []Problem) []Problem {
+	for _, p := range src {
+		i := slices.IndexFunc(dst, func(d Problem) bool { return d.Kind == p.Kind && d.Name == p.Name && d.Origin == p.Origin })
+		if i < 0 {
+			dst = append(dst, p)
+		} else {
+			dst[i].Value += p.Value
+		}
+	}
+	return dst
+}
+
+func addTracking(dst, src []TrackingInfo) []TrackingInfo {
+	for _, t := range src {
+		i := slices.IndexFunc(dst, func(d TrackingInfo) bool { return d.Table == t.Table })
+		if i < 0 {
+			dst = append(dst, t)
+		} else {
+			dst[i].Tracked += t.Tracked
+			dst[i].Pruned += t.Pruned
+		}
+	}
+	return dst
+}
+
+func withHost(es []Entity, host string) []Entity {
+	out := make([]Entity, len(es))
+	for i, e := range es {
+		e.Host = cmp.Or(e.Host, host)
+		out[i] = e
+	}
+	return out
+}
+
+// topBy sorts es by metric, largest first (ties by host and name), and
+// keeps the first n.
+func topBy(es []Entity, n int, metric func(*Entity) uint64) []Entity {
+	slices.SortStableFunc(es, func(a, b Entity) int {
+		return cmp.Or(cmp.Compare(metric(&b), metric(&a)), cmp.Compare(a.Host, b.Host), cmp.Compare(a.Name, b.Name))
+	})
+	return es[:min(len(es), n)]
+}
+
+func slowest(s []SlowOp, n int) []SlowOp {
+	slices.SortStableFunc(s, func(a, b SlowOp) int { return cmp.Compare(b.Duration, a.Duration) })
+	return s[:min(len(s), n)]
+}
+
+// cacheAcc adds up cache counts.
+type cacheAcc struct {
+	seen  bool
+	c     CacheCounts
+	perOp []OpDisk
+}
+
+func (a *cacheAcc) add(c *Cache) {
+	a.seen = true
+	a.c.Reads += c.Reads
+	a.c.DiskReads += c.DiskReads
+	a.c.BytesCache += c.BytesCache
+	a.c.BytesDisk += c.BytesDisk
+	a.c.FSOps += c.FSOps
+	a.c.DiskIOs += c.DiskIOs
+	a.c.DiskBytes += c.DiskBytes
+	for _, o := range c.PerOp {
+		i := slices.IndexFunc(a.perOp, func(d OpDisk) bool { return d.Op == o.Op })
+		if i < 0 {
+			a.perOp = append(a.perOp, o)
+			continue
+		}
+		d := &a.perOp[i]
+		d.Count += o.Count
+		d.DiskIOs += o.DiskIOs
+		d.DiskBytes += o.DiskBytes
+	}
+}
+
+func (a *cacheAcc) result() *Cache {
+	c := &Cache{CacheCounts: a.c, PerOp: a.perOp}
+	c.HitRatio = ratio(c.Reads-c.DiskReads, c.Reads)
+	c.DiskIOsPerFSOp = ratio(c.DiskIOs, c.FSOps)
+	for i := range c.PerOp {
+		c.PerOp[i].DiskIOsPerFSOp = ratio(c.PerOp[i].DiskIOs, c.PerOp[i].Count)
+	}
+	return c
+}
+
+// fleetInfo describes the traces together: one OS or "mixed", the host
+// when there is one, events and facts added up, from the earliest start
+// to the latest end.
+func fleetInfo(ts []TraceInfo) TraceInfo {
+	out := TraceInfo{Source: "merged", Complete: true}
+	var first, last time.Time
+	for i, t := range ts {
+		if i == 0 {
+			out.OS, out.OSVersion, out.Hostname, out.Command = t.OS, t.OSVersion, t.Hostname, t.Command
+		} else {
+			if out.OS != t.OS {
+				out.OS = "mixed"
+			}
+			if out.OSVersion != t.OSVersion {
+				out.OSVersion = ""
+			}
+			if out.Hostname != t.Hostname {
+				out.Hostname = ""
+			}
+			if out.Command != t.Command {
+				out.Command = ""
+			}
+		}
+		out.Events += t.Events
+		out.Facts += t.Facts
+		out.Complete = out.Complete && t.Complete
+		out.Duration = max(out.Duration, t.Duration)
+		if st, err := time.Parse(time.RFC3339Nano, t.Start); err == nil {
+			end := st.Add(time.Duration(t.Duration))
+			if first.IsZero() || st.Before(first) {
+				first = st
+			}
+			if end.After(last) {
+				last = end
+			}
+		}
+	}
+	if !first.IsZero() {
+		out.Start = first.UTC().Format(time.RFC3339Nano)
+		out.Duration = max(out.Duration, int64(last.Sub(first)))
+	}
+	return out
+}
+
+// opRank orders op names as event.Op does; unknown names go last.
+func opRank() map[string]int {
+	m := make(map[string]int, event.NumOps)
+	for op := range event.NumOps {
+		m[event.Op(op).String()] = op
+	}
+	return m
+}
