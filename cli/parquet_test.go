@@ -139,6 +139,13 @@ func checkParquetAgainstReport(t *testing.T, traces []string) {
 	if n := num(t, res[2][0]["n"]); n != 0 {
 		t.Errorf("%d rows whose ts is not trace_start + time_ns", n)
 	}
+	// The queries docs/parquet.md gives for DuckDB run over these files.
+	docQueries := docsDuckDBQueries(t, glob)
+	for i, rows := range duckDB(t, docQueries...) {
+		if len(rows) == 0 {
+			t.Errorf("docs/parquet.md DuckDB query %d returns no rows:\n%s", i+1, docQueries[i])
+		}
+	}
 
 	type key struct{ file, layer, op string }
 	seen := map[key]bool{}
@@ -225,4 +232,46 @@ func TestParquetDuckDBLinuxRecording(t *testing.T) {
 		filepath.Join(etl, "perfview_win8_x64_kernel_diskio_fileio-names_clr_compressed.etl"),
 		filepath.Join(etl, "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"),
 	})
+}
+
+// docsDuckDBQueries returns the statements of the DuckDB block of
+// docs/parquet.md, reading glob instead of traces/**/*.parquet.
+func docsDuckDBQueries(t *testing.T, glob string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "docs", "parquet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "### DuckDB")
+	if i < 0 {
+		t.Fatal("docs/parquet.md has no DuckDB section")
+	}
+	block := doc[i:]
+	start := strings.Index(block, "```sql\n")
+	end := strings.Index(block[start+7:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/parquet.md: no sql block in the DuckDB section")
+	}
+	var out []string
+	for _, stmt := range strings.Split(block[start+7:start+7+end], ";") {
+		var lines []string
+		for _, l := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				lines = append(lines, l)
+			}
+		}
+		q := strings.TrimSpace(strings.Join(lines, "\n"))
+		if q == "" {
+			continue
+		}
+		if !strings.Contains(q, "'traces/**/*.parquet'") {
+			t.Fatalf("docs/parquet.md DuckDB query does not read 'traces/**/*.parquet':\n%s", q)
+		}
+		out = append(out, strings.ReplaceAll(q, "'traces/**/*.parquet'", glob))
+	}
+	if len(out) < 4 {
+		t.Fatalf("docs/parquet.md: %d DuckDB queries, want the 4 the issue asks for", len(out))
+	}
+	return out
 }
