@@ -1,0 +1,56 @@
+package factset
+
+import (
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+func snapshot(t *testing.T, s *Set) []event.Fact {
+	t.Helper()
+	var out []event.Fact
+	if err := s.Snapshot(99, func(f *event.Fact) error { out = append(out, *f); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSet(t *testing.T) {
+	s := New()
+	for _, f := range []event.Fact{
+		{Kind: event.FactDevice, Dev: event.Device{Major: 8}, Name: "sda"},
+		{Kind: event.FactProcess, Pid: 10, ProcStart: -5, Name: "sh", Image: "/bin/sh", Detail: "sh -c x", Rundown: true},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 3, Name: "/etc/passwd", Time: 1},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 4, Name: "/tmp/a", Time: 2},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 4, End: true, Time: 3},
+		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 3, Name: "/etc/group", Time: 4}, // fd 3 reused
+		{Kind: event.FactProcess, Pid: 10, ProcStart: -5, Name: "cat", Time: 5}, // exec: image and cmdline kept
+		{Kind: event.FactProcess, Pid: 11, ProcStart: 6, Name: "ls", Time: 6},
+		{Kind: event.FactName, Space: event.SpaceCwd, Pid: 11, ProcStart: 6, Name: "/home", Time: 6},
+		{Kind: event.FactThread, Pid: 11, ProcStart: 6, Tid: 12, Time: 6},
+		{Kind: event.FactProcess, Pid: 11, ProcStart: 6, End: true, Time: 7}, // exit drops cwd and threads
+	} {
+		s.Apply(&f)
+	}
+	got := snapshot(t, s)
+	if len(got) != 3 {
+		t.Fatalf("snapshot holds %d facts, want 3: %+v", len(got), got)
+	}
+	if got[0].Kind != event.FactDevice || got[1].Kind != event.FactProcess || got[2].Kind != event.FactName {
+		t.Errorf("order: %v %v %v", got[0].Kind, got[1].Kind, got[2].Kind)
+	}
+	p := got[1]
+	if p.Name != "cat" || p.Image != "/bin/sh" || p.Detail != "sh -c x" || !p.Rundown || p.Time != 99 {
+		t.Errorf("process %+v", p)
+	}
+	if n := got[2]; n.Name != "/etc/group" || n.Handle != 3 || !n.Rundown || n.End {
+		t.Errorf("name %+v", n)
+	}
+	if len(s.byPid) != 1 {
+		t.Errorf("per-pid index holds %d pids, want 1 (the exited one dropped)", len(s.byPid))
+	}
+	s.Apply(&event.Fact{Kind: event.FactProcess, Pid: 10, ProcStart: -5, End: true})
+	if got := snapshot(t, s); len(got) != 1 || len(s.byPid) != 0 {
+		t.Errorf("after both exits: %d facts, %d pids", len(got), len(s.byPid))
+	}
+}
