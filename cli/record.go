@@ -10,6 +10,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/rotate"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -48,6 +49,7 @@ func newRecordCmd() *cobra.Command {
 		fo   filter.Options
 		path string
 		live liveFlags
+		rot  rotateFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "record -o FILE.iot|FILE.etl [filters] [--duration D] [-- COMMAND [ARGS...]]",
@@ -59,10 +61,16 @@ records only it and its descendants; the recording stops when it exits,
 and iotrace exits with its status (128+N when signal N killed it).
 Otherwise it runs until Ctrl-C, SIGTERM or --duration (unattended use).
 The file is flushed every second, so a crash loses little.
+With --rotate (1h, 1GiB or both), the recording is a series of files, each
+self-contained (it starts with the open files, processes and devices its
+events need), named with the host and its UTC start time, closed and fsynced
+before the next; --keep and --max-total remove the oldest. This is what a
+systemd unit runs (docs/fleet.md).
 On Windows, -o FILE.etl records a file-mode ETW kernel session instead, which
 every iotrace command reads on any OS (names resolve in two passes).`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
-  sudo iotrace record -o db.iot --comm postgres --duration 10m`,
+  sudo iotrace record -o db.iot --comm postgres --duration 10m
+  sudo iotrace record -o /var/log/iotrace/ --rotate 1h,1GiB --max-total 20GiB`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			command, err := commandArgs(cmd, args)
@@ -73,7 +81,14 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 				return fmt.Errorf("record needs an output file: -o FILE.iot")
 			}
 			toETL := strings.HasSuffix(strings.ToLower(path), ".etl")
-			if !toETL && !strings.HasSuffix(strings.ToLower(path), ".iot") {
+			var rotOpts *rotate.Options
+			if rot.set() {
+				o, err := rot.options(path, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				rotOpts = &o
+			} else if !toETL && !strings.HasSuffix(strings.ToLower(path), ".iot") {
 				return fmt.Errorf("record writes .iot trace files (or .etl on Windows): %q should end in .iot (use trace -o for text, jsonl or csv)", path)
 			}
 			f, err := filter.New(fo)
@@ -92,6 +107,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			}
 			if _, err := pickLiveBackend(); err != nil {
 				return err
+			}
+			if rotOpts != nil {
+				return recordSeries(cmd, *rotOpts, f, fo, command, live)
 			}
 			w, err := tracefile.Create(path, tracefile.WriterOptions{})
 			if err != nil {
@@ -119,5 +137,28 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 	addFilterFlags(cmd, &fo)
 	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
+	addRotateFlags(cmd, &rot)
 	return cmd
+}
+
+// recordSeries records to a rotated series of files.
+func recordSeries(cmd *cobra.Command, ro rotate.Options, f *filter.Filter, fo filter.Options, command []string, live liveFlags) error {
+	size, err := parseSize(live.bufferSize)
+	if err != nil {
+		return err
+	}
+	series, err := rotate.New(ro)
+	if err != nil {
+		return err
+	}
+	opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+	fo.PushDown(&opts)
+	finish := commandStatus(&opts)
+	stderr := cmd.ErrOrStderr()
+	s := &summary{Sink: problemWarner{Sink: series, w: stderr}, w: stderr, verb: "recorded"}
+	err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
+	if cerr := series.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", series.Path(), cerr)
+	}
+	return finish(err)
 }
