@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/report"
 )
 
@@ -58,6 +59,16 @@ func TestReportManyInputs(t *testing.T) {
 	text, errs, code := runIotrace(t, append([]string{"report"}, paths...)...)
 	if code != 0 || !strings.Contains(text, "HOSTS (3 traces)") {
 		t.Errorf("text: exit %d %s\n%.600s", code, errs, text)
+	}
+
+	// Trace files of both .iot format versions in one report.
+	v1 := filepath.Join(testenv.RepoRoot(t), "tracefile", "testdata", "v1", "linux.iot")
+	v2 := filepath.Join(dir, "v2.iot")
+	if _, errs, code := runIotrace(t, "convert", paths[0], "-o", v2); code != 0 {
+		t.Fatalf("convert: %s", errs)
+	}
+	if out, errs, code := runIotrace(t, "report", "--format", "json", v1, v2); code != 0 || !strings.Contains(out, `"traces"`) {
+		t.Errorf("report of a v1 and a v2 file: exit %d: %s", code, errs)
 	}
 
 	// Bad inputs: clear errors, exit 1.

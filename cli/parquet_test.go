@@ -232,6 +232,20 @@ func TestParquetDuckDBLinuxRecording(t *testing.T) {
 		filepath.Join(etl, "perfview_win8_x64_kernel_diskio_fileio-names_clr_compressed.etl"),
 		filepath.Join(etl, "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"),
 	})
+
+	// record -o FILE.parquet writes the rows directly, names resolved.
+	pq := filepath.Join(dir, "direct.parquet")
+	_, errs, code := runIotrace(t, "record", "-o", pq, "--", "sh", "-c", "cat "+data+" > /dev/null")
+	if code != 0 {
+		t.Fatalf("record -o .parquet: exit %d: %s", code, errs)
+	}
+	if st, err := os.Stat(pq); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("record -o .parquet: %v", err)
+	}
+	res := duckDB(t, "SELECT count(*) AS n, count(*) FILTER (WHERE op = 'open' AND path = '"+data+"' AND comm = 'cat') AS opens FROM read_parquet('"+pq+"')")
+	if n, opens := num(t, res[0][0]["n"]), num(t, res[0][0]["opens"]); n == 0 || opens != 1 || !strings.Contains(errs, fmt.Sprintf("(%d rows)", n)) {
+		t.Errorf("record -o .parquet: %d rows, %d opens of %s by cat; stderr: %s", n, opens, data, errs)
+	}
 }
 
 // docsDuckDBQueries returns the statements of the DuckDB block of

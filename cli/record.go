@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/parquetfile"
+	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/rotate"
 	"github.com/iotrace/iotrace/tracefile"
 )
@@ -52,7 +55,7 @@ func newRecordCmd() *cobra.Command {
 		rot  rotateFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "record -o FILE.iot|FILE.etl [filters] [--duration D] [-- COMMAND [ARGS...]]",
+		Use:   "record -o FILE.iot|FILE.etl|FILE.parquet [filters] [--duration D] [-- COMMAND [ARGS...]]",
 		Short: "Record this machine's file and block I/O to a trace file",
 		Long: `Record file system calls and block I/O to a self-contained .iot trace file
 that resolves on any machine (iotrace print, report, compare, convert).
@@ -66,6 +69,10 @@ self-contained (it starts with the open files, processes and devices its
 events need), named with the host and its UTC start time, closed and fsynced
 before the next; --keep and --max-total remove the oldest. This is what a
 systemd unit runs (docs/fleet.md).
+-o FILE.parquet writes the events as Parquet rows with names resolved
+(docs/parquet.md): for a bounded recording (a command, --duration), since a
+Parquet file is readable only once its footer is written at the end; for
+unattended use record .iot files and convert them.
 On Windows, -o FILE.etl records a file-mode ETW kernel session instead, which
 every iotrace command reads on any OS (names resolve in two passes).`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
@@ -81,6 +88,7 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 				return fmt.Errorf("record needs an output file: -o FILE.iot")
 			}
 			toETL := strings.HasSuffix(strings.ToLower(path), ".etl")
+			toParquet := strings.HasSuffix(strings.ToLower(path), ".parquet")
 			var rotOpts *rotate.Options
 			if rot.set() {
 				o, err := rot.options(path, cmd.ErrOrStderr())
@@ -88,7 +96,7 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 					return err
 				}
 				rotOpts = &o
-			} else if !toETL && !strings.HasSuffix(strings.ToLower(path), ".iot") {
+			} else if !toETL && !toParquet && !strings.HasSuffix(strings.ToLower(path), ".iot") {
 				return fmt.Errorf("record writes .iot trace files (or .etl on Windows): %q should end in .iot (use trace -o for text, jsonl or csv)", path)
 			}
 			f, err := filter.New(fo)
@@ -110,6 +118,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			}
 			if rotOpts != nil {
 				return recordSeries(cmd, *rotOpts, f, fo, command, live)
+			}
+			if toParquet {
+				return recordParquet(cmd, path, f, fo, command, live)
 			}
 			w, err := tracefile.Create(path, tracefile.WriterOptions{})
 			if err != nil {
@@ -139,6 +150,33 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 	addLiveFlags(cmd, &live)
 	addRotateFlags(cmd, &rot)
 	return cmd
+}
+
+// recordParquet records to a Parquet file, names resolved as the events
+// arrive.
+func recordParquet(cmd *cobra.Command, path string, f *filter.Filter, fo filter.Options, command []string, live liveFlags) error {
+	size, err := parseSize(live.bufferSize)
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+	fo.PushDown(&opts)
+	finish := commandStatus(&opts)
+	stderr := cmd.ErrOrStderr()
+	pw := parquetfile.New(out, parquetfile.Options{})
+	s := &summary{Sink: problemWarner{Sink: resolve.NewResolver(pw), w: stderr}, w: stderr, verb: "recorded"}
+	err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	if err == nil {
+		fmt.Fprintf(stderr, "iotrace: wrote %s (%d rows)\n", path, pw.Rows())
+	}
+	return finish(err)
 }
 
 // recordSeries records to a rotated series of files.
