@@ -24,7 +24,7 @@ func TestSet(t *testing.T) {
 		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 4, Name: "/tmp/a", Time: 2},
 		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 4, End: true, Time: 3},
 		{Kind: event.FactName, Space: event.SpaceFD, Pid: 10, ProcStart: -5, Handle: 3, Name: "/etc/group", Time: 4}, // fd 3 reused
-		{Kind: event.FactProcess, Pid: 10, ProcStart: -5, Name: "cat", Time: 5}, // exec: image and cmdline kept
+		{Kind: event.FactProcess, Pid: 10, ProcStart: -5, Name: "cat", Time: 5},                                      // exec: image and cmdline kept
 		{Kind: event.FactProcess, Pid: 11, ProcStart: 6, Name: "ls", Time: 6},
 		{Kind: event.FactName, Space: event.SpaceCwd, Pid: 11, ProcStart: 6, Name: "/home", Time: 6},
 		{Kind: event.FactThread, Pid: 11, ProcStart: 6, Tid: 12, Time: 6},
