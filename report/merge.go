@@ -64,30 +64,17 @@ func Merge(parts []*Result, top int) (*Result, error) {
 		out.Layers = addLayers(out.Layers, p.Layers)
 		out.Problems = addProblems(out.Problems, p.Problems)
 		host := hostOf(&p.Trace)
-		out.Processes = append(out.Processes, withHost(p.Processes, host)...)
-		out.FilesByBytes = append(out.FilesByBytes, withHost(p.FilesByBytes, host)...)
-		out.FilesByTime = append(out.FilesByTime, withHost(p.FilesByTime, host)...)
-		for _, d := range p.Devices {
-			d.Host = cmp.Or(d.Host, host)
-			out.Devices = append(out.Devices, d)
-		}
-		for _, e := range p.Errors {
-			e.Host = cmp.Or(e.Host, host)
-			out.Errors = append(out.Errors, e)
-		}
+		entityHost := func(e *Entity) *string { return &e.Host }
+		out.Processes = appendOnHost(out.Processes, p.Processes, host, entityHost)
+		out.FilesByBytes = appendOnHost(out.FilesByBytes, p.FilesByBytes, host, entityHost)
+		out.FilesByTime = appendOnHost(out.FilesByTime, p.FilesByTime, host, entityHost)
+		out.Devices = appendOnHost(out.Devices, p.Devices, host, func(d *Device) *string { return &d.Host })
+		out.Errors = appendOnHost(out.Errors, p.Errors, host, func(e *ErrorGroup) *string { return &e.Host })
 		out.ErrorsTotal += p.ErrorsTotal
-		for _, s := range p.Slowest {
-			s.Host = cmp.Or(s.Host, host)
-			out.Slowest = append(out.Slowest, s)
-		}
-		for _, s := range p.SlowestBlock {
-			s.Host = cmp.Or(s.Host, host)
-			out.SlowestBlock = append(out.SlowestBlock, s)
-		}
-		for _, m := range p.Markers {
-			m.Host = cmp.Or(m.Host, host)
-			out.Markers = append(out.Markers, m)
-		}
+		slowHost := func(s *SlowOp) *string { return &s.Host }
+		out.Slowest = appendOnHost(out.Slowest, p.Slowest, host, slowHost)
+		out.SlowestBlock = appendOnHost(out.SlowestBlock, p.SlowestBlock, host, slowHost)
+		out.Markers = appendOnHost(out.Markers, p.Markers, host, func(m *Marker) *string { return &m.Host })
 		if p.Cache != nil {
 			cache.add(p.Cache)
 		}
@@ -248,55 +235,56 @@ func (a *opAcc) result() []OpSummary {
 	return out
 }
 
+// upsert adds v to the entry of dst that same finds, or appends it.
+func upsert[T any](dst []T, v T, same func(a, b *T) bool, add func(d, v *T)) []T {
+	for i := range dst {
+		if same(&dst[i], &v) {
+			add(&dst[i], &v)
+			return dst
+		}
+	}
+	return append(dst, v)
+}
+
 func addLayers(dst, src []LayerSummary) []LayerSummary {
 	for _, l := range src {
-		i := slices.IndexFunc(dst, func(d LayerSummary) bool { return d.Layer == l.Layer })
-		if i < 0 {
-			dst = append(dst, l)
-			continue
-		}
-		d := &dst[i]
-		d.Ops += l.Ops
-		d.Bytes += l.Bytes
-		d.Time += l.Time
-		d.Failed += l.Failed
-		d.Incomplete += l.Incomplete
+		dst = upsert(dst, l, func(a, b *LayerSummary) bool { return a.Layer == b.Layer }, func(d, l *LayerSummary) {
+			d.Ops += l.Ops
+			d.Bytes += l.Bytes
+			d.Time += l.Time
+			d.Failed += l.Failed
+			d.Incomplete += l.Incomplete
+		})
 	}
 	return dst
 }
 
 func addProblems(dst, src []Problem) []Problem {
 	for _, p := range src {
-		i := slices.IndexFunc(dst, func(d Problem) bool { return d.Kind == p.Kind && d.Name == p.Name && d.Origin == p.Origin })
-		if i < 0 {
-			dst = append(dst, p)
-		} else {
-			dst[i].Value += p.Value
-		}
+		dst = upsert(dst, p, func(a, b *Problem) bool { return a.Kind == b.Kind && a.Name == b.Name && a.Origin == b.Origin },
+			func(d, p *Problem) { d.Value += p.Value })
 	}
 	return dst
 }
 
 func addTracking(dst, src []TrackingInfo) []TrackingInfo {
 	for _, t := range src {
-		i := slices.IndexFunc(dst, func(d TrackingInfo) bool { return d.Table == t.Table })
-		if i < 0 {
-			dst = append(dst, t)
-		} else {
-			dst[i].Tracked += t.Tracked
-			dst[i].Pruned += t.Pruned
-		}
+		dst = upsert(dst, t, func(a, b *TrackingInfo) bool { return a.Table == b.Table },
+			func(d, t *TrackingInfo) { d.Tracked += t.Tracked; d.Pruned += t.Pruned })
 	}
 	return dst
 }
 
-func withHost(es []Entity, host string) []Entity {
-	out := make([]Entity, len(es))
-	for i, e := range es {
-		e.Host = cmp.Or(e.Host, host)
-		out[i] = e
+// appendOnHost appends src to dst, setting the host of the entries that
+// have none (those of a one-trace report) to host.
+func appendOnHost[T any](dst, src []T, host string, hostOf func(*T) *string) []T {
+	for _, v := range src {
+		if h := hostOf(&v); *h == "" {
+			*h = host
+		}
+		dst = append(dst, v)
 	}
-	return out
+	return dst
 }
 
 // topBy sorts es by metric, largest first (ties by host and name), and
@@ -330,15 +318,11 @@ func (a *cacheAcc) add(c *Cache) {
 	a.c.DiskIOs += c.DiskIOs
 	a.c.DiskBytes += c.DiskBytes
 	for _, o := range c.PerOp {
-		i := slices.IndexFunc(a.perOp, func(d OpDisk) bool { return d.Op == o.Op })
-		if i < 0 {
-			a.perOp = append(a.perOp, o)
-			continue
-		}
-		d := &a.perOp[i]
-		d.Count += o.Count
-		d.DiskIOs += o.DiskIOs
-		d.DiskBytes += o.DiskBytes
+		a.perOp = upsert(a.perOp, o, func(x, y *OpDisk) bool { return x.Op == y.Op }, func(d, o *OpDisk) {
+			d.Count += o.Count
+			d.DiskIOs += o.DiskIOs
+			d.DiskBytes += o.DiskBytes
+		})
 	}
 }
 
