@@ -70,26 +70,30 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
-	r, err := input.Open(in)
+	traces, err := input.OpenAll(in)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer closeAll(traces)
+	if len(traces) > 1 && (format == "iot" || format == "perfetto" || format == "parquet") {
+		return fmt.Errorf("%s holds %d concatenated traces; a %s file holds one: convert to jsonl, csv or text, or split the input", in, len(traces), format)
+	}
 	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}
-	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
-	if err != nil {
-		closeOut()
-		return err
+	for _, r := range traces {
+		sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
+		if err != nil {
+			closeOut()
+			return err
+		}
+		if err := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()})); err != nil {
+			closeOut()
+			return readError(err)
+		}
 	}
-	runErr := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()}))
-	closeErr := closeOut()
-	if runErr != nil {
-		return readError(runErr)
-	}
-	return closeErr
+	return closeOut()
 }
 
 // newTraceSink returns the sink that writes format to w.

@@ -111,3 +111,43 @@ func TestPrintManyInputs(t *testing.T) {
 		t.Errorf("damaged first input: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), errs)
 	}
 }
+
+// TestConcatenatedJSONLTraces: jsonl traces concatenated with cat read
+// back as several traces in print, report and convert.
+func TestConcatenatedJSONLTraces(t *testing.T) {
+	dir := t.TempDir()
+	a, ta := writeSynthJSONL(t, dir, "a.jsonl", synth.Options{Seed: 51, Events: 900})
+	b, tb := writeSynthJSONL(t, dir, "b.jsonl", synth.Options{Seed: 52, Events: 700, OS: "windows"})
+	var all []byte
+	for _, p := range []string{a, b} {
+		d, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, d...)
+	}
+	cat := filepath.Join(dir, "cat.jsonl")
+	if err := os.WriteFile(cat, all, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runIotrace(t, "report", "--format", "json", cat)
+	var res report.Result
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Traces) != 2 || res.Trace.Events != uint64(len(ta.Events)+len(tb.Events)) {
+		t.Fatalf("report of two concatenated traces: exit %d, %d traces, %d events: %s", code, len(res.Traces), res.Trace.Events, errs)
+	}
+	// print -f jsonl of it is again two concatenated traces.
+	out, errs, code = runIotrace(t, "print", "-f", "jsonl", cat)
+	if code != 0 || strings.Count(out, `{"type":"header"`) != 2 {
+		t.Fatalf("print: exit %d, %d headers: %s", code, strings.Count(out, `{"type":"header"`), errs)
+	}
+	again := filepath.Join(dir, "again.jsonl")
+	if _, errs, code := runIotrace(t, "convert", cat, "-o", again); code != 0 {
+		t.Fatalf("convert to jsonl: %s", errs)
+	}
+	if _, errs, code := runIotrace(t, "report", again); code != 0 || errs != "" {
+		t.Errorf("report of the converted concatenation: exit %d: %s", code, errs)
+	}
+	if _, errs, code := runIotrace(t, "convert", cat, "-o", filepath.Join(dir, "x.iot")); code != 1 || !strings.Contains(errs, "2 concatenated traces") {
+		t.Errorf("convert of two traces to one .iot: exit %d: %s", code, errs)
+	}
+}

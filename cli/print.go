@@ -66,14 +66,27 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 	}
 	var damaged []error
 	for _, path := range paths {
-		if err := printTrace(cmd, w, path, format, fo, of); err != nil {
-			var de *damageError
-			if !errors.As(err, &de) {
-				closeOut()
-				return err
-			}
-			damaged = append(damaged, de.err)
+		traces, err := input.OpenAll(path)
+		if err != nil {
+			closeOut()
+			return err
 		}
+		for i, r := range traces {
+			name := path
+			if len(traces) > 1 {
+				name = fmt.Sprintf("%s (trace %d of %d)", path, i+1, len(traces))
+			}
+			if err := printTrace(cmd, w, r, name, format, fo, of); err != nil {
+				var de *damageError
+				if !errors.As(err, &de) {
+					closeAll(traces)
+					closeOut()
+					return err
+				}
+				damaged = append(damaged, de.err)
+			}
+		}
+		closeAll(traces)
 	}
 	closeErr := closeOut()
 	if len(damaged) > 0 {
@@ -87,17 +100,13 @@ type damageError struct{ err error }
 
 func (d *damageError) Error() string { return d.err.Error() }
 
-// printTrace reads path through the filter into the output format on w.
-func printTrace(cmd *cobra.Command, w io.Writer, path, format string, fo filter.Options, of outputFlags) error {
+// printTrace reads one trace through the filter into the output format
+// on w.
+func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, name, format string, fo filter.Options, of outputFlags) error {
 	f, err := filter.New(fo)
 	if err != nil {
 		return err
 	}
-	r, err := input.Open(path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
 	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
 	if err != nil {
 		return err
@@ -107,7 +116,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, path, format string, fo filter.
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
 	if err := r.Run(cmd.Context(), f.Sink(sink)); err != nil {
-		return &damageError{fmt.Errorf("%s: %w", path, err)}
+		return &damageError{fmt.Errorf("%s: %w", name, err)}
 	}
 	return nil
 }

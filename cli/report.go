@@ -80,10 +80,7 @@ later without their events: iotrace report --merge a.json b.json.`,
 			if err != nil {
 				return err
 			}
-			if len(paths) > 1 {
-				return runReports(cmd.Context(), paths, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			}
-			return runReport(cmd.Context(), paths[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runReports(cmd.Context(), paths, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -136,35 +133,9 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	return runErr
 }
 
-func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr io.Writer) error {
-	if err := checkReportFlags(f); err != nil {
-		return err
-	}
-	flt, err := filter.New(f.filter)
-	if err != nil {
-		return err
-	}
-	rep, runErr := reportOf(ctx, path, f, flt, stderr)
-	if rep == nil {
-		return runErr
-	}
-	// A damaged or interrupted trace still gets its report: what was
-	// read is not lost. The error follows it.
-	if err := writeReport(rep, f, stdout); err != nil {
-		return errors.Join(runErr, err)
-	}
-	return runErr
-}
-
-// reportOf reads the trace at path into a report. A damaged trace returns
-// the report of what was read and an error saying so; a trace that cannot
-// be opened returns no report.
-func reportOf(ctx context.Context, path string, f *reportFlags, flt *filter.Filter, stderr io.Writer) (*report.Report, error) {
-	in, err := input.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
+// reportOf reads one trace into a report. A damaged trace returns the
+// report of what was read and an error saying so.
+func reportOf(ctx context.Context, in input.Reader, name string, f *reportFlags, flt *filter.Filter, stderr io.Writer) (*report.Report, error) {
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
 	sink := flt.Sink(rep)
 	var prog *report.Progress
@@ -177,35 +148,71 @@ func reportOf(ctx context.Context, path string, f *reportFlags, flt *filter.Filt
 		prog.Done()
 	}
 	if runErr != nil {
-		return rep, fmt.Errorf("report on %s covers only what was read before: %w", path, runErr)
+		return rep, fmt.Errorf("report on %s covers only what was read before: %w", name, runErr)
 	}
 	return rep, nil
 }
 
-// runReports reads each trace in turn (memory stays that of one report)
-// and writes the merge of their reports.
+// openTraces opens every trace of the files at paths (a jsonl file may
+// hold several). The caller closes them.
+func openTraces(paths []string) ([]input.Reader, error) {
+	var all []input.Reader
+	for _, p := range paths {
+		rs, err := input.OpenAll(p)
+		if err != nil {
+			closeAll(all)
+			return nil, err
+		}
+		all = append(all, rs...)
+	}
+	return all, nil
+}
+
+func closeAll(rs []input.Reader) {
+	for _, r := range rs {
+		r.Close()
+	}
+}
+
+// runReports reports on the traces of paths: one trace gives its report
+// (with a heatmap if asked); several are read in turn (memory stays that
+// of one report) and their reports merged. A damaged or interrupted trace
+// still gets its report: what was read is not lost; the error follows it.
 func runReports(ctx context.Context, paths []string, f *reportFlags, stdout, stderr io.Writer) error {
 	if err := checkReportFlags(f); err != nil {
 		return err
-	}
-	if f.heatmap != "" {
-		return fmt.Errorf("--heatmap draws one trace; give one input")
 	}
 	flt, err := filter.New(f.filter)
 	if err != nil {
 		return err
 	}
+	traces, err := openTraces(paths)
+	if err != nil {
+		return err
+	}
+	defer closeAll(traces)
+	if len(traces) == 1 {
+		rep, runErr := reportOf(ctx, traces[0], paths[0], f, flt, stderr)
+		if err := writeReport(rep, f, stdout); err != nil {
+			return errors.Join(runErr, err)
+		}
+		return runErr
+	}
+	if f.heatmap != "" {
+		return fmt.Errorf("--heatmap draws one trace; the input holds %d", len(traces))
+	}
 	var parts []*report.Result
 	var damaged []error
-	for _, p := range paths {
-		rep, err := reportOf(ctx, p, f, flt, stderr)
-		if rep == nil {
-			return err
-		}
+	for i, in := range traces {
+		name := fmt.Sprintf("trace %d of %d", i+1, len(traces))
+		rep, err := reportOf(ctx, in, name, f, flt, stderr)
 		if err != nil {
 			damaged = append(damaged, err)
 		}
 		parts = append(parts, rep.Result())
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	res, err := report.Merge(parts, f.top)
 	if err != nil {

@@ -92,6 +92,31 @@ func Open(path string) (Reader, error) {
 		path, describe(head), strings.Join(names, ", "))
 }
 
+// OpenAll opens the traces of the file at path: one for every format but
+// jsonl, whose traces may be concatenated (cat a.jsonl b.jsonl > c.jsonl):
+// there each trace is a Reader of its own. Close every Reader returned.
+func OpenAll(path string) ([]Reader, error) {
+	head, err := sniff(path)
+	if err != nil {
+		return nil, err
+	}
+	if !jsonlFormat.Match(head) {
+		r, err := Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return []Reader{r}, nil
+	}
+	rs, err := splitJSONL(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rs {
+		rs[i] = resolving{r}
+	}
+	return rs, nil
+}
+
 func sniff(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
