@@ -21,29 +21,29 @@ type row struct {
 	OS           string `parquet:"os,dict"`
 	OSVersion    string `parquet:"os_version,dict"`
 	TraceID      string `parquet:"trace_id,dict"`
-	TraceStart   int64  `parquet:"trace_start,timestamp(microsecond)"`
-	TraceStartNS int64  `parquet:"trace_start_ns"`
+	TraceStart   int64  `parquet:"trace_start,timestamp(microsecond),delta"`
+	TraceStartNS int64  `parquet:"trace_start_ns,delta"`
 	Source       string `parquet:"source,dict"`
 
 	// The event.
 	ID         int64  `parquet:"id,delta"`
 	TimeNS     int64  `parquet:"time_ns,delta"`
 	TS         int64  `parquet:"ts,timestamp(microsecond),delta"`
-	DurationNS int64  `parquet:"duration_ns"`
-	WaitNS     int64  `parquet:"wait_ns"`
+	DurationNS int64  `parquet:"duration_ns,delta"`
+	WaitNS     int64  `parquet:"wait_ns,delta"`
 	Layer      string `parquet:"layer,dict"`
 	Op         string `parquet:"op,dict"`
 	Native     string `parquet:"native,dict"`
 	Status     string `parquet:"status,dict"`
-	Code       int64  `parquet:"code"`
+	Code       int64  `parquet:"code,delta"`
 	Failed     bool   `parquet:"failed"`
 	Flags      string `parquet:"flags,dict"`
 
 	// Who.
-	CPU         int64  `parquet:"cpu"`
-	Pid         int64  `parquet:"pid"`
-	Tid         int64  `parquet:"tid"`
-	ProcStartNS int64  `parquet:"proc_start_ns"`
+	CPU         int64  `parquet:"cpu,delta"`
+	Pid         int64  `parquet:"pid,delta"`
+	Tid         int64  `parquet:"tid,delta"`
+	ProcStartNS int64  `parquet:"proc_start_ns,delta"`
 	Comm        string `parquet:"comm,dict"`
 	Image       string `parquet:"image,dict,optional"`
 	Cmdline     string `parquet:"cmdline,dict,optional"`
@@ -56,14 +56,14 @@ type row struct {
 	FileKey     uint64 `parquet:"file_key,optional"`
 	Inode       uint64 `parquet:"inode,optional"`
 	Offset      *int64 `parquet:"offset"`
-	Size        uint64 `parquet:"size"`
+	Size        uint64 `parquet:"size,delta"`
 	Bytes       *int64 `parquet:"bytes"`
-	OpenFlags   int64  `parquet:"open_flags"`
-	Mode        int64  `parquet:"mode"`
-	IOFlags     int64  `parquet:"io_flags"`
-	Info        int64  `parquet:"info"`
-	Disposition int32  `parquet:"disposition"`
-	Priority    int32  `parquet:"priority"`
+	OpenFlags   int64  `parquet:"open_flags,delta"`
+	Mode        int64  `parquet:"mode,delta"`
+	IOFlags     int64  `parquet:"io_flags,delta"`
+	Info        int64  `parquet:"info,delta"`
+	Disposition int32  `parquet:"disposition,delta"`
+	Priority    int32  `parquet:"priority,delta"`
 
 	// Block I/O and causes.
 	Dev         string  `parquet:"dev,dict,optional"`
@@ -71,8 +71,8 @@ type row struct {
 	Sector      *uint64 `parquet:"sector"`
 	Request     uint64  `parquet:"request,optional"`
 	Cause       int64   `parquet:"cause,optional"`
-	CausedIOs   int64   `parquet:"caused_ios"`
-	CausedBytes int64   `parquet:"caused_bytes"`
+	CausedIOs   int64   `parquet:"caused_ios,delta"`
+	CausedBytes int64   `parquet:"caused_bytes,delta"`
 
 	Note string `parquet:"note,optional"`
 }
