@@ -1,0 +1,288 @@
+package symbolize
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Module is an executable or library mapped into a process, as a trace
+// records it.
+type Module struct {
+	// Path is the file as it was mapped.
+	Path string
+	// ID is the file's identity: "gnu:" and the hex GNU build-id, or
+	// "go:" and the Go build ID; "" when unknown.
+	ID string
+	// Start and End bound the mapping's addresses; Offset is the file
+	// offset mapped at Start.
+	Start, End, Offset uint64
+	// Vaddr is the ELF virtual address mapped at Start, read from the
+	// file's program headers when the mapping was recorded (VaddrKnown).
+	// It lets a separate debug file, whose program headers no longer
+	// hold file offsets, name the module's addresses.
+	Vaddr      uint64
+	VaddrKnown bool
+}
+
+// Frame is one symbolized address.
+type Frame struct {
+	Addr uint64
+	// Module is the base name of the module's path ("" when no module
+	// holds Addr) and Offset the address's offset in the module's file.
+	Module string
+	Offset uint64
+	// Function is the (demangled) function name; File and Line the
+	// source position when debug information has it.
+	Function string
+	File     string
+	Line     int
+	// Reason says why Function is empty (Resolved when it is not).
+	Reason Reason
+}
+
+// String renders the frame: "inner_fn (a.c:12)", "inner_fn", or
+// "libfoo.so+0x1234" / "0x7f001234" when unresolved.
+func (f Frame) String() string {
+	if f.Function != "" {
+		if f.File != "" {
+			return f.Function + " (" + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line) + ")"
+		}
+		return f.Function
+	}
+	if f.Module != "" {
+		return f.Module + "+0x" + strconv.FormatUint(f.Offset, 16)
+	}
+	return "0x" + strconv.FormatUint(f.Addr, 16)
+}
+
+// Reason classifies a frame that could not be named.
+type Reason uint8
+
+// Reasons.
+const (
+	Resolved   Reason = iota
+	NoModule          // no module of the process holds the address
+	NoID              // the module was recorded without an identity
+	NoFile            // no file with the module's identity was found
+	IDMismatch        // files were found, but with another identity
+	NoSymbols         // the matching file has no symbol table (stripped)
+	NoSymbol          // no symbol covers the address
+	BadFile           // the matching file could not be read
+	NoLayout          // only a separate debug file matched, and the module was recorded without its virtual address
+	numReasons
+)
+
+var reasonNames = [...]string{
+	"resolved",
+	"frames outside every known module",
+	"frames in modules recorded without a build-id",
+	"frames whose module file (by build-id) was not found",
+	"frames not named: the files found have another build-id",
+	"frames in modules whose file has no symbols (stripped)",
+	"frames at addresses no symbol covers",
+	"frames in module files that could not be read",
+	"frames in modules recorded without their virtual address, with only a separate debug file",
+}
+
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Options configure a Symbolizer.
+type Options struct {
+	// Dirs are the user's symbol directories (--symbols), searched
+	// first: DIR/BUILDID/debuginfo (debuginfod's cache),
+	// DIR/.build-id/xx/rest.debug and DIR/.build-id/xx/rest.
+	Dirs []string
+	// DebugDirs are the system's debug directories, searched next
+	// (DIR/.build-id/xx/rest.debug); nil means /usr/lib/debug, an empty
+	// non-nil slice none.
+	DebugDirs []string
+	// NoModulePath skips the module's own path (by default used last,
+	// when its identity matches).
+	NoModulePath bool
+}
+
+// Symbolizer names addresses. It caches the files it opens (by path) and
+// counts the frames it could not name.
+type Symbolizer struct {
+	opts   Options
+	files  map[string]*symFile // by path; nil value: unreadable
+	byID   map[string]*symFile // by identity: the file chosen for it (nil: none)
+	reason map[string]Reason   // by identity: why none was chosen
+	counts [numReasons]uint64
+}
+
+// New returns a Symbolizer.
+func New(opts Options) *Symbolizer {
+	if opts.DebugDirs == nil {
+		opts.DebugDirs = []string{"/usr/lib/debug"}
+	}
+	return &Symbolizer{opts: opts, files: map[string]*symFile{}, byID: map[string]*symFile{}, reason: map[string]Reason{}}
+}
+
+// Counts returns how many frames were left unnamed, by reason (Resolved
+// counts the named ones).
+func (s *Symbolizer) Counts() map[Reason]uint64 {
+	out := map[Reason]uint64{}
+	for r, n := range s.counts {
+		if n > 0 {
+			out[Reason(r)] = n
+		}
+	}
+	return out
+}
+
+// Symbolize names addr, an address in module m (nil when the trace knows
+// no module holding it).
+func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
+	f := Frame{Addr: addr}
+	if m == nil || addr < m.Start || (m.End != 0 && addr >= m.End) {
+		return s.done(f, NoModule)
+	}
+	f.Module = filepath.Base(m.Path)
+	f.Offset = addr - m.Start + m.Offset
+	if m.ID == "" {
+		return s.done(f, NoID)
+	}
+	sf, why := s.fileFor(m)
+	if sf == nil {
+		return s.done(f, why)
+	}
+	var vaddr uint64
+	switch {
+	case m.VaddrKnown:
+		vaddr = addr - m.Start + m.Vaddr
+	case sf.debugOnly:
+		return s.done(f, NoLayout)
+	default:
+		v, ok := sf.vaddr(f.Offset)
+		if !ok {
+			return s.done(f, NoSymbol)
+		}
+		vaddr = v
+	}
+	if !sf.hasSymbols() {
+		return s.done(f, NoSymbols)
+	}
+	name, file, line := sf.lookup(vaddr)
+	if name == "" {
+		return s.done(f, NoSymbol)
+	}
+	f.Function, f.File, f.Line = name, file, line
+	return s.done(f, Resolved)
+}
+
+func (s *Symbolizer) done(f Frame, r Reason) Frame {
+	f.Reason = r
+	s.counts[r]++
+	return f
+}
+
+// fileFor returns the file with m's identity, or why there is none.
+func (s *Symbolizer) fileFor(m *Module) (*symFile, Reason) {
+	if sf, ok := s.byID[m.ID]; ok {
+		return sf, s.reason[m.ID]
+	}
+	sf, why := s.find(m)
+	s.byID[m.ID], s.reason[m.ID] = sf, why
+	return sf, why
+}
+
+func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
+	why := NoFile
+	try := func(path string) *symFile {
+		sf, err := s.open(path)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				why = max(why, BadFile)
+			}
+			return nil
+		}
+		if sf.id != m.ID {
+			why = max(why, IDMismatch)
+			return nil
+		}
+		return sf
+	}
+	kind, id, _ := strings.Cut(m.ID, ":")
+	if kind == "gnu" && len(id) > 2 {
+		for _, d := range s.opts.Dirs {
+			for _, p := range []string{
+				filepath.Join(d, id, "debuginfo"),
+				filepath.Join(d, ".build-id", id[:2], id[2:]+".debug"),
+				filepath.Join(d, ".build-id", id[:2], id[2:]),
+			} {
+				if sf := try(p); sf != nil {
+					return sf, Resolved
+				}
+			}
+		}
+		for _, d := range s.opts.DebugDirs {
+			if sf := try(filepath.Join(d, ".build-id", id[:2], id[2:]+".debug")); sf != nil {
+				return sf, Resolved
+			}
+		}
+	}
+	if kind == "go" {
+		// Go programs carry their own symbols: a copy of the binary in a
+		// symbol directory under its base name is found there.
+		for _, d := range s.opts.Dirs {
+			if sf := try(filepath.Join(d, filepath.Base(m.Path))); sf != nil {
+				return sf, Resolved
+			}
+		}
+	}
+	if !s.opts.NoModulePath {
+		if sf := try(m.Path); sf != nil {
+			return sf, Resolved
+		}
+	}
+	return nil, why
+}
+
+// open reads the file at path (cached).
+func (s *Symbolizer) open(path string) (*symFile, error) {
+	if sf, ok := s.files[path]; ok {
+		if sf == nil {
+			return nil, os.ErrNotExist
+		}
+		return sf, nil
+	}
+	sf, err := openFile(path)
+	if err != nil {
+		s.files[path] = nil
+		return nil, err
+	}
+	s.files[path] = sf
+	return sf, nil
+}
+
+// Problems describes the unnamed frames for a trace's problem summary,
+// one line per reason, most frequent first.
+func (s *Symbolizer) Problems() []string {
+	var out []string
+	type rc struct {
+		r Reason
+		n uint64
+	}
+	var rs []rc
+	for r, n := range s.counts {
+		if Reason(r) != Resolved && n > 0 {
+			rs = append(rs, rc{Reason(r), n})
+		}
+	}
+	sortFunc(rs, func(a, b rc) int { return cmp.Compare(b.n, a.n) })
+	for _, x := range rs {
+		out = append(out, fmt.Sprintf("%d %s", x.n, x.r))
+	}
+	return out
+}
