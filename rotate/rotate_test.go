@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,9 +81,8 @@ func TestSeries(t *testing.T) {
 		if !strings.HasPrefix(filepath.Base(f), "rec-"+tr.Header.Hostname+"-20261125T05") {
 			t.Errorf("file name %s", filepath.Base(f))
 		}
-		st, err := os.Stat(f)
-		if err != nil || st.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %v, %v", f, st.Mode(), err)
+		if st, err := os.Stat(f); err != nil || (runtime.GOOS != "windows" && st.Mode().Perm() != 0o600) {
+			t.Errorf("%s: %v, %v", f, st, err)
 		}
 		part := readFile(t, f)
 		if !part.Ended {
@@ -196,6 +196,9 @@ func TestSeriesOptions(t *testing.T) {
 		if _, err := New(o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	if runtime.GOOS == "windows" {
+		return // symbolic links need a privilege there
 	}
 	// A symlink where the next file would go is never written through.
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
