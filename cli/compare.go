@@ -104,7 +104,7 @@ func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdou
 		err = res.WriteText(stdout, compare.TextOptions{Color: useColor(stdout)})
 	}
 	if runErr != nil {
-		return fmt.Errorf("comparison covers only what was read: %w", runErr)
+		return damaged(ctx, fmt.Errorf("comparison covers only what was read: %w", runErr))
 	}
 	return err
 }

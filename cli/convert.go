@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -58,9 +56,6 @@ every intact event, then fails naming the byte offset of the damage.`,
 
 // convertTrace reads in through the filter into the writer of format.
 func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of outputFlags) error {
-	if same(in, of.path) {
-		return fmt.Errorf("convert: input and output are the same file %s", in)
-	}
 	f, err := filter.New(fo)
 	if err != nil {
 		return err
@@ -70,17 +65,18 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 		return err
 	}
 	defer r.Close()
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), in)
 	if err != nil {
 		return err
 	}
 	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
 	if err != nil {
-		closeOut()
+		closeOut(false)
 		return err
 	}
 	runErr := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()}))
-	closeErr := closeOut()
+	// A damaged input's output holds every intact event: it is kept.
+	closeErr := closeOut(cmd.Context().Err() == nil)
 	if runErr != nil {
 		return readError(runErr)
 	}
@@ -99,17 +95,4 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 		o.Facts = true // jsonl is the lossless form; csv ignores facts
 	}
 	return output.New(format, w, o)
-}
-
-// same reports whether two paths name the same existing file.
-func same(a, b string) bool {
-	if b == "" || b == "-" {
-		return false
-	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	if err1 == nil && err2 == nil {
-		return os.SameFile(sa, sb)
-	}
-	return filepath.Clean(a) == filepath.Clean(b)
 }

@@ -3,13 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/output"
 )
 
@@ -81,21 +81,47 @@ func formatForExt(path string) string {
 }
 
 // openOutput returns the writer for path ("" or "-" is stdout) and a
-// function that closes it, reporting any write error.
-func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+// function that finishes it: the file is created by internal/outfile's
+// rule (never one of inputs, never through a symlink, 0600, written to a
+// temporary file) and finish(true) renames it into place, reporting any
+// write error; finish(false), or any write error, removes it and leaves
+// what was at path.
+func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		return stdout, func(bool) error { return nil }, nil
 	}
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, inputs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, func() error {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("close %s: %w", path, err)
+	w := &errWriter{w: f}
+	return w, func(keep bool) error {
+		if !keep || w.err != nil {
+			f.Abort()
+			if w.err != nil {
+				return fmt.Errorf("write %s: %w", path, w.err)
+			}
+			return nil
 		}
-		return nil
+		return f.Commit()
 	}, nil
+}
+
+// errWriter remembers the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // problemWarner passes a stream on and, at its end, warns on w about every

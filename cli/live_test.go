@@ -83,3 +83,24 @@ func TestCommandExitStatus(t *testing.T) {
 		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
 	}
 }
+
+// TestTraceKeepsCommandOutputApart: with the trace on stdout, the traced
+// command's own output goes to stderr, so that "trace -f jsonl -- CMD |
+// jq" reads only the trace; with -o it stays on stdout.
+func TestTraceKeepsCommandOutputApart(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	// The shell computes the marker: the command line holds no "42".
+	const marker, echo = "printed-by-the-command-42", "echo printed-by-the-command-$((6*7))"
+	out, stderr, code := runCLI(t, "trace", "-f", "jsonl", "--layer", "file", "--", "sh", "-c", echo)
+	if code != 0 {
+		t.Fatalf("trace: code %d\n%s", code, stderr)
+	}
+	if strings.Contains(out, marker) || !strings.Contains(stderr, marker) {
+		t.Errorf("the command's output is not on stderr:\nstdout %q\nstderr %q", out, stderr)
+	}
+	readJSONL(t, out) // fails unless stdout is a jsonl trace and nothing else
+	_, stderr, code = runCLI(t, "report", "--live", "--format", "json", "--layer", "file", "--", "sh", "-c", echo)
+	if code != 0 || !strings.Contains(stderr, marker) {
+		t.Errorf("report --live: code %d, the command's output not on stderr: %q", code, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -57,13 +58,13 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 		return err
 	}
 	defer r.Close()
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), path)
 	if err != nil {
 		return err
 	}
 	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
 	if err != nil {
-		closeOut()
+		closeOut(false)
 		return err
 	}
 	var sink event.Sink = out
@@ -71,11 +72,26 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
 	runErr := r.Run(cmd.Context(), f.Sink(sink))
-	closeErr := closeOut()
+	// A damaged input's output holds every intact event: it is kept.
+	closeErr := closeOut(cmd.Context().Err() == nil)
 	if runErr != nil {
 		return readError(runErr)
 	}
 	return closeErr
+}
+
+// damaged gives err, the error that stopped reading an input after its
+// output was written, the exit code of damaged input (2), as readError
+// does, unless the user interrupted the command (ctx done).
+func damaged(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: 2, Err: err}
 }
 
 // readError marks an error from reading a trace: the output holds every

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -93,10 +95,11 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if _, err := pickLiveBackend(); err != nil {
 				return err
 			}
-			w, err := tracefile.Create(path, tracefile.WriterOptions{})
+			out, err := outfile.Create(path)
 			if err != nil {
-				return fmt.Errorf("create %s: %w", path, err)
+				return err
 			}
+			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
 			fo.PushDown(&opts)
 			if len(command) > 0 {
@@ -107,17 +110,36 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			pf := &periodicFlush{Writer: w, every: time.Second}
 			s := &summary{Sink: problemWarner{Sink: pf, w: stderr}, w: stderr, verb: "recorded"}
 			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-			if cerr := w.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("write %s: %w", path, cerr)
-			}
-			if err == nil {
-				fmt.Fprintf(stderr, "iotrace: wrote %s\n", path)
-			}
-			return finish(err)
+			return finish(finishRecording(out, w, err, stderr))
 		},
 	}
 	addFilterFlags(cmd, &fo)
 	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
 	return cmd
+}
+
+// finishRecording ends the trace file of a recording that stopped with
+// err. A recording is renamed into place whenever it holds a trace, even
+// when the trace stopped on an error (what was recorded is not lost); one
+// that failed to write stays in its temporary file, whose name is shown;
+// one that never began is removed, leaving what was at the path.
+func finishRecording(out *outfile.File, w *tracefile.Writer, err error, stderr io.Writer) error {
+	cerr := w.Close()
+	switch {
+	case w.Offset() == 0 && cerr == nil:
+		out.Abort()
+	case cerr != nil:
+		tmp, _ := out.Keep()
+		cerr = fmt.Errorf("write %s: %w (what was written is in %s)", out.Path(), cerr, tmp)
+	default:
+		cerr = out.Commit()
+		if cerr == nil && err == nil {
+			fmt.Fprintf(stderr, "iotrace: wrote %s\n", out.Path())
+		}
+	}
+	if err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/report"
 )
 
@@ -97,7 +98,8 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size}
+	// The report is on stdout; the command's own output goes to stderr.
+	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr}
 	f.filter.PushDown(&opts)
 	if len(command) > 0 {
 		opts.FollowChildren = true
@@ -138,16 +140,16 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr 
 	}
 	// A damaged or interrupted trace still gets its report: what was
 	// read is not lost. The error follows it.
-	if err := writeReport(rep, f, stdout); err != nil {
+	if err := writeReport(rep, f, stdout, path); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
-		return fmt.Errorf("report on %s covers only what was read before: %w", path, runErr)
+		return damaged(ctx, fmt.Errorf("report on %s covers only what was read before: %w", path, runErr))
 	}
 	return nil
 }
 
-func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
+func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, inputs ...string) error {
 	res := rep.Result()
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -159,16 +161,16 @@ func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if f.heatmap != "" {
-		out, err := os.Create(f.heatmap)
+		out, err := outfile.Create(f.heatmap, inputs...)
 		if err != nil {
 			return fmt.Errorf("heatmap: %w", err)
 		}
 		if err := rep.WriteHeatmap(out); err != nil {
-			out.Close()
+			out.Abort()
 			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
 		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
+		if err := out.Commit(); err != nil {
+			return fmt.Errorf("heatmap: %w", err)
 		}
 	}
 	return nil

@@ -117,7 +117,7 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if err != nil {
 		return err
 	}
-	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout())
+	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout(), rf.input, path)
 	if err != nil {
 		return err
 	}
@@ -136,20 +136,24 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		Stop:      cancel,
 	})
 	if err != nil {
-		closeOut()
+		closeOut(false)
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
 	sink := problemWarner{Sink: s, w: stderr}
 	var runErr error
 	if live {
-		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr)
+		var cmdOut io.Writer
+		if rf.output == "" || rf.output == "-" {
+			cmdOut = stderr // the script's output is on stdout
+		}
+		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
 	} else {
 		runErr = runScriptInput(ctx, rf.input, sink)
 	}
 	// on_end runs here if the source stopped without ending the trace.
 	closeErr := s.Close()
-	if err := closeOut(); closeErr == nil {
+	if err := closeOut(true); closeErr == nil {
 		closeErr = err
 	}
 	if rf.verbose {
@@ -194,12 +198,13 @@ func runScriptInput(ctx context.Context, path string, sink event.Sink) error {
 
 // runScriptLive traces this machine into the script (runLiveTo picks the
 // backend and handles Ctrl-C), with the script's filter pushed down.
-func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr io.Writer) error {
+// cmdOut, when set, is the command's standard output.
+func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr, cmdOut io.Writer) error {
 	size, err := parseSize(lf.bufferSize)
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0}
+	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0, CommandStdout: cmdOut}
 	push := s.Pushdown()
 	if push.Never {
 		return fmt.Errorf("the filter %q can match no event", s.Filter())

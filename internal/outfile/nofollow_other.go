@@ -1,0 +1,5 @@
+//go:build !unix
+
+package outfile
+
+const nofollow = 0

@@ -1,0 +1,7 @@
+//go:build unix
+
+package outfile
+
+import "syscall"
+
+const nofollow = syscall.O_NOFOLLOW
