@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
@@ -18,12 +20,71 @@ import (
 // shell completions.
 func addFilterFlags(cmd *cobra.Command, o *filter.Options) {
 	filter.AddFlags(cmd.Flags(), o)
+	// --op help lists the ops and exits (before the command runs).
+	opFlag := cmd.Flags().Lookup("op")
+	help := &opHelp{Value: opFlag.Value}
+	opFlag.Value = help
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if help.asked {
+				return nil // "iotrace print --op help" needs no file
+			}
+			return args(c, a)
+		}
+	}
+	run := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if help.asked {
+			if _, err := io.WriteString(c.OutOrStdout(), opList()); err != nil {
+				return err
+			}
+			return errListed
+		}
+		if run != nil {
+			return run(c, args)
+		}
+		return nil
+	}
 	ops := make([]string, 0, event.NumOps)
 	for op := event.Op(1); int(op) < event.NumOps; op++ {
 		ops = append(ops, op.String())
 	}
 	_ = cmd.RegisterFlagCompletionFunc("op", fixedCompletion(ops...))
 	_ = cmd.RegisterFlagCompletionFunc("layer", fixedCompletion("file", "block", "marker"))
+}
+
+// opHelp is the --op flag's value that also takes "help".
+type opHelp struct {
+	pflag.Value
+	asked bool
+}
+
+func (h *opHelp) Set(v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "help") {
+		h.asked = true
+		return nil
+	}
+	return h.Value.Set(v)
+}
+
+// errListed ends a command that printed what was asked (--op help) with
+// exit code 0.
+var errListed = errors.New("listed")
+
+// opList is the text of --op help: every op name, by layer.
+func opList() string {
+	var b strings.Builder
+	b.WriteString("Ops --op selects (comma-separated; docs/events.md maps each to system calls and ETW events):\n")
+	for _, l := range []event.Layer{event.LayerFile, event.LayerBlock, event.LayerMarker} {
+		var names []string
+		for op := event.Op(1); int(op) < event.NumOps; op++ {
+			if op.Layer() == l {
+				names = append(names, op.String())
+			}
+		}
+		fmt.Fprintf(&b, "  %-7s %s\n", l.String()+":", strings.Join(names, " "))
+	}
+	return b.String()
 }
 
 // outputFlags are the flags of commands that write a trace.

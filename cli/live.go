@@ -45,6 +45,9 @@ func runLive(ctx context.Context, opts backend.Options, sink event.Sink) error {
 }
 
 func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stderr io.Writer) error {
+	if err := checkLiveOptions(opts); err != nil {
+		return err
+	}
 	b, err := pickLiveBackend()
 	if err != nil {
 		return err
@@ -89,6 +92,21 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 		}
 	}()
 	return b.Run(ctx, opts, sink)
+}
+
+// checkLiveOptions refuses what would trace nothing or forever by
+// mistake: a negative --duration (which would mean no limit) and a --pid
+// of no running process.
+func checkLiveOptions(opts backend.Options) error {
+	if opts.Duration < 0 {
+		return fmt.Errorf("--duration %v: want a positive duration (or none to trace until stopped)", opts.Duration)
+	}
+	for _, p := range opts.Pids {
+		if !pidExists(p) {
+			return fmt.Errorf("--pid %d: no such process", p)
+		}
+	}
+	return nil
 }
 
 // commandStatus makes the traced command's exit status iotrace's, as

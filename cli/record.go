@@ -86,6 +86,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if err != nil {
 				return err
 			}
+			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids}); err != nil {
+				return err
+			}
 			if toETL {
 				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
 				fo.PushDown(&opts)
