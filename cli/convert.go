@@ -11,6 +11,7 @@ import (
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/perfetto"
+	"github.com/iotrace/iotrace/report"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -74,7 +75,15 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 		closeOut(false)
 		return err
 	}
-	runErr := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()}))
+	var s event.Sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
+	prog := withProgress(s, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
+	if prog != nil {
+		s = prog
+	}
+	runErr := r.Run(cmd.Context(), f.Sink(s))
+	if prog != nil {
+		prog.Done()
+	}
 	// A damaged input's output holds every intact event: it is kept.
 	closeErr := closeOut(cmd.Context().Err() == nil)
 	if runErr != nil {
@@ -95,4 +104,15 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 		o.Facts = true // jsonl is the lossless form; csv ignores facts
 	}
 	return output.New(format, w, o)
+}
+
+// withProgress returns next wrapped in a progress line on stderr, as
+// report shows it (after a second, rewritten in place), when stderr is a
+// terminal that the output (path, or stdout for "" and "-") does not share;
+// else nil.
+func withProgress(next event.Sink, stderr io.Writer, path string, stdout io.Writer) *report.Progress {
+	if !isTerminal(stderr) || ((path == "" || path == "-") && isTerminal(stdout)) {
+		return nil
+	}
+	return report.NewProgress(next, stderr, 0)
 }

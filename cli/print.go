@@ -71,7 +71,14 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 	if format != "text" || (of.path != "" && of.path != "-") {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
+	prog := withProgress(sink, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
+	if prog != nil {
+		sink = prog
+	}
 	runErr := r.Run(cmd.Context(), f.Sink(sink))
+	if prog != nil {
+		prog.Done()
+	}
 	// A damaged input's output holds every intact event: it is kept.
 	closeErr := closeOut(cmd.Context().Err() == nil)
 	if runErr != nil {
