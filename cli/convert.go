@@ -61,7 +61,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
-	r, err := input.Open(in)
+	r, err := input.OpenFrom(in, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -86,10 +86,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	}
 	// A damaged input's output holds every intact event: it is kept.
 	closeErr := closeOut(cmd.Context().Err() == nil)
-	if runErr != nil {
-		return readError(runErr)
-	}
-	return closeErr
+	return finishRead(runErr, closeErr)
 }
 
 // newTraceSink returns the sink that writes format to w.

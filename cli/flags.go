@@ -147,9 +147,18 @@ func formatForExt(path string) string {
 // temporary file) and finish(true) renames it into place, reporting any
 // write error; finish(false), or any write error, removes it and leaves
 // what was at path.
+//
+// A failed write makes finish return a *writeError, which a command
+// reports (exit 1) rather than the reading error it caused.
 func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
 	if path == "" || path == "-" {
-		return stdout, func(bool) error { return nil }, nil
+		w := &errWriter{w: stdout}
+		return w, func(bool) error {
+			if w.err != nil {
+				return &writeError{what: "standard output", err: w.err}
+			}
+			return nil
+		}, nil
 	}
 	f, err := outfile.Create(path, inputs...)
 	if err != nil {
@@ -160,12 +169,40 @@ func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, fun
 		if !keep || w.err != nil {
 			f.Abort()
 			if w.err != nil {
-				return fmt.Errorf("write %s: %w", path, w.err)
+				return &writeError{what: path, err: w.err}
 			}
 			return nil
 		}
-		return f.Commit()
+		if err := f.Commit(); err != nil {
+			return &writeError{what: path, err: err}
+		}
+		return nil
 	}, nil
+}
+
+// writeError is a failure to write the output: the input may be intact.
+type writeError struct {
+	what string
+	err  error
+}
+
+func (e *writeError) Error() string {
+	return fmt.Sprintf("writing %s failed, the output is incomplete: %v", e.what, e.err)
+}
+func (e *writeError) Unwrap() error { return e.err }
+
+// finishRead turns what a reading command's run and output returned into
+// its error: a write error first (exit 1: the output is incomplete, the
+// input may be intact), then a reading error (exit 2: damaged input).
+func finishRead(runErr, closeErr error) error {
+	var we *writeError
+	if errors.As(closeErr, &we) {
+		return closeErr
+	}
+	if runErr != nil {
+		return readError(runErr)
+	}
+	return closeErr
 }
 
 // errWriter remembers the first write error.

@@ -182,18 +182,42 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 type summary struct {
 	event.Sink
 	w      io.Writer
-	events uint64
+	events uint64 // events written
 	verb   string
+	failed error // the output's first error
 }
 
 func (s *summary) Event(e *event.Event) error {
+	if err := s.Sink.Event(e); err != nil {
+		s.fail(err)
+		return err
+	}
 	s.events++
-	return s.Sink.Event(e)
+	return nil
+}
+
+func (s *summary) Fact(f *event.Fact) error {
+	err := s.Sink.Fact(f)
+	s.fail(err)
+	return err
+}
+
+// fail remembers the first error of the output.
+func (s *summary) fail(err error) {
+	if s.failed == nil {
+		s.failed = err
+	}
 }
 
 func (s *summary) End(t *event.Trailer) error {
 	err := s.Sink.End(t)
+	s.fail(err)
 	lost := t.Stats.Total(event.CountLost)
+	if s.failed != nil {
+		// The kernel's count says nothing of what the output dropped.
+		fmt.Fprintf(s.w, "iotrace: %s %d events (%d lost by the kernel), then writing the output failed: %v; the output lacks the events after that\n", s.verb, s.events, lost, s.failed)
+		return err
+	}
 	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
 	return err
 }

@@ -53,7 +53,7 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
-	r, err := input.Open(path)
+	r, err := input.OpenFrom(path, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -81,10 +81,7 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 	}
 	// A damaged input's output holds every intact event: it is kept.
 	closeErr := closeOut(cmd.Context().Err() == nil)
-	if runErr != nil {
-		return readError(runErr)
-	}
-	return closeErr
+	return finishRead(runErr, closeErr)
 }
 
 // damaged gives err, the error that stopped reading an input after its

@@ -61,7 +61,7 @@ With --live, report traces this machine instead (like trace: a command after
 			if len(args) != 1 || cmd.ArgsLenAtDash() >= 0 {
 				return fmt.Errorf("report needs one trace file (or --live to trace this machine)")
 			}
-			return runReport(cmd.Context(), args[0], &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runReport(cmd.Context(), args[0], &f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -114,7 +114,7 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	return runErr
 }
 
-func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr io.Writer) error {
+func runReport(ctx context.Context, path string, f *reportFlags, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := checkReportFlags(f); err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	in, err := input.Open(path)
+	in, err := input.OpenFrom(path, stdin)
 	if err != nil {
 		return err
 	}

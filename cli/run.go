@@ -109,6 +109,9 @@ The language reference and the event fields: docs/scripts.md, or
 
 // runScript loads the script and runs it over the input or live.
 func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) error {
+	if path == "-" && rf.input == "-" {
+		return fmt.Errorf("run: the script and the --input trace cannot both be standard input (-)")
+	}
 	src, err := readScript(path, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -149,7 +152,7 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		}
 		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
 	} else {
-		runErr = runScriptInput(ctx, rf.input, sink)
+		runErr = runScriptInput(ctx, rf.input, cmd.InOrStdin(), sink)
 	}
 	// on_end runs here if the source stopped without ending the trace.
 	closeErr := s.Close()
@@ -187,8 +190,8 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 }
 
 // runScriptInput plays a recorded trace into the script.
-func runScriptInput(ctx context.Context, path string, sink event.Sink) error {
-	r, err := input.Open(path)
+func runScriptInput(ctx context.Context, path string, stdin io.Reader, sink event.Sink) error {
+	r, err := input.OpenFrom(path, stdin)
 	if err != nil {
 		return err
 	}
