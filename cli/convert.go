@@ -70,7 +70,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
-	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
+	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 	if err != nil {
 		closeOut(false)
 		return err

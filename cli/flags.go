@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/internal/outfile"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/output"
 )
 
@@ -235,7 +236,7 @@ func (p problemWarner) End(t *event.Trailer) error {
 	if probs := t.Stats.Problems(); len(probs) > 0 {
 		parts := make([]string, len(probs))
 		for i, c := range probs {
-			parts[i] = fmt.Sprintf("%d %s (%s)", c.Value, c.Kind, c.Name)
+			parts[i] = fmt.Sprintf("%d %s (%s)", c.Value, c.Kind, termesc.String(c.Name))
 		}
 		fmt.Fprintf(p.w, "iotrace: warning: the trace is incomplete: %s\n", strings.Join(parts, ", "))
 	}

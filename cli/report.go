@@ -187,6 +187,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// toTerminal reports whether an output to path ("" and "-" are stdout)
+// goes to a terminal, where names from the traced system are shown by the
+// terminal rule (internal/termesc) in every format meant for people.
+func toTerminal(path string, stdout io.Writer) bool {
+	return (path == "" || path == "-") && isTerminal(stdout)
+}
+
 // useColor reports whether to colour output to w: a terminal, and NO_COLOR
 // unset (https://no-color.org).
 func useColor(w io.Writer) bool {

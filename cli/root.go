@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // Version is the iotrace version, set at build time with
@@ -35,7 +37,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil || errors.Is(err, errListed) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "iotrace: %v\n", err)
+	// Errors quote paths and names from traces: the terminal rule applies.
+	fmt.Fprintf(stderr, "iotrace: %s\n", termesc.Lines(err.Error()))
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code

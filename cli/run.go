@@ -14,6 +14,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/script"
 	"github.com/iotrace/iotrace/script/where"
 )
@@ -124,12 +125,19 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if err != nil {
 		return err
 	}
+	var esc *termesc.Writer
+	if toTerminal(rf.output, cmd.OutOrStdout()) {
+		// On a terminal the script's output follows the terminal rule:
+		// a path it prints cannot drive the terminal.
+		esc = termesc.NewWriter(out)
+		out = esc
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	live := rf.input == ""
 	s, err := script.Load(path, src, script.Options{
 		Stdout:    out,
-		Stderr:    cmd.ErrOrStderr(),
+		Stderr:    termesc.NewWriter(cmd.ErrOrStderr()), // warnings quote events
 		Where:     rf.where,
 		Args:      defines,
 		MaxSteps:  rf.maxSteps,
@@ -156,6 +164,11 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	}
 	// on_end runs here if the source stopped without ending the trace.
 	closeErr := s.Close()
+	if esc != nil {
+		if err := esc.Flush(); closeErr == nil {
+			closeErr = err
+		}
+	}
 	if err := closeOut(true); closeErr == nil {
 		closeErr = err
 	}

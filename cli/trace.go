@@ -48,7 +48,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if err != nil {
 				return err
 			}
-			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock})
+			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())})
 			if err != nil {
 				closeOut(false)
 				return err

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // FormatBytes renders a byte count with a binary unit: "512 B", "4.0 KiB",
@@ -205,22 +207,12 @@ func FitPath(p string, other, maxPath int) string {
 	return ShortenPath(p, max(min(LineWidth-other, maxPath), 24))
 }
 
-// Printable replaces control characters so that a name cannot break the
-// layout of a terminal.
-func Printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
+// Printable shows a name from the traced system by iotrace's one rule
+// for terminals (internal/termesc): control characters as their control
+// pictures, other non-printing characters as <U+XXXX>, bytes that are not
+// UTF-8 as <0xNN>, so that a name cannot break the layout of a terminal or
+// drive it.
+func Printable(s string) string { return termesc.String(s) }
 
 // visibleWidth is the number of runes of s outside ANSI escape sequences.
 func visibleWidth(s string) int {
