@@ -28,9 +28,12 @@ func TestOutputNeverOverInput(t *testing.T) {
 		{"run", script, "--input", in, "-o", script},
 		{"report", in, "--heatmap", link},
 	} {
-		_, errOut, code := runCLI(t, args...)
+		out, errOut, code := runCLI(t, args...)
 		if code == 0 || !strings.Contains(errOut, "same file as the input") {
 			t.Errorf("%v: exit %d, stderr %q; want refused", args, code, errOut)
+		}
+		if args[0] == "report" && out != "" {
+			t.Errorf("report read the trace before refusing its heatmap file:\n%.300s", out)
 		}
 		if got, _ := os.ReadFile(in); string(got) != string(orig) {
 			t.Fatalf("%v changed the input (%d bytes, was %d)", args, len(got), len(orig))

@@ -104,12 +104,18 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	if len(command) > 0 {
 		opts.FollowChildren = true
 	}
+	hm, err := createHeatmap(f)
+	if err != nil {
+		return err
+	}
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
 	runErr := runLiveTo(ctx, opts, flt.Sink(rep), stderr)
 	if rep.Began() {
-		if err := writeReport(rep, f, stdout); err != nil {
+		if err := writeReport(rep, f, stdout, hm); err != nil {
 			return errors.Join(runErr, err)
 		}
+	} else if hm != nil {
+		hm.Abort()
 	}
 	return runErr
 }
@@ -127,6 +133,12 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdin io.Reader
 		return err
 	}
 	defer in.Close()
+	// The heatmap file is checked (not the input, not a link) before the
+	// trace is read.
+	hm, err := createHeatmap(f, path)
+	if err != nil {
+		return err
+	}
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
 	sink := flt.Sink(rep)
 	var prog *report.Progress
@@ -140,7 +152,7 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdin io.Reader
 	}
 	// A damaged or interrupted trace still gets its report: what was
 	// read is not lost. The error follows it.
-	if err := writeReport(rep, f, stdout, path); err != nil {
+	if err := writeReport(rep, f, stdout, hm); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
@@ -149,7 +161,28 @@ func runReport(ctx context.Context, path string, f *reportFlags, stdin io.Reader
 	return nil
 }
 
-func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, inputs ...string) error {
+// createHeatmap starts the --heatmap file, if any (nil without one).
+func createHeatmap(f *reportFlags, inputs ...string) (*outfile.File, error) {
+	if f.heatmap == "" {
+		return nil, nil
+	}
+	out, err := outfile.Create(f.heatmap, inputs...)
+	if err != nil {
+		return nil, fmt.Errorf("heatmap: %w", err)
+	}
+	return out, nil
+}
+
+// writeReport writes the report to stdout and the heatmap to hm (when
+// not nil), which it commits or aborts.
+func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, hm *outfile.File) (err error) {
+	if hm != nil {
+		defer func() {
+			if err != nil {
+				hm.Abort()
+			}
+		}()
+	}
 	res := rep.Result()
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)
@@ -160,16 +193,11 @@ func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, inputs ..
 	} else if err := res.WriteText(stdout, report.TextOptions{Color: useColor(stdout), AllHistograms: f.allHistograms}); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if f.heatmap != "" {
-		out, err := outfile.Create(f.heatmap, inputs...)
-		if err != nil {
-			return fmt.Errorf("heatmap: %w", err)
-		}
-		if err := rep.WriteHeatmap(out); err != nil {
-			out.Abort()
+	if hm != nil {
+		if err := rep.WriteHeatmap(hm); err != nil {
 			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
 		}
-		if err := out.Commit(); err != nil {
+		if err := hm.Commit(); err != nil {
 			return fmt.Errorf("heatmap: %w", err)
 		}
 	}
