@@ -9,6 +9,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.41.0
 )
 
 require github.com/inconshreveable/mousetrap v1.1.0 // indirect

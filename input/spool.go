@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -20,6 +22,9 @@ func OpenFrom(path string, stdin io.Reader) (Reader, error) {
 	var src io.Reader
 	if path == "-" {
 		name, src = "standard input", stdin
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return nil, fmt.Errorf("standard input is a terminal: pipe a trace into it (iotrace print - < trace.iot)")
+		}
 	} else {
 		st, err := os.Stat(path)
 		if err != nil || st.Mode().IsRegular() || st.IsDir() {
@@ -37,13 +42,16 @@ func OpenFrom(path string, stdin io.Reader) (Reader, error) {
 		return nil, fmt.Errorf("%s: cannot spool it to a temporary file: %w", name, err)
 	}
 	spool := tmp.Name()
-	_, err = io.Copy(tmp, src)
+	n, err := io.Copy(tmp, src)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && n == 0 {
+		err = fmt.Errorf("empty, not a trace")
+	}
 	if err != nil {
 		os.Remove(spool)
-		return nil, fmt.Errorf("%s: spooling to %s: %w", name, spool, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r, err := Open(spool)
 	if err != nil {
