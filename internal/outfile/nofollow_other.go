@@ -2,4 +2,13 @@
 
 package outfile
 
+import "io/fs"
+
 const nofollow = 0
+
+// ownedByMe cannot tell owners apart here (Windows ACLs): every file is
+// taken as the user's own.
+func ownedByMe(fs.FileInfo) bool { return true }
+
+// trusted: as ownedByMe.
+func trusted(fs.FileInfo) bool { return true }

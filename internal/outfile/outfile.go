@@ -14,7 +14,10 @@
 //     good one was. A new file is 0600; a replaced regular file keeps its
 //     permission bits.
 //   - An existing device or FIFO (-o /dev/null, a named pipe) is written
-//     in place: there is nothing to rename over.
+//     in place, there being nothing to rename over, when it is the user's
+//     own or root's; another user's is refused (a FIFO in /tmp would receive the
+//     trace). A replaced file keeps its mode only when it was the user's
+//     own: another user's 0666 file must not make the trace readable.
 //
 // The standard library has every call needed; the package holds only the
 // rule, so that it is the same in every command.
@@ -54,6 +57,9 @@ func Create(path string, inputs ...string) (*File, error) {
 			return nil, fmt.Errorf("output %s is a directory", path)
 		}
 		if !st.Mode().IsRegular() {
+			if !trusted(st) {
+				return nil, fmt.Errorf("output %s is a %s of another user: iotrace does not write into it", path, kind(st))
+			}
 			// A device or FIFO: write in place, without creating.
 			f, err := os.OpenFile(path, os.O_WRONLY|nofollow, 0)
 			if err != nil {
@@ -71,7 +77,7 @@ func Create(path string, inputs ...string) (*File, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	o := &File{File: f, path: path, temp: f.Name(), mode: 0o600}
-	if st != nil {
+	if st != nil && ownedByMe(st) {
 		o.mode = st.Mode().Perm()
 	}
 	return o, nil
@@ -153,4 +159,17 @@ func (o *File) Keep() (string, error) {
 		return o.path, err
 	}
 	return o.temp, err
+}
+
+// kind names a file type for a message.
+func kind(st fs.FileInfo) string {
+	switch m := st.Mode(); {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
