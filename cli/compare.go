@@ -100,7 +100,7 @@ func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdin
 	}
 	// A damaged trace is compared as far as it was read; the error follows.
 	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(jsonOnTerminal(stdout, "json", "", stdout))
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
 	} else {

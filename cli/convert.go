@@ -70,6 +70,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
+	w = jsonOnTerminal(w, format, of.path, cmd.OutOrStdout())
 	sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 	if err != nil {
 		closeOut(false)

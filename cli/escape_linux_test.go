@@ -119,6 +119,9 @@ def on_end():
 		{"report", iot},
 		{"compare", iot, iot},
 		{"run", script, "--input", iot},
+		{"print", iot, "-f", "jsonl"},
+		{"report", iot, "--format", "json"},
+		{"compare", iot, iot, "--format", "json"},
 	} {
 		out, code := runOnTerminal(t, args...)
 		if code != 0 {
@@ -129,7 +132,8 @@ def on_end():
 				t.Errorf("%v wrote %q to the terminal", args, bad)
 			}
 		}
-		if !strings.Contains(out, "␛") || !strings.Contains(out, "<U+009B>") && args[0] != "compare" {
+		json := strings.Contains(strings.Join(args, " "), "json")
+		if !json && !strings.Contains(out, "␛") || !strings.Contains(out, "<U+009B>") && args[0] != "compare" {
 			t.Errorf("%v: names not shown by the rule:\n%.2000s", args, out)
 		}
 	}

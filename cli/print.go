@@ -62,6 +62,7 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 	if err != nil {
 		return err
 	}
+	w = jsonOnTerminal(w, format, of.path, cmd.OutOrStdout())
 	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 	if err != nil {
 		closeOut(false)

@@ -15,6 +15,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/internal/outfile"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/report"
 )
 
@@ -185,7 +186,7 @@ func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, hm *outfi
 	}
 	res := rep.Result()
 	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(jsonOnTerminal(stdout, "json", "", stdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			return fmt.Errorf("write report: %w", err)
@@ -220,6 +221,17 @@ func isTerminal(w io.Writer) bool {
 // terminal rule (internal/termesc) in every format meant for people.
 func toTerminal(path string, stdout io.Writer) bool {
 	return (path == "" || path == "-") && isTerminal(stdout)
+}
+
+// jsonOnTerminal returns w, through the terminal rule (internal/termesc)
+// when it is JSON (jsonl, json) going to a terminal: JSON escapes C0
+// controls but lets C1 controls (U+009B, a CSI on some terminals) through.
+// JSON lines end in newlines, so no character is ever held back.
+func jsonOnTerminal(w io.Writer, format, path string, stdout io.Writer) io.Writer {
+	if (format == "jsonl" || format == "json") && toTerminal(path, stdout) {
+		return termesc.NewWriter(w)
+	}
+	return w
 }
 
 // useColor reports whether to colour output to w: a terminal, and NO_COLOR

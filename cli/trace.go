@@ -48,6 +48,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if err != nil {
 				return err
 			}
+			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
 			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())})
 			if err != nil {
 				closeOut(false)
