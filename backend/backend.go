@@ -10,6 +10,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/iotrace/iotrace/event"
@@ -50,6 +51,12 @@ type Options struct {
 	// or 128 plus the signal number when a signal killed it (as shells
 	// report it). It is not called when the command is still running.
 	CommandExited func(status int)
+	// CommandStdout, when set, is Command's standard output instead of
+	// iotrace's: the CLI sends it to stderr when the trace itself goes to
+	// stdout, so that the command's output never lands in the trace.
+	// (Linux and the fake backend; on Windows the command inherits the
+	// console.)
+	CommandStdout io.Writer
 	// Pids restricts tracing to these processes (and, with FollowChildren,
 	// their descendants).
 	Pids []uint32

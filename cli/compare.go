@@ -42,7 +42,10 @@ counterpart and is left out unless --include-paging.`,
   iotrace compare a.iot b.iot --map /srv/old=/srv/new --format json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(cmd.Context(), args[0], args[1], &f, cmd.OutOrStdout())
+			if args[0] == "-" && args[1] == "-" {
+				return fmt.Errorf("compare: only one side can be standard input (-)")
+			}
+			return runCompare(cmd.Context(), args[0], args[1], &f, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -55,7 +58,7 @@ counterpart and is left out unless --include-paging.`,
 	return cmd
 }
 
-func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdout io.Writer) error {
+func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdin io.Reader, stdout io.Writer) error {
 	if f.format != "text" && f.format != "json" {
 		return fmt.Errorf("--format %q: want text or json", f.format)
 	}
@@ -75,7 +78,7 @@ func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdou
 		if err != nil {
 			return filteredSource{}, err
 		}
-		in, err := input.Open(path)
+		in, err := input.OpenFrom(path, stdin)
 		if err != nil {
 			return filteredSource{}, err
 		}
@@ -97,14 +100,14 @@ func runCompare(ctx context.Context, pathA, pathB string, f *compareFlags, stdou
 	}
 	// A damaged trace is compared as far as it was read; the error follows.
 	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(jsonOnTerminal(stdout, "json", "", stdout))
 		enc.SetIndent("", "  ")
 		err = enc.Encode(res)
 	} else {
 		err = res.WriteText(stdout, compare.TextOptions{Color: useColor(stdout)})
 	}
 	if runErr != nil {
-		return fmt.Errorf("comparison covers only what was read: %w", runErr)
+		return damaged(ctx, fmt.Errorf("comparison covers only what was read: %w", runErr))
 	}
 	return err
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/perfetto"
+	"github.com/iotrace/iotrace/report"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -63,14 +62,11 @@ every intact event, then fails naming the byte offset of the damage.`,
 
 // convertTrace reads in through the filter into the writer of format.
 func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of outputFlags) error {
-	if same(in, of.path) {
-		return fmt.Errorf("convert: input and output are the same file %s", in)
-	}
 	f, err := filter.New(fo)
 	if err != nil {
 		return err
 	}
-	traces, err := input.OpenAll(in)
+	traces, err := input.OpenAllFrom(in, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -78,22 +74,34 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if len(traces) > 1 && (format == "iot" || format == "perfetto" || format == "parquet") {
 		return fmt.Errorf("%s holds %d concatenated traces; a %s file holds one: convert to jsonl, csv or text, or split the input", in, len(traces), format)
 	}
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), in)
 	if err != nil {
 		return err
 	}
+	w = jsonOnTerminal(w, format, of.path, cmd.OutOrStdout())
+	var runErr error
 	for _, r := range traces {
-		sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
+		sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 		if err != nil {
-			closeOut()
+			closeOut(false)
 			return err
 		}
-		if err := r.Run(cmd.Context(), f.Sink(problemWarner{Sink: sink, w: cmd.ErrOrStderr()})); err != nil {
-			closeOut()
-			return readError(err)
+		var s event.Sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
+		prog := withProgress(s, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
+		if prog != nil {
+			s = prog
+		}
+		runErr = r.Run(cmd.Context(), f.Sink(s))
+		if prog != nil {
+			prog.Done()
+		}
+		if runErr != nil {
+			break
 		}
 	}
-	return closeOut()
+	// A damaged input's output holds every intact event: it is kept.
+	closeErr := closeOut(cmd.Context().Err() == nil)
+	return finishRead(runErr, closeErr)
 }
 
 // newTraceSink returns the sink that writes format to w.
@@ -112,15 +120,13 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 	return output.New(format, w, o)
 }
 
-// same reports whether two paths name the same existing file.
-func same(a, b string) bool {
-	if b == "" || b == "-" {
-		return false
+// withProgress returns next wrapped in a progress line on stderr, as
+// report shows it (after a second, rewritten in place), when stderr is a
+// terminal that the output (path, or stdout for "" and "-") does not share;
+// else nil.
+func withProgress(next event.Sink, stderr io.Writer, path string, stdout io.Writer) *report.Progress {
+	if !isTerminal(stderr) || ((path == "" || path == "-") && isTerminal(stdout)) {
+		return nil
 	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	if err1 == nil && err2 == nil {
-		return os.SameFile(sa, sb)
-	}
-	return filepath.Clean(a) == filepath.Clean(b)
+	return report.NewProgress(next, stderr, 0)
 }

@@ -219,3 +219,26 @@ func TestConvert(t *testing.T) {
 		t.Errorf("the input was lost: %v", err)
 	}
 }
+
+// TestConvertProgress: convert (and print -o) show report's progress line
+// on stderr when it is a terminal the output does not share.
+func TestConvertProgress(t *testing.T) {
+	tty, err := os.OpenFile("/dev/null", os.O_WRONLY, 0) // a character device, as a terminal is
+	if err != nil {
+		t.Skip(err)
+	}
+	defer tty.Close()
+	var buf bytes.Buffer
+	if withProgress(nil, tty, "out.jsonl", tty) == nil {
+		t.Errorf("no progress on a terminal while writing a file")
+	}
+	if withProgress(nil, tty, "-", tty) != nil || withProgress(nil, tty, "", tty) != nil {
+		t.Errorf("progress on the terminal the output goes to")
+	}
+	if withProgress(nil, tty, "-", &buf) == nil {
+		t.Errorf("no progress on a terminal while stdout is piped")
+	}
+	if withProgress(nil, &buf, "out.jsonl", tty) != nil {
+		t.Errorf("progress on a stderr that is not a terminal")
+	}
+}

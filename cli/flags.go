@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/outfile"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/output"
 )
 
@@ -18,12 +21,71 @@ import (
 // shell completions.
 func addFilterFlags(cmd *cobra.Command, o *filter.Options) {
 	filter.AddFlags(cmd.Flags(), o)
+	// --op help lists the ops and exits (before the command runs).
+	opFlag := cmd.Flags().Lookup("op")
+	help := &opHelp{Value: opFlag.Value}
+	opFlag.Value = help
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if help.asked {
+				return nil // "iotrace print --op help" needs no file
+			}
+			return args(c, a)
+		}
+	}
+	run := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if help.asked {
+			if _, err := io.WriteString(c.OutOrStdout(), opList()); err != nil {
+				return err
+			}
+			return errListed
+		}
+		if run != nil {
+			return run(c, args)
+		}
+		return nil
+	}
 	ops := make([]string, 0, event.NumOps)
 	for op := event.Op(1); int(op) < event.NumOps; op++ {
 		ops = append(ops, op.String())
 	}
 	_ = cmd.RegisterFlagCompletionFunc("op", fixedCompletion(ops...))
 	_ = cmd.RegisterFlagCompletionFunc("layer", fixedCompletion("file", "block", "marker"))
+}
+
+// opHelp is the --op flag's value that also takes "help".
+type opHelp struct {
+	pflag.Value
+	asked bool
+}
+
+func (h *opHelp) Set(v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "help") {
+		h.asked = true
+		return nil
+	}
+	return h.Value.Set(v)
+}
+
+// errListed ends a command that printed what was asked (--op help) with
+// exit code 0.
+var errListed = errors.New("listed")
+
+// opList is the text of --op help: every op name, by layer.
+func opList() string {
+	var b strings.Builder
+	b.WriteString("Ops --op selects (comma-separated; docs/events.md maps each to system calls and ETW events):\n")
+	for _, l := range []event.Layer{event.LayerFile, event.LayerBlock, event.LayerMarker} {
+		var names []string
+		for op := event.Op(1); int(op) < event.NumOps; op++ {
+			if op.Layer() == l {
+				names = append(names, op.String())
+			}
+		}
+		fmt.Fprintf(&b, "  %-7s %s\n", l.String()+":", strings.Join(names, " "))
+	}
+	return b.String()
 }
 
 // outputFlags are the flags of commands that write a trace.
@@ -84,21 +146,84 @@ func formatForExt(path string) string {
 }
 
 // openOutput returns the writer for path ("" or "-" is stdout) and a
-// function that closes it, reporting any write error.
-func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+// function that finishes it: the file is created by internal/outfile's
+// rule (never one of inputs, never through a symlink, 0600, written to a
+// temporary file) and finish(true) renames it into place, reporting any
+// write error; finish(false), or any write error, removes it and leaves
+// what was at path.
+//
+// A failed write makes finish return a *writeError, which a command
+// reports (exit 1) rather than the reading error it caused.
+func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		w := &errWriter{w: stdout}
+		return w, func(bool) error {
+			if w.err != nil {
+				return &writeError{what: "standard output", err: w.err}
+			}
+			return nil
+		}, nil
 	}
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, inputs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, func() error {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("close %s: %w", path, err)
+	w := &errWriter{w: f}
+	return w, func(keep bool) error {
+		if !keep || w.err != nil {
+			f.Abort()
+			if w.err != nil {
+				return &writeError{what: path, err: w.err}
+			}
+			return nil
+		}
+		if err := f.Commit(); err != nil {
+			return &writeError{what: path, err: err}
 		}
 		return nil
 	}, nil
+}
+
+// writeError is a failure to write the output: the input may be intact.
+type writeError struct {
+	what string
+	err  error
+}
+
+func (e *writeError) Error() string {
+	return fmt.Sprintf("writing %s failed, the output is incomplete: %v", e.what, e.err)
+}
+func (e *writeError) Unwrap() error { return e.err }
+
+// finishRead turns what a reading command's run and output returned into
+// its error: a write error first (exit 1: the output is incomplete, the
+// input may be intact), then a reading error (exit 2: damaged input).
+func finishRead(runErr, closeErr error) error {
+	var we *writeError
+	if errors.As(closeErr, &we) {
+		return closeErr
+	}
+	if runErr != nil {
+		return readError(runErr)
+	}
+	return closeErr
+}
+
+// errWriter remembers the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // problemWarner passes a stream on and, at its end, warns on w about every
@@ -114,7 +239,7 @@ func (p problemWarner) End(t *event.Trailer) error {
 	if probs := t.Stats.Problems(); len(probs) > 0 {
 		parts := make([]string, len(probs))
 		for i, c := range probs {
-			parts[i] = fmt.Sprintf("%d %s (%s)", c.Value, c.Kind, c.Name)
+			parts[i] = fmt.Sprintf("%d %s (%s)", c.Value, c.Kind, termesc.String(c.Name))
 		}
 		fmt.Fprintf(p.w, "iotrace: warning: the trace is incomplete: %s\n", strings.Join(parts, ", "))
 	}

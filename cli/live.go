@@ -45,6 +45,9 @@ func runLive(ctx context.Context, opts backend.Options, sink event.Sink) error {
 }
 
 func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stderr io.Writer) error {
+	if err := checkLiveOptions(opts); err != nil {
+		return err
+	}
 	b, err := pickLiveBackend()
 	if err != nil {
 		return err
@@ -89,6 +92,21 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 		}
 	}()
 	return b.Run(ctx, opts, sink)
+}
+
+// checkLiveOptions refuses what would trace nothing or forever by
+// mistake: a negative --duration (which would mean no limit) and a --pid
+// of no running process.
+func checkLiveOptions(opts backend.Options) error {
+	if opts.Duration < 0 {
+		return fmt.Errorf("--duration %v: want a positive duration (or none to trace until stopped)", opts.Duration)
+	}
+	for _, p := range opts.Pids {
+		if !pidExists(p) {
+			return fmt.Errorf("--pid %d: no such process", p)
+		}
+	}
+	return nil
 }
 
 // commandStatus makes the traced command's exit status iotrace's, as
@@ -164,18 +182,42 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 type summary struct {
 	event.Sink
 	w      io.Writer
-	events uint64
+	events uint64 // events written
 	verb   string
+	failed error // the output's first error
 }
 
 func (s *summary) Event(e *event.Event) error {
+	if err := s.Sink.Event(e); err != nil {
+		s.fail(err)
+		return err
+	}
 	s.events++
-	return s.Sink.Event(e)
+	return nil
+}
+
+func (s *summary) Fact(f *event.Fact) error {
+	err := s.Sink.Fact(f)
+	s.fail(err)
+	return err
+}
+
+// fail remembers the first error of the output.
+func (s *summary) fail(err error) {
+	if s.failed == nil {
+		s.failed = err
+	}
 }
 
 func (s *summary) End(t *event.Trailer) error {
 	err := s.Sink.End(t)
+	s.fail(err)
 	lost := t.Stats.Total(event.CountLost)
+	if s.failed != nil {
+		// The kernel's count says nothing of what the output dropped.
+		fmt.Fprintf(s.w, "iotrace: %s %d events (%d lost by the kernel), then writing the output failed: %v; the output lacks the events after that\n", s.verb, s.events, lost, s.failed)
+		return err
+	}
 	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
 	return err
 }

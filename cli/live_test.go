@@ -83,3 +83,56 @@ func TestCommandExitStatus(t *testing.T) {
 		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
 	}
 }
+
+// TestTraceKeepsCommandOutputApart: with the trace on stdout, the traced
+// command's own output goes to stderr, so that "trace -f jsonl -- CMD |
+// jq" reads only the trace; with -o it stays on stdout.
+func TestTraceKeepsCommandOutputApart(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	// The shell computes the marker: the command line holds no "42".
+	const marker, echo = "printed-by-the-command-42", "echo printed-by-the-command-$((6*7))"
+	out, stderr, code := runCLI(t, "trace", "-f", "jsonl", "--layer", "file", "--", "sh", "-c", echo)
+	if code != 0 {
+		t.Fatalf("trace: code %d\n%s", code, stderr)
+	}
+	if strings.Contains(out, marker) || !strings.Contains(stderr, marker) {
+		t.Errorf("the command's output is not on stderr:\nstdout %q\nstderr %q", out, stderr)
+	}
+	readJSONL(t, out) // fails unless stdout is a jsonl trace and nothing else
+	_, stderr, code = runCLI(t, "report", "--live", "--format", "json", "--layer", "file", "--", "sh", "-c", echo)
+	if code != 0 || !strings.Contains(stderr, marker) {
+		t.Errorf("report --live: code %d, the command's output not on stderr: %q", code, stderr)
+	}
+}
+
+// TestRecordOutputFile: record writes its file 0600 through a temporary
+// file renamed at the end, refuses a symlink at the path, and leaves no
+// temporary file.
+func TestRecordOutputFile(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	dir := t.TempDir()
+	iot := filepath.Join(dir, "t.iot")
+	if _, stderr, code := runCLI(t, "record", "-o", iot, "--layer", "file", "--", "true"); code != 0 {
+		t.Fatalf("record: code %d\n%s", code, stderr)
+	}
+	st, err := os.Stat(iot)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("record output: %v mode %v, want 0600", err, st.Mode().Perm())
+	}
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	link := filepath.Join(dir, "link.iot")
+	os.Symlink(victim, link)
+	if _, stderr, code := runCLI(t, "record", "-o", link, "--", "true"); code == 0 || !strings.Contains(stderr, "symbolic link") {
+		t.Errorf("record -o SYMLINK: code %d, want refused\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("record wrote through a symlink: %q", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ func newPrintCmd() *cobra.Command {
 		of outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "print FILE...",
+		Use:   "print FILE...|-",
 		Short: "Print a trace file as text, jsonl or csv",
 		Long: `Print the events of a trace file (.iot, Windows .etl, or jsonl written by
 iotrace) with names resolved from the trace itself. The format is recognized
@@ -56,19 +57,21 @@ trailer.`,
 	return cmd
 }
 
-// printTraces reads each path in turn through the filter into the output
-// format. A damaged input prints what it holds intact; the others still
-// print, and the command fails at the end naming the damage.
+// printTraces reads each path in turn (every trace of it: concatenated
+// jsonl traces are several) through the filter into the output format. A
+// damaged input prints what it holds intact; the others still print, and
+// the command fails at the end naming the damage.
 func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags) error {
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout())
+	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), paths...)
 	if err != nil {
 		return err
 	}
+	w = jsonOnTerminal(w, format, of.path, cmd.OutOrStdout())
 	var damaged []error
 	for _, path := range paths {
-		traces, err := input.OpenAll(path)
+		traces, err := input.OpenAllFrom(path, cmd.InOrStdin())
 		if err != nil {
-			closeOut()
+			closeOut(false)
 			return err
 		}
 		for i, r := range traces {
@@ -76,49 +79,61 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 			if len(traces) > 1 {
 				name = fmt.Sprintf("%s (trace %d of %d)", path, i+1, len(traces))
 			}
-			if err := printTrace(cmd, w, r, name, format, fo, of); err != nil {
-				var de *damageError
-				if !errors.As(err, &de) {
-					closeAll(traces)
-					closeOut()
-					return err
-				}
-				damaged = append(damaged, de.err)
+			runErr, err := printTrace(cmd, w, r, format, fo, of)
+			if err != nil {
+				closeAll(traces)
+				closeOut(false)
+				return err
+			}
+			if runErr != nil {
+				damaged = append(damaged, fmt.Errorf("%s: %w", name, runErr))
 			}
 		}
 		closeAll(traces)
 	}
-	closeErr := closeOut()
-	if len(damaged) > 0 {
-		return readError(errors.Join(damaged...))
-	}
-	return closeErr
+	// A damaged input's output holds every intact event: it is kept.
+	closeErr := closeOut(cmd.Context().Err() == nil)
+	return finishRead(errors.Join(damaged...), closeErr)
 }
 
-// damageError marks an input that was read only up to its damage.
-type damageError struct{ err error }
-
-func (d *damageError) Error() string { return d.err.Error() }
-
 // printTrace reads one trace through the filter into the output format
-// on w.
-func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, name, format string, fo filter.Options, of outputFlags) error {
+// on w. runErr is the reader's (damage, interruption); err a set-up error.
+func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, fo filter.Options, of outputFlags) (runErr, err error) {
 	f, err := filter.New(fo)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock})
+	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var sink event.Sink = out
 	if format != "text" || (of.path != "" && of.path != "-") {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
-	if err := r.Run(cmd.Context(), f.Sink(sink)); err != nil {
-		return &damageError{fmt.Errorf("%s: %w", name, err)}
+	prog := withProgress(sink, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
+	if prog != nil {
+		sink = prog
 	}
-	return nil
+	runErr = r.Run(cmd.Context(), f.Sink(sink))
+	if prog != nil {
+		prog.Done()
+	}
+	return runErr, nil
+}
+
+// damaged gives err, the error that stopped reading an input after its
+// output was written, the exit code of damaged input (2), as readError
+// does, unless the user interrupted the command (ctx done).
+func damaged(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: 2, Err: err}
 }
 
 // readError marks an error from reading a trace: the output holds every

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/rotate"
@@ -107,6 +108,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if err != nil {
 				return err
 			}
+			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids}); err != nil {
+				return err
+			}
 			if toETL {
 				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
 				fo.PushDown(&opts)
@@ -122,10 +126,11 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if toParquet {
 				return recordParquet(cmd, path, f, fo, command, live)
 			}
-			w, err := tracefile.Create(path, tracefile.WriterOptions{})
+			out, err := outfile.Create(path)
 			if err != nil {
-				return fmt.Errorf("create %s: %w", path, err)
+				return err
 			}
+			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
 			fo.PushDown(&opts)
 			if len(command) > 0 {
@@ -136,13 +141,7 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			pf := &periodicFlush{Writer: w, every: time.Second}
 			s := &summary{Sink: problemWarner{Sink: pf, w: stderr}, w: stderr, verb: "recorded"}
 			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-			if cerr := w.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("write %s: %w", path, cerr)
-			}
-			if err == nil {
-				fmt.Fprintf(stderr, "iotrace: wrote %s\n", path)
-			}
-			return finish(err)
+			return finish(finishRecording(out, w, err, stderr))
 		},
 	}
 	addFilterFlags(cmd, &fo)
@@ -159,9 +158,9 @@ func recordParquet(cmd *cobra.Command, path string, f *filter.Filter, fo filter.
 	if err != nil {
 		return err
 	}
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	out, err := outfile.Create(path)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return err
 	}
 	opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
 	fo.PushDown(&opts)
@@ -170,11 +169,21 @@ func recordParquet(cmd *cobra.Command, path string, f *filter.Filter, fo filter.
 	pw := parquetfile.New(out, parquetfile.Options{})
 	s := &summary{Sink: problemWarner{Sink: resolve.NewResolver(pw), w: stderr}, w: stderr, verb: "recorded"}
 	err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write %s: %w", path, cerr)
-	}
-	if err == nil {
-		fmt.Fprintf(stderr, "iotrace: wrote %s (%d rows)\n", path, pw.Rows())
+	switch {
+	case !pw.Ended():
+		// No footer: a Parquet reader cannot read it. Keep the rows for
+		// whoever wants them, and say where.
+		tmp, _ := out.Keep()
+		if err == nil {
+			err = fmt.Errorf("the recording ended without its Parquet footer; its rows are in %s", tmp)
+		}
+	default:
+		if cerr := out.Commit(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			fmt.Fprintf(stderr, "iotrace: wrote %s (%d rows)\n", path, pw.Rows())
+		}
 	}
 	return finish(err)
 }
@@ -199,4 +208,29 @@ func recordSeries(cmd *cobra.Command, ro rotate.Options, f *filter.Filter, fo fi
 		err = fmt.Errorf("write %s: %w", series.Path(), cerr)
 	}
 	return finish(err)
+}
+
+// finishRecording ends the trace file of a recording that stopped with
+// err. A recording is renamed into place whenever it holds a trace, even
+// when the trace stopped on an error (what was recorded is not lost); one
+// that failed to write stays in its temporary file, whose name is shown;
+// one that never began is removed, leaving what was at the path.
+func finishRecording(out *outfile.File, w *tracefile.Writer, err error, stderr io.Writer) error {
+	cerr := w.Close()
+	switch {
+	case w.Offset() == 0 && cerr == nil:
+		out.Abort()
+	case cerr != nil:
+		tmp, _ := out.Keep()
+		cerr = fmt.Errorf("write %s: %w (what was written is in %s)", out.Path(), cerr, tmp)
+	default:
+		cerr = out.Commit()
+		if cerr == nil && err == nil {
+			fmt.Fprintf(stderr, "iotrace: wrote %s\n", out.Path())
+		}
+	}
+	if err == nil {
+		err = cerr
+	}
+	return err
 }

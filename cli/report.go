@@ -16,6 +16,8 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/internal/outfile"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/report"
 )
 
@@ -80,7 +82,7 @@ later without their events: iotrace report --merge a.json b.json.`,
 			if err != nil {
 				return err
 			}
-			return runReports(cmd.Context(), paths, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runReports(cmd.Context(), paths, &f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -118,17 +120,24 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size}
+	// The report is on stdout; the command's own output goes to stderr.
+	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr}
 	f.filter.PushDown(&opts)
 	if len(command) > 0 {
 		opts.FollowChildren = true
 	}
+	hm, err := createHeatmap(f)
+	if err != nil {
+		return err
+	}
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
 	runErr := runLiveTo(ctx, opts, flt.Sink(rep), stderr)
 	if rep.Began() {
-		if err := writeReport(rep, f, stdout); err != nil {
+		if err := writeReport(rep, f, stdout, hm); err != nil {
 			return errors.Join(runErr, err)
 		}
+	} else if hm != nil {
+		hm.Abort()
 	}
 	return runErr
 }
@@ -155,10 +164,10 @@ func reportOf(ctx context.Context, in input.Reader, name string, f *reportFlags,
 
 // openTraces opens every trace of the files at paths (a jsonl file may
 // hold several). The caller closes them.
-func openTraces(paths []string) ([]input.Reader, error) {
+func openTraces(paths []string, stdin io.Reader) ([]input.Reader, error) {
 	var all []input.Reader
 	for _, p := range paths {
-		rs, err := input.OpenAll(p)
+		rs, err := input.OpenAllFrom(p, stdin)
 		if err != nil {
 			closeAll(all)
 			return nil, err
@@ -178,7 +187,7 @@ func closeAll(rs []input.Reader) {
 // (with a heatmap if asked); several are read in turn (memory stays that
 // of one report) and their reports merged. A damaged or interrupted trace
 // still gets its report: what was read is not lost; the error follows it.
-func runReports(ctx context.Context, paths []string, f *reportFlags, stdout, stderr io.Writer) error {
+func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := checkReportFlags(f); err != nil {
 		return err
 	}
@@ -186,28 +195,37 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdout, std
 	if err != nil {
 		return err
 	}
-	traces, err := openTraces(paths)
+	traces, err := openTraces(paths, stdin)
 	if err != nil {
 		return err
 	}
 	defer closeAll(traces)
 	if len(traces) == 1 {
+		// The heatmap file is checked (not the input, not a link) before
+		// the trace is read.
+		hm, err := createHeatmap(f, paths[0])
+		if err != nil {
+			return err
+		}
 		rep, runErr := reportOf(ctx, traces[0], paths[0], f, flt, stderr)
-		if err := writeReport(rep, f, stdout); err != nil {
+		if err := writeReport(rep, f, stdout, hm); err != nil {
 			return errors.Join(runErr, err)
 		}
-		return runErr
+		if runErr != nil {
+			return damaged(ctx, runErr)
+		}
+		return nil
 	}
 	if f.heatmap != "" {
 		return fmt.Errorf("--heatmap draws one trace; the input holds %d", len(traces))
 	}
 	var parts []*report.Result
-	var damaged []error
+	var damagedErrs []error
 	for i, in := range traces {
 		name := fmt.Sprintf("trace %d of %d", i+1, len(traces))
 		rep, err := reportOf(ctx, in, name, f, flt, stderr)
 		if err != nil {
-			damaged = append(damaged, err)
+			damagedErrs = append(damagedErrs, err)
 		}
 		parts = append(parts, rep.Result())
 		if ctx.Err() != nil {
@@ -219,9 +237,12 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdout, std
 		return err
 	}
 	if err := writeResult(res, f, stdout); err != nil {
-		return errors.Join(append(damaged, err)...)
+		return errors.Join(append(damagedErrs, err)...)
 	}
-	return errors.Join(damaged...)
+	if len(damagedErrs) > 0 {
+		return damaged(ctx, errors.Join(damagedErrs...))
+	}
+	return nil
 }
 
 // runReportMerge merges reports written by report --format json.
@@ -287,21 +308,37 @@ func expandInputs(args []string) ([]string, error) {
 	return out, nil
 }
 
-func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
+// createHeatmap starts the --heatmap file, if any (nil without one).
+func createHeatmap(f *reportFlags, inputs ...string) (*outfile.File, error) {
+	if f.heatmap == "" {
+		return nil, nil
+	}
+	out, err := outfile.Create(f.heatmap, inputs...)
+	if err != nil {
+		return nil, fmt.Errorf("heatmap: %w", err)
+	}
+	return out, nil
+}
+
+// writeReport writes the report to stdout and the heatmap to hm (when
+// not nil), which it commits or aborts.
+func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer, hm *outfile.File) (err error) {
+	if hm != nil {
+		defer func() {
+			if err != nil {
+				hm.Abort()
+			}
+		}()
+	}
 	if err := writeResult(rep.Result(), f, stdout); err != nil {
 		return err
 	}
-	if f.heatmap != "" {
-		out, err := os.Create(f.heatmap)
-		if err != nil {
+	if hm != nil {
+		if err := rep.WriteHeatmap(hm); err != nil {
+			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
+		}
+		if err := hm.Commit(); err != nil {
 			return fmt.Errorf("heatmap: %w", err)
-		}
-		if err := rep.WriteHeatmap(out); err != nil {
-			out.Close()
-			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("write heatmap %s: %w", f.heatmap, err)
 		}
 	}
 	return nil
@@ -310,7 +347,7 @@ func writeReport(rep *report.Report, f *reportFlags, stdout io.Writer) error {
 // writeResult writes a report as text or JSON.
 func writeResult(res *report.Result, f *reportFlags, stdout io.Writer) error {
 	if f.format == "json" {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(jsonOnTerminal(stdout, "json", "", stdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			return fmt.Errorf("write report: %w", err)
@@ -346,4 +383,22 @@ type filteredSource struct {
 
 func (s filteredSource) Run(ctx context.Context, sink event.Sink) error {
 	return s.in.Run(ctx, s.flt.Sink(sink))
+}
+
+// toTerminal reports whether an output to path ("" and "-" are stdout)
+// goes to a terminal, where names from the traced system are shown by the
+// terminal rule (internal/termesc) in every format meant for people.
+func toTerminal(path string, stdout io.Writer) bool {
+	return (path == "" || path == "-") && isTerminal(stdout)
+}
+
+// jsonOnTerminal returns w, through the terminal rule (internal/termesc)
+// when it is JSON (jsonl, json) going to a terminal: JSON escapes C0
+// controls but lets C1 controls (U+009B, a CSI on some terminals) through.
+// JSON lines end in newlines, so no character is ever held back.
+func jsonOnTerminal(w io.Writer, format, path string, stdout io.Writer) io.Writer {
+	if (format == "jsonl" || format == "json") && toTerminal(path, stdout) {
+		return termesc.NewWriter(w)
+	}
+	return w
 }

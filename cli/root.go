@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // Version is the iotrace version, set at build time with
@@ -30,10 +34,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root := New(stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
+	if err == nil || errors.Is(err, errListed) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "iotrace: %v\n", err)
+	// Errors quote paths and names from traces: the terminal rule applies.
+	fmt.Fprintf(stderr, "iotrace: %s\n", termesc.Lines(err.Error()))
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
@@ -52,6 +57,8 @@ machine, and reads, reports on, compares and converts traces (.iot and .etl).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = versionString()
+	root.SetVersionTemplate("iotrace {{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -76,11 +83,60 @@ machine, and reads, reports on, compares and converts traces (.iot and .etl).`,
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the iotrace version",
+		Short: "Print the iotrace version (module version, VCS revision, Go version)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "iotrace %s\n", Version)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "iotrace %s\n", versionString())
 			return err
 		},
 	}
+}
+
+// versionString describes this binary from its build information: the
+// version (Version when set at link time, else the module's), the VCS
+// revision and time, "modified" when built from a changed tree, and the Go
+// version.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Version + " (no build information)"
+	}
+	return formatVersion(Version, bi)
+}
+
+func formatVersion(v string, bi *debug.BuildInfo) string {
+	if v == "" || v == "dev" {
+		v = "dev"
+		if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+			v = mv
+		}
+	}
+	var rev, when, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	parts := []string{}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		p := "revision " + rev
+		if when != "" {
+			p += " of " + when
+		}
+		parts = append(parts, p+modified)
+	} else {
+		parts = append(parts, "no VCS revision")
+	}
+	parts = append(parts, bi.GoVersion)
+	return v + " (" + strings.Join(parts, ", ") + ")"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/input"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/script"
 	"github.com/iotrace/iotrace/script/where"
 )
@@ -109,6 +110,9 @@ The language reference and the event fields: docs/scripts.md, or
 
 // runScript loads the script and runs it over the input or live.
 func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) error {
+	if path == "-" && rf.input == "-" {
+		return fmt.Errorf("run: the script and the --input trace cannot both be standard input (-)")
+	}
 	src, err := readScript(path, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -117,16 +121,23 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if err != nil {
 		return err
 	}
-	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout())
+	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout(), rf.input, path)
 	if err != nil {
 		return err
+	}
+	var esc *termesc.Writer
+	if toTerminal(rf.output, cmd.OutOrStdout()) {
+		// On a terminal the script's output follows the terminal rule:
+		// a path it prints cannot drive the terminal.
+		esc = termesc.NewWriter(out)
+		out = esc
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	live := rf.input == ""
 	s, err := script.Load(path, src, script.Options{
 		Stdout:    out,
-		Stderr:    cmd.ErrOrStderr(),
+		Stderr:    termesc.NewWriter(cmd.ErrOrStderr()), // warnings quote events
 		Where:     rf.where,
 		Args:      defines,
 		MaxSteps:  rf.maxSteps,
@@ -136,20 +147,29 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		Stop:      cancel,
 	})
 	if err != nil {
-		closeOut()
+		closeOut(false)
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
 	sink := problemWarner{Sink: s, w: stderr}
 	var runErr error
 	if live {
-		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr)
+		var cmdOut io.Writer
+		if rf.output == "" || rf.output == "-" {
+			cmdOut = stderr // the script's output is on stdout
+		}
+		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
 	} else {
-		runErr = runScriptInput(ctx, rf.input, sink)
+		runErr = runScriptInput(ctx, rf.input, cmd.InOrStdin(), sink)
 	}
 	// on_end runs here if the source stopped without ending the trace.
 	closeErr := s.Close()
-	if err := closeOut(); closeErr == nil {
+	if esc != nil {
+		if err := esc.Flush(); closeErr == nil {
+			closeErr = err
+		}
+	}
+	if err := closeOut(true); closeErr == nil {
 		closeErr = err
 	}
 	if rf.verbose {
@@ -183,8 +203,8 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 }
 
 // runScriptInput plays a recorded trace into the script.
-func runScriptInput(ctx context.Context, path string, sink event.Sink) error {
-	r, err := input.Open(path)
+func runScriptInput(ctx context.Context, path string, stdin io.Reader, sink event.Sink) error {
+	r, err := input.OpenFrom(path, stdin)
 	if err != nil {
 		return err
 	}
@@ -194,12 +214,13 @@ func runScriptInput(ctx context.Context, path string, sink event.Sink) error {
 
 // runScriptLive traces this machine into the script (runLiveTo picks the
 // backend and handles Ctrl-C), with the script's filter pushed down.
-func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr io.Writer) error {
+// cmdOut, when set, is the command's standard output.
+func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr, cmdOut io.Writer) error {
 	size, err := parseSize(lf.bufferSize)
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0}
+	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0, CommandStdout: cmdOut}
 	push := s.Pushdown()
 	if push.Never {
 		return fmt.Errorf("the filter %q can match no event", s.Filter())

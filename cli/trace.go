@@ -48,9 +48,10 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if err != nil {
 				return err
 			}
-			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock})
+			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
+			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())})
 			if err != nil {
-				closeOut()
+				closeOut(false)
 				return err
 			}
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
@@ -60,9 +61,15 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			}
 			finish := commandStatus(&opts)
 			stderr := cmd.ErrOrStderr()
+			if out.path == "" || out.path == "-" {
+				// The trace is on stdout: the command's own output goes
+				// to stderr, as it would beside strace's trace, so that
+				// "trace -f jsonl -- CMD | jq" reads only the trace.
+				opts.CommandStdout = stderr
+			}
 			s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "traced"}
 			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-			if cerr := closeOut(); err == nil {
+			if cerr := closeOut(true); err == nil {
 				err = cerr
 			}
 			return finish(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/iotrace/iotrace/report"
 )
@@ -107,7 +108,9 @@ func (t *textWriter) header(res *Result) {
 		name string
 		side *Side
 	}{{"A", res.SideA}, {"B", res.SideB}} {
-		fmt.Fprintf(t.w, "  %s: %s  (%s)\n", s.name, report.Printable(s.side.Label), sideLine(s.side))
+		info := sideLine(s.side)
+		label := report.FitPath(report.Printable(s.side.Label), len("  A:   ()")+utf8.RuneCountInString(info), report.LineWidth)
+		fmt.Fprintf(t.w, "  %s: %s  (%s)\n", s.name, label, info)
 		for _, p := range s.side.Probs {
 			msg := fmt.Sprintf("     %s %s: %s", p.Kind, report.FormatCount(p.Value), p.Name)
 			if t.o.Color {
@@ -190,7 +193,7 @@ func (t *textWriter) rows(title string, rows []Row, files bool) {
 		first = "FILE"
 	}
 	tb := report.Table{Header: []string{first, "COUNT A → B", "", "BYTES A → B", "", "P50 A → B", "", "P99 A → B", "", "TIME A → B", "", "DISK/OP", "CACHE HIT"},
-		Right: []bool{false, true, true, true, true, true, true, true, true, true, true, true, true}, Indent: "  "}
+		Right: []bool{false, true, true, true, true, true, true, true, true, true, true, true, true}, Indent: "  ", Fit: report.LineWidth}
 	for _, r := range rows {
 		key := r.Key
 		if files {

@@ -2,7 +2,6 @@ package filter
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +19,11 @@ type Options struct {
 	// through the backend, on recorded traces through the parent pids of
 	// the trace's process facts.
 	FollowChildren bool
-	// Comms selects process names; each is a glob (path.Match syntax,
+	// Comms selects process names; each is a glob ('*', '?', [...], {a,b},
 	// "cc*") matched against the whole name.
 	Comms []string
 	// PathGlobs select file paths (an event's path or a rename's new
-	// name). '*', '?' and [...] match within one path element, "**"
+	// name). '*', '?', [...] and {a,b} match within one path element, "**"
 	// matches any number of elements. A glob with no separator matches the
 	// last element of the path ("*.so"); any other glob matches the whole
 	// path. '\' and '/' both separate elements, and Windows traces match
@@ -55,7 +54,7 @@ func (o *Options) PushDown(b *backend.Options) {
 	b.FollowChildren = o.FollowChildren
 	b.Comms = nil
 	for _, c := range o.Comms {
-		if strings.ContainsAny(c, `*?[\`) {
+		if strings.ContainsAny(c, `*?[{\`) {
 			// One glob among the names: the kernel cannot select by it,
 			// so it must see every process.
 			b.Comms = nil
@@ -116,8 +115,8 @@ func New(opts Options) (*Filter, error) {
 		f.follow = make(map[uint32]bool)
 	}
 	for _, c := range opts.Comms {
-		if _, err := path.Match(c, ""); err != nil {
-			return nil, fmt.Errorf("bad --comm pattern %q: %w", c, err)
+		if !validComm(c) {
+			return nil, fmt.Errorf("bad --comm pattern %q: %w", c, errSyntax)
 		}
 		f.comms = append(f.comms, strings.ToLower(c))
 	}
@@ -201,7 +200,7 @@ func (f *Filter) matchComm(c string) bool {
 		pats = f.comms
 	}
 	for _, p := range pats {
-		if ok, _ := path.Match(p, c); ok {
+		if globMatchComm(p, c) {
 			return true
 		}
 	}

@@ -1,111 +1,71 @@
 package filter
 
 import (
-	"path"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
-// glob is a compiled --path pattern: elements separated by '/', where an
-// element "**" matches any number of path elements.
+// glob is a compiled --path pattern, matched by doublestar (a kept
+// library, rather than a matcher of our own): '*', '?', [...] and {a,b}
+// within path elements, "**" as a whole element for any number of
+// elements.
 type glob struct {
-	elems    []string
+	pat      string
+	lower    string
 	basename bool // no separator in the pattern: match the last element
-	lower    []string
 }
 
 func compileGlob(p string) (glob, error) {
+	// '\' separates elements as '/' does (Windows paths), so it is not an
+	// escape character.
 	p = strings.ReplaceAll(p, `\`, "/")
-	g := glob{basename: !strings.Contains(p, "/")}
-	if g.basename {
-		g.elems = []string{p}
-	} else {
-		g.elems = strings.Split(p, "/")
-	}
-	for _, e := range g.elems {
-		if e == "**" {
-			continue
-		}
-		if strings.Contains(e, "**") {
+	for _, e := range strings.Split(p, "/") {
+		if e != "**" && strings.Contains(e, "**") && !strings.ContainsAny(e, "{}") {
 			// "a**b" would silently mean "a*b"; say so instead.
 			return glob{}, errDoubleStar
 		}
-		if _, err := path.Match(e, ""); err != nil {
-			return glob{}, err
-		}
 	}
-	for _, e := range g.elems {
-		g.lower = append(g.lower, strings.ToLower(e))
+	if !doublestar.ValidatePattern(p) {
+		return glob{}, errSyntax
 	}
-	return g, nil
+	return glob{pat: p, lower: strings.ToLower(p), basename: !strings.Contains(p, "/")}, nil
 }
 
 type globError string
 
 func (e globError) Error() string { return string(e) }
 
-const errDoubleStar = globError(`"**" must be a whole path element ("a/**/b")`)
+const (
+	errDoubleStar = globError(`"**" must be a whole path element ("a/**/b")`)
+	errSyntax     = globError(`syntax error (unclosed '[' or '{', or an empty [])`)
+)
 
 // match reports whether p (with '/' or '\' separators) matches. fold
 // matches case-insensitively.
 func (g *glob) match(p string, fold bool) bool {
-	elems := g.elems
+	pat := g.pat
 	if fold {
-		elems = g.lower
+		pat = g.lower
 		p = strings.ToLower(p)
 	}
 	if g.basename {
 		i := strings.LastIndexAny(p, `/\`)
-		ok, _ := path.Match(elems[0], p[i+1:])
+		ok, _ := doublestar.Match(pat, p[i+1:])
 		return ok
 	}
-	return matchElems(elems, p)
+	if strings.IndexByte(p, '\\') >= 0 {
+		p = strings.ReplaceAll(p, `\`, "/")
+	}
+	ok, _ := doublestar.Match(pat, p)
+	return ok
 }
 
-// matchElems matches pattern elements against the path p, element by
-// element, with backtracking for "**".
-func matchElems(pat []string, p string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			if len(rest) == 0 {
-				return true
-			}
-			for {
-				if matchElems(rest, p) {
-					return true
-				}
-				i := strings.IndexAny(p, `/\`)
-				if i < 0 {
-					return false
-				}
-				p = p[i+1:]
-			}
-		}
-		var elem string
-		i := strings.IndexAny(p, `/\`)
-		if i < 0 {
-			elem, p = p, ""
-			if len(pat) > 1 {
-				// Pattern continues past the path's last element; only
-				// trailing "**" elements may match nothing.
-				if ok, _ := path.Match(pat[0], elem); !ok {
-					return false
-				}
-				for _, r := range pat[1:] {
-					if r != "**" {
-						return false
-					}
-				}
-				return true
-			}
-			ok, _ := path.Match(pat[0], elem)
-			return ok
-		}
-		elem, p = p[:i], p[i+1:]
-		if ok, _ := path.Match(pat[0], elem); !ok {
-			return false
-		}
-		pat = pat[1:]
-	}
-	return p == ""
+// validComm reports whether a --comm pattern is well formed.
+func validComm(c string) bool { return doublestar.ValidatePattern(c) }
+
+// globMatchComm matches a --comm pattern against a whole process name.
+func globMatchComm(pat, comm string) bool {
+	ok, _ := doublestar.Match(pat, comm)
+	return ok
 }

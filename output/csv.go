@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // CSVColumns are the columns of the csv format, in order.
@@ -73,6 +74,15 @@ func appendCSVBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
+// name returns a name from the traced system as written: by the terminal
+// rule (internal/termesc) when Options.Terminal, else as it is.
+func (c *CSV) name(s string) string {
+	if c.opts.Terminal {
+		return termesc.String(s)
+	}
+	return s
+}
+
 // Event implements event.Sink.
 func (c *CSV) Event(e *event.Event) error {
 	b := c.out.buf
@@ -93,7 +103,7 @@ func (c *CSV) Event(e *event.Event) error {
 		b = time.Unix(0, c.h.StartWall+e.Time).UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z")
 	}
 	b = append(b, ',')
-	b = appendCSV(b, e.Comm)
+	b = appendCSV(b, c.name(e.Comm))
 	b = append(b, ',')
 	b = strconv.AppendUint(b, uint64(e.Pid), 10)
 	b = append(b, ',')
@@ -105,11 +115,11 @@ func (c *CSV) Event(e *event.Event) error {
 	b = append(b, ',')
 	b = append(b, e.Op.String()...)
 	b = append(b, ',')
-	b = appendCSV(b, e.Native)
+	b = appendCSV(b, c.name(e.Native))
 	b = append(b, ',')
-	b = appendCSV(b, e.Path)
+	b = appendCSV(b, c.name(e.Path))
 	b = append(b, ',')
-	b = appendCSV(b, e.Path2)
+	b = appendCSV(b, c.name(e.Path2))
 	b = append(b, ',')
 	c.tmp = appendResult(c.tmp[:0], e, c.windows)
 	b = c.field(b)
@@ -184,7 +194,7 @@ func (c *CSV) Event(e *event.Event) error {
 			c.tmp = append(c.tmp, ' ')
 		}
 		c.tmp = append(c.tmp, "note="...)
-		c.tmp = append(c.tmp, e.Note...)
+		c.tmp = append(c.tmp, c.name(e.Note)...)
 	}
 	b = appendCSVBytes(b, c.tmp)
 	c.tmp = c.tmp[:0]

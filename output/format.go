@@ -1,9 +1,11 @@
 package output
 
 import (
-	"github.com/iotrace/iotrace/internal/jsonenc"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/iotrace/iotrace/internal/jsonenc"
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // appendPad appends n spaces (none when n <= 0).
@@ -151,18 +153,10 @@ func appendPath(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// appendSafe appends s with control characters replaced by '?', for
-// fixed columns (process names) where quoting would break alignment.
-func appendSafe(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < ' ' || c == 0x7f {
-			c = '?'
-		}
-		b = append(b, c)
-	}
-	return b
-}
+// appendSafe appends s by the terminal rule (internal/termesc) without
+// quotes, for fixed columns (process names, command lines) where quoting
+// would break alignment.
+func appendSafe(b []byte, s string) []byte { return termesc.Append(b, s) }
 
 // appendHex appends v as "0x" and lower-case hex digits.
 func appendHex(b []byte, v uint64) []byte {

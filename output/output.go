@@ -18,6 +18,11 @@ type Options struct {
 	// WallClock prints event times as UTC wall-clock times instead of
 	// seconds from the trace start (text, csv).
 	WallClock bool
+	// Terminal says the output goes to a terminal: csv then shows names
+	// from the traced system (paths, process names, notes) by the
+	// terminal rule (internal/termesc), as text always does; written to a
+	// file, csv keeps the exact bytes.
+	Terminal bool
 }
 
 // formats maps a format name to its constructor.

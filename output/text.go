@@ -3,10 +3,11 @@ package output
 import (
 	"io"
 	"strconv"
+	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // Column widths of the text format.
@@ -435,49 +436,24 @@ func (t *Text) End(tr *event.Trailer) error {
 }
 
 // appendTextQuote appends s in double quotes for a person to read: a
-// backslash stays one backslash (C:\Program Files\x.dll reads as it is
-// spelled), a double quote is doubled ("" as in cmd, PowerShell and CSV),
-// a control character shows as its Unicode control picture (a newline as
-// ␊, a tab as ␉), another character that does not print as <U+XXXX>, and
-// a byte that is not UTF-8 as <0xNN>.
+// double quote is doubled ("" as in cmd, PowerShell and CSV), everything
+// else follows the terminal rule (internal/termesc): a backslash stays one
+// backslash (C:\Program Files\x.dll reads as it is spelled), a control
+// character shows as its Unicode control picture (a newline as ␊, a tab
+// as ␉), another character that does not print as <U+XXXX>, and a byte
+// that is not UTF-8 as <0xNN>.
 func appendTextQuote(b []byte, s string) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"':
-				b = append(b, '"', '"')
-			case c < ' ':
-				b = utf8.AppendRune(b, 0x2400+rune(c))
-			case c == 0x7f:
-				b = utf8.AppendRune(b, 0x2421)
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			break
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, "<0x"...)
-			b = append(b, hexDigit(c>>4), hexDigit(c&0xf), '>')
-		case !strconv.IsPrint(r):
-			b = append(b, "<U+"...)
-			digits := 4
-			for r>>(4*digits) != 0 {
-				digits++
-			}
-			for d := digits - 1; d >= 0; d-- {
-				b = append(b, hexDigit(byte(r>>(4*d))&0xf))
-			}
-			b = append(b, '>')
-		default:
-			b = append(b, s[i:i+n]...)
-		}
-		i += n
+		b = termesc.Append(b, s[:i])
+		b = append(b, '"', '"')
+		s = s[i+1:]
 	}
+	b = termesc.Append(b, s)
 	return append(b, '"')
 }
 

@@ -78,8 +78,9 @@ type Writer struct {
 	endAt   int
 	devs    map[event.Device]device
 
-	rows uint64
-	err  error
+	rows   uint64
+	footer bool // End wrote the footer
+	err    error
 }
 
 // New returns a Writer writing to w.
@@ -334,5 +335,10 @@ func (w *Writer) End(t *event.Trailer) error {
 	if err := w.w.Close(); err != nil {
 		return fmt.Errorf("write parquet footer after %d rows: %w", w.rows, err)
 	}
+	w.footer = true
 	return nil
 }
+
+// Ended reports whether End wrote the footer: only then is the file one a
+// Parquet reader can read.
+func (w *Writer) Ended() bool { return w.footer }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 // FormatBytes renders a byte count with a binary unit: "512 B", "4.0 KiB",
@@ -94,6 +96,12 @@ type Table struct {
 	Rows   [][]string
 	// Indent is prepended to every line.
 	Indent string
+	// Fit, when above 0, is the widest line: the column Shrink (a path,
+	// shortened at its start) is narrowed until the table fits, to no
+	// less than 24 runes; when even that is too wide, its cells go on
+	// lines of their own above their rows.
+	Fit    int
+	Shrink int
 }
 
 // Add appends a row.
@@ -114,6 +122,37 @@ func (t *Table) Write(w io.Writer) error {
 		measure(r)
 	}
 	var b strings.Builder
+	rows := t.Rows
+	var above []string // per row, a Shrink cell drawn on a line of its own
+	if k := t.Shrink; t.Fit > 0 && k < len(widths) {
+		total := visibleWidth(t.Indent) + 2*(len(widths)-1)
+		for _, w := range widths {
+			total += w
+		}
+		if total > t.Fit {
+			room := widths[k] - (total - t.Fit)
+			own := room < 24
+			if own {
+				room = visibleWidth(t.Header[k])
+				above = make([]string, len(rows))
+			}
+			rows = make([][]string, len(t.Rows))
+			for i, r := range t.Rows {
+				rows[i] = r
+				if k >= len(r) || visibleWidth(r[k]) <= room {
+					continue
+				}
+				rows[i] = append([]string(nil), r...)
+				if own {
+					above[i] = ShortenPath(r[k], t.Fit-visibleWidth(t.Indent))
+					rows[i][k] = ""
+				} else {
+					rows[i][k] = ShortenPath(r[k], room)
+				}
+			}
+			widths[k] = room
+		}
+	}
 	line := func(row []string) {
 		b.WriteString(t.Indent)
 		for i := range widths {
@@ -139,7 +178,10 @@ func (t *Table) Write(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	line(t.Header)
-	for _, r := range t.Rows {
+	for i, r := range rows {
+		if above != nil && above[i] != "" {
+			b.WriteString(t.Indent + above[i] + "\n")
+		}
 		line(r)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -155,22 +197,22 @@ func ShortenPath(p string, max int) string {
 	return "…" + string(r[len(r)-max+1:])
 }
 
-// Printable replaces control characters so that a name cannot break the
-// layout of a terminal.
-func Printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
+// LineWidth is the width report and compare text lines fit in.
+const LineWidth = 160
+
+// FitPath shortens the path p (as ShortenPath) so that a line holding it
+// and other runes of other text fits in LineWidth, giving p at most
+// maxPath runes and at least 24.
+func FitPath(p string, other, maxPath int) string {
+	return ShortenPath(p, max(min(LineWidth-other, maxPath), 24))
 }
+
+// Printable shows a name from the traced system by iotrace's one rule
+// for terminals (internal/termesc): control characters as their control
+// pictures, other non-printing characters as <U+XXXX>, bytes that are not
+// UTF-8 as <0xNN>, so that a name cannot break the layout of a terminal or
+// drive it.
+func Printable(s string) string { return termesc.String(s) }
 
 // visibleWidth is the number of runes of s outside ANSI escape sequences.
 func visibleWidth(s string) int {

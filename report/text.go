@@ -425,31 +425,46 @@ func (t *textWriter) slowest(res *Result) {
 		}
 		t.heading(title)
 		for _, s := range list {
-			where := Printable(s.Path)
+			// The path takes what the rest of the line leaves of
+			// LineWidth (up to PathWidth).
+			var before, after string
 			if s.Device != "" {
-				where = s.Device + " " + FormatBytes(uint64(max(s.Bytes, 0))) + " at " + fmt.Sprint(s.Offset)
+				before = s.Device + " " + FormatBytes(uint64(max(s.Bytes, 0))) + " at " + fmt.Sprint(s.Offset)
 				if s.Path != "" {
-					where += " " + Printable(s.Path)
+					before += " "
 				}
 			} else if s.Bytes >= 0 && (s.Op == "read" || s.Op == "write") {
 				if s.Offset >= 0 {
-					where += fmt.Sprintf(" (%s at %d)", FormatBytes(uint64(s.Bytes)), s.Offset)
+					after = fmt.Sprintf(" (%s at %d)", FormatBytes(uint64(s.Bytes)), s.Offset)
 				} else {
-					where += fmt.Sprintf(" (%s)", FormatBytes(uint64(s.Bytes)))
+					after = fmt.Sprintf(" (%s)", FormatBytes(uint64(s.Bytes)))
 				}
 			}
 			name := s.Op
 			if s.Native != "" && s.Native != s.Op {
 				name += "/" + s.Native
 			}
-			line := fmt.Sprintf("  %9s  #%d %s %s[%d/%d] %s → %s", FormatDuration(uint64(s.Duration)), s.ID, name, onHost(s.Host, Printable(s.Comm)), s.Pid, s.Tid, where, s.Result)
+			head := fmt.Sprintf("  %9s  #%d %s %s[%d/%d] %s", FormatDuration(uint64(s.Duration)), s.ID, name, onHost(s.Host, Printable(s.Comm)), s.Pid, s.Tid, before)
+			tail := after + " → " + s.Result
 			if s.Wait > 0 {
-				line += fmt.Sprintf(" (queue %s, service %s)", FormatDuration(uint64(s.Wait)), FormatDuration(uint64(s.Duration-s.Wait)))
+				tail += fmt.Sprintf(" (queue %s, service %s)", FormatDuration(uint64(s.Wait)), FormatDuration(uint64(s.Duration-s.Wait)))
 			}
 			if s.Cause != 0 {
-				line += fmt.Sprintf(" ← caused by #%d", s.Cause)
+				tail += fmt.Sprintf(" ← caused by #%d", s.Cause)
 			}
+			path, below := "", ""
+			if s.Path != "" {
+				other := visibleWidth(head) + visibleWidth(tail)
+				if LineWidth-other >= 24 {
+					path = FitPath(Printable(s.Path), other, 2*t.opts.PathWidth)
+				} else {
+					// Too little room left: the path goes on a line of its own.
+					path, below = "…", fmt.Sprintf("  %9s    %s\n", "", FitPath(Printable(s.Path), 15, LineWidth))
+				}
+			}
+			line := head + path + tail
 			fmt.Fprintln(t.w, line)
+			io.WriteString(t.w, below)
 			for _, b := range s.Blocks {
 				fmt.Fprintf(t.w, "  %9s    └ #%d %s %s %s at sector %d, queue %s, service %s, %s\n", FormatDuration(uint64(b.Duration)),
 					b.ID, b.Op, b.Device, FormatBytes(b.Bytes), b.Sector, FormatDuration(uint64(b.Wait)), FormatDuration(uint64(b.Duration-b.Wait)), b.Result)

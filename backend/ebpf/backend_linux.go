@@ -397,6 +397,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	if cmdMode {
 		cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if opts.CommandStdout != nil {
+			cmd.Stdout = opts.CommandStdout
+		}
 		if err := cmd.Start(); err != nil {
 			r.drain()
 			_ = stopBlock()

@@ -85,6 +85,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	if len(opts.Command) > 0 {
 		cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+		cmd.Stdout = opts.CommandStdout
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("fake backend: start %q: %w", opts.Command[0], err)
 		}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputNeverOverInput: every command that reads and writes refuses
+// an output that is one of its inputs, by file identity (a hard link or
+// another spelling of the name counts), and leaves the input intact.
+func TestOutputNeverOverInput(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	orig, _ := os.ReadFile(in)
+	link := filepath.Join(filepath.Dir(in), "other-name.jsonl")
+	if err := os.Link(in, link); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "s.star")
+	os.WriteFile(script, []byte("def on_event(e):\n    print(e.op)\n"), 0o600)
+	for _, args := range [][]string{
+		{"print", in, "-o", in},
+		{"print", in, "-o", link},
+		{"print", in, "-f", "jsonl", "-o", filepath.Dir(in) + "/./trace.jsonl"},
+		{"convert", in, "-o", link, "-f", "jsonl"},
+		{"run", script, "--input", in, "-o", link},
+		{"run", script, "--input", in, "-o", script},
+		{"report", in, "--heatmap", link},
+	} {
+		out, errOut, code := runCLI(t, args...)
+		if code == 0 || !strings.Contains(errOut, "same file as the input") {
+			t.Errorf("%v: exit %d, stderr %q; want refused", args, code, errOut)
+		}
+		if args[0] == "report" && out != "" {
+			t.Errorf("report read the trace before refusing its heatmap file:\n%.300s", out)
+		}
+		if got, _ := os.ReadFile(in); string(got) != string(orig) {
+			t.Fatalf("%v changed the input (%d bytes, was %d)", args, len(got), len(orig))
+		}
+	}
+}
+
+// TestOutputFileSafety: outputs are 0600, never written through a
+// symlink, and a failed run leaves the previous output in place.
+func TestOutputFileSafety(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"print", in, "-o", "OUT"},
+		{"convert", in, "-o", "OUT", "-f", "iot"},
+		{"report", in, "--heatmap", "OUT"},
+	} {
+		out := filepath.Join(dir, args[0]+".out")
+		for i := range args {
+			if args[i] == "OUT" {
+				args[i] = out
+			}
+		}
+		if _, errOut, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		st, err := os.Stat(out)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%v: output mode %v (%v), want 0600", args, st.Mode().Perm(), err)
+		}
+		// A symlink at the output path is refused, its target untouched.
+		victim := filepath.Join(dir, "victim")
+		os.WriteFile(victim, []byte("precious"), 0o644)
+		os.Remove(out)
+		os.Symlink(victim, out)
+		if _, errOut, code := runCLI(t, args...); code == 0 || !strings.Contains(errOut, "symbolic link") {
+			t.Errorf("%v over a symlink: exit %d, stderr %q; want refused", args, code, errOut)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Errorf("%v wrote through a symlink: %q", args, b)
+		}
+		os.Remove(out)
+	}
+	// No temporary files left behind.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+// TestFailedRunKeepsOldOutput: a run that fails leaves the previous
+// output as it was (here a script that does not compile: its output file
+// was opened, then the run failed).
+func TestFailedRunKeepsOldOutput(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.txt")
+	os.WriteFile(out, []byte("good"), 0o600)
+	script := filepath.Join(dir, "bad.star")
+	os.WriteFile(script, []byte("def on_event(e):\n    print(e.op\n"), 0o600)
+	_, _, code := runCLI(t, "run", script, "--input", in, "-o", out)
+	if code == 0 {
+		t.Fatalf("a script with a syntax error succeeded")
+	}
+	if b, _ := os.ReadFile(out); string(b) != "good" {
+		t.Errorf("failed run replaced the old output with %q", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("files left: %v", ents)
+	}
+}
+
+// TestDamagedInputExit2: every reading command exits 2 on damaged input.
+func TestDamagedInputExit2(t *testing.T) {
+	path := writeJSONL(t, resolvedTrace("linux"))
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, data[:len(data)*2/3], 0o600)
+	script := filepath.Join(t.TempDir(), "s.star")
+	os.WriteFile(script, []byte("def on_event(e):\n    pass\n"), 0o600)
+	for _, args := range [][]string{
+		{"print", path},
+		{"convert", path, "-o", filepath.Join(t.TempDir(), "x.jsonl")},
+		{"report", path},
+		{"compare", path, path},
+		{"run", script, "--input", path},
+	} {
+		_, errOut, code := runCLI(t, args...)
+		if code != 2 {
+			t.Errorf("%v on a damaged file: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+	}
+}

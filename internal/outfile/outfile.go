@@ -1,0 +1,175 @@
+// Package outfile creates the files iotrace commands write (traces,
+// converted traces, script output, heatmaps), by one rule for every
+// command, because iotrace runs as root and its outputs hold every
+// process's paths and command lines:
+//
+//   - An output is never one of the command's own inputs: Create refuses a
+//     path that is the same file (device and inode, not name) as an input.
+//   - A symbolic link at the final path component is an error: it is never
+//     written through nor replaced (a user's link in /tmp must not make
+//     root overwrite the link's target, nor lose the link silently).
+//   - The data goes to a temporary file in the target directory
+//     (".NAME.tmp-RANDOM", created 0600 with O_EXCL) that Commit renames
+//     into place, so a failed run never leaves a half-written file where a
+//     good one was. A new file is 0600; a replaced regular file keeps its
+//     permission bits.
+//   - An existing device or FIFO (-o /dev/null, a named pipe) is written
+//     in place, there being nothing to rename over, when it is the user's
+//     own or root's; another user's is refused (a FIFO in /tmp would receive the
+//     trace). A replaced file keeps its mode only when it was the user's
+//     own: another user's 0666 file must not make the trace readable.
+//
+// The standard library has every call needed; the package holds only the
+// rule, so that it is the same in every command.
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// File is an output being written. Write to it, then Commit it, or Abort
+// to remove what was written.
+type File struct {
+	*os.File
+	path string // the final path
+	temp string // the temporary path; "" when writing in place
+	mode fs.FileMode
+	done bool
+}
+
+// Create starts the output at path. inputs are the files the command
+// reads ("" and "-" are skipped); path must not be one of them.
+func Create(path string, inputs ...string) (*File, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case err == nil:
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("output %s is a symbolic link: iotrace does not write through links (remove it or name the target)", path)
+		}
+		if err := notAnInput(path, st, inputs); err != nil {
+			return nil, err
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("output %s is a directory", path)
+		}
+		if !st.Mode().IsRegular() {
+			if !trusted(st) {
+				return nil, fmt.Errorf("output %s is a %s of another user: iotrace does not write into it", path, kind(st))
+			}
+			// A device or FIFO: write in place, without creating.
+			f, err := os.OpenFile(path, os.O_WRONLY|nofollow, 0)
+			if err != nil {
+				return nil, err
+			}
+			return &File{File: f, path: path}, nil
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		st = nil
+	default:
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	o := &File{File: f, path: path, temp: f.Name(), mode: 0o600}
+	if st != nil && ownedByMe(st) {
+		o.mode = st.Mode().Perm()
+	}
+	return o, nil
+}
+
+// notAnInput refuses an existing output that is the same file as one of
+// inputs.
+func notAnInput(path string, st fs.FileInfo, inputs []string) error {
+	for _, in := range inputs {
+		if in == "" || in == "-" {
+			continue
+		}
+		ist, err := os.Stat(in)
+		if err == nil && os.SameFile(st, ist) {
+			return fmt.Errorf("output %s is the same file as the input %s: refusing to overwrite it", path, in)
+		}
+	}
+	return nil
+}
+
+// Path returns the final path.
+func (o *File) Path() string { return o.path }
+
+// TempPath returns where the data is until Commit ("" when written in
+// place).
+func (o *File) TempPath() string { return o.temp }
+
+// Commit flushes the data to disk and renames the temporary file into
+// place (rename replaces whatever is at the path, a link included, and
+// never follows it).
+func (o *File) Commit() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	if o.temp == "" {
+		return o.File.Close()
+	}
+	err := o.File.Chmod(o.mode)
+	if err == nil {
+		err = o.File.Sync()
+	}
+	if cerr := o.File.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.temp, o.path)
+	}
+	if err != nil {
+		os.Remove(o.temp)
+		return fmt.Errorf("write %s: %w", o.path, err)
+	}
+	return nil
+}
+
+// Abort closes and removes the temporary file, leaving whatever was at
+// the path. It does nothing after Commit.
+func (o *File) Abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	o.File.Close()
+	if o.temp != "" {
+		os.Remove(o.temp)
+	}
+}
+
+// Keep closes the temporary file and leaves it where it is, for data that
+// must not be lost although the run failed (a recording): it returns the
+// temporary path.
+func (o *File) Keep() (string, error) {
+	if o.done {
+		return o.temp, nil
+	}
+	o.done = true
+	err := o.File.Close()
+	if o.temp == "" {
+		return o.path, err
+	}
+	return o.temp, err
+}
+
+// kind names a file type for a message.
+func kind(st fs.FileInfo) string {
+	switch m := st.Mode(); {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}

@@ -1,0 +1,149 @@
+package outfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, path, data string, inputs ...string) error {
+	t.Helper()
+	o, err := Create(path, inputs...)
+	if err != nil {
+		return err
+	}
+	if _, err := o.WriteString(data); err != nil {
+		o.Abort()
+		return err
+	}
+	return o.Commit()
+}
+
+func TestNewFileIs0600(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out.iot")
+	if err := write(t, p, "data"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+func TestReplacedFileKeepsMode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out.txt")
+	if err := os.WriteFile(p, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, 0o640)
+	if err := write(t, p, "new"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(p)
+	b, _ := os.ReadFile(p)
+	if st.Mode().Perm() != 0o640 || string(b) != "new" {
+		t.Errorf("mode %v data %q, want 0640 new", st.Mode().Perm(), b)
+	}
+}
+
+func TestRefusesInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.iot")
+	os.WriteFile(in, []byte("trace"), 0o600)
+	hard := filepath.Join(dir, "hard.iot")
+	if err := os.Link(in, hard); err != nil {
+		t.Fatal(err)
+	}
+	// Same file by another name (a hard link, a path with "./").
+	for _, out := range []string{in, hard, dir + "/./in.iot"} {
+		if err := write(t, out, "x", in); err == nil || !strings.Contains(err.Error(), "same file as the input") {
+			t.Errorf("Create(%s, input %s) = %v, want refused", out, in, err)
+		}
+	}
+	if b, _ := os.ReadFile(in); string(b) != "trace" {
+		t.Errorf("input changed: %q", b)
+	}
+}
+
+func TestRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "victim")
+	os.WriteFile(target, []byte("precious"), 0o644)
+	link := filepath.Join(dir, "out.iot")
+	os.Symlink(target, link)
+	if err := write(t, link, "x"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("write through link: %v, want refused", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("link target changed: %q", b)
+	}
+	dangling := filepath.Join(dir, "d.iot")
+	os.Symlink(filepath.Join(dir, "nothing"), dangling)
+	if err := write(t, dangling, "x"); err == nil {
+		t.Errorf("write through a dangling link succeeded")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nothing")); err == nil {
+		t.Errorf("dangling link's target was created")
+	}
+}
+
+func TestAbortKeepsOldFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.iot")
+	os.WriteFile(p, []byte("good"), 0o600)
+	o, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.WriteString("half")
+	// Before Commit the old file is intact.
+	if b, _ := os.ReadFile(p); string(b) != "good" {
+		t.Errorf("during the write: %q", b)
+	}
+	o.Abort()
+	if b, _ := os.ReadFile(p); string(b) != "good" {
+		t.Errorf("after Abort: %q", b)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("temporary file left: %v", ents)
+	}
+}
+
+func TestKeepLeavesTemp(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "rec.iot")
+	o, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.WriteString("partial")
+	tmp, err := o.Keep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(tmp); string(b) != "partial" || filepath.Dir(tmp) != dir {
+		t.Errorf("kept %s: %q", tmp, b)
+	}
+	st, _ := os.Stat(tmp)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("kept file mode %v", st.Mode().Perm())
+	}
+}
+
+func TestDeviceWrittenInPlace(t *testing.T) {
+	if _, err := os.Stat("/dev/null"); err != nil {
+		t.Skip("no /dev/null")
+	}
+	if err := write(t, "/dev/null", "x"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat("/dev/null")
+	if err != nil || st.Mode()&os.ModeDevice == 0 {
+		t.Fatalf("/dev/null is no longer a device: %v %v", st, err)
+	}
+}
