@@ -32,7 +32,7 @@ func TestBackends(t *testing.T) {
 	var out strings.Builder
 	cmd := newBackendsCmd(func() []backend.Backend { return []backend.Backend{fb, missing{}} })
 	cmd.SetOut(&out)
-	cmd.SetArgs(nil)
+	cmd.SetArgs([]string{})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}

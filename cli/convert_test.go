@@ -11,6 +11,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -24,7 +25,7 @@ func writeIOT(t *testing.T, tr *synth.Recorded) string {
 // facts per chunk (0: the default).
 func writeIOTChunks(t *testing.T, tr *synth.Recorded, records int) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trace.iot")
+	path := filepath.Join(testenv.TempDir(t), "trace.iot")
 	w, err := tracefile.Create(path, tracefile.WriterOptions{ChunkRecords: records})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestTruncatedIOT(t *testing.T) {
 func TestConvert(t *testing.T) {
 	src := resolvedTrace("windows")
 	in := writeIOT(t, src)
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 
 	// iot → jsonl → iot → jsonl keeps everything.
 	j1 := filepath.Join(dir, "a.jsonl")

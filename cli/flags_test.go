@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -8,17 +9,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // TestLiveFlagChecks: a negative --duration and a --pid of no process are
 // errors in every live command, before anything is traced.
 func TestLiveFlagChecks(t *testing.T) {
-	c := exec.Command("true")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(self, "-test.run=^$") // a process that exits at once, on any OS
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
 	gone := strconv.Itoa(c.Process.Pid) // exited and reaped
-	iot := filepath.Join(t.TempDir(), "x.iot")
+	iot := filepath.Join(testenv.TempDir(t), "x.iot")
 	for _, args := range [][]string{
 		{"trace", "--duration", "-1s"},
 		{"record", "-o", iot, "--duration=-5m"},

@@ -16,7 +16,7 @@ import (
 // and report --merge over their per-trace JSON reports give the same fleet
 // report.
 func TestReportManyInputs(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	var paths []string
 	for i, o := range []synth.Options{{Seed: 21, Events: 4000}, {Seed: 22, Events: 3000, OS: "windows"}, {Seed: 23, Events: 2000}} {
 		p, _ := writeSynthJSONL(t, dir, "t"+string(rune('a'+i))+".jsonl", o)
@@ -88,7 +88,7 @@ func TestReportManyInputs(t *testing.T) {
 // order; a damaged one prints what it holds and the command exits 2 after
 // the others printed.
 func TestPrintManyInputs(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	a, ta := writeSynthJSONL(t, dir, "a.jsonl", synth.Options{Seed: 31, Events: 500})
 	b, tb := writeSynthJSONL(t, dir, "b.jsonl", synth.Options{Seed: 32, Events: 700, OS: "windows"})
 	out, errs, code := runIotrace(t, "print", "-f", "csv", a, b)
@@ -115,7 +115,7 @@ func TestPrintManyInputs(t *testing.T) {
 // TestConcatenatedJSONLTraces: jsonl traces concatenated with cat read
 // back as several traces in print, report and convert.
 func TestConcatenatedJSONLTraces(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	a, ta := writeSynthJSONL(t, dir, "a.jsonl", synth.Options{Seed: 51, Events: 900})
 	b, tb := writeSynthJSONL(t, dir, "b.jsonl", synth.Options{Seed: 52, Events: 700, OS: "windows"})
 	var all []byte

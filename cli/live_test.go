@@ -38,7 +38,7 @@ func TestTraceAndRecordArgs(t *testing.T) {
 // the file back.
 func TestRecordThenPrint(t *testing.T) {
 	testenv.RequirePrivileged(t, "traces with eBPF")
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	data := filepath.Join(dir, "in.txt")
 	if err := os.WriteFile(data, []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestCommandExitStatus(t *testing.T) {
 	if _, stderr, code := runCLI(t, "trace", "--layer", "file", "--", "true"); code != 0 {
 		t.Errorf("trace -- true: code %d, want 0\n%s", code, stderr)
 	}
-	iot := filepath.Join(t.TempDir(), "t.iot")
+	iot := filepath.Join(testenv.TempDir(t), "t.iot")
 	_, stderr, code := runCLI(t, "record", "-o", iot, "--", "sh", "-c", "kill -TERM $$")
 	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) {
 		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
@@ -110,7 +110,7 @@ func TestTraceKeepsCommandOutputApart(t *testing.T) {
 // temporary file.
 func TestRecordOutputFile(t *testing.T) {
 	testenv.RequirePrivileged(t, "traces with eBPF")
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	iot := filepath.Join(dir, "t.iot")
 	if _, stderr, code := runCLI(t, "record", "-o", iot, "--layer", "file", "--", "true"); code != 0 {
 		t.Fatalf("record: code %d\n%s", code, stderr)

@@ -23,6 +23,7 @@ import (
 // fails: CI must check that a real engine reads what iotrace writes.
 func duckDB(t *testing.T, sql ...string) [][]map[string]any {
 	t.Helper()
+	testenv.SkipUnderWine(t, "DuckDB's node package is a Linux build here; wine has no node.js")
 	mods := os.Getenv("IOTRACE_DUCKDB_NODE_PATH")
 	if mods == "" {
 		mods = filepath.Join(testenv.RepoRoot(t), ".cache", "duckdb", "node_modules")
@@ -105,7 +106,7 @@ FROM g ORDER BY filename, layer, op`
 // bytes and latency percentiles equal what report --format json says.
 func checkParquetAgainstReport(t *testing.T, traces []string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	reports := map[string]report.Result{} // by parquet file
 	var quoted []string
 	var events uint64
@@ -205,7 +206,7 @@ func checkParquetAgainstReport(t *testing.T, traces []string) {
 // synthetic Linux trace, read together by DuckDB, agrees with the reports.
 func TestParquetDuckDB(t *testing.T) {
 	etl := testenv.ETLDir(t)
-	lin, _ := writeSynthJSONL(t, t.TempDir(), "linux.jsonl", synth.Options{Seed: 11, Events: 20000, BlockPercent: 25})
+	lin, _ := writeSynthJSONL(t, testenv.TempDir(t), "linux.jsonl", synth.Options{Seed: 11, Events: 20000, BlockPercent: 25})
 	checkParquetAgainstReport(t, []string{
 		filepath.Join(etl, "perfview_win8_x64_kernel_diskio_fileio-names_clr_compressed.etl"),
 		filepath.Join(etl, "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"),
@@ -219,7 +220,7 @@ func TestParquetDuckDB(t *testing.T) {
 func TestParquetDuckDBLinuxRecording(t *testing.T) {
 	testenv.RequirePrivileged(t, "records a workload with eBPF")
 	etl := testenv.ETLDir(t)
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	data := filepath.Join(dir, "data")
 	iot := filepath.Join(dir, "linux.iot")
 	work := fmt.Sprintf("dd if=/dev/zero of=%[1]s bs=4096 count=256 conv=fsync status=none && "+

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/output"
 )
 
@@ -27,7 +29,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // writeJSONL writes tr as a jsonl trace file and returns its path.
 func writeJSONL(t *testing.T, tr *synth.Recorded) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	path := filepath.Join(testenv.TempDir(t), "trace.jsonl")
 	var buf bytes.Buffer
 	if err := tr.Replay(output.NewJSONL(&buf)); err != nil {
 		t.Fatal(err)
@@ -145,7 +147,7 @@ func TestPrintText(t *testing.T) {
 func TestPrintCSVToFile(t *testing.T) {
 	src := resolvedTrace("linux")
 	path := writeJSONL(t, src)
-	outPath := filepath.Join(t.TempDir(), "out.csv")
+	outPath := filepath.Join(testenv.TempDir(t), "out.csv")
 	stdout, errOut, code := runCLI(t, "print", path, "-o", outPath)
 	if code != 0 || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, errOut)
@@ -167,7 +169,7 @@ func TestPrintCSVToFile(t *testing.T) {
 }
 
 func TestPrintBadInput(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	random := filepath.Join(dir, "random.bin")
 	os.WriteFile(random, []byte("\x7fELF\x02\x01\x01\x00garbage that is not a trace"), 0o644)
 	empty := filepath.Join(dir, "empty.iot")
@@ -175,7 +177,7 @@ func TestPrintBadInput(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
 		{random, `not a trace file iotrace can read: it begins with 7f 45 4c 46`},
 		{empty, "empty file"},
-		{filepath.Join(dir, "missing.iot"), "no such file"},
+		{filepath.Join(dir, "missing.iot"), notExist},
 		{dir, "is a directory"},
 	} {
 		_, errOut, code := runCLI(t, "print", c.path)
@@ -205,3 +207,13 @@ func TestPrintDamagedJSONL(t *testing.T) {
 		}
 	}
 }
+
+// notExist is how this OS says a file does not exist.
+var notExist = func() string {
+	_, err := os.Open(filepath.Join(os.TempDir(), "iotrace-no-such-file"))
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return "no such file"
+}()

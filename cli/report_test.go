@@ -43,7 +43,7 @@ func runIotrace(t *testing.T, args ...string) (stdout, stderr string, code int) 
 }
 
 func TestReportCommand(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	path, tr := writeSynthJSONL(t, dir, "t.jsonl", synth.Options{Seed: 3, Events: 3000, BlockPercent: 20})
 	svg := filepath.Join(dir, "heat.svg")
 	out, errs, code := runIotrace(t, "report", path, "--format", "json", "--top", "3", "--heatmap", svg)
@@ -87,7 +87,7 @@ func TestReportCommand(t *testing.T) {
 }
 
 func TestReportDamagedInput(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	path, _ := writeSynthJSONL(t, dir, "t.jsonl", synth.Options{Seed: 4, Events: 500})
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -105,7 +105,7 @@ func TestReportDamagedInput(t *testing.T) {
 }
 
 func TestCompareCommand(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	a, _ := writeSynthJSONL(t, dir, "a.jsonl", synth.Options{Seed: 5, Events: 2000})
 	b, _ := writeSynthJSONL(t, dir, "b.jsonl", synth.Options{Seed: 5, Events: 2000})
 	out, errs, code := runIotrace(t, "compare", a, b, "--format", "json")
@@ -131,7 +131,7 @@ func TestCompareCommand(t *testing.T) {
 
 func TestReportLive(t *testing.T) {
 	testenv.RequirePrivileged(t, "report --live traces this machine with eBPF")
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	src := filepath.Join(dir, "src")
 	if err := os.WriteFile(src, bytes.Repeat([]byte("x"), 1<<16), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestReportLive(t *testing.T) {
 }
 
 func TestConvertPerfetto(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	in, tr := writeSynthJSONL(t, dir, "t.jsonl", synth.Options{Seed: 6, Events: 1000, BlockPercent: 30})
 	out := filepath.Join(dir, "t.json")
 	if _, errs, code := runIotrace(t, "convert", in, "--format", "perfetto", "-o", out); code != 0 {

@@ -22,7 +22,7 @@ func writeScriptTrace(t *testing.T, jsonl bool) string {
 	t.Helper()
 	h, facts, evs, tr := scripttest.Build()
 	if !jsonl {
-		path := filepath.Join(t.TempDir(), "trace.iot")
+		path := filepath.Join(testenv.TempDir(t), "trace.iot")
 		w, err := tracefile.Create(path, tracefile.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func writeScriptTrace(t *testing.T, jsonl bool) string {
 		}
 		return path
 	}
-	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	path := filepath.Join(testenv.TempDir(t), "trace.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestRunExamplesOverARecordedTrace(t *testing.T) {
 
 func TestRunErrorsAndOptions(t *testing.T) {
 	trace := writeScriptTrace(t, false)
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
@@ -215,7 +215,7 @@ func TestRunScriptLive(t *testing.T) {
 	if _, err := pickLiveBackend(); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(t.TempDir(), "dd.out")
+	target := filepath.Join(testenv.TempDir(t), "dd.out")
 	script := filepath.Join(testenv.RepoRoot(t), "examples", "scripts", "io_sizes.star")
 	out, errs, code := runCmd(t, "run", script, "-v", "--", "dd", "if=/dev/zero", "of="+target, "bs=64k", "count=50", "oflag=direct")
 	if code != 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // TestConcatenatedJSONL: jsonl traces written by iotrace concatenate and
@@ -27,7 +28,7 @@ func TestConcatenatedJSONL(t *testing.T) {
 		}
 		parts = append(parts, b)
 	}
-	path := filepath.Join(t.TempDir(), "all.jsonl")
+	path := filepath.Join(testenv.TempDir(t), "all.jsonl")
 	var all []byte
 	for _, p := range parts {
 		all = append(all, p...)

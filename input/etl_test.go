@@ -35,7 +35,7 @@ func TestOpenETL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "trace.bin") // no .etl extension
+	path := filepath.Join(testenv.TempDir(t), "trace.bin") // no .etl extension
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestOpenETL(t *testing.T) {
 	}
 
 	// A damaged file: every intact event, the trailer, then an error.
-	cut := filepath.Join(t.TempDir(), "cut.etl")
+	cut := filepath.Join(testenv.TempDir(t), "cut.etl")
 	if err := os.WriteFile(cut, data[:len(data)*2/3], 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/tracefile"
@@ -17,7 +18,7 @@ import (
 
 func writeIOT(t *testing.T, tr *synth.Recorded) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trace.bin") // the extension does not matter
+	path := filepath.Join(testenv.TempDir(t), "trace.bin") // the extension does not matter
 	w, err := tracefile.Create(path, tracefile.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func writeJSONL(t *testing.T, tr *synth.Recorded) string {
 	if err := tr.Replay(output.NewJSONL(&buf)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "trace.iot") // a misleading extension
+	path := filepath.Join(testenv.TempDir(t), "trace.iot") // a misleading extension
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestStaleResolverCountIsReplaced(t *testing.T) {
 }
 
 func TestUnknownFormats(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	cases := []struct {
 		name string
 		data []byte

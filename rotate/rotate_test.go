@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/tracefile"
 )
@@ -57,7 +58,7 @@ func readFile(t *testing.T, path string) *synth.Recorded {
 func TestSeries(t *testing.T) {
 	tr := synth.Trace(synth.Options{Seed: 5, Events: 20000, BlockPercent: 10})
 	want := resolvedPaths(t, tr)
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	clk := &clock{t: time.Date(2026, 11, 25, 5, 0, 0, 0, time.UTC), step: 5 * time.Millisecond}
 	var done []string
 	s, err := New(Options{Dir: dir, Prefix: "rec", Every: 10 * time.Second, Now: clk.now,
@@ -125,7 +126,7 @@ func TestSeries(t *testing.T) {
 
 func TestSeriesBySizeAndRetention(t *testing.T) {
 	tr := synth.Trace(synth.Options{Seed: 6, Events: 30000})
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	// A file of an earlier recording of the same series, and one of another
 	// series: retention counts the first, never touches the second.
 	host := tr.Header.Hostname
@@ -166,7 +167,7 @@ func TestSeriesBySizeAndRetention(t *testing.T) {
 	}
 
 	// MaxTotal: the oldest go until the series fits.
-	dir2 := t.TempDir()
+	dir2 := testenv.TempDir(t)
 	s, err = New(Options{Dir: dir2, MaxBytes: 64 << 10, MaxTotal: 300 << 10, Now: clk.now, Writer: tracefileOpts()})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestSeriesBySizeAndRetention(t *testing.T) {
 }
 
 func TestSeriesOptions(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	for name, o := range map[string]Options{
 		"no limit":  {Dir: dir},
 		"negative":  {Dir: dir, Every: -time.Second},

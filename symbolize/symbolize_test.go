@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // build compiles src with the compiler and flags given into dir/name.
@@ -85,7 +87,7 @@ func oracle(t *testing.T, bin, fn string) (vaddr uint64, line string) {
 }
 
 func TestSymbolizeELF(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	bin := buildProg(t, dir, "prog", 1)
 	m, at := mapped(t, bin, 0x555555554000)
 	for _, fn := range []string{"main", "outer_fn", "inner_fn", "write_block"} {
@@ -104,7 +106,7 @@ func TestSymbolizeELF(t *testing.T) {
 
 	// From a --symbols directory in debuginfod's layout, with the
 	// binary gone from its path.
-	syms := t.TempDir()
+	syms := testenv.TempDir(t)
 	id := strings.TrimPrefix(m.ID, "gnu:")
 	if err := os.MkdirAll(filepath.Join(syms, id), 0o755); err != nil {
 		t.Fatal(err)
@@ -142,7 +144,7 @@ func TestSymbolizeSeparateDebugFile(t *testing.T) {
 	if _, err := exec.LookPath("objcopy"); err != nil {
 		t.Skip("skipped: objcopy not found")
 	}
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	bin := buildProg(t, dir, "prog", 3)
 	vaddr, _ := oracle(t, bin, "outer_fn")
 	m, at := mapped(t, bin, 0x400000)
@@ -176,7 +178,7 @@ func TestSymbolizeSeparateDebugFile(t *testing.T) {
 }
 
 func TestSymbolizeCPlusPlus(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	src, _ := filepath.Abs(filepath.Join("testdata", "ns.cc"))
 	bin := build(t, dir, "ns", "g++", "-g", "-O1", src)
 	vaddr, _ := oracle(t, bin, "_ZN5store11flush_pagesEi")

@@ -15,6 +15,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // write encodes r as a .iot file.
@@ -184,7 +185,7 @@ func TestRoundTripRandom(t *testing.T) {
 
 func TestScanFacts(t *testing.T) {
 	want := synth.Trace(synth.Options{OS: "windows", Seed: 5, Events: 3000})
-	path := filepath.Join(t.TempDir(), "w.iot")
+	path := filepath.Join(testenv.TempDir(t), "w.iot")
 	w, err := Create(path, WriterOptions{ChunkRecords: 100})
 	if err != nil {
 		t.Fatal(err)

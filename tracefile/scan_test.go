@@ -15,12 +15,13 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // openFile writes b to a temporary file and opens it.
 func openFile(t *testing.T, b []byte) *Reader {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "t.iot")
+	path := filepath.Join(testenv.TempDir(t), "t.iot")
 	must(t, os.WriteFile(path, b, 0o644))
 	r, err := Open(path)
 	if err != nil {

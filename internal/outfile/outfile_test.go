@@ -3,8 +3,11 @@ package outfile
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 func write(t *testing.T, path, data string, inputs ...string) error {
@@ -21,7 +24,7 @@ func write(t *testing.T, path, data string, inputs ...string) error {
 }
 
 func TestNewFileIs0600(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "out.iot")
+	p := filepath.Join(testenv.TempDir(t), "out.iot")
 	if err := write(t, p, "data"); err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +32,13 @@ func TestNewFileIs0600(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Mode().Perm() != 0o600 {
+	if runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 { // POSIX modes
 		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
 }
 
 func TestReplacedFileKeepsMode(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "out.txt")
+	p := filepath.Join(testenv.TempDir(t), "out.txt")
 	if err := os.WriteFile(p, []byte("old"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +48,13 @@ func TestReplacedFileKeepsMode(t *testing.T) {
 	}
 	st, _ := os.Stat(p)
 	b, _ := os.ReadFile(p)
-	if st.Mode().Perm() != 0o640 || string(b) != "new" {
+	if (runtime.GOOS != "windows" && st.Mode().Perm() != 0o640) || string(b) != "new" {
 		t.Errorf("mode %v data %q, want 0640 new", st.Mode().Perm(), b)
 	}
 }
 
 func TestRefusesInput(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	in := filepath.Join(dir, "in.iot")
 	os.WriteFile(in, []byte("trace"), 0o600)
 	hard := filepath.Join(dir, "hard.iot")
@@ -70,7 +73,8 @@ func TestRefusesInput(t *testing.T) {
 }
 
 func TestRefusesSymlink(t *testing.T) {
-	dir := t.TempDir()
+	testenv.SkipUnderWine(t, "wine's symbolic links are not reparse points (Lstat sees a plain file)")
+	dir := testenv.TempDir(t)
 	target := filepath.Join(dir, "victim")
 	os.WriteFile(target, []byte("precious"), 0o644)
 	link := filepath.Join(dir, "out.iot")
@@ -92,7 +96,7 @@ func TestRefusesSymlink(t *testing.T) {
 }
 
 func TestAbortKeepsOldFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	p := filepath.Join(dir, "out.iot")
 	os.WriteFile(p, []byte("good"), 0o600)
 	o, err := Create(p)
@@ -115,7 +119,7 @@ func TestAbortKeepsOldFile(t *testing.T) {
 }
 
 func TestKeepLeavesTemp(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	p := filepath.Join(dir, "rec.iot")
 	o, err := Create(p)
 	if err != nil {
@@ -130,7 +134,7 @@ func TestKeepLeavesTemp(t *testing.T) {
 		t.Errorf("kept %s: %q", tmp, b)
 	}
 	st, _ := os.Stat(tmp)
-	if st.Mode().Perm() != 0o600 {
+	if runtime.GOOS != "windows" && st.Mode().Perm() != 0o600 {
 		t.Errorf("kept file mode %v", st.Mode().Perm())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 func TestParseStat(t *testing.T) {
@@ -61,7 +63,7 @@ func TestFakeTree(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("symbolic links need privileges on Windows")
 	}
-	root := t.TempDir()
+	root := testenv.TempDir(t)
 	p := filepath.Join(root, "77")
 	for _, d := range []string{"fd", "fdinfo"} {
 		if err := os.MkdirAll(filepath.Join(p, d), 0o755); err != nil {

@@ -1,0 +1,9 @@
+//go:build !windows
+
+package testenv
+
+import "os"
+
+func underWine() bool { return false }
+
+func removeTree(dir string) error { return os.RemoveAll(dir) }
