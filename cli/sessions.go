@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iotrace/iotrace/backend/etw/live"
+	"github.com/iotrace/iotrace/internal/termesc"
 )
 
 func newSessionsCmd() *cobra.Command {
@@ -16,8 +17,10 @@ func newSessionsCmd() *cobra.Command {
 		Use:   "sessions",
 		Short: "List the running ETW sessions (Windows), or stop a stale iotrace one",
 		Long: `List every ETW session running on this Windows machine, like xperf -Loggers or
-logman query -ets: name, buffers, events lost, real-time buffers lost, log
-file, clock and kernel flags. Sessions named iotrace-<pid> are iotrace's; the
+logman query -ets: for each, its log file mode (real time, file, circular,
+buffering, system logger, ...), log file, clock, buffers (size, count, minimum
+and maximum, free, written), flush timer, events lost, log buffers lost and
+real-time buffers lost, and the kernel flags by name. Sessions named iotrace-<pid> are iotrace's; the
 STATE column says whether their owner is still running.
 
 "iotrace sessions stop NAME" stops an iotrace session whose owner is gone
@@ -62,26 +65,79 @@ session of a running iotrace.`,
 	return cmd
 }
 
-// writeSessions prints the session table.
+// writeSessions prints one block per session, with what xperf -Loggers
+// and logman query -ets show: log file mode, clock, buffers (size, count,
+// minimum and maximum, free, written), flush timer, the three loss
+// counters, the log file, and the kernel flags by name.
 func writeSessions(w io.Writer, all []live.SessionStatus, stale func(string) bool) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tBUFFERS (KB×N, FREE)\tEVENTS LOST\tRT BUFFERS LOST\tLOG FILE\tCLOCK\tKERNEL FLAGS")
-	for _, s := range all {
-		state := "-"
+	if len(all) == 0 {
+		_, err := fmt.Fprintln(w, "no ETW sessions are running")
+		return err
+	}
+	for i, s := range all {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		state := ""
 		if _, ours := live.OwnerPid(s.Name); ours {
-			state = "iotrace, running"
+			state = "  (iotrace, running)"
 			if stale(s.Name) {
-				state = "iotrace, STALE (owner gone)"
+				state = "  (iotrace, STALE: owner gone; iotrace sessions stop " + s.Name + ")"
 			}
 		}
 		logFile := s.LogFile
-		if logFile == "" && s.RealTime() {
-			logFile = "(real time)"
+		if logFile == "" {
+			logFile = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d×%d, %d\t%d\t%d\t%s\t%s\t%s\n", s.Name, state, s.BufferSizeKB, s.NumberOfBuffers, s.FreeBuffers,
-			s.EventsLost, s.RealTimeBuffersLost, logFile, clockName(s.ClockType), kernelFlags(s.EnableFlags))
+		flush := "default (1 s)"
+		if s.FlushTimer > 0 {
+			flush = fmt.Sprintf("%d s", s.FlushTimer)
+		}
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintf(tw, "%s%s\n", termesc.String(s.Name), state)
+		fmt.Fprintf(tw, "  mode\t%s\n", logFileMode(s.LogFileMode))
+		fmt.Fprintf(tw, "  log file\t%s\n", termesc.String(logFile))
+		fmt.Fprintf(tw, "  clock\t%s\n", clockName(s.ClockType))
+		fmt.Fprintf(tw, "  buffers\t%d KB × %d (min %d, max %d), %d free, %d written\n",
+			s.BufferSizeKB, s.NumberOfBuffers, s.MinBuffers, s.MaxBuffers, s.FreeBuffers, s.BuffersWritten)
+		fmt.Fprintf(tw, "  flush timer\t%s\n", flush)
+		fmt.Fprintf(tw, "  lost\tevents %d, log buffers %d, real-time buffers %d\n", s.EventsLost, s.LogBuffersLost, s.RealTimeBuffersLost)
+		fmt.Fprintf(tw, "  kernel flags\t%s\n", kernelFlags(s.EnableFlags))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
+}
+
+// logFileMode names the EVENT_TRACE_*_MODE bits of a session.
+func logFileMode(m uint32) string {
+	names := []struct {
+		bit  uint32
+		name string
+	}{
+		{0x00000100, "real time"}, {0x00000001, "file (sequential)"}, {0x00000002, "file (circular)"},
+		{0x00000004, "append"}, {0x00000008, "new file"}, {0x00000020, "preallocate"},
+		{0x00000040, "nonstoppable"}, {0x00000080, "secure"}, {0x00000400, "buffering (in memory)"},
+		{0x00000800, "private"}, {0x00001000, "add header"}, {0x00004000, "global sequence"},
+		{0x00008000, "local sequence"}, {0x00010000, "relog"}, {0x00020000, "private in proc"},
+		{0x01000000, "paged memory"}, {0x02000000, "system logger"}, {0x08000000, "independent"},
+		{0x10000000, "no per-processor buffering"}, {0x80000000, "in triage dumps"},
+	}
+	var out []string
+	for _, n := range names {
+		if m&n.bit != 0 {
+			out = append(out, n.name)
+			m &^= n.bit
+		}
+	}
+	if m != 0 {
+		out = append(out, fmt.Sprintf("%#x", m))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 func clockName(c uint32) string {

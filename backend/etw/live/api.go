@@ -3,6 +3,7 @@ package live
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -89,6 +90,11 @@ const (
 	ErrNoSystemResources Errno = 1450
 	ErrNotFound          Errno = 4201 // ERROR_WMI_INSTANCE_NOT_FOUND: no such session
 	ErrCtxClosed         Errno = 6    // ERROR_INVALID_HANDLE
+	// ErrCtxClosePending is CloseTrace's answer when it was called from
+	// outside ProcessTrace's callbacks while buffers were still being
+	// delivered: the close completes when the last callback returns (a
+	// success, not a failure).
+	ErrCtxClosePending Errno = 7007 // ERROR_CTX_CLOSE_PENDING
 )
 
 func (e Errno) Error() string {
@@ -212,6 +218,9 @@ type API interface {
 	OSVersion() (major, minor, build uint32)
 	// Pid is this process's id.
 	Pid() uint32
+	// FileSize returns the size of the file at path (os.Stat): record to
+	// .etl checks that the session wrote its file.
+	FileSize(path string) (int64, error)
 	// Processes lists the running processes.
 	Processes() ([]Process, error)
 	// ProcessImage returns the full path of the executable of process
@@ -235,3 +244,13 @@ func itemData(it *EventHeaderExtendedDataItem) unsafe.Pointer {
 
 // errorsIs is errors.Is for Errno targets.
 func isErrno(err error, e Errno) bool { return errors.Is(err, e) }
+
+// closeTraceErr is CloseTrace's result: ERROR_CTX_CLOSE_PENDING (7007)
+// means the close completes once the callbacks in progress return, a
+// success; anything else (ERROR_MORE_DATA included) is an error.
+func closeTraceErr(err error) error {
+	if err == nil || errors.Is(err, syscall.Errno(ErrCtxClosePending)) {
+		return nil
+	}
+	return err
+}

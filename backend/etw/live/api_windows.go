@@ -178,9 +178,9 @@ func (winAPI) ProcessTrace(h TraceHandle) error {
 }
 
 func (winAPI) CloseTrace(h TraceHandle) error {
-	err := closeTrace(h)
+	err := closeTraceErr(closeTrace(h))
 	consumers.release(h)
-	if err != nil && !errors.Is(err, syscall.Errno(ErrMoreData)) { // ERROR_CTX_CLOSE_PENDING is success
+	if err != nil {
 		return errno(err)
 	}
 	return nil
@@ -234,6 +234,14 @@ func (winAPI) OSVersion() (uint32, uint32, uint32) {
 }
 
 func (winAPI) Pid() uint32 { return uint32(os.Getpid()) }
+
+func (winAPI) FileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
 
 func (winAPI) Processes() ([]Process, error) {
 	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)

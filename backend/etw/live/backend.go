@@ -737,6 +737,13 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	if s.serr != nil {
 		return s.status, fmt.Errorf("stop session %q: %w (%s may be incomplete)", name, s.serr, path)
 	}
+	// The session said it stopped; check that it left a trace behind.
+	switch size, err := api.FileSize(path); {
+	case err != nil:
+		return s.status, fmt.Errorf("the session %q stopped, but its file %s cannot be read: %w (ETW wrote no trace)", name, path, err)
+	case size == 0:
+		return s.status, fmt.Errorf("the session %q stopped, but its file %s is empty: ETW wrote no buffer (%d written, %d lost)", name, path, s.status.BuffersWritten, s.status.LogBuffersLost)
+	}
 	if n := s.status.EventsLost; n > 0 {
 		warn(fmt.Sprintf("%d events were lost in the session (buffers full: raise --buffer-size)", n))
 	}

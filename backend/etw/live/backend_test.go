@@ -474,3 +474,20 @@ func TestRecordETL(t *testing.T) {
 		t.Errorf("Sessions: %v %v", all, err)
 	}
 }
+
+// TestRecordETLChecksItsFile: a session that stops without having written
+// its file, or with an empty one, is an error that says so.
+func TestRecordETLChecksItsFile(t *testing.T) {
+	for _, empty := range []bool{false, true} {
+		f := newFakeAPI()
+		f.noLogFile, f.emptyLogFile = !empty, empty
+		want := "cannot be read"
+		if empty {
+			want = "is empty"
+		}
+		_, err := New(Config{API: f}).RecordETL(context.Background(), backend.Options{Duration: time.Millisecond}, `C:\t\x.etl`)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("empty=%v: err %v, want %q", empty, err, want)
+		}
+	}
+}

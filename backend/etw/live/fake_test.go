@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -34,6 +35,11 @@ type fakeAPI struct {
 	rundownHang bool
 	// stopStatus is what stopping the main session reports.
 	stopStatus SessionStatus
+	// fileSizes are the files sessions wrote: a file-mode session writes
+	// 64 KiB to its log file, nothing with noLogFile, an empty file with
+	// emptyLogFile.
+	fileSizes               map[string]int64
+	noLogFile, emptyLogFile bool
 	// others are sessions of other tools.
 	others   []SessionStatus
 	stopped  []string
@@ -95,6 +101,15 @@ func (f *fakeAPI) StartTrace(cfg *SessionConfig) (SessionHandle, error) {
 	s := &fakeSession{cfg: *cfg, handle: SessionHandle(f.nextH), stop: make(chan struct{}), closed: make(chan struct{}), inject: make(chan record.Record, 16)}
 	f.sessions[cfg.Name] = s
 	f.started = append(f.started, *cfg)
+	if cfg.LogFile != "" && !f.noLogFile {
+		if f.fileSizes == nil {
+			f.fileSizes = map[string]int64{}
+		}
+		f.fileSizes[cfg.LogFile] = 64 << 10
+		if f.emptyLogFile {
+			f.fileSizes[cfg.LogFile] = 0
+		}
+	}
 	return s.handle, nil
 }
 
@@ -231,6 +246,17 @@ func (f *fakeAPI) OSVersion() (uint32, uint32, uint32) {
 	return f.os[0], f.os[1], f.os[2]
 }
 func (f *fakeAPI) Pid() uint32 { return f.pid }
+
+// FileSize answers from fileSizes; a path not there does not exist.
+func (f *fakeAPI) FileSize(path string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.fileSizes[path]
+	if !ok {
+		return 0, os.ErrNotExist
+	}
+	return n, nil
+}
 func (f *fakeAPI) Processes() ([]Process, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,6 +2,7 @@ package live
 
 import (
 	"reflect"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -223,5 +224,17 @@ func checkGoFields(t *testing.T, name string, rt reflect.Type, prefix string, ba
 		if f.Type.Kind() == reflect.Struct && f.Type.Name() != "GUID" {
 			checkGoFields(t, name, f.Type, full+".", base+f.Offset, offs)
 		}
+	}
+}
+
+func TestCloseTraceErr(t *testing.T) {
+	if err := closeTraceErr(syscall.Errno(7007)); err != nil {
+		t.Errorf("ERROR_CTX_CLOSE_PENDING is a success, got %v", err)
+	}
+	if err := closeTraceErr(syscall.Errno(234)); err == nil {
+		t.Error("ERROR_MORE_DATA taken for a pending close")
+	}
+	if err := closeTraceErr(nil); err != nil {
+		t.Error(err)
 	}
 }
