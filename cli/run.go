@@ -28,6 +28,7 @@ type runFlags struct {
 	keepGoing bool
 	maxSteps  uint64
 	maxKeys   int
+	maxMemory string
 	fields    bool
 	verbose   bool
 	live      liveFlags
@@ -102,6 +103,7 @@ The language reference and the event fields: docs/scripts.md, or
 	fs.BoolVar(&rf.keepGoing, "keep-going", false, "report handler errors and go on instead of stopping")
 	fs.Uint64Var(&rf.maxSteps, "max-steps", script.DefaultMaxSteps, "Starlark steps one handler call may take")
 	fs.IntVar(&rf.maxKeys, "max-keys", script.DefaultMaxKeys, "keys one aggregation may hold")
+	fs.StringVar(&rf.maxMemory, "max-memory", "1G", "how much the script's data (lists, dicts, strings, aggregations) may grow the heap before the script is stopped (bytes, or with K, M, G)")
 	fs.BoolVar(&rf.fields, "fields", false, "list the event fields scripts and --where can use, and exit")
 	fs.BoolVarP(&rf.verbose, "verbose", "v", false, "say what the filter pushes down to the backend and how many events it kept")
 	addLiveFlags(cmd, &rf.live)
@@ -132,10 +134,16 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		esc = termesc.NewWriter(out)
 		out = esc
 	}
+	maxMem, err := parseSize(rf.maxMemory)
+	if err != nil {
+		closeOut(false)
+		return fmt.Errorf("--max-memory: %w", err)
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	live := rf.input == ""
 	s, err := script.Load(path, src, script.Options{
+		MaxMemory: uint64(maxMem),
 		Stdout:    out,
 		Stderr:    termesc.NewWriter(cmd.ErrOrStderr()), // warnings quote events
 		Where:     rf.where,

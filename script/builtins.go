@@ -39,6 +39,7 @@ func (s *Script) builtins() starlark.StringDict {
 		"fmt_duration": starlark.NewBuiltin("fmt_duration", fmtDuration),
 		"fmt_bytes":    starlark.NewBuiltin("fmt_bytes", fmtBytes),
 		"trace":        &traceValue{s: s},
+		"range":        rangeBuiltin(starlark.Universe["range"]),
 	}
 	for _, u := range units {
 		d[u.name] = unitBuiltin(u.name, u.mult)

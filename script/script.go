@@ -54,6 +54,10 @@ type Options struct {
 	MaxSteps uint64
 	// MaxKeys limits the keys of one aggregation; DefaultMaxKeys when 0.
 	MaxKeys int
+	// MaxMemory limits how much the heap may grow while the script runs
+	// (its data and aggregations): past it the script stops with an
+	// error. DefaultMaxMemory when 0.
+	MaxMemory uint64
 	// KeepGoing makes a handler error a counted, reported warning instead
 	// of the end of the run.
 	KeepGoing bool
@@ -109,6 +113,8 @@ type Script struct {
 
 	quit chan struct{} // stops the WallClock goroutine
 	wg   sync.WaitGroup
+
+	mem *memWatch
 }
 
 type timer struct {
@@ -166,17 +172,25 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 			t.Cancel(fmt.Sprintf("step limit of %d steps exceeded (an infinite loop?); raise it with --max-steps", s.maxSteps))
 		},
 	}
+	if s.opts.MaxMemory == 0 {
+		s.opts.MaxMemory = DefaultMaxMemory
+	}
 	predeclared := s.builtins()
 	_, prog, err := starlark.SourceProgramOptions(fileOptions, filename, src, predeclared.Has)
 	if err != nil {
 		return nil, loadError(err)
 	}
+	s.mem = startMemWatch(s.thread, s.opts.MaxMemory)
 	s.inTop = true
 	s.thread.SetMaxExecutionSteps(s.thread.Steps + s.maxSteps)
 	globals, err := prog.Init(s.thread, predeclared)
 	s.inTop = false
 	s.out.Flush()
 	if err != nil {
+		s.mem.close()
+		if merr := s.mem.err(); merr != nil {
+			return nil, merr
+		}
 		return nil, s.evalError(err, "", nil)
 	}
 	s.globals = globals
@@ -545,6 +559,7 @@ func (s *Script) Close() error {
 		}
 		s.done.Store(true)
 	}
+	s.mem.close()
 	if s.errCount > maxErrorsShown {
 		fmt.Fprintf(s.stderr, "iotrace run: %d handler errors in all (the first %d shown)\n", s.errCount, maxErrorsShown)
 	}
@@ -565,6 +580,11 @@ func (s *Script) call(fn starlark.Callable, args starlark.Tuple, e *event.Event)
 	if errors.Is(err, ErrExit) {
 		s.stop(ErrExit)
 		return ErrExit
+	}
+	if merr := s.mem.err(); merr != nil {
+		// Past the memory limit: the run stops, --keep-going or not.
+		s.stop(merr)
+		return merr
 	}
 	rerr := s.evalError(err, fn.Name(), e)
 	if s.opts.KeepGoing {
