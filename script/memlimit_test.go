@@ -43,9 +43,9 @@ func TestMemoryLimitStopsHostileScripts(t *testing.T) {
 		name, src string
 		events    int // what the script may get; without the limit it grows past 4x the limit by then
 	}{
-		{"list append", "data = []\ndef on_event(e):\n    data.append(\"x\" * 20000 + str(e.id))\n", 20000},       // 400 MB
-		{"string doubling", "s = [\"x\"]\ndef on_event(e):\n    s[0] = s[0] + s[0]\n", 28},                         // 256 MB
-		{"dict of strings", "d = {}\ndef on_event(e):\n    d[e.id] = \"%d\" % e.id * 5000\n", 40000},               // 400+ MB
+		{"list append", "data = []\ndef on_event(e):\n    data.append(\"x\" * 20000 + str(e.id))\n", 20000}, // 400 MB
+		{"string doubling", "s = [\"x\"]\ndef on_event(e):\n    s[0] = s[0] + s[0]\n", 28},                  // 256 MB
+		{"dict of strings", "d = {}\ndef on_event(e):\n    d[e.id] = \"%d\" % e.id * 5000\n", 40000},        // 400+ MB
 	}
 	for _, c := range cases {
 		took, err := feed(t, c.src, limit, c.events)
