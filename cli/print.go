@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 func newPrintCmd() *cobra.Command {
@@ -142,6 +143,11 @@ func readError(err error) error {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return err
+	}
+	var de *tracefile.DamageError
+	if errors.As(err, &de) {
+		// The .iot reader skips damaged regions and reads on: say so.
+		return &ExitError{Code: 2, Err: fmt.Errorf("the input is damaged: every intact event was written, the events in the damaged regions were not: %w", err)}
 	}
 	return &ExitError{Code: 2, Err: fmt.Errorf("reading stopped; every event before this point was written: %w", err)}
 }

@@ -313,3 +313,52 @@ func testDamageInTheMiddleResumes(t *testing.T, version int) {
 		t.Errorf("skipped bytes: %+v", got.Trailer.Stats)
 	}
 }
+
+func TestDuplicatedChunk(t *testing.T) { eachVersion(t, testDuplicatedChunk) }
+
+// testDuplicatedChunk: a records chunk repeated byte for byte (a
+// duplicated region) is damage: its events are not delivered twice.
+func testDuplicatedChunk(t *testing.T, version int) {
+	want := synth.Trace(synth.Options{Events: 1000})
+	b := write(t, want, WriterOptions{ChunkRecords: 100, Version: version})
+	chunks := chunkMap(t, b)
+	c := chunks[4]
+	var bad []byte
+	bad = append(bad, b[:chunks[6].off]...)
+	bad = append(bad, b[c.off:c.end]...) // chunk 4 again, after chunk 5
+	bad = append(bad, b[chunks[6].off:]...)
+	got, err := read(t, bad)
+	de := damageOf(t, err)
+	if int(de.Offset) != chunks[6].off || !strings.Contains(de.Reason, "repeats") || !strings.Contains(de.Reason, fmt.Sprint(c.off)) {
+		t.Errorf("damage %+v, want the repeat at %d of the chunk at %d", de.Damage, chunks[6].off, c.off)
+	}
+	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) {
+		t.Errorf("%d events, %d facts; want %d, %d (nothing twice)", len(got.Events), len(got.Facts), len(want.Events), len(want.Facts))
+	}
+}
+
+func TestStrayTrailer(t *testing.T) { eachVersion(t, testStrayTrailer) }
+
+// testStrayTrailer: a trailer in the middle of a file does not hide the
+// intact chunks after it: they are read, and the stray trailer is damage.
+func testStrayTrailer(t *testing.T, version int) {
+	want := synth.Trace(synth.Options{Events: 1000})
+	b := write(t, want, WriterOptions{ChunkRecords: 100, Version: version})
+	chunks := chunkMap(t, b)
+	tr := chunks[len(chunks)-1]
+	if tr.typ != chunkTrailer {
+		t.Fatal("the last chunk is not the trailer")
+	}
+	var bad []byte
+	bad = append(bad, b[:chunks[3].off]...)
+	bad = append(bad, b[tr.off:tr.end]...) // a trailer after chunk 2
+	bad = append(bad, b[chunks[3].off:]...)
+	got, err := read(t, bad)
+	de := damageOf(t, err)
+	if int(de.Offset) != chunks[3].off || !strings.Contains(de.Reason, "before the end of the file") {
+		t.Errorf("damage %+v, want the stray trailer at %d", de.Damage, chunks[3].off)
+	}
+	if len(got.Events) != len(want.Events) || !got.Ended {
+		t.Errorf("%d events of %d after a stray trailer", len(got.Events), len(want.Events))
+	}
+}

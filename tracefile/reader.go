@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"io"
 	"os"
 
@@ -21,14 +22,20 @@ type Reader struct {
 	closer io.Closer
 	win    window
 
-	version int
-	header  event.Header
-	hasHdr  bool
-	pending *chunk // the first chunk after the header, read by NewReader
-	chunks  int    // chunks seen, intact or damaged
-	damage  []Damage
-	trailer *trailerRec
-	ran     bool
+	version   int
+	header    event.Header
+	hasHdr    bool
+	pending   *chunk // the first chunk after the header, read by NewReader
+	chunks    int    // chunks seen, intact or damaged
+	damage    []Damage
+	trailer   *trailerRec
+	trailerAt int64 // file offset of the trailer chunk
+	ran       bool
+	// seen holds a 64-bit hash of every records chunk read, with its
+	// offset: a chunk that repeats one byte for byte (a duplicated
+	// region of the file) is damage, its records skipped.
+	seen map[[2]uint64]int64
+	seed maphash.Seed
 
 	dc      decoder
 	events  uint64 // delivered
@@ -221,9 +228,34 @@ func (r *Reader) next() (*chunk, bool) {
 		}
 		c := &chunk{typ: h[4], off: off, index: r.chunks, payload: data[chunkHeaderSize:]}
 		r.chunks++
+		if c.typ == chunkRecords {
+			if first, dup := r.repeated(c.payload, off); dup {
+				r.addDamage(Damage{Offset: off, Chunk: c.index, Skipped: int64(chunkHeaderSize + length),
+					Reason: fmt.Sprintf("a records chunk that repeats the one at offset %d byte for byte (duplicated, its records skipped)", first)})
+				w.discard(chunkHeaderSize + length)
+				continue
+			}
+		}
 		w.discard(chunkHeaderSize + length)
 		return c, true
 	}
+}
+
+// repeated reports whether a records chunk with this payload was read
+// before, and where. Two chunks of one recording never hold the same bytes
+// (their records differ in time or in the delta bases), so a repeat is a
+// duplicated region; the key is the payload's length and a 64-bit hash.
+func (r *Reader) repeated(payload []byte, off int64) (int64, bool) {
+	if r.seen == nil {
+		r.seen = map[[2]uint64]int64{}
+		r.seed = maphash.MakeSeed()
+	}
+	k := [2]uint64{uint64(len(payload)), maphash.Bytes(r.seed, payload)}
+	if first, ok := r.seen[k]; ok {
+		return first, true
+	}
+	r.seen[k] = off
+	return 0, false
 }
 
 // resync records damage at off and searches forward for the next intact
@@ -311,6 +343,14 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 				break
 			}
 		}
+		if r.trailer != nil && c.typ == chunkRecords {
+			// Records after a trailer: that trailer was a stray one (two
+			// recordings' bytes spliced, a writer's bug). The records are
+			// read; the last trailer is the one that counts.
+			r.addDamage(Damage{Offset: r.trailerAt, Chunk: c.index - 1,
+				Reason: fmt.Sprintf("a trailer before the end of the file (records follow it at offset %d: they are read, the last trailer's counts are kept)", c.off)})
+			r.trailer = nil
+		}
 		if r.trailer != nil {
 			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
 				Reason: "a chunk after the trailer (ignored)"})
@@ -326,7 +366,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 			if err != nil {
 				r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "bad trailer: " + err.Error()})
 			}
-			r.trailer = &t
+			r.trailer, r.trailerAt = &t, c.off
 		case c.typ == chunkHeader:
 			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
 				Reason: "a second trace header (ignored)"})
