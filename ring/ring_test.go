@@ -1,0 +1,184 @@
+package ring
+
+import (
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// memSink collects a saved trace.
+type memSink struct {
+	hdr     *event.Header
+	events  []event.Event
+	facts   []event.Fact
+	trailer *event.Trailer
+}
+
+func (m *memSink) Begin(h *event.Header) error { hc := *h; m.hdr = &hc; return nil }
+func (m *memSink) Event(e *event.Event) error  { m.events = append(m.events, *e); return nil }
+func (m *memSink) Fact(f *event.Fact) error    { m.facts = append(m.facts, *f); return nil }
+func (m *memSink) End(t *event.Trailer) error  { tc := *t; m.trailer = &tc; return nil }
+
+func ev(id uint64, fd int32) *event.Event {
+	e := event.New()
+	e.ID, e.Time, e.Pid, e.Tid, e.FD, e.Op = id, int64(id)*10, 100, 100, fd, event.OpRead
+	return &e
+}
+
+func name(pid uint32, fd uint64, path string, end bool) *event.Fact {
+	return &event.Fact{Kind: event.FactName, Space: event.SpaceFD, Pid: pid, Handle: fd, Name: path, End: end}
+}
+
+func TestEvictionBySize(t *testing.T) {
+	per := Cost(ev(1, 3))
+	r, err := New(10 * per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Begin(&event.Header{OS: "linux"})
+	for i := uint64(1); i <= 25; i++ {
+		r.Event(ev(i, 3))
+	}
+	var m memSink
+	st, err := r.Save(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kept != 10 || st.Overwritten != 15 || st.Seen != 25 || st.Bytes > st.Limit {
+		t.Errorf("stats %+v", st)
+	}
+	if len(m.events) != 10 || m.events[0].ID != 16 || m.events[9].ID != 25 {
+		t.Fatalf("kept %d events, first %d", len(m.events), m.events[0].ID)
+	}
+	if got := m.trailer.Stats.Get(event.CountLost, OverwrittenCounter); got != 15 {
+		t.Errorf("overwritten counter %d, want 15", got)
+	}
+	if got := m.trailer.Stats.Get(event.CountInfo, KeptCounter); got != 10 {
+		t.Errorf("kept counter %d", got)
+	}
+	// A bigger event pushes out as many as its cost needs.
+	big := ev(26, 3)
+	big.Path = string(make([]byte, 3*per))
+	r.Event(big)
+	if st := r.Stats(); st.Kept != 7 || st.Bytes > st.Limit {
+		t.Errorf("after a big event: %+v", st)
+	}
+	// An event larger than the whole budget is still kept (alone).
+	huge := ev(27, 3)
+	huge.Path = string(make([]byte, 20*per))
+	r.Event(huge)
+	if st := r.Stats(); st.Kept != 1 || st.Overwritten != 26 {
+		t.Errorf("after a huge event: %+v", st)
+	}
+}
+
+func TestFactsOfKeptEventsRetained(t *testing.T) {
+	per := Cost(ev(1, 3))
+	r, _ := New(5 * per)
+	r.Begin(&event.Header{})
+	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 100, Name: "db"})
+	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 200, Name: "gone"})
+	r.Fact(name(100, 3, "/data/long-open", false)) // opened long before the window
+	r.Event(ev(1, 3))
+	r.Fact(name(100, 4, "/tmp/closed", false)) // opened and closed before the window
+	r.Event(ev(2, 4))
+	r.Fact(name(100, 4, "", true))
+	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 200, End: true})
+	r.Fact(name(100, 5, "/tmp/old-name", false))
+	r.Fact(name(100, 5, "/tmp/new-name", false)) // fd 5 reused: the latest wins
+	for i := uint64(3); i <= 20; i++ {
+		r.Event(ev(i, 3))
+	}
+	r.Fact(name(100, 6, "/in/window", false))
+	r.Event(ev(21, 6))
+	var m memSink
+	if _, err := r.Save(&m); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range m.facts {
+		got[f.Kind.String()+":"+f.Name] = true
+	}
+	for _, want := range []string{"process:db", "name:/data/long-open", "name:/tmp/new-name", "name:/in/window"} {
+		if !got[want] {
+			t.Errorf("fact %s missing from the save: %v", want, got)
+		}
+	}
+	for _, gone := range []string{"process:gone", "name:/tmp/closed", "name:/tmp/old-name"} {
+		if got[gone] {
+			t.Errorf("fact %s no longer live but saved", gone)
+		}
+	}
+	// The window's own fact comes after the live ones and before the event
+	// that needs it.
+	if last := m.facts[len(m.facts)-1]; last.Name != "/in/window" {
+		t.Errorf("last fact %q", last.Name)
+	}
+	if len(m.events) != 5 || m.events[4].ID != 21 {
+		t.Errorf("events %d", len(m.events))
+	}
+	// Saving twice gives the same trace: a save does not consume the ring.
+	var m2 memSink
+	r.Save(&m2)
+	if len(m2.facts) != len(m.facts) || len(m2.events) != len(m.events) {
+		t.Errorf("second save: %d facts %d events, first %d %d", len(m2.facts), len(m2.events), len(m.facts), len(m.events))
+	}
+}
+
+func TestTrailerAtExitKeepsStreamCounters(t *testing.T) {
+	r, _ := New(1 << 20)
+	var m memSink
+	if _, err := r.Save(&m); err != ErrNotBegun {
+		t.Errorf("save before Begin: %v", err)
+	}
+	r.Begin(&event.Header{})
+	r.Event(ev(1, 3))
+	tr := event.Trailer{End: 500}
+	tr.Stats.Add(event.CountLost, "ringbuf reserve failed", 7)
+	r.End(&tr)
+	if _, err := r.Save(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.trailer.End != 500 || m.trailer.Stats.Get(event.CountLost, "ringbuf reserve failed") != 7 ||
+		m.trailer.Stats.Get(event.CountLost, OverwrittenCounter) != 0 {
+		t.Errorf("trailer %+v", m.trailer)
+	}
+}
+
+func TestNewRejectsBadSizes(t *testing.T) {
+	for _, n := range []int{0, -1, 10} {
+		if _, err := New(n); err == nil {
+			t.Errorf("New(%d) accepted", n)
+		}
+	}
+}
+
+func TestCompactionKeepsOrder(t *testing.T) {
+	per := Cost(ev(1, 3))
+	r, _ := New(100 * per)
+	r.Begin(&event.Header{})
+	for i := uint64(1); i <= 10000; i++ {
+		r.Event(ev(i, 3))
+	}
+	var m memSink
+	r.Save(&m)
+	for i, e := range m.events {
+		if e.ID != uint64(9901+i) {
+			t.Fatalf("event %d has id %d", i, e.ID)
+		}
+	}
+	if len(r.items) > 4096 {
+		t.Errorf("queue not compacted: %d items", len(r.items))
+	}
+}
+
+func BenchmarkRingEvent(b *testing.B) {
+	r, _ := New(1 << 20)
+	r.Begin(&event.Header{})
+	e := ev(1, 3)
+	e.Path = "/var/lib/data/file"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r.Event(e)
+	}
+}
