@@ -45,9 +45,10 @@ func (p *periodicFlush) Fact(f *event.Fact) error {
 
 func newRecordCmd() *cobra.Command {
 	var (
-		fo   filter.Options
-		path string
-		live liveFlags
+		fo       filter.Options
+		path     string
+		live     liveFlags
+		ringSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "record -o FILE.iot|FILE.etl [filters] [--duration D] [-- COMMAND [ARGS...]]",
@@ -60,11 +61,29 @@ and iotrace exits with its status (128+N when signal N killed it).
 Otherwise it runs until Ctrl-C, SIGTERM or --duration (unattended use).
 The file is flushed every second, so a crash loses little.
 On Windows, -o FILE.etl records a file-mode ETW kernel session instead, which
-every iotrace command reads on any OS (names resolve in two passes).`,
+every iotrace command reads on any OS (names resolve in two passes).
+
+With --ring SIZE, record is a flight recorder: it keeps only the most recent
+SIZE of events in memory (with the processes, open files and devices they
+need) and writes them out when asked, so it can run for days and capture the
+minute before a stall. Each "iotrace mark --save" (or, on Linux, SIGUSR1)
+writes a new FILE.1.iot, FILE.2.iot, ... (never replacing a file); the end
+of the recording writes FILE. Every saved file counts the older events that
+were overwritten as lost ("flight recorder: older events overwritten").`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
-  sudo iotrace record -o db.iot --comm postgres --duration 10m`,
+  sudo iotrace record -o db.iot --comm postgres --duration 10m
+  sudo iotrace record --ring 256M -o stall.iot    # then: iotrace mark --save`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ringBytes := 0
+			if cmd.Flags().Changed("ring") {
+				// Before the arguments: "--ring -o t.iot" took "-o" as the size.
+				n, err := parseRingSize(ringSize, physicalMemory())
+				if err != nil {
+					return err
+				}
+				ringBytes = n
+			}
 			command, err := commandArgs(cmd, args)
 			if err != nil {
 				return err
@@ -84,6 +103,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if err != nil {
 				return err
 			}
+			if ringBytes > 0 && toETL {
+				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot")
+			}
 			if toETL {
 				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
 				fo.PushDown(&opts)
@@ -92,6 +114,12 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			}
 			if _, err := pickLiveBackend(); err != nil {
 				return err
+			}
+			if ringBytes > 0 {
+				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+				fo.PushDown(&opts)
+				finish := commandStatus(&opts)
+				return finish(recordRing(cmd.Context(), opts, f, path, ringBytes, cmd.ErrOrStderr()))
 			}
 			w, err := tracefile.Create(path, tracefile.WriterOptions{})
 			if err != nil {
@@ -119,5 +147,6 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 	addFilterFlags(cmd, &fo)
 	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
+	cmd.Flags().StringVar(&ringSize, "ring", "", "flight recorder: keep only the most recent SIZE of events in memory (64M, 1G) and write them at exit, on iotrace mark --save or SIGUSR1 (each request to a new FILE.N.iot)")
 	return cmd
 }
