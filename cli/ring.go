@@ -79,11 +79,11 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 			}
 		}()
 	}
-	trig := ring.Trigger{Ring: r, OnSave: func() { save("iotrace mark --save") }}
-	s := &summary{Sink: problemWarner{Sink: trig, w: stderr}, w: stderr, verb: "recorded"}
+	s := &summary{Sink: problemWarner{Sink: r, w: stderr}, w: stderr, verb: "recorded"}
+	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }}
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
-	runErr := runLiveTo(ctx, opts, f.Sink(s), stderr)
+	runErr := runLiveTo(ctx, opts, trig, stderr)
 	st, err := rec.SaveTo(out, path)
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why
@@ -121,4 +121,4 @@ func formatBytes(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-var _ event.Sink = ring.Trigger{}
+var _ event.Sink = &ring.Trigger{}

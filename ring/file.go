@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/tracefile"
@@ -97,21 +98,85 @@ func (r *Recorder) SaveTo(f *os.File, name string) (Stats, error) {
 	return st, nil
 }
 
-// Trigger passes a stream to a Ring and calls OnSave after each `iotrace
-// mark --save` marker has reached it, so the saved trace ends with the
-// request.
+// DefaultSaveDelay is how long a Trigger waits at most for the stream to
+// pass a save request's time.
+const DefaultSaveDelay = time.Second
+
+// Trigger passes a stream on to Sink (a Ring, or filters in front of
+// one) and calls OnSave for each `iotrace mark --save` marker. A marker
+// can overtake events of the moments before it (they wait in kernel
+// buffers), so the save happens when the first event that started after
+// the marker arrives, or Delay after the marker when none does: the saved
+// trace holds what happened up to the request. Put it before any filter:
+// a --layer or --op selection drops markers, not the request.
 type Trigger struct {
-	*Ring
+	Sink   event.Sink
 	OnSave func()
+	// Delay bounds the wait for later events; 0 means DefaultSaveDelay.
+	Delay time.Duration
+
+	mu      sync.Mutex
+	pending bool
+	at      int64 // the pending request's time
+	seq     uint64
+}
+
+// Begin implements event.Sink.
+func (t *Trigger) Begin(h *event.Header) error { return t.Sink.Begin(h) }
+
+// Fact implements event.Sink.
+func (t *Trigger) Fact(f *event.Fact) error { return t.Sink.Fact(f) }
+
+// End implements event.Sink; a pending save is made before the end.
+func (t *Trigger) End(tr *event.Trailer) error {
+	t.fire(0, true)
+	return t.Sink.End(tr)
 }
 
 // Event implements event.Sink.
-func (t Trigger) Event(e *event.Event) error {
-	if err := t.Ring.Event(e); err != nil {
+func (t *Trigger) Event(e *event.Event) error {
+	if e.Op != event.OpMarker {
+		t.fire(e.Time, false)
+	}
+	if err := t.Sink.Event(e); err != nil {
 		return err
 	}
 	if t.OnSave != nil && IsSaveRequest(e) {
-		t.OnSave()
+		t.mu.Lock()
+		t.pending, t.at = true, e.Time
+		t.seq++
+		seq := t.seq
+		t.mu.Unlock()
+		delay := t.Delay
+		if delay <= 0 {
+			delay = DefaultSaveDelay
+		}
+		time.AfterFunc(delay, func() {
+			t.mu.Lock()
+			late := t.pending && t.seq == seq
+			t.pending = t.pending && !late
+			t.mu.Unlock()
+			if late {
+				t.OnSave()
+			}
+		})
 	}
 	return nil
+}
+
+// fire saves when a request is pending and the stream has passed its time
+// (or always).
+func (t *Trigger) fire(now int64, always bool) {
+	if t.OnSave == nil {
+		return
+	}
+	t.mu.Lock()
+	due := t.pending && (always || now > t.at)
+	if due {
+		t.pending = false
+	}
+	t.mu.Unlock()
+	if due {
+		t.OnSave()
+	}
 }

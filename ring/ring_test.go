@@ -1,7 +1,12 @@
 package ring
 
 import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -180,5 +185,93 @@ func BenchmarkRingEvent(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		r.Event(e)
+	}
+}
+
+func TestTriggerSavesAfterTheRequest(t *testing.T) {
+	r, _ := New(1 << 20)
+	var m memSink
+	var saves atomic.Int32
+	var mu sync.Mutex
+	trig := &Trigger{Sink: r, OnSave: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		saves.Add(1)
+		m = memSink{}
+		if _, err := r.Save(&m); err != nil {
+			t.Error(err)
+		}
+	}}
+	trig.Begin(&event.Header{})
+	trig.Event(ev(1, 3))
+	mark := event.New()
+	mark.Op, mark.Layer, mark.Note = event.OpMarker, event.LayerMarker, "phase 2"
+	trig.Event(&mark)
+	if saves.Load() != 0 {
+		t.Fatal("a plain marker saved")
+	}
+	mark.Note = SaveRequestText("the stall")
+	mark.Time = 100
+	trig.Event(&mark)
+	if saves.Load() != 0 {
+		t.Fatal("saved before the stream passed the request")
+	}
+	late := ev(2, 3) // started before the marker, arrived after it
+	late.Time = 90
+	trig.Event(late)
+	if saves.Load() != 0 {
+		t.Fatal("saved on an event older than the request")
+	}
+	trig.Event(ev(20, 3)) // Time 200: the stream passed the request
+	if saves.Load() != 1 || len(m.events) != 4 || m.events[3].ID != 2 {
+		mu.Lock()
+		t.Errorf("saves %d, events %d", saves.Load(), len(m.events))
+		mu.Unlock()
+	}
+	// With no later event, the save comes after Delay.
+	trig.Delay = 10 * time.Millisecond
+	mark.Time = 1000
+	trig.Event(&mark)
+	for deadline := time.Now().Add(5 * time.Second); saves.Load() < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	if saves.Load() != 2 {
+		t.Errorf("no save after the delay: %d", saves.Load())
+	}
+	// A pending request is saved at the end at the latest.
+	trig.Delay = time.Hour
+	trig.Event(&mark)
+	trig.End(&event.Trailer{})
+	if saves.Load() != 3 {
+		t.Errorf("no save at the end: %d", saves.Load())
+	}
+}
+
+func TestRecorderNumberedFiles(t *testing.T) {
+	dir := t.TempDir()
+	r, _ := New(1 << 20)
+	r.Begin(&event.Header{})
+	r.Event(ev(1, 3))
+	path := filepath.Join(dir, "t.iot")
+	// An existing file (or link) is never replaced: the next number is used.
+	if err := os.WriteFile(filepath.Join(dir, "t.1.iot"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(dir, "t.2.iot"))
+	rec := &Recorder{Ring: r, Path: path}
+	for _, want := range []string{"t.3.iot", "t.4.iot"} {
+		name, st, err := rec.SaveNext()
+		if err != nil || filepath.Base(name) != want || st.Kept != 1 {
+			t.Fatalf("SaveNext = %s, %+v, %v; want %s", name, st, err, want)
+		}
+		fi, err := os.Lstat(name)
+		if err != nil || fi.Mode().Perm() != 0o600 || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v %v", name, fi.Mode(), err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "t.1.iot")); string(b) != "keep" {
+		t.Error("an existing file was replaced")
+	}
+	if _, err := CreateOutput(filepath.Join(dir, "t.2.iot")); err == nil {
+		t.Error("CreateOutput went through a symlink")
 	}
 }
