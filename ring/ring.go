@@ -36,19 +36,18 @@ const KeptCounter = "flight recorder: events kept"
 const SavePrefix = "[iotrace save]"
 
 // eventBase is the memory an event is charged besides its strings.
-const eventBase = int(unsafe.Sizeof(event.Event{}))
+const eventBase = int(unsafe.Sizeof(item{}))
 
-// Cost returns what an event is charged against the budget: the size of an
-// event.Event plus its strings.
+// Cost returns what an event is charged against the budget: the size of
+// its slot in the ring plus its strings.
 func Cost(e *event.Event) int {
 	return eventBase + len(e.Native) + len(e.Comm) + len(e.Path) + len(e.Path2) + len(e.Note)
 }
 
 // item is one kept record: an event or a fact.
 type item struct {
-	isFact bool
-	ev     event.Event
-	fact   event.Fact
+	ev   event.Event
+	fact *event.Fact // set for a fact (facts are few next to events)
 }
 
 // factKey identifies what a fact is about; a later fact with the same key
@@ -148,7 +147,8 @@ func (r *Ring) Fact(f *event.Fact) error {
 		r.fold(f) // no event in the window: nothing to interleave with
 		return nil
 	}
-	r.items = append(r.items, item{isFact: true, fact: *f})
+	fc := *f
+	r.items = append(r.items, item{fact: &fc})
 	return nil
 }
 
@@ -166,8 +166,8 @@ func (r *Ring) End(t *event.Trailer) error {
 // evictOne drops the oldest event, folding the facts before it and after
 // it up to the next event into the live table.
 func (r *Ring) evictOne() {
-	for r.head < len(r.items) && r.items[r.head].isFact {
-		r.fold(&r.items[r.head].fact)
+	for r.head < len(r.items) && r.items[r.head].fact != nil {
+		r.fold(r.items[r.head].fact)
 		r.items[r.head] = item{}
 		r.head++
 	}
@@ -177,8 +177,8 @@ func (r *Ring) evictOne() {
 		r.items[r.head] = item{}
 		r.head++
 	}
-	for r.head < len(r.items) && r.items[r.head].isFact {
-		r.fold(&r.items[r.head].fact)
+	for r.head < len(r.items) && r.items[r.head].fact != nil {
+		r.fold(r.items[r.head].fact)
 		r.items[r.head] = item{}
 		r.head++
 	}
@@ -279,8 +279,8 @@ func (r *Ring) Save(sink event.Sink) (Stats, error) {
 	var last int64
 	for i := r.head; i < len(r.items); i++ {
 		it := &r.items[i]
-		if it.isFact {
-			f = it.fact
+		if it.fact != nil {
+			f = *it.fact
 			if err := sink.Fact(&f); err != nil {
 				return st, err
 			}

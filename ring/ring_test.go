@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 // memSink collects a saved trace.
@@ -177,14 +179,29 @@ func TestCompactionKeepsOrder(t *testing.T) {
 	}
 }
 
+// BenchmarkRingEvent and BenchmarkWriterEvent compare the flight
+// recorder's cost per event with record's .iot writer's (to io.Discard).
 func BenchmarkRingEvent(b *testing.B) {
 	r, _ := New(1 << 20)
 	r.Begin(&event.Header{})
 	e := ev(1, 3)
-	e.Path = "/var/lib/data/file"
+	e.Path, e.Comm, e.Native = "/var/lib/data/file", "postgres", "pread64"
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
 		r.Event(e)
+	}
+}
+
+func BenchmarkWriterEvent(b *testing.B) {
+	w := tracefile.NewWriter(io.Discard, tracefile.WriterOptions{})
+	w.Begin(&event.Header{})
+	e := ev(1, 3)
+	e.Path, e.Comm, e.Native = "/var/lib/data/file", "postgres", "pread64"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
+		w.Event(e)
 	}
 }
 
