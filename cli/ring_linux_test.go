@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotrace/iotrace/backend/ebpf/marker"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
 	"github.com/iotrace/iotrace/internal/testenv"
@@ -204,7 +205,14 @@ func TestFlightRecorder(t *testing.T) {
 		t.Fatalf("%s never appeared", path)
 	}
 	waitFor(filepath.Join(dir, "phase1"))
-	if n, err := sendMark(ring.SaveRequestText("phase 1 done")); n < 1 || err != nil {
+	// What `iotrace mark --save` sends, to this process's recorder only
+	// (not to other traces running on the machine).
+	only := t.TempDir()
+	own := filepath.Join(marker.DefaultDir, strconv.Itoa(os.Getpid())+".sock")
+	if err := os.Symlink(own, filepath.Join(only, "own.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := marker.Send(only, ring.SaveRequestText("phase 1 done")); n != 1 || err != nil {
 		t.Fatalf("mark --save reached %d traces: %v", n, err)
 	}
 	saved := filepath.Join(dir, "fr.1.iot")
