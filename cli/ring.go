@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/iotrace/iotrace/backend"
@@ -43,14 +44,12 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	if err != nil {
 		return err
 	}
-	// The end file is created now: a name that cannot be written fails
-	// before hours of recording, not after.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("replace %s: %w", path, err)
-		}
-	}
-	out, err := ring.CreateOutput(path)
+	// The end file is written under a temporary name created now (a
+	// directory that cannot be written fails before hours of recording,
+	// not after), then renamed over path: an earlier file of that name
+	// survives a recording that fails.
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d.tmp", filepath.Base(path), os.Getpid()))
+	out, err := ring.CreateOutput(tmp)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -84,9 +83,15 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
 	runErr := runLiveTo(ctx, opts, trig, stderr)
-	st, err := rec.SaveTo(out, path)
+	st, err := rec.SaveTo(out, tmp) // removes tmp when it fails
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why
+	}
+	if err == nil {
+		if err = os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err != nil {
 		return errors.Join(runErr, err)

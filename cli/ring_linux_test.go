@@ -180,6 +180,9 @@ func TestFlightRecorder(t *testing.T) {
 	}
 	t.Setenv(ringWorkloadEnv, dir)
 	iot := filepath.Join(dir, "fr.iot")
+	if err := os.WriteFile(iot, []byte("an earlier recording"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const limit = 1 << 20
 	type result struct {
 		stderr string
@@ -244,6 +247,9 @@ func TestFlightRecorder(t *testing.T) {
 	}
 	if total, _ := strconv.ParseUint(m[1], 10, 64); overwritten+kept != total {
 		t.Errorf("kept %d + overwritten %d != %d events recorded\n%s", kept, overwritten, total, r.stderr)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
 	}
 	if !strings.Contains(r.stderr, "saved the last") {
 		t.Errorf("no save message:\n%s", r.stderr)
