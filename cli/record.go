@@ -50,10 +50,11 @@ func (p *periodicFlush) Fact(f *event.Fact) error {
 
 func newRecordCmd() *cobra.Command {
 	var (
-		fo   filter.Options
-		path string
-		live liveFlags
-		rot  rotateFlags
+		fo       filter.Options
+		path     string
+		live     liveFlags
+		rot      rotateFlags
+		ringSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "record -o FILE.iot|FILE.etl|FILE.parquet [filters] [--duration D] [-- COMMAND [ARGS...]]",
@@ -75,12 +76,30 @@ systemd unit runs (docs/fleet.md).
 Parquet file is readable only once its footer is written at the end; for
 unattended use record .iot files and convert them.
 On Windows, -o FILE.etl records a file-mode ETW kernel session instead, which
-every iotrace command reads on any OS (names resolve in two passes).`,
+every iotrace command reads on any OS (names resolve in two passes).
+
+With --ring SIZE, record is a flight recorder: it keeps only the most recent
+SIZE of events in memory (with the processes, open files and devices they
+need) and writes them out when asked, so it can run for days and capture the
+minute before a stall. Each "iotrace mark --save" (or, on Linux, SIGUSR1)
+writes a new FILE.1.iot, FILE.2.iot, ... (never replacing a file); the end
+of the recording writes FILE. Every saved file counts the older events that
+were overwritten as lost ("flight recorder: older events overwritten").`,
 		Example: `  sudo iotrace record -o build.iot -- make -j8
   sudo iotrace record -o db.iot --comm postgres --duration 10m
-  sudo iotrace record -o /var/log/iotrace/ --rotate 1h,1GiB --max-total 20GiB`,
+  sudo iotrace record -o /var/log/iotrace/ --rotate 1h,1GiB --max-total 20GiB
+  sudo iotrace record --ring 256M -o stall.iot    # then: iotrace mark --save`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ringBytes := 0
+			if cmd.Flags().Changed("ring") {
+				// Before the arguments: "--ring -o t.iot" took "-o" as the size.
+				n, err := parseRingSize(ringSize, physicalMemory())
+				if err != nil {
+					return err
+				}
+				ringBytes = n
+			}
 			command, err := commandArgs(cmd, args)
 			if err != nil {
 				return err
@@ -111,6 +130,9 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids}); err != nil {
 				return err
 			}
+			if ringBytes > 0 && (toETL || toParquet || rotOpts != nil) {
+				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
+			}
 			if toETL {
 				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
 				fo.PushDown(&opts)
@@ -122,6 +144,12 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			}
 			if rotOpts != nil {
 				return recordSeries(cmd, *rotOpts, f, fo, command, live)
+			}
+			if ringBytes > 0 {
+				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+				fo.PushDown(&opts)
+				finish := commandStatus(&opts)
+				return finish(recordRing(cmd.Context(), opts, f, path, ringBytes, cmd.ErrOrStderr()))
 			}
 			if toParquet {
 				return recordParquet(cmd, path, f, fo, command, live)
@@ -148,6 +176,7 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
 	addRotateFlags(cmd, &rot)
+	cmd.Flags().StringVar(&ringSize, "ring", "", "flight recorder: keep only the most recent SIZE of events in memory (64M, 1G) and write them at exit, on iotrace mark --save or SIGUSR1 (each request to a new FILE.N.iot)")
 	return cmd
 }
 

@@ -34,11 +34,18 @@ type key struct {
 func keyOf(f *event.Fact) key {
 	switch f.Kind {
 	case event.FactName:
+		if f.Space == event.SpaceFileObject || f.Space == event.SpaceFileKey {
+			// Kernel addresses, one namespace for the whole machine: the
+			// process that closes a FILE_OBJECT need not be the one that
+			// opened it.
+			return key{kind: f.Kind, space: f.Space, handle: f.Handle}
+		}
 		return key{kind: f.Kind, space: f.Space, pid: f.Pid, start: f.ProcStart, handle: f.Handle}
 	case event.FactProcess:
 		return key{kind: f.Kind, pid: f.Pid, start: f.ProcStart}
 	case event.FactThread:
-		return key{kind: f.Kind, pid: f.Pid, start: f.ProcStart, tid: f.Tid}
+		// Thread ids are machine-wide; an exit may not say its process.
+		return key{kind: f.Kind, tid: f.Tid}
 	case event.FactDevice:
 		return key{kind: f.Kind, dev: f.Dev}
 	case event.FactVolume:
@@ -74,11 +81,11 @@ func (s *Set) Apply(f *event.Fact) {
 	}
 	k := keyOf(f)
 	if f.End {
-		s.remove(k)
+		s.remove(k, f.Pid)
 		if f.Kind == event.FactProcess {
 			for pk := range s.byPid[f.Pid] {
 				if pk.start == f.ProcStart || pk.start == 0 || f.ProcStart == 0 {
-					s.remove(pk)
+					s.remove(pk, f.Pid)
 				}
 			}
 		}
@@ -105,7 +112,8 @@ func (s *Set) Apply(f *event.Fact) {
 	}
 }
 
-// perProcess reports whether f belongs to a process and ends with it.
+// perProcess reports whether f belongs to a process and ends with it (a
+// thread, a descriptor, a working directory).
 func perProcess(f *event.Fact) bool {
 	switch f.Kind {
 	case event.FactThread:
@@ -116,12 +124,13 @@ func perProcess(f *event.Fact) bool {
 	return false
 }
 
-func (s *Set) remove(k key) {
+// remove forgets k, and its entry in pid's index.
+func (s *Set) remove(k key, pid uint32) {
 	delete(s.m, k)
-	if ks := s.byPid[k.pid]; ks != nil {
+	if ks := s.byPid[pid]; ks != nil {
 		delete(ks, k)
 		if len(ks) == 0 {
-			delete(s.byPid, k.pid)
+			delete(s.byPid, pid)
 		}
 	}
 }

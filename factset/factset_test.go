@@ -54,3 +54,17 @@ func TestSet(t *testing.T) {
 		t.Errorf("after both exits: %d facts, %d pids", len(got), len(s.byPid))
 	}
 }
+
+// TestMachineWideHandles: a FILE_OBJECT closed by another process than
+// the one that opened it, and a thread's exit that does not say its
+// process, still end their facts.
+func TestMachineWideHandles(t *testing.T) {
+	s := New()
+	s.Apply(&event.Fact{Kind: event.FactName, Space: event.SpaceFileObject, Pid: 5, Handle: 0xffff1000, Name: `C:\a`})
+	s.Apply(&event.Fact{Kind: event.FactThread, Pid: 5, Tid: 9})
+	s.Apply(&event.Fact{Kind: event.FactName, Space: event.SpaceFileObject, Pid: 7, Handle: 0xffff1000, End: true})
+	s.Apply(&event.Fact{Kind: event.FactThread, Tid: 9, End: true})
+	if s.Len() != 0 {
+		t.Errorf("%d facts left: %+v", s.Len(), snapshot(t, s))
+	}
+}

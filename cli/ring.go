@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/ring"
+)
+
+// parseRingSize parses --ring and checks it against the machine's memory:
+// the ring may take at most half of it.
+func parseRingSize(s string, physical uint64) (int, error) {
+	if s == "" || strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("--ring needs a size: --ring 64M (bytes, or a number with K, M or G)")
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--ring: %w", err)
+	}
+	if physical > 0 && uint64(n) > physical/2 {
+		return 0, fmt.Errorf("--ring %s is more than half of this machine's memory (%d MiB): choose a smaller ring", s, physical>>20)
+	}
+	if _, err := ring.New(n); err != nil {
+		return 0, fmt.Errorf("--ring %s: %w", s, err)
+	}
+	return n, nil
+}
+
+// recordRing runs a flight recorder: events go to a ring of size bytes;
+// each `iotrace mark --save` or save signal writes the ring to a new
+// numbered file beside path, and the end of the recording writes it to
+// path itself.
+func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, path string, size int, stderr io.Writer) error {
+	r, err := ring.New(size)
+	if err != nil {
+		return err
+	}
+	// The end file is written under a temporary name created now (a
+	// directory that cannot be written fails before hours of recording,
+	// not after), then renamed over path: an earlier file of that name
+	// survives a recording that fails.
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.%d.tmp", filepath.Base(path), os.Getpid()))
+	out, err := ring.CreateOutput(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	rec := &ring.Recorder{Ring: r, Path: path}
+	save := func(why string) {
+		name, st, err := rec.SaveNext()
+		if err != nil {
+			fmt.Fprintf(stderr, "iotrace: %s: %v\n", why, err)
+			return
+		}
+		fmt.Fprintf(stderr, "iotrace: %s: saved the last %d events to %s (%d older overwritten)\n", why, st.Kept, name, st.Overwritten)
+	}
+	if len(ringSaveSignals) > 0 {
+		sig := make(chan os.Signal, 4)
+		signal.Notify(sig, ringSaveSignals...)
+		done := make(chan struct{})
+		defer func() { signal.Stop(sig); close(done) }()
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case s := <-sig:
+					save(s.String())
+				}
+			}
+		}()
+	}
+	s := &summary{Sink: problemWarner{Sink: r, w: stderr}, w: stderr, verb: "recorded"}
+	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }}
+	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
+		formatBytes(size), signalHint())
+	runErr := runLiveTo(ctx, opts, trig, stderr)
+	st, err := rec.SaveTo(out, tmp) // removes tmp when it fails
+	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
+		return runErr // the trace never started: say why
+	}
+	if err == nil {
+		if err = os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Fprintf(stderr, "iotrace: wrote the last %d events to %s (%d older overwritten)\n", st.Kept, path, st.Overwritten)
+	return runErr
+}
+
+func signalHint() string {
+	if len(ringSaveSignals) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" or kill -%s %d", signalName(ringSaveSignals[0]), os.Getpid())
+}
+
+func signalName(s os.Signal) string {
+	if s.String() == "user defined signal 1" {
+		return "USR1"
+	}
+	return s.String()
+}
+
+func formatBytes(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+var _ event.Sink = &ring.Trigger{}
