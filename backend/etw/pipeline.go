@@ -43,6 +43,11 @@ type Options struct {
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
+	// OriginAtFirstRecord, with Header, makes the first record's timestamp
+	// the header clock's origin, and the wall-clock time it returns then
+	// (UTC ns) the header's StartWall: for a live session on the CPU-cycle
+	// clock, whose count at time 0 user space cannot read.
+	OriginAtFirstRecord func() int64
 }
 
 // maxWarnings bounds the warnings a pipeline reports through Options.Warn.
@@ -135,13 +140,14 @@ type Pipeline struct {
 	strs   map[uint64]string // hash of UTF-16 bytes → string, shared by both passes
 	seed   maphash.Seed
 
-	begun    bool
-	ended    bool
-	noHeader bool // the stream did not start with an EventTrace header
-	header   event.Header
-	clock    event.Clock
-	qpcFreq  uint64
-	logHdr   *kernel.LogfileHeader
+	begun     bool
+	ended     bool
+	noHeader  bool // the stream did not start with an EventTrace header
+	originSet bool // OriginAtFirstRecord was applied
+	header    event.Header
+	clock     event.Clock
+	qpcFreq   uint64
+	logHdr    *kernel.LogfileHeader
 
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
@@ -209,6 +215,13 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		}
 	}
 	return p
+}
+
+// SetClockFreq sets the frequency of the header's clock before the first
+// record: a live session learns its CPU speed when it opens.
+func (p *Pipeline) SetClockFreq(freq uint64) {
+	p.header.Clock.Freq = freq
+	p.clock.Freq = freq
 }
 
 // Tables returns the resolver tables the pipeline uses: a live session
@@ -425,6 +438,12 @@ func FiletimeToUnixNano(ft int64) int64 {
 // with something else) from the first record itself, so that nothing is
 // dropped for want of a header.
 func (p *Pipeline) beginIfReady(r *record.Record) error {
+	if p.opts.OriginAtFirstRecord != nil && !p.begun && !p.originSet {
+		p.originSet = true
+		p.header.Clock.Origin = r.Timestamp
+		p.header.StartWall = p.opts.OriginAtFirstRecord()
+		p.clock = p.header.Clock
+	}
 	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
 		// No header record first: take the record's own timestamp as
 		// time 0 (counted, see stats).

@@ -166,6 +166,7 @@ type session struct {
 	stop   sync.Once
 	status SessionStatus
 	serr   error
+	logHdr TraceLogfileHeader // what OpenTrace reported (CPU speed, clock)
 }
 
 // start starts and opens a session for consumer c; ProcessTrace runs on
@@ -177,13 +178,13 @@ func startConsumed(api API, cfg *SessionConfig, c Consumer, warn func(string)) (
 	}
 	s := &session{api: api, name: cfg.Name, handle: h, done: make(chan error, 1)}
 	unregister := registerActive(s.name, func() { s.stopSession() })
-	th, _, err := api.OpenTrace(OpenSpec{SessionName: cfg.Name}, c)
+	th, lh, err := api.OpenTrace(OpenSpec{SessionName: cfg.Name}, c)
 	if err != nil {
 		s.stopSession()
 		unregister()
 		return nil, fmt.Errorf("open ETW session %q for real-time consumption: %w", cfg.Name, err)
 	}
-	s.trace, s.opened = th, true
+	s.trace, s.opened, s.logHdr = th, true, lh
 	done := s.done
 	go func() {
 		defer unregister()
@@ -299,8 +300,15 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		Command:     strings.Join(opts.Command, " "),
 		Tool:        "iotrace (ETW session " + name + ")",
 	}
-	if cfg.ClockType == ClockSystemTime {
+	switch cfg.ClockType {
+	case ClockSystemTime:
 		hdr.Clock = event.Clock{Kind: event.ClockFiletime, Freq: 10_000_000, Origin: ft0}
+	case ClockCPUCycles:
+		// The cycle count at time 0 cannot be read from user space: time 0
+		// is the first record, StartWall the wall clock when it is
+		// decoded (late by at most the session's delivery delay), the
+		// frequency the CPU speed the session reports when it opens.
+		hdr.Clock = event.Clock{Kind: event.ClockCycles}
 	}
 	var facts []event.Fact
 	if vols, err := api.Volumes(); err != nil {
@@ -324,9 +332,31 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
 		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
 		Warn:        warn,
+		OriginAtFirstRecord: func() func() int64 {
+			if cfg.ClockType != ClockCPUCycles {
+				return nil
+			}
+			return func() int64 { _, _, ft := api.Clock(); return etl.FiletimeToUnixNano(ft) }
+		}(),
 	})
 	for i := range facts {
 		pl.Tables().Apply(&facts[i])
+	}
+
+	// On the CPU-cycle clock, the first session to open tells the CPU
+	// speed, before any of its records reach the pipeline.
+	cyclesFreq := uint64(0)
+	setCycles := func(s *session) error {
+		if cfg.ClockType != ClockCPUCycles || cyclesFreq != 0 {
+			return nil
+		}
+		if s.logHdr.CPUSpeedInMHz == 0 {
+			s.finish(cfg.StopTimeout)
+			return fmt.Errorf("the session runs on the CPU-cycle clock but reports no CPU speed: its times cannot be converted (use the QPC or system-time clock)")
+		}
+		cyclesFreq = uint64(s.logHdr.CPUSpeedInMHz) * 1_000_000
+		pl.SetClockFreq(cyclesFreq)
+		return nil
 	}
 
 	// The rundown session: stopping it enumerates the open files.
@@ -337,6 +367,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		rs, err := startConsumed(api, rcfg, col, warn)
 		if err != nil {
 			return fmt.Errorf("rundown session: %w", err)
+		}
+		if err := setCycles(rs); err != nil {
+			return err
 		}
 		ok, perr := rs.finish(cfg.RundownTimeout)
 		if !ok {
@@ -365,6 +398,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		return err
 	}
 	defer ms.stopSession()
+	if err := setCycles(ms); err != nil {
+		return err
+	}
 
 	// Decode off the ETW thread, in time order.
 	var ro *reorderer

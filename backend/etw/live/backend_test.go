@@ -176,6 +176,51 @@ func TestRunMatchesFileReading(t *testing.T) {
 	}
 }
 
+// TestCPUCycleClock: a session on the CPU-cycle clock writes a header that
+// says so, at the CPU speed the session reports, time 0 at its first
+// record: the events' times are the cycle counts converted at that speed.
+func TestCPUCycleClock(t *testing.T) {
+	f := fakeWithFixture(t)
+	f.cpuMHz = 2500
+	sink := &memSink{}
+	if err := runFake(t, f, Config{ClockType: ClockCPUCycles}, backend.Options{}, sink, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	c := sink.hdr.Clock
+	if c.Kind != event.ClockCycles || c.Freq != 2_500_000_000 || sink.hdr.StartWall == 0 {
+		t.Fatalf("header clock %+v, start %d", c, sink.hdr.StartWall)
+	}
+	first := f.rundownEvents[0].Timestamp
+	if c.Origin != first {
+		t.Errorf("origin %d, want the first record's timestamp %d", c.Origin, first)
+	}
+	// The same records at twice the CPU speed: every time halves.
+	f2 := fakeWithFixture(t)
+	f2.cpuMHz = 5000
+	sink2 := &memSink{}
+	if err := runFake(t, f2, Config{ClockType: ClockCPUCycles}, backend.Options{}, sink2, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.events) == 0 || len(sink2.events) != len(sink.events) {
+		t.Fatalf("%d and %d events", len(sink.events), len(sink2.events))
+	}
+	for i := range sink.events {
+		if sink.events[i].Layer != event.LayerFile {
+			continue // a disk I/O's start is its completion less a response time counted in QPC ticks
+		}
+		a, b := sink.events[i].Time, sink2.events[i].Time
+		if d := a - 2*b; d < -2 || d > 2 {
+			t.Fatalf("event %d at %d ns at 2.5 GHz, %d ns at 5 GHz", i, a, b)
+		}
+	}
+	// Without a CPU speed, the times cannot be converted: an error, not a
+	// trace with wrong times.
+	f = fakeWithFixture(t)
+	if err := runFake(t, f, Config{ClockType: ClockCPUCycles}, backend.Options{}, &memSink{}, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "CPU speed") {
+		t.Errorf("no CPU speed: %v", err)
+	}
+}
+
 func kindOf(name string) event.CounterKind {
 	switch name {
 	case StatQueueOverflow:

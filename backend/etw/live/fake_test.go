@@ -40,6 +40,8 @@ type fakeAPI struct {
 	// emptyLogFile.
 	fileSizes               map[string]int64
 	noLogFile, emptyLogFile bool
+	// cpuMHz is the CPU speed OpenTrace reports.
+	cpuMHz uint32
 	// others are sessions of other tools.
 	others   []SessionStatus
 	stopped  []string
@@ -170,7 +172,7 @@ func (f *fakeAPI) OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfil
 	f.nextH++
 	s.trace, s.consumer = TraceHandle(f.nextH), c
 	f.byTrace[s.trace] = s
-	return s.trace, TraceLogfileHeader{PerfFreq: f.freq, PointerSize: 8}, nil
+	return s.trace, TraceLogfileHeader{PerfFreq: f.freq, PointerSize: 8, CPUSpeedInMHz: f.cpuMHz}, nil
 }
 
 func (f *fakeAPI) ProcessTrace(h TraceHandle) error {
