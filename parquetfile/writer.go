@@ -102,9 +102,11 @@ func New(w io.Writer, opts Options) *Writer {
 	}
 	// Bounds stay in the column index (what engines prune pages with);
 	// repeating them in every data page header cost 11 % of the writer.
-	// Integers are delta-encoded: most columns are constant or slowly
-	// changing, and zstd then has a tenth of the bytes to compress
-	// (0.82x CPU for the two together, docs/benchmarks.md).
+	// Ids and times are delta-encoded (increasing or slowly changing);
+	// integers with few distinct values in a row group (pids, flags,
+	// sizes, fds, inodes) are dictionary-encoded (the row tags): zstd
+	// then has a half to a tenth of the bytes to compress
+	// (docs/benchmarks.md).
 	o = append(o, parquet.DataPageStatistics(false))
 	pw := parquet.NewGenericWriter[row](w, o...)
 	return &Writer{
