@@ -14,7 +14,7 @@ import (
 const (
 	wTime    = 12
 	wWall    = 15 // 15:04:05.000000
-	wID      = 7
+	wID      = 12 // eBPF IDs (backend/ebpf/blockio) reach 12 digits at 60 M calls per CPU
 	wProcess = 26
 	wOp      = 8
 	wNative  = 18

@@ -76,9 +76,6 @@ func (l *lockedSink) failed() error {
 // the block tracer's goroutine to the syscall reader's.
 const blockQueue = 8192
 
-// markerIDBit marks the IDs of marker events (syscall IDs hold the CPU in
-// bits 48-62 and stay far below it; block IDs set bit 63).
-const markerIDBit = 1 << 62
 
 // run is the state of one Run.
 type run struct {
@@ -634,7 +631,7 @@ func (r *run) flushMarks() {
 func (r *run) mark(m marker.Mark) {
 	e := event.New()
 	r.nmarks++
-	e.ID = markerIDBit | r.nmarks
+	e.ID = r.nmarks<<2 | blockio.KindMarker
 	e.Source = event.SourceEBPF
 	e.Layer = event.LayerMarker
 	e.Op = event.OpMarker

@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"fmt"
+	"github.com/iotrace/iotrace/backend/ebpf/blockio"
 	"runtime"
 
 	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
@@ -249,7 +250,7 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 	ts := t.time(r.Time)
 	e := &t.ev
 	e.Reset()
-	e.ID = r.ID
+	e.ID = blockio.SyscallID(r.ID)
 	e.Source = event.SourceEBPF
 	e.Layer = event.LayerFile
 	e.Op = in.Op
@@ -593,7 +594,7 @@ func (t *tracker) uringRecord(r *uringRec) {
 	ts := t.time(r.Time)
 	e := &t.ev
 	e.Reset()
-	e.ID = r.ID
+	e.ID = blockio.SyscallID(r.ID)
 	e.Source = event.SourceEBPF
 	e.Layer = event.LayerFile
 	e.Op = event.OpAsync

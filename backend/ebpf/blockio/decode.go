@@ -7,7 +7,34 @@ import (
 	"github.com/iotrace/iotrace/event"
 )
 
-// IDBit is set in the ID of every block event; syscall event IDs have it
+// Event IDs of the eBPF backend are below 2^53, so that jq, JavaScript
+// and Perfetto (IEEE doubles) read them exactly, and grow smoothly (text
+// columns stay aligned). The low two bits say the kind of event: 0 a
+// system call, 1 a marker, 2 a block I/O. A system call's ID holds its
+// per-CPU sequence number and its CPU (the kernel numbers calls per CPU,
+// without a shared counter): ((seq << 12) | cpu) << 2. Block I/Os and
+// markers are numbered in user space: seq << 2 | kind.
+const (
+	KindSyscall = 0
+	KindMarker  = 1
+	KindBlock   = 2
+)
+
+// SyscallID turns the ID the BPF program gives a call (CPU in bits 48-62,
+// per-CPU sequence in bits 0-47) into the event's ID (see the constants).
+func SyscallID(raw uint64) uint64 {
+	if raw == 0 {
+		return 0
+	}
+	cpu, seq := (raw>>48)&0xfff, raw&0xffffffffffff
+	return (seq<<12|cpu)<<2 | KindSyscall
+}
+
+// IDKind returns the kind bits of an event ID of this backend.
+func IDKind(id uint64) uint64 { return id & 3 }
+
+// IDBit was the bit of block event IDs before IDs were made to fit
+// JavaScript numbers; traces recorded then still have it.
 // clear, so the two never collide in one trace.
 const IDBit = uint64(1) << 63
 
@@ -51,7 +78,7 @@ const maxInterned = 4096
 func (d *Decoder) Event(r *Record, e *event.Event) {
 	e.Reset()
 	d.seq++
-	e.ID = IDBit | d.seq
+	e.ID = d.seq<<2 | KindBlock
 	e.Source = event.SourceEBPF
 	e.Layer = event.LayerBlock
 	e.Op = d.Layout.Op(r.Opf, r.Bytes)
@@ -98,7 +125,7 @@ func (d *Decoder) Event(r *Record, e *event.Event) {
 		e.Bytes = int64(r.Bytes)
 	}
 	e.Request = r.Bio
-	e.Cause = r.Cause
+	e.Cause = SyscallID(r.Cause)
 	e.Inode = r.Inode
 	if r.Inode != 0 && r.InoDev != r.Dev {
 		e.Note = d.note(r.InoDev)

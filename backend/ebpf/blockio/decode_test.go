@@ -51,7 +51,7 @@ func TestCompletionOnIdleThreadKeepsSubmitter(t *testing.T) {
 	if e.Dev != (event.Device{Major: 254, Minor: 1}) || e.Sector != 2048 || e.Offset != 2048*512 || e.Size != 4096 || e.Bytes != 4096 {
 		t.Errorf("dev %s sector %d offset %d size %d bytes %d", e.Dev, e.Sector, e.Offset, e.Size, e.Bytes)
 	}
-	if e.Request != r.Bio || e.Cause != 77 || e.ID&IDBit == 0 || e.Status != event.StatusOK || e.Code != 0 {
+	if e.Request != r.Bio || e.Cause != SyscallID(77) || IDKind(e.ID) != KindBlock || e.Status != event.StatusOK || e.Code != 0 {
 		t.Errorf("request %#x cause %d id %#x status %s code %d", e.Request, e.Cause, e.ID, e.Status, e.Code)
 	}
 	if e.Flags != event.FlagDirect|event.FlagSync {
@@ -314,9 +314,32 @@ func FuzzDecode(f *testing.F) {
 		}
 		var e event.Event
 		d.Event(&rec, &e)
-		if e.Duration < 0 || e.Wait < 0 || e.Wait > e.Duration || e.Layer != event.LayerBlock || e.ID&IDBit == 0 {
+		if e.Duration < 0 || e.Wait < 0 || e.Wait > e.Duration || e.Layer != event.LayerBlock || IDKind(e.ID) != KindBlock {
 			t.Fatalf("event: time %d duration %d wait %d layer %s id %#x", e.Time, e.Duration, e.Wait, e.Layer, e.ID)
 		}
 		d.InFlight(&rec, &e)
 	})
+}
+
+// TestIDsFitDoubles: event IDs stay below 2^53 (exact in jq, JavaScript
+// and Perfetto), the kinds never collide, and a block I/O's cause is the
+// ID its system call got.
+func TestIDsFitDoubles(t *testing.T) {
+	seen := map[uint64]bool{}
+	for _, raw := range []uint64{1, 2, 1<<48 | 1, 5<<48 | 7, 0xfff<<48 | 1<<38} {
+		id := SyscallID(raw)
+		if id >= 1<<53 || IDKind(id) != KindSyscall || seen[id] {
+			t.Errorf("SyscallID(%#x) = %d", raw, id)
+		}
+		seen[id] = true
+	}
+	d := NewDecoder(DefaultOpfLayout(), 0)
+	var e event.Event
+	for i := 0; i < 3; i++ {
+		d.Event(&Record{Cause: 1<<48 | 1}, &e)
+		if IDKind(e.ID) != KindBlock || seen[e.ID] || e.ID >= 1<<53 || e.Cause != SyscallID(1<<48|1) {
+			t.Errorf("block id %d, cause %d", e.ID, e.Cause)
+		}
+		seen[e.ID] = true
+	}
 }

@@ -23,7 +23,7 @@
 //
 // Events: Layer LayerBlock; Op OpBlockRead, OpBlockWrite, OpBlockFlush or
 // OpBlockDiscard; Native the kernel's rwbs string ("R", "WS", "FWS", "RA");
-// ID with bit 63 set ([IDBit]); Request the bio address; Cause the ID of
+// ID of kind [KindBlock] (below 2^53); Request the bio address; Cause the ID of
 // the syscall event that queued it (0 for none); Time the queue time, Wait
 // queue to issue, Duration queue to completion; Dev the device the bio was
 // submitted to (a partition; its FactDevice names the disk), Sector and

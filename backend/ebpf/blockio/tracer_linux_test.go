@@ -81,7 +81,7 @@ func TestDirectIO(t *testing.T) {
 		var n uint32
 		for i := range evs {
 			e := &evs[i]
-			if e.Cause != o.id {
+			if e.Cause != SyscallID(o.id) {
 				continue
 			}
 			n++
@@ -112,7 +112,7 @@ func TestDirectIO(t *testing.T) {
 			if e.Status != event.StatusOK || e.Bytes != int64(e.Size) {
 				t.Errorf("op %d: status %s, bytes %d", o.id, e.Status, e.Bytes)
 			}
-			if e.ID&IDBit == 0 || e.Request == 0 {
+			if IDKind(e.ID) != KindBlock || e.Request == 0 {
 				t.Errorf("op %d: ID %#x, request %#x", o.id, e.ID, e.Request)
 			}
 			if e.Comm == "" {
@@ -221,7 +221,7 @@ func TestPageCache(t *testing.T) {
 
 	// fsync wrote the file's data, queued by this thread.
 	var fsyncData uint64
-	for _, e := range byCause[fsyncID] {
+	for _, e := range byCause[SyscallID(fsyncID)] {
 		if e.Tid != tid {
 			t.Errorf("fsync bio submitted by %d, want %d: %s", e.Tid, tid, describe(e))
 		}
@@ -232,22 +232,22 @@ func TestPageCache(t *testing.T) {
 	if fsyncData != size {
 		t.Errorf("fsync caused %d bytes of writes to inode %d, want %d", fsyncData, ino, size)
 	}
-	if fsyncCaused.NrBios != uint32(len(byCause[fsyncID])) {
-		t.Errorf("fsync: cur_syscall counted %d bios, %d block events carry its ID", fsyncCaused.NrBios, len(byCause[fsyncID]))
+	if fsyncCaused.NrBios != uint32(len(byCause[SyscallID(fsyncID)])) {
+		t.Errorf("fsync: cur_syscall counted %d bios, %d block events carry its ID", fsyncCaused.NrBios, len(byCause[SyscallID(fsyncID)]))
 	}
 
 	// Cold pass: the whole file came from disk, once, through the reads.
 	var diskBytes, misses, causedBytes uint64
 	for _, rd := range cold {
 		var b uint64
-		for _, e := range byCause[rd.id] {
+		for _, e := range byCause[SyscallID(rd.id)] {
 			if e.Op != event.OpBlockRead || e.Tid != tid || e.Inode != ino {
 				t.Errorf("read %d caused %s", rd.id, describe(e))
 			}
 			b += e.Size
 		}
-		if uint32(len(byCause[rd.id])) != rd.caused.NrBios || b != rd.caused.BioBytes {
-			t.Errorf("read %d: %d events, %d bytes; cur_syscall counted %d bios, %d bytes", rd.id, len(byCause[rd.id]), b, rd.caused.NrBios, rd.caused.BioBytes)
+		if uint32(len(byCause[SyscallID(rd.id)])) != rd.caused.NrBios || b != rd.caused.BioBytes {
+			t.Errorf("read %d: %d events, %d bytes; cur_syscall counted %d bios, %d bytes", rd.id, len(byCause[SyscallID(rd.id)]), b, rd.caused.NrBios, rd.caused.BioBytes)
 		}
 		if rd.caused.NrBios > 0 {
 			misses++
@@ -265,8 +265,8 @@ func TestPageCache(t *testing.T) {
 
 	// Warm pass: every read a cache hit.
 	for _, rd := range warm {
-		if rd.caused.NrBios != 0 || len(byCause[rd.id]) != 0 {
-			t.Errorf("warm read %d: %d bios, %d block events", rd.id, rd.caused.NrBios, len(byCause[rd.id]))
+		if rd.caused.NrBios != 0 || len(byCause[SyscallID(rd.id)]) != 0 {
+			t.Errorf("warm read %d: %d bios, %d block events", rd.id, rd.caused.NrBios, len(byCause[SyscallID(rd.id)]))
 		}
 	}
 }
