@@ -31,7 +31,7 @@ func newConvertCmd() *cobra.Command {
 		Long: `Convert a trace file (.iot, Windows .etl, or jsonl written by iotrace) to iot,
 jsonl, csv, text, perfetto or parquet, keeping only the events the filter flags select. The
 output format comes from --format, else from OUTPUT's extension (.iot, .jsonl, .csv, .txt,
-.parquet).
+.parquet; .json and .pftrace are Perfetto's trace-event JSON).
 
 iot and jsonl keep everything (events, facts, stats) and read back with every
 command; csv and text are for people and spreadsheets; parquet is one row per

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,6 +120,11 @@ func formatFor(flag, path, def string, valid []string) (string, error) {
 	f := strings.ToLower(flag)
 	if f == "" && path != "" && path != "-" {
 		f = formatForExt(path)
+		// .json is Perfetto's trace-event JSON where the command writes
+		// it (convert), jsonl elsewhere.
+		if l := strings.ToLower(path); strings.HasSuffix(l, ".json") && slices.Contains(valid, "perfetto") {
+			f = "perfetto"
+		}
 	}
 	if f == "" {
 		f = def
@@ -141,6 +147,8 @@ func formatForExt(path string) string {
 		return "iot"
 	case strings.HasSuffix(l, ".parquet"):
 		return "parquet"
+	case strings.HasSuffix(l, ".pftrace"), strings.HasSuffix(l, ".perfetto"):
+		return "perfetto"
 	}
 	return output.FormatForPath(path)
 }

@@ -203,3 +203,26 @@ func TestConvertPerfetto(t *testing.T) {
 		t.Errorf("complete %v, %d slices for %d events, %d flows", doc.Iotrace.Complete, slices, len(tr.Events), flows)
 	}
 }
+
+// TestConvertPerfettoByExtension: -o x.json and x.pftrace choose Perfetto;
+// print -o x.json still writes jsonl.
+func TestConvertPerfettoByExtension(t *testing.T) {
+	dir := testenv.TempDir(t)
+	in, _ := writeSynthJSONL(t, dir, "t.jsonl", synth.Options{Seed: 7, Events: 300})
+	for _, name := range []string{"a.json", "b.pftrace"} {
+		out := filepath.Join(dir, name)
+		if _, errs, code := runIotrace(t, "convert", in, "-o", out); code != 0 {
+			t.Fatalf("convert -o %s: exit %d: %s", name, code, errs)
+		}
+		if b, _ := os.ReadFile(out); !bytes.Contains(b, []byte(`"traceEvents"`)) {
+			t.Errorf("convert -o %s did not write Perfetto JSON: %.80s", name, b)
+		}
+	}
+	out := filepath.Join(dir, "p.json")
+	if _, errs, code := runIotrace(t, "print", in, "-o", out); code != 0 {
+		t.Fatalf("print -o p.json: %s", errs)
+	}
+	if b, _ := os.ReadFile(out); !bytes.HasPrefix(b, []byte(`{"type":"header"`)) {
+		t.Errorf("print -o p.json: %.80s", b)
+	}
+}

@@ -169,23 +169,7 @@ func TestValidates(t *testing.T) {
 	}
 	// Slices nest properly on every track.
 	for k, list := range slices {
-		sort.SliceStable(list, func(i, j int) bool {
-			if *list[i].Ts != *list[j].Ts {
-				return *list[i].Ts < *list[j].Ts
-			}
-			return *list[i].Dur > *list[j].Dur
-		})
-		var stack []float64
-		for _, s := range list {
-			for len(stack) > 0 && stack[len(stack)-1] <= *s.Ts {
-				stack = stack[:len(stack)-1]
-			}
-			end := *s.Ts + *s.Dur
-			if len(stack) > 0 && end > stack[len(stack)-1]+1e-9 {
-				t.Errorf("track %v: slice %s [%v, %v] overlaps its parent ending %v", k, s.Name, *s.Ts, end, stack[len(stack)-1])
-			}
-			stack = append(stack, end)
-		}
+		checkNesting(t, fmt.Sprint(k), list)
 		if _, ok := threadNames[k]; !ok {
 			t.Errorf("track %v has no thread name", k)
 		}
@@ -291,5 +275,69 @@ func TestAppendHelpers(t *testing.T) {
 		} else if strings.ToValidUTF8(s, "\uFFFD") != back {
 			t.Errorf("%q round-tripped to %q", s, back)
 		}
+	}
+}
+
+// checkNesting fails t unless the slices of one track nest: sorted by
+// start (the longer first at one start), each ends by its parent's end.
+func checkNesting(t *testing.T, track string, list []traceEvent) {
+	t.Helper()
+	sort.SliceStable(list, func(i, j int) bool {
+		if *list[i].Ts != *list[j].Ts {
+			return *list[i].Ts < *list[j].Ts
+		}
+		return *list[i].Dur > *list[j].Dur
+	})
+	var stack []float64
+	for _, s := range list {
+		for len(stack) > 0 && stack[len(stack)-1] <= *s.Ts {
+			stack = stack[:len(stack)-1]
+		}
+		end := *s.Ts + *s.Dur
+		if len(stack) > 0 && end > stack[len(stack)-1]+1e-9 {
+			t.Errorf("track %s: slice %s [%v, %v] overlaps its parent ending %v", track, s.Name, *s.Ts, end, stack[len(stack)-1])
+		}
+		stack = append(stack, end)
+	}
+}
+
+// TestBlockLanesNest: a block I/O that starts inside another's queued
+// part and ends after it goes to another lane (issue #17: 498 badly nested
+// slices in a traced build).
+func TestBlockLanesNest(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, Options{})
+	w.Begin(&event.Header{OS: "linux"})
+	dev := event.Device{Major: 8}
+	a := ev(1, event.LayerBlock, event.OpBlockRead, 10, 10, 0, 0, 100_000)
+	a.Wait, a.Dev = 50_000, dev
+	b := ev(2, event.LayerBlock, event.OpBlockRead, 10, 10, 0, 30_000, 50_000) // ends at 80: past a's queue, inside a
+	b.Dev = dev
+	c := ev(3, event.LayerBlock, event.OpBlockRead, 10, 10, 0, 55_000, 10_000) // after a's queue: nests in a
+	c.Dev = dev
+	for _, e := range []*event.Event{&a, &b, &c} {
+		if err := w.Event(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.End(&event.Trailer{End: 200_000}); err != nil {
+		t.Fatal(err)
+	}
+	var doc document
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tracks := map[[2]int64][]traceEvent{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" {
+			k := [2]int64{*e.Pid, *e.Tid}
+			tracks[k] = append(tracks[k], e)
+		}
+	}
+	for k, list := range tracks {
+		checkNesting(t, fmt.Sprint(k), list)
+	}
+	if len(tracks) != 2 {
+		t.Errorf("%d lanes, want 2 (the straddling read on a second lane)", len(tracks))
 	}
 }

@@ -282,8 +282,22 @@ func (w *Writer) device(d event.Device) *track {
 	return t
 }
 
-// assign returns the lane tid for a slice [start, end] on t.
-func (w *Writer) assign(t *track, start, end int64) uint32 {
+// assign returns the lane tid for a slice [start, end] on t. inner are the
+// ends of child slices drawn inside it from start (a block I/O's queued
+// part): the lane remembers them, so that a later slice on it nests in
+// the child or starts after it, never straddles its end.
+func (w *Writer) assign(t *track, start, end int64, inner ...int64) uint32 {
+	l := w.lane(t, start, end)
+	for _, e := range inner {
+		if e > start && e < end {
+			l.ends = append(l.ends, e)
+		}
+	}
+	return l.tid
+}
+
+// lane finds (or makes) the lane for a slice [start, end] on t.
+func (w *Writer) lane(t *track, start, end int64) *lane {
 	for _, l := range t.lanes {
 		if start < l.lastStart {
 			continue
@@ -294,12 +308,12 @@ func (w *Writer) assign(t *track, start, end int64) uint32 {
 		if len(l.ends) == 0 || end <= l.ends[len(l.ends)-1] {
 			l.ends = append(l.ends, end)
 			l.lastStart = start
-			return l.tid
+			return l
 		}
 	}
 	if len(t.lanes) >= w.opts.MaxLanes {
 		w.stats.Add(event.CountDropped, "slices drawn overlapping on a crowded lane", 1)
-		return t.lanes[len(t.lanes)-1].tid
+		return t.lanes[len(t.lanes)-1]
 	}
 	l := &lane{tid: w.synth(), ends: []int64{end}, lastStart: start}
 	t.lanes = append(t.lanes, l)
@@ -308,7 +322,7 @@ func (w *Writer) assign(t *track, start, end int64) uint32 {
 		name = fmt.Sprintf("lane %d", len(t.lanes)-1)
 	}
 	w.meta("thread_name", t.cpid, l.tid, true, "name", name, 0, false)
-	return l.tid
+	return l
 }
 
 // Event implements event.Sink.
@@ -493,7 +507,12 @@ func (w *Writer) flow(from, to place) {
 func (w *Writer) blockEvent(e *event.Event) {
 	t := w.device(e.Dev)
 	d := dur(e)
-	tid := w.assign(t, e.Time, e.Time+d)
+	var tid uint32
+	if e.Wait > 0 && e.Wait < d {
+		tid = w.assign(t, e.Time, e.Time+d, e.Time+e.Wait) // the queued child below
+	} else {
+		tid = w.assign(t, e.Time, e.Time+d)
+	}
 	bytes := uint64(0)
 	if e.Bytes >= 0 {
 		bytes = uint64(e.Bytes)
