@@ -76,7 +76,6 @@ func (l *lockedSink) failed() error {
 // the block tracer's goroutine to the syscall reader's.
 const blockQueue = 8192
 
-
 // run is the state of one Run.
 type run struct {
 	b      *Backend
