@@ -135,6 +135,19 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: line %d at byte offset %d: %s", name, line, off, fmt.Sprintf(format, args...))
 	}
+	// A damaged line (bad JSON, a bad field, a repeated event) is skipped
+	// and counted; reading goes on.
+	var (
+		bad      int
+		firstBad error
+		ids      recentIDs
+	)
+	badLine := func(err error) {
+		if bad == 0 {
+			firstBad = err
+		}
+		bad++
+	}
 	for {
 		if line&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -174,9 +187,15 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 		}
 		rec = jsonRecord{}
 		if err := json.Unmarshal(text, &rec); err != nil {
-			damageErr = fail("%v", err)
-			break
+			if !begun {
+				damageErr = fail("%v", err)
+				break
+			}
+			badLine(fail("%v", err))
+			off += int64(len(raw))
+			continue
 		}
+		var lineErr error
 		switch rec.Type {
 		case "header":
 			if begun {
@@ -192,7 +211,11 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			sinkErr = sink.Begin(&h)
 		case "event":
 			if err := rec.event(&ev); err != nil {
-				damageErr = fail("%v", err)
+				lineErr = fail("%v", err)
+				break
+			}
+			if first, dup := ids.seen(ev.ID, line); dup {
+				lineErr = fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
 				break
 			}
 			if end := ev.End(); end > lastEnd {
@@ -201,7 +224,7 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			sinkErr = sink.Event(&ev)
 		case "fact":
 			if err := rec.fact(&fact); err != nil {
-				damageErr = fail("%v", err)
+				lineErr = fail("%v", err)
 				break
 			}
 			sinkErr = sink.Fact(&fact)
@@ -210,14 +233,17 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			for _, c := range rec.Counters {
 				k, err := parseCounterKind(c.Kind)
 				if err != nil {
-					damageErr = fail("%v", err)
+					lineErr = fail("%v", err)
 					break
 				}
 				trailer.Stats.Add(k, c.Name, c.Value)
 			}
 			sawEnd = true
 		default:
-			damageErr = fail("unknown object type %q", rec.Type)
+			lineErr = fail("unknown object type %q", rec.Type)
+		}
+		if lineErr != nil {
+			badLine(lineErr)
 		}
 		if damageErr != nil || sinkErr != nil {
 			break
@@ -225,6 +251,15 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 		off += int64(len(raw))
 		if err != nil {
 			break // EOF after a last line without '\n'
+		}
+	}
+	if bad > 0 {
+		trailer.Stats.Add(event.CountLost, "jsonl lines damaged or repeated (skipped)", uint64(bad))
+		if damageErr == nil {
+			damageErr = firstBad
+			if bad > 1 {
+				damageErr = fmt.Errorf("%w (and %d more damaged lines, skipped; every intact line was read)", firstBad, bad-1)
+			}
 		}
 	}
 	if sinkErr != nil {
@@ -391,4 +426,36 @@ func (r *jsonRecord) fact(f *event.Fact) error {
 	f.Handle, f.Dev = uint64(r.Handle), dev
 	f.Name, f.Image, f.Detail = r.Name, r.Image, r.Detail
 	return nil
+}
+
+// recentIDs remembers the event IDs of the last recentIDWindow events, with
+// their lines: a line repeated within the window (a duplicated line or
+// block of lines) is caught without memory growing with the trace.
+type recentIDs struct {
+	line map[uint64]int
+	ring []uint64
+	at   int
+}
+
+const recentIDWindow = 1 << 16
+
+// seen records id at line; it reports the earlier line when id is among
+// the recent ones.
+func (r *recentIDs) seen(id uint64, line int) (int, bool) {
+	if r.line == nil {
+		r.line = make(map[uint64]int, recentIDWindow)
+		r.ring = make([]uint64, 0, recentIDWindow)
+	}
+	if first, ok := r.line[id]; ok {
+		return first, true
+	}
+	if len(r.ring) < recentIDWindow {
+		r.ring = append(r.ring, id)
+	} else {
+		delete(r.line, r.ring[r.at])
+		r.ring[r.at] = id
+		r.at = (r.at + 1) % recentIDWindow
+	}
+	r.line[id] = line
+	return 0, false
 }
