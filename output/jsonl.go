@@ -1,9 +1,11 @@
 package output
 
 import (
+	"encoding/base64"
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -45,9 +47,19 @@ func (o *jsonObj) key(k string) {
 	o.b = append(o.b, '"', ':')
 }
 
+// str writes a string field. A string that is not valid UTF-8 (a file
+// name is bytes on Linux) is written as JSON must, with U+FFFD for each bad
+// byte, and its exact bytes are kept beside it in KEY_b64 (base64), which
+// the reader restores (docs/events.md).
 func (o *jsonObj) str(k, v string) {
 	o.key(k)
 	o.b = appendJSONString(o.b, v)
+	if !utf8.ValidString(v) {
+		o.key(k + "_b64")
+		o.b = append(o.b, '"')
+		o.b = base64.StdEncoding.AppendEncode(o.b, []byte(v))
+		o.b = append(o.b, '"')
+	}
 }
 
 func (o *jsonObj) strNZ(k, v string) {

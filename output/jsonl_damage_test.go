@@ -50,3 +50,37 @@ func TestJSONLDamagedLinesSkipped(t *testing.T) {
 		t.Errorf("trailer counts %d damaged lines, want 2", n)
 	}
 }
+
+// TestJSONLInvalidUTF8RoundTrip: names that are not valid UTF-8 come back
+// byte for byte (KEY_b64 beside the U+FFFD rendering).
+func TestJSONLInvalidUTF8RoundTrip(t *testing.T) {
+	bad := "/tmp/caf\xe9-\xff\xfe.log"
+	var buf bytes.Buffer
+	w := NewJSONL(&buf)
+	h := event.Header{OS: "linux", Command: "cat \xe9", Hostname: "h\xff"}
+	w.Begin(&h)
+	w.Fact(&event.Fact{Kind: event.FactName, Space: event.SpaceFD, Pid: 1, Handle: 3, Name: bad})
+	w.Fact(&event.Fact{Kind: event.FactProcess, Pid: 1, Name: "c\xe9t", Image: "/bin/\xff", Detail: "a\xfeb"})
+	e := event.New()
+	e.ID, e.Layer, e.Op, e.Pid, e.Comm, e.Path, e.Path2, e.Note, e.Native = 1, event.LayerFile, event.OpRename, 1, "c\xe9t", bad, bad+"2", "n\xff", "renameat"
+	w.Event(&e)
+	w.End(&event.Trailer{})
+	if !strings.Contains(buf.String(), `"path_b64":`) || !(strings.Contains(buf.String(), "\ufffd") || strings.Contains(buf.String(), `\ufffd`)) {
+		t.Fatalf("no b64 field or no U+FFFD:\n%s", buf.String())
+	}
+	rec := synth.NewRecorder()
+	if err := ReadJSONL(context.Background(), &buf, "t", rec); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.Trace()
+	ge := got.Events[0]
+	if ge.Path != bad || ge.Path2 != bad+"2" || ge.Comm != "c\xe9t" || ge.Note != "n\xff" {
+		t.Errorf("event %q %q %q %q", ge.Path, ge.Path2, ge.Comm, ge.Note)
+	}
+	if got.Facts[0].Name != bad || got.Facts[1].Image != "/bin/\xff" || got.Facts[1].Detail != "a\xfeb" || got.Facts[1].Name != "c\xe9t" {
+		t.Errorf("facts %+v", got.Facts)
+	}
+	if got.Header.Command != "cat \xe9" || got.Header.Hostname != "h\xff" {
+		t.Errorf("header %q %q", got.Header.Command, got.Header.Hostname)
+	}
+}

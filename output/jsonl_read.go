@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type jsonRecord struct {
 	OS          string `json:"os"`
 	OSVersion   string `json:"os_version"`
 	Hostname    string `json:"hostname"`
+	HostnameB64 string `json:"hostname_b64"`
 	CPUs        uint32 `json:"cpus"`
 	PointerSize uint8  `json:"pointer_size"`
 	StartWall   int64  `json:"start_wall"`
@@ -49,6 +51,7 @@ type jsonRecord struct {
 	ClockFreq   uint64 `json:"clock_freq"`
 	ClockOrigin int64  `json:"clock_origin"`
 	Command     string `json:"command"`
+	CommandB64  string `json:"command_b64"`
 	Tool        string `json:"tool"`
 
 	// event
@@ -57,6 +60,7 @@ type jsonRecord struct {
 	Layer       string   `json:"layer"`
 	Op          string   `json:"op"`
 	Native      string   `json:"native"`
+	NativeB64   string   `json:"native_b64"`
 	Time        int64    `json:"time"`
 	Duration    int64    `json:"duration"`
 	Wait        int64    `json:"wait"`
@@ -65,8 +69,11 @@ type jsonRecord struct {
 	Tid         uint32   `json:"tid"`
 	ProcStart   int64    `json:"proc_start"`
 	Comm        string   `json:"comm"`
+	CommB64     string   `json:"comm_b64"`
 	Path        string   `json:"path"`
+	PathB64     string   `json:"path_b64"`
 	Path2       string   `json:"path2"`
+	Path2B64    string   `json:"path2_b64"`
 	FD          *int32   `json:"fd"`
 	FileObject  hexNum   `json:"file_object"`
 	FileKey     hexNum   `json:"file_key"`
@@ -90,17 +97,21 @@ type jsonRecord struct {
 	CausedIOs   uint32   `json:"caused_ios"`
 	CausedBytes uint64   `json:"caused_bytes"`
 	Note        string   `json:"note"`
+	NoteB64     string   `json:"note_b64"`
 
 	// fact
-	Kind    string `json:"kind"`
-	Rundown bool   `json:"rundown"`
-	Ended   bool   `json:"ended"`
-	Space   string `json:"space"`
-	PPid    uint32 `json:"ppid"`
-	Handle  hexNum `json:"handle"`
-	Name    string `json:"name"`
-	Image   string `json:"image"`
-	Detail  string `json:"detail"`
+	Kind      string `json:"kind"`
+	Rundown   bool   `json:"rundown"`
+	Ended     bool   `json:"ended"`
+	Space     string `json:"space"`
+	PPid      uint32 `json:"ppid"`
+	Handle    hexNum `json:"handle"`
+	Name      string `json:"name"`
+	NameB64   string `json:"name_b64"`
+	Image     string `json:"image"`
+	ImageB64  string `json:"image_b64"`
+	Detail    string `json:"detail"`
+	DetailB64 string `json:"detail_b64"`
 
 	// trailer
 	End      int64 `json:"end"`
@@ -186,7 +197,14 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			break
 		}
 		rec = jsonRecord{}
-		if err := json.Unmarshal(text, &rec); err != nil {
+		if err := json.Unmarshal(text, &rec); err == nil {
+			err = rec.restoreBytes()
+			if err != nil {
+				badLine(fail("%v", err))
+				off += int64(len(raw))
+				continue
+			}
+		} else {
 			if !begun {
 				damageErr = fail("%v", err)
 				break
@@ -458,4 +476,26 @@ func (r *recentIDs) seen(id uint64, line int) (int, bool) {
 	}
 	r.line[id] = line
 	return 0, false
+}
+
+// restoreBytes puts back the exact bytes of the strings that were not valid
+// UTF-8, kept in their KEY_b64 fields by the writer.
+func (r *jsonRecord) restoreBytes() error {
+	for _, f := range []struct {
+		dst *string
+		b64 string
+		key string
+	}{{&r.Hostname, r.HostnameB64, "hostname"}, {&r.Command, r.CommandB64, "command"}, {&r.Native, r.NativeB64, "native"},
+		{&r.Comm, r.CommB64, "comm"}, {&r.Path, r.PathB64, "path"}, {&r.Path2, r.Path2B64, "path2"}, {&r.Note, r.NoteB64, "note"},
+		{&r.Name, r.NameB64, "name"}, {&r.Image, r.ImageB64, "image"}, {&r.Detail, r.DetailB64, "detail"}} {
+		if f.b64 == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(f.b64)
+		if err != nil {
+			return fmt.Errorf("%s_b64: %v", f.key, err)
+		}
+		*f.dst = string(b)
+	}
+	return nil
 }
