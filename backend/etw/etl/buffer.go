@@ -109,4 +109,7 @@ type BufferInfo struct {
 	// Truncated is set for the last buffer of a file cut short: only the
 	// bytes present are read.
 	Truncated bool
+	// Duplicate is set for a buffer that repeats an earlier one: it is not
+	// read.
+	Duplicate bool
 }

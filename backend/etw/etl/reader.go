@@ -71,6 +71,7 @@ type Reader struct {
 	// groups holds buffer indices per stream, in delivery order.
 	groups   [][]int
 	indexErr error
+	dups     []error // duplicated buffers (findDuplicates)
 	// free and freeWin hold the buffers and the read window of finished
 	// passes for the next pass.
 	freeMu  sync.Mutex
@@ -165,6 +166,14 @@ func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
 		return nil, fmt.Errorf("not an ETL file: %w", err)
 	}
 	r.freeWin = w.buf[:0]
+	r.findDuplicates()
+	const fileModeCircular = 0x2
+	if n := uint32(len(r.buffers) - len(r.dups)); r.indexErr == nil && r.header.BuffersWritten > n && r.header.LogFileMode&fileModeCircular == 0 {
+		// Every buffer present is whole, but the logger wrote more: the
+		// file was cut exactly at a buffer boundary.
+		r.indexErr = &FormatError{Buffer: len(r.buffers), BufferOffset: r.size, Pos: -1, Field: "file",
+			Err: truncatedf("the log-file header says %d buffers were written, the file ends after %d (cut at a buffer boundary)", r.header.BuffersWritten, n)}
+	}
 	r.group()
 	if opts.CacheBudget > 0 {
 		var total int64
@@ -278,14 +287,45 @@ func (r *Reader) readHeader(w *window) error {
 	return nil
 }
 
+// findDuplicates marks the buffers that repeat an earlier one (same
+// processor and sequence number, the same bytes in their headers): a
+// duplicated region of the file. Their records are not delivered twice;
+// each is reported as damage.
+func (r *Reader) findDuplicates() {
+	type key struct {
+		cpu uint16
+		seq int64
+		ts  int64
+		off uint32
+	}
+	first := map[key]int{}
+	for i := range r.buffers {
+		b := &r.buffers[i]
+		if b.SequenceNumber == 0 {
+			continue // a logger that does not number its buffers
+		}
+		k := key{b.Processor, b.SequenceNumber, b.TimeStamp, b.Used()}
+		if j, ok := first[k]; ok {
+			b.Duplicate = true
+			r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "SequenceNumber",
+				Err: corruptf("buffer %d repeats buffer %d at file offset %#x (processor %d, sequence number %d): a duplicated buffer, not read again",
+					i, j, r.buffers[j].FileOffset, b.Processor, b.SequenceNumber)})
+			continue
+		}
+		first[k] = i
+	}
+}
+
 // group builds the delivery order: one stream per processor, each in
 // SequenceNumber order (file order breaks ties), or one stream in file
 // order.
 func (r *Reader) group() {
 	if r.opts.Order == OrderFile {
-		all := make([]int, len(r.buffers))
-		for i := range all {
-			all[i] = i
+		all := make([]int, 0, len(r.buffers))
+		for i := range r.buffers {
+			if !r.buffers[i].Duplicate {
+				all = append(all, i)
+			}
 		}
 		r.groups = [][]int{all}
 		return
@@ -293,6 +333,9 @@ func (r *Reader) group() {
 	byCPU := map[uint16][]int{}
 	var cpus []int
 	for i := range r.buffers {
+		if r.buffers[i].Duplicate {
+			continue
+		}
 		c := r.buffers[i].Processor
 		if _, ok := byCPU[c]; !ok {
 			cpus = append(cpus, int(c))

@@ -490,6 +490,7 @@ func (rs *Records) finish() error {
 	if more := rs.nerrs - len(rs.errs); more > 0 {
 		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("etl: %d more damaged buffers not listed", more))
 	}
+	errs = append(errs[:len(errs):len(errs)], rs.r.dups...)
 	if ie := rs.r.indexErr; ie != nil {
 		errs = append(errs[:len(errs):len(errs)], ie)
 	}
@@ -538,9 +539,12 @@ func (rs *Records) Stats() event.Stats {
 		s.Set(event.CountLost, "etl: buffers cut short by a corrupt record", c.cutBuffers)
 		s.Set(event.CountLost, "etl: bytes skipped after corrupt records", c.cutBytes)
 	}
+	if n := len(rs.r.dups); n > 0 {
+		s.Set(event.CountLost, "etl: duplicated buffers not read again", uint64(n))
+	}
 	if ie := rs.r.indexErr; ie != nil {
 		if errors.Is(ie, ErrTruncated) {
-			s.Set(event.CountLost, "etl: file truncated (last buffer incomplete)", 1)
+			s.Set(event.CountLost, "etl: file truncated (buffers or part of one missing at its end)", 1)
 		} else {
 			s.Set(event.CountLost, "etl: buffers after an invalid BufferSize not read", 1)
 		}

@@ -227,6 +227,9 @@ func synthBuffer(cpu uint16, seq int64, typ, flags uint16, size int, compress bo
 // synthFile concatenates a header buffer (holding the log-file header
 // record and extra records) and the given buffers.
 func synthFile(h synthHeader, headerExtra [][]byte, buffers ...[]byte) []byte {
+	if h.written == 0 { // the header counts the buffers the file holds
+		h.written = uint32(1 + len(buffers))
+	}
 	recs := append([][]byte{logfileHeaderRecord(h)}, headerExtra...)
 	out := synthBuffer(0, 0, BufferTypeHeader, BufferFlagFlushMarker, 0, false, recs...)
 	for _, b := range buffers {
@@ -240,6 +243,6 @@ func defaultSynthHeader() synthHeader {
 	return synthHeader{
 		ptr: 8, clockType: ClockTypeQPC, perfFreq: 10_000_000, cpuMHz: 3000,
 		startTime: 133000000000000000, headerTS: 1_000_000, cpus: 4, build: 22631,
-		bufSize: 4096, written: 3, logger: "iotrace-test", file: `C:\t\x.etl`,
+		bufSize: 4096, logger: "iotrace-test", file: `C:\t\x.etl`,
 	}
 }

@@ -299,9 +299,13 @@ func TestTruncated(t *testing.T) {
 				b := bufs[k]
 				// Records in the buffers before k.
 				prefix := full[:b.FileOffset]
+				// Cut exactly at a buffer boundary: every record of the
+				// complete buffers, and the header's buffer count tells
+				// the file is short.
 				before, err := countRecords(t, prefix)
-				if err != nil {
-					t.Fatalf("cut at a buffer boundary: %v", err)
+				var bfe *FormatError
+				if !errors.Is(err, ErrTruncated) || !errors.As(err, &bfe) || bfe.Buffer != k || !strings.Contains(err.Error(), "cut at a buffer boundary") {
+					t.Fatalf("cut at buffer %d's start: err = %v", k, err)
 				}
 				for _, cut := range []int64{b.FileOffset + 10, b.FileOffset + int64(b.BufferSize)/2, b.FileOffset + int64(b.BufferSize) - 1} {
 					n, err := countRecords(t, full[:cut])
@@ -437,5 +441,24 @@ func TestFillerAndBadMarker(t *testing.T) {
 	var fe *FormatError
 	if !errors.As(err, &fe) || fe.Field != "record marker" || fe.Buffer != 1 || len(got) != 2 {
 		t.Fatalf("%d records, err %v", len(got), err)
+	}
+}
+
+// TestDuplicatedBuffer: a buffer repeated in the file (a duplicated
+// region) is read once, and reported.
+func TestDuplicatedBuffer(t *testing.T) {
+	name := "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"
+	full := fixtureBytes(t, name)
+	total, err := countRecords(t, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewReader(bytes.NewReader(full), int64(len(full)), Options{})
+	b := r.Buffers()[5]
+	end := b.FileOffset + int64(b.BufferSize)
+	dup := append(append(append([]byte(nil), full[:end]...), full[b.FileOffset:end]...), full[end:]...)
+	n, err := countRecords(t, dup)
+	if n != total || err == nil || !strings.Contains(err.Error(), "duplicated buffer") {
+		t.Errorf("%d records of %d, err %v", n, total, err)
 	}
 }
