@@ -532,7 +532,14 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 // fdEvent fills in the descriptor fd and what the table knows about it.
 func (t *tracker) fdEvent(e *event.Event, r *syscallRec, fd int32, ts int64) {
 	e.FD = fd
-	d, ok := t.table.FD(r.Pid, fd, ts)
+	var d fdtable.FD
+	var ok bool
+	if r.SFlags&sfHaveFile != 0 {
+		// The kernel saw the file at the call: a late name must be its.
+		d, ok = t.table.FDOf(r.Pid, fd, ts, r.Ino, procfs.KernelDev(r.Dev))
+	} else {
+		d, ok = t.table.FD(r.Pid, fd, ts)
+	}
 	if ok {
 		e.Path = d.Path
 		if d.Late {
@@ -711,6 +718,7 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountInfo, "events", t.events)
 	s.Add(event.CountInfo, "facts", t.facts)
 	s.Add(event.CountInfo, "descriptors named from /proc after the fact", t.table.Probed)
+	s.Add(event.CountInfo, "late names refused (the descriptor held another file by then; counted as without a name)", t.table.Refused)
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
 	}

@@ -79,6 +79,10 @@ type Table struct {
 	// Probed counts descriptors named by Probe; Unnamed those it could
 	// not name.
 	Probed, Unnamed uint64
+	// Refused counts lookups where a name found late (by Probe) belonged
+	// to another file than the one the kernel saw at the call: the
+	// descriptor number had been reused by then.
+	Refused uint64
 }
 
 // New returns an empty table.
@@ -207,6 +211,24 @@ func (t *Table) FD(pid uint32, fd int32, ts int64) (FD, bool) {
 		t.emit(f)
 	}
 	return d, d.Path != ""
+}
+
+// FDOf is FD for a call whose file the kernel identified at the call
+// (ino and dev; ino 0 when unknown). A name found late (by Probe) is only
+// given when it names that same file: by the time /proc is asked, the
+// descriptor may have been closed and its number reused by another file.
+// A refused name is counted in Refused and the call stays unnamed. A
+// name the table bound from a traced open is trusted as it is.
+func (t *Table) FDOf(pid uint32, fd int32, ts int64, ino uint64, dev event.Device) (FD, bool) {
+	d, ok := t.FD(pid, fd, ts)
+	if !ok || !d.Late || ino == 0 {
+		return d, ok
+	}
+	if d.Ino != ino || d.Dev != dev {
+		t.Refused++
+		return FD{}, false
+	}
+	return d, true
 }
 
 // Open binds descriptor fd of pid to d (an open, a socket, a descriptor

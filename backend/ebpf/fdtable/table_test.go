@@ -213,3 +213,37 @@ func TestProbeFallback(t *testing.T) {
 	}
 	log.has(t, `name 50 fd/7/9 "socket:[1]" rundown`)
 }
+
+// TestLateNameOfReusedDescriptor: a pipe's descriptor was closed and its
+// number reused by a regular file before /proc was asked; the pipe's
+// write (the kernel saw the pipe's inode) must not be named after the
+// file, while the file's own calls are.
+func TestLateNameOfReusedDescriptor(t *testing.T) {
+	tb := New()
+	file := event.Device{Major: 254, Minor: 1}
+	pipefs := event.Device{Major: 0, Minor: 14}
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 4}: {Path: "/etc/passwd", Ino: 1001, Dev: file}}}
+	if d, ok := tb.FDOf(7, 4, 50, 77, pipefs); ok || d.Path != "" {
+		t.Errorf("pipe write named %q after the reused descriptor's file", d.Path)
+	}
+	if tb.Refused != 1 || tb.Probed != 1 {
+		t.Errorf("refused %d, probed %d; want 1, 1", tb.Refused, tb.Probed)
+	}
+	if d, ok := tb.FDOf(7, 4, 51, 1001, file); !ok || d.Path != "/etc/passwd" {
+		t.Errorf("the file's own call: %q %v", d.Path, ok)
+	}
+	// Same inode number on another device is another file.
+	if _, ok := tb.FDOf(7, 4, 52, 1001, pipefs); ok || tb.Refused != 2 {
+		t.Errorf("same inode, other device: named (refused %d)", tb.Refused)
+	}
+	// A late name whose file could not be identified is not trusted either.
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 5}: {Path: "/etc/shadow"}}}
+	if _, ok := tb.FDOf(7, 5, 53, 1001, file); ok {
+		t.Error("an unverifiable late name was given")
+	}
+	// A binding from a traced open is trusted.
+	tb.Open(7, 6, FD{Path: "/tmp/x", Ino: 5, Dev: file}, 54)
+	if d, ok := tb.FDOf(7, 6, 55, 5, file); !ok || d.Path != "/tmp/x" {
+		t.Errorf("traced open: %q %v", d.Path, ok)
+	}
+}

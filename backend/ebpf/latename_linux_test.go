@@ -1,0 +1,80 @@
+package ebpf
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// Workload "reuse": after "go", a pipe and an inotify descriptor (neither
+// necessarily traced at creation) get a write each, are closed, and their
+// numbers are reused by regular files in $WL_DIR, which stay open so that
+// /proc names the files when asked later. It prints "fds PIPE_W INOTIFY".
+func workloadReuse() {
+	dir := os.Getenv("WL_DIR")
+	say("ready")
+	waitLine()
+	var p [2]int
+	must(unix.Pipe(p[:]))
+	_, err := unix.Write(p[1], []byte("hi"))
+	must(err)
+	must(unix.Close(p[0]))
+	must(unix.Close(p[1]))
+	for _, n := range []string{"a", "b"} {
+		mustFD(unix.Open(filepath.Join(dir, n), unix.O_RDWR|unix.O_CREAT, 0o644))
+	}
+	in := mustFD(unix.InotifyInit1(0))
+	_, _ = unix.Write(in, []byte("hi")) // EINVAL: still a write on in
+	must(unix.Close(in))
+	mustFD(unix.Open(filepath.Join(dir, "c"), unix.O_RDWR|unix.O_CREAT, 0o644))
+	say(fmt.Sprintf("fds %d %d", p[1], in))
+	waitLine()
+}
+
+// TestLateNameNotFromReusedDescriptor: a write on a pipe or an inotify
+// descriptor whose creation the trace may not have seen, processed after
+// the descriptor's number went to a regular file, is never named after
+// that file (#19). The process is attached to by pid, so its other
+// descriptors predate tracing.
+func TestLateNameNotFromReusedDescriptor(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	dir := t.TempDir()
+	cmd, in, out := startWorkload(t, "reuse", "WL_DIR="+dir)
+	pid := uint32(cmd.Process.Pid)
+	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{pid}, Layers: []event.Layer{event.LayerFile}}, pid)
+	<-ready
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("workload: %q, %v", line, err)
+	}
+	var pw, ifd int32
+	if _, err := fmt.Sscanf(line, "fds %d %d", &pw, &ifd); err != nil {
+		t.Fatalf("workload said %q: %v", line, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range []int32{pw, ifd} {
+		w := find(sink.events, byPid(pid), byNative("write"), byFD(fd))
+		if len(w) != 1 {
+			t.Fatalf("fd %d: %d writes traced, want 1", fd, len(w))
+		}
+		t.Logf("write on fd %d: path %q flags %s", fd, w[0].Path, w[0].Flags)
+		if strings.HasPrefix(w[0].Path, dir) {
+			t.Errorf("write on fd %d (pipe or inotify) named after the regular file %q that reused its number", fd, w[0].Path)
+		}
+	}
+}
