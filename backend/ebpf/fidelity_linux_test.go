@@ -1,6 +1,7 @@
 package ebpf
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,4 +78,33 @@ func TestLateNameNotFromReusedDescriptor(t *testing.T) {
 			t.Errorf("write on fd %d (pipe or inotify) named after the regular file %q that reused its number", fd, w[0].Path)
 		}
 	}
+}
+
+// TestStopWhileCommandRuns: stopping while the traced command still makes
+// calls must not count the calls it begins while the trace stops as
+// "exits without their enter (started before tracing)" (#17).
+func TestStopWhileCommandRuns(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	f := filepath.Join(t.TempDir(), "f")
+	sink := &memSink{}
+	opts := backend.Options{
+		Command: []string{"sh", "-c", "while :; do : > " + f + "; done"},
+		Warn:    func(m string) { t.Logf("warn: %s", m) },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	if err := New(Config{MarkerDir: "-"}).Run(ctx, opts, sink); err != nil {
+		t.Fatal(err)
+	}
+	if sink.trailer == nil {
+		t.Fatal("no trailer")
+	}
+	if n := len(find(sink.events, byPath(f))); n < 10 {
+		t.Fatalf("%d events on %s: the command did not run while traced", n, f)
+	}
+	st := sink.trailer.Stats
+	if n := st.Get(event.CountUnpaired, "syscall exits without their enter (started before tracing)"); n != 0 {
+		t.Errorf("%d exits without their enter counted as started before tracing; the command was traced from its start", n)
+	}
+	t.Logf("begun while stopping: %d", st.Get(event.CountInfo, "syscalls begun while stopping (exit seen, enter no longer traced)"))
 }
