@@ -2,6 +2,7 @@ package output
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -226,6 +227,15 @@ func appendFileDetail(b []byte, e *event.Event, windows bool) []byte {
 			b = append(b, " class="...)
 			if n, ok := winInfoClasses[e.Info]; ok {
 				b = append(b, n...)
+			} else {
+				b = strconv.AppendUint(b, uint64(e.Info), 10)
+			}
+		case !windows && strings.HasPrefix(e.Native, "io_uring"):
+			// Info is the request's opcode; the backend names the ones
+			// it knows in Native ("io_uring/READ").
+			b = append(b, " opcode="...)
+			if _, name, ok := strings.Cut(e.Native, "/"); ok && name != "" {
+				b = append(b, name...)
 			} else {
 				b = strconv.AppendUint(b, uint64(e.Info), 10)
 			}
