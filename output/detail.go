@@ -156,8 +156,8 @@ func codeName(code uint32, windows bool) string {
 }
 
 // appendRWBS appends the kernel's rwbs letters for a block event: F
-// (preflush), the op (R, W, D discard, F flush), then F (FUA), A
-// (readahead), S (sync), M (metadata).
+// (preflush), the op (R, W, D discard, F flush; W for a flush that is a
+// preflush write), then F (FUA), A (readahead), S (sync), M (metadata).
 func appendRWBS(b []byte, e *event.Event) []byte {
 	if e.Flags&event.FlagPreflush != 0 {
 		b = append(b, 'F')
@@ -170,7 +170,12 @@ func appendRWBS(b []byte, e *event.Event) []byte {
 	case event.OpBlockDiscard:
 		b = append(b, 'D')
 	case event.OpBlockFlush:
-		if e.Flags&event.FlagPreflush == 0 {
+		// A flush with the preflush flag is the kernel's empty write
+		// carrying it (blkdev_issue_flush): "FW", as blktrace shows it
+		// and as the eBPF backend's NATIVE column says.
+		if e.Flags&event.FlagPreflush != 0 {
+			b = append(b, 'W')
+		} else {
 			b = append(b, 'F')
 		}
 	default:

@@ -470,3 +470,34 @@ func TestTextIOUringOpcode(t *testing.T) {
 		}
 	}
 }
+
+// TestTextFlushRWBS: a flush recorded as the kernel's empty preflush write
+// shows the same rwbs as its NATIVE column (FWS), not FS.
+func TestTextFlushRWBS(t *testing.T) {
+	s := linuxSample()
+	s.events = []event.Event{
+		{ID: 1 | 1<<62, Time: 10, Source: event.SourceEBPF, Layer: event.LayerBlock, Op: event.OpBlockFlush, Native: "FWS",
+			Flags: event.FlagPreflush | event.FlagSync, Dev: event.Device{Major: 254}, CPU: event.NoCPU, FD: -1, Status: event.StatusOK},
+		{ID: 2 | 1<<62, Time: 20, Source: event.SourceEBPF, Layer: event.LayerBlock, Op: event.OpBlockFlush, Native: "F",
+			Dev: event.Device{Major: 254}, CPU: event.NoCPU, FD: -1, Status: event.StatusOK},
+	}
+	out := render(t, "text", Options{}, s)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "#") || !strings.Contains(l, "rwbs=") {
+			continue
+		}
+		f := strings.Fields(l)
+		var native, rwbs string
+		for i, w := range f {
+			if w == "FWS" || w == "F" {
+				native = f[i]
+			}
+			if r, ok := strings.CutPrefix(w, "rwbs="); ok {
+				rwbs = r
+			}
+		}
+		if native == "" || rwbs != native {
+			t.Errorf("NATIVE %q, rwbs %q: %s", native, rwbs, l)
+		}
+	}
+}
