@@ -108,3 +108,42 @@ func TestStopWhileCommandRuns(t *testing.T) {
 	}
 	t.Logf("begun while stopping: %d", st.Get(event.CountInfo, "syscalls begun while stopping (exit seen, enter no longer traced)"))
 }
+
+// Workload "unlink": writes $WL_FILE, removes it while open, writes again.
+func workloadUnlink() {
+	f := os.Getenv("WL_FILE")
+	fd := mustFD(unix.Open(f, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o600))
+	_, err := unix.Write(fd, []byte("a"))
+	must(err)
+	must(unix.Unlink(f))
+	_, err = unix.Write(fd, []byte("b"))
+	must(err)
+}
+
+// TestUnlinkedDuringTraceIsDeleted: a file removed while open has its later
+// events named "PATH (deleted)", as files removed before the trace are
+// (#19).
+func TestUnlinkedDuringTraceIsDeleted(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "gone")
+	t.Setenv("IOTRACE_WORKLOAD", "unlink")
+	t.Setenv("WL_FILE", f)
+	sink := &memSink{}
+	opts := backend.Options{Command: []string{self}, Layers: []event.Layer{event.LayerFile}, Warn: func(m string) { t.Logf("warn: %s", m) }}
+	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range find(sink.events, byNative("write")) {
+		if strings.HasPrefix(e.Path, f) {
+			got = append(got, e.Path)
+		}
+	}
+	if want := []string{f, f + " (deleted)"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("writes named %q, want %q", got, want)
+	}
+}

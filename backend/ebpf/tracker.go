@@ -401,9 +401,15 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		e.Offset, e.Size = int64(r.Args[2]), r.Args[3]
 	case kUnlink, kRmdir:
 		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+		if ok && havePath[0] {
+			t.table.Unlink(e.Path, ts)
+		}
 	case kUnlinkat:
 		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
 		e.Info = uint32(r.Args[2])
+		if ok && havePath[0] {
+			t.table.Unlink(e.Path, ts)
+		}
 	case kRename, kRenameat, kRenameat2:
 		d0, d1 := int32(atFDCWD), int32(atFDCWD)
 		if r.Kind != kRename {

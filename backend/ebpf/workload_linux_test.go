@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		workloadPreads()
 	case "reuse":
 		workloadReuse()
+	case "unlink":
+		workloadUnlink()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown workload", os.Getenv("IOTRACE_WORKLOAD"))
 		os.Exit(2)

@@ -511,6 +511,56 @@ func (t *Table) Rename(oldpath, newpath string, ts int64) {
 	}
 }
 
+// Deleted is what the kernel appends to the name of an open file (or a
+// working directory) whose name was removed.
+const Deleted = " (deleted)"
+
+// Unlink marks every open descriptor and working directory named path, in
+// every process, as the kernel's names do once path is removed: path
+// followed by " (deleted)", as /proc shows files removed before the trace.
+func (t *Table) Unlink(path string, ts int64) {
+	if path == "" {
+		return
+	}
+	seenFiles := map[*files]bool{}
+	seenFS := map[*fsInfo]bool{}
+	pids := make([]uint32, 0, len(t.procs))
+	for pid := range t.procs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	for _, pid := range pids {
+		p := t.procs[pid]
+		if !seenFiles[p.files] {
+			seenFiles[p.files] = true
+			var hit []int32
+			for fd, d := range p.files.fds {
+				if d.Path == path {
+					hit = append(hit, fd)
+				}
+			}
+			sort.Slice(hit, func(i, j int) bool { return hit[i] < hit[j] })
+			for _, fd := range hit {
+				d := p.files.fds[fd]
+				d.Path = path + Deleted
+				p.files.fds[fd] = d
+				t.fdFacts(p.files, fd, ts, d.Path, false)
+			}
+		}
+		if !seenFS[p.fs] {
+			seenFS[p.fs] = true
+			if p.fs.known && p.fs.cwd == path {
+				p.fs.cwd = path + Deleted
+				for _, u := range p.fs.users {
+					if q := t.procs[u]; q != nil {
+						t.nameFact(q, event.SpaceCwd, 0, ts, p.fs.cwd, false, false)
+					}
+				}
+			}
+		}
+	}
+}
+
 // SetComm records a new name for pid (seen on one of its events).
 func (t *Table) SetComm(pid uint32, comm string) {
 	if p := t.procs[pid]; p != nil {

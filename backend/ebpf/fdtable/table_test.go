@@ -247,3 +247,31 @@ func TestLateNameOfReusedDescriptor(t *testing.T) {
 		t.Errorf("traced open: %q %v", d.Path, ok)
 	}
 }
+
+// TestUnlinkMarksDeleted: a file removed while open keeps its descriptors,
+// named "PATH (deleted)" from then on, as /proc names files removed
+// before the trace; other files and a later file at the same path are
+// left alone.
+func TestUnlinkMarksDeleted(t *testing.T) {
+	tb := New()
+	var log factLog
+	tb.Emit = log.emit
+	tb.Open(7, 3, FD{Path: "/tmp/x"}, 10)
+	tb.Open(7, 4, FD{Path: "/tmp/xy"}, 11)
+	tb.Fork(7, 8, 12, "child", false, false, 12)
+	tb.Unlink("/tmp/x", 20)
+	for _, c := range []struct {
+		pid  uint32
+		fd   int32
+		want string
+	}{{7, 3, "/tmp/x (deleted)"}, {8, 3, "/tmp/x (deleted)"}, {7, 4, "/tmp/xy"}} {
+		if got := pathOf(t, tb, c.pid, c.fd); got != c.want {
+			t.Errorf("pid %d fd %d: %q, want %q", c.pid, c.fd, got, c.want)
+		}
+	}
+	log.has(t, `name 20 fd/7/3 "/tmp/x (deleted)"`)
+	tb.Open(7, 5, FD{Path: "/tmp/x"}, 30)
+	if got := pathOf(t, tb, 7, 5); got != "/tmp/x" {
+		t.Errorf("a new file at the removed path: %q", got)
+	}
+}
