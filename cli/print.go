@@ -10,6 +10,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/timeorder"
 )
 
 func newPrintCmd() *cobra.Command {
@@ -70,7 +71,13 @@ func printTrace(cmd *cobra.Command, path, format string, fo filter.Options, of o
 	if format != "text" || (of.path != "" && of.path != "-") {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
-	runErr := r.Run(cmd.Context(), f.Sink(sink))
+	// In time order within a window: live backends record by buffer,
+	// not by time.
+	ord := timeorder.New(sink, timeorder.Options{Tick: -1})
+	runErr := r.Run(cmd.Context(), f.Sink(ord))
+	if ferr := ord.Flush(); runErr == nil && ferr != nil {
+		runErr = ferr
+	}
 	closeErr := closeOut()
 	if runErr != nil {
 		return readError(runErr)

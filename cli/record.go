@@ -10,7 +10,6 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
-	"github.com/iotrace/iotrace/timeorder"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -107,8 +106,7 @@ every iotrace command reads on any OS (names resolve in two passes).`,
 			stderr := cmd.ErrOrStderr()
 			pf := &periodicFlush{Writer: w, every: time.Second}
 			s := &summary{Sink: problemWarner{Sink: pf, w: stderr}, w: stderr, verb: "recorded"}
-			// In time order within a window: backends deliver by buffer, not by time.
-			err = runLiveTo(cmd.Context(), opts, f.Sink(timeorder.New(s, timeorder.Options{})), stderr)
+			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
 			if cerr := w.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("write %s: %w", path, cerr)
 			}

@@ -13,9 +13,10 @@
 // bounded number are held, the oldest go out early (counted,
 // [StatForced]). The counts are added to the trailer's statistics.
 //
-// The trace's clock is the latest record time seen and, so that an idle
-// trace still prints, the wall clock since the header's start (held
-// records are released by a ticker). Written by hand: a heap and a timer
+// The trace's clock is the latest record time seen and, live, so that an
+// idle trace still prints, the wall clock since the header's start (held
+// records are released by a ticker). Reading a file, it is the latest
+// record time only. Written by hand: a heap and a timer
 // are all it needs.
 package timeorder
 
@@ -41,8 +42,8 @@ type Options struct {
 	// Limit bounds the records held; 0 means DefaultLimit.
 	Limit int
 	// Tick is how often held records are checked against the wall clock;
-	// 0 means Window/4. Negative disables the ticker (records are then
-	// released by later records and at End only).
+	// 0 means Window/4. Negative means no wall clock (a trace read from a
+	// file): records are released by later records and at End only.
 	Tick time.Duration
 	// Now returns the wall clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -198,6 +199,24 @@ func (s *Sink) End(t *event.Trailer) error {
 	return err
 }
 
+// Flush passes every held record on, in order, without ending the trace:
+// for a reader that stopped early (damaged input) and never calls End,
+// so that nothing already read is lost.
+func (s *Sink) Flush() error {
+	if s.stop != nil {
+		close(s.stop)
+		<-s.done
+		s.stop = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.err = s.release(true)
+	return s.err
+}
+
 func (s *Sink) get() *rec {
 	if n := len(s.spare); n > 0 {
 		r := s.spare[n-1]
@@ -230,7 +249,7 @@ func (s *Sink) hold(r *rec) error {
 // (all of them when all is set) and the oldest beyond the limit.
 func (s *Sink) release(all bool) error {
 	now := s.maxSeen
-	if !s.start.IsZero() {
+	if s.opts.Tick > 0 && !s.start.IsZero() {
 		if w := s.opts.Now().Sub(s.start).Nanoseconds(); w > now {
 			now = w
 		}
