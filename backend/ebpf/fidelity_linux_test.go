@@ -147,3 +147,43 @@ func TestUnlinkedDuringTraceIsDeleted(t *testing.T) {
 		t.Errorf("writes named %q, want %q", got, want)
 	}
 }
+
+// TestWritebackNamed: writeback bios that kernel workers queue for a file
+// the trace saw opened carry its path (#19).
+func TestWritebackNamed(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	dir, err := os.MkdirTemp("/var/tmp", "iotrace-wb-") // a disk file system, not tmpfs
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f := filepath.Join(dir, "dirty")
+	sink := &memSink{}
+	opts := backend.Options{
+		Command: []string{"sh", "-c", "dd if=/dev/urandom of=" + f + " bs=64k count=16 status=none; sync"},
+		Warn:    func(m string) { t.Logf("warn: %s", m) },
+	}
+	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(f, &st); err != nil {
+		t.Fatal(err)
+	}
+	var wb, named int
+	for _, e := range sink.events {
+		if e.Layer != event.LayerBlock || e.Inode != st.Ino || e.Flags&event.FlagWriteback == 0 {
+			continue
+		}
+		wb++
+		if e.Path == f {
+			named++
+		} else {
+			t.Errorf("writeback of %s named %q: %s %s", f, e.Path, e.Native, e.Comm)
+		}
+	}
+	if wb == 0 {
+		t.Fatalf("no writeback bio of %s (inode %d) traced", f, st.Ino)
+	}
+	t.Logf("%d writeback bios, %d named", wb, named)
+}

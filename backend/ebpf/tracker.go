@@ -684,6 +684,14 @@ func (t *tracker) remember(pid uint32, ts int64) {
 // sends it. The records the submitter's syscalls produced before the bio
 // was queued must have been handled first.
 func (t *tracker) blockEvent(e *event.Event) {
+	// Writeback knows only the inode: name it when the trace does (the
+	// inode's file system is the bio's device unless the event says
+	// otherwise in its note).
+	if e.Path == "" && e.Inode != 0 && e.Flags&event.FlagWriteback != 0 && e.Note == "" {
+		if p, ok := t.table.InodePath(e.Inode, e.Dev); ok {
+			e.Path = p
+		}
+	}
 	if e.Flags&event.FlagNoStart == 0 && e.Pid != 0 {
 		start, comm := t.identity(e.Pid, e.Tid, e.Time)
 		e.ProcStart = start

@@ -79,10 +79,42 @@ type Table struct {
 	// Probed counts descriptors named by Probe; Unnamed those it could
 	// not name.
 	Probed, Unnamed uint64
+	// inodes names the files the table has bound by their identity, for
+	// block I/O that knows only its inode (writeback); bounded by
+	// maxInodes (emptied when full).
+	inodes map[inodeKey]string
+
 	// Refused counts lookups where a name found late (by Probe) belonged
 	// to another file than the one the kernel saw at the call: the
 	// descriptor number had been reused by then.
 	Refused uint64
+}
+
+type inodeKey struct {
+	ino uint64
+	dev event.Device
+}
+
+// maxInodes bounds the inode names kept.
+const maxInodes = 1 << 16
+
+// bindInode remembers d's path as its file's name.
+func (t *Table) bindInode(d FD) {
+	if d.Ino == 0 || d.Path == "" || d.Late {
+		return
+	}
+	if t.inodes == nil || len(t.inodes) >= maxInodes {
+		t.inodes = make(map[inodeKey]string)
+	}
+	t.inodes[inodeKey{d.Ino, d.Dev}] = d.Path
+}
+
+// InodePath returns the last name the table bound to the file with inode
+// ino on file-system device dev (by an open, a rundown, a rename or an
+// unlink), for block I/O that carries only the inode.
+func (t *Table) InodePath(ino uint64, dev event.Device) (string, bool) {
+	p, ok := t.inodes[inodeKey{ino, dev}]
+	return p, ok
 }
 
 // New returns an empty table.
@@ -173,6 +205,7 @@ func (t *Table) Rundown(info ProcInfo, cwd string, fds map[int32]FD, ts int64, q
 	for _, fd := range keys {
 		d := fds[fd]
 		p.files.fds[fd] = d
+		t.bindInode(d)
 		if !quiet {
 			t.nameFact(p, event.SpaceFD, uint64(uint32(fd)), ts, d.Path, false, true)
 		}
@@ -239,6 +272,7 @@ func (t *Table) Open(pid uint32, fd int32, d FD, ts int64) {
 	}
 	p := t.Ensure(pid, ts)
 	p.files.fds[fd] = d
+	t.bindInode(d)
 	t.fdFacts(p.files, fd, ts, d.Path, false)
 }
 
@@ -494,6 +528,7 @@ func (t *Table) Rename(oldpath, newpath string, ts int64) {
 				d := p.files.fds[fd]
 				d.Path, _ = moved(d.Path)
 				p.files.fds[fd] = d
+				t.bindInode(d)
 				t.fdFacts(p.files, fd, ts, d.Path, false)
 			}
 		}
@@ -544,6 +579,7 @@ func (t *Table) Unlink(path string, ts int64) {
 				d := p.files.fds[fd]
 				d.Path = path + Deleted
 				p.files.fds[fd] = d
+				t.bindInode(d)
 				t.fdFacts(p.files, fd, ts, d.Path, false)
 			}
 		}

@@ -275,3 +275,33 @@ func TestUnlinkMarksDeleted(t *testing.T) {
 		t.Errorf("a new file at the removed path: %q", got)
 	}
 }
+
+// TestInodePath: the table names a file by its inode for writeback, after
+// its descriptor is closed too, and follows renames and unlinks of open
+// files.
+func TestInodePath(t *testing.T) {
+	tb := New()
+	dev := event.Device{Major: 254, Minor: 1}
+	tb.Open(7, 3, FD{Path: "/d/a", Ino: 11, Dev: dev}, 10)
+	tb.Close(7, 3, 11)
+	if p, ok := tb.InodePath(11, dev); !ok || p != "/d/a" {
+		t.Errorf("closed file: %q %v", p, ok)
+	}
+	if _, ok := tb.InodePath(11, event.Device{Major: 8}); ok {
+		t.Error("same inode on another device named")
+	}
+	tb.Open(7, 4, FD{Path: "/d/b", Ino: 12, Dev: dev}, 12)
+	tb.Rename("/d/b", "/d/c", 13)
+	if p, _ := tb.InodePath(12, dev); p != "/d/c" {
+		t.Errorf("renamed: %q", p)
+	}
+	tb.Unlink("/d/c", 14)
+	if p, _ := tb.InodePath(12, dev); p != "/d/c (deleted)" {
+		t.Errorf("unlinked: %q", p)
+	}
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 9}: {Path: "/etc/passwd", Ino: 13, Dev: dev}}}
+	tb.FD(7, 9, 15)
+	if _, ok := tb.InodePath(13, dev); ok {
+		t.Error("a late name was bound to its inode")
+	}
+}
