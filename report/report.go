@@ -100,6 +100,9 @@ type Report struct {
 	recent              recentBlocks
 	cache               cacheCounts
 	linkSeen, blockSeen bool
+	// hitSeen: a read flagged as served from cache, which its source only
+	// does when it links reads to the block I/O they cause.
+	hitSeen bool
 	procInfo            map[event.ProcessKey]*procInfo
 	pidStarts           map[uint32][]int64
 	devNames            map[event.Device]string
@@ -309,6 +312,9 @@ func (r *Report) fileEvent(e *event.Event) {
 	}
 	if e.CausedIOs > 0 || e.Flags&event.FlagCacheHit != 0 {
 		r.linkSeen = true
+	}
+	if e.Flags&event.FlagCacheHit != 0 {
+		r.hitSeen = true
 	}
 
 	// Cache behaviour: a completed read with no block I/O caused (or
