@@ -85,10 +85,16 @@ func TestLateNameNotFromReusedDescriptor(t *testing.T) {
 // "exits without their enter (started before tracing)" (#17).
 func TestStopWhileCommandRuns(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	f := filepath.Join(t.TempDir(), "f")
+	dir := t.TempDir()
+	f, stopFile := filepath.Join(dir, "f"), filepath.Join(dir, "stop")
+	// Stopping the trace does not stop the command: the test does.
+	t.Cleanup(func() {
+		_ = os.WriteFile(stopFile, nil, 0o600)
+		time.Sleep(100 * time.Millisecond)
+	})
 	sink := &memSink{}
 	opts := backend.Options{
-		Command: []string{"sh", "-c", "while :; do : > " + f + "; done"},
+		Command: []string{"sh", "-c", "while [ ! -e " + stopFile + " ]; do : > " + f + "; done"},
 		Warn:    func(m string) { t.Logf("warn: %s", m) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
