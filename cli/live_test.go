@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/timeorder"
 )
 
 func TestParseSize(t *testing.T) {
@@ -134,5 +136,60 @@ func TestRecordOutputFile(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
+	}
+}
+
+// TestTraceInTimeOrder: trace's output goes forward in time (#19): system
+// calls are emitted at their exit with the time of their enter and block
+// events come from another ring buffer, so without reordering the times
+// go backwards; an event that came too late for the window is counted in
+// the footer, and only those may go backwards.
+func TestTraceInTimeOrder(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	dir := testenv.TempDir(t)
+	f := filepath.Join(dir, "f")
+	script := "dd if=/dev/zero of=" + f + " bs=64k count=64 oflag=direct status=none; " +
+		"for i in 1 2 3 4 5 6 7 8; do cat " + f + " > /dev/null & done; wait; " +
+		"dd if=" + f + " of=/dev/null bs=4k iflag=direct status=none"
+	out, stderr, code := runCLI(t, "trace", "-f", "jsonl", "--", "sh", "-c", script)
+	if code != 0 {
+		t.Fatalf("trace: code %d\n%s", code, stderr)
+	}
+	var last int64
+	var back, events int
+	late := 0
+	for _, l := range strings.Split(out, "\n") {
+		var rec struct {
+			Type     string `json:"type"`
+			Time     *int64 `json:"time"`
+			Counters []struct {
+				Name  string `json:"name"`
+				Value int    `json:"value"`
+			} `json:"counters"`
+		}
+		if l == "" || json.Unmarshal([]byte(l), &rec) != nil {
+			continue
+		}
+		for _, c := range rec.Counters {
+			if c.Name == timeorder.StatLate {
+				late = c.Value
+			}
+		}
+		if rec.Type != "event" || rec.Time == nil {
+			continue
+		}
+		events++
+		if *rec.Time < last {
+			back++
+		}
+		if *rec.Time > last {
+			last = *rec.Time
+		}
+	}
+	if events < 100 {
+		t.Fatalf("%d events traced:\n%s", events, stderr)
+	}
+	if back > late {
+		t.Errorf("%d of %d events go back in time, %d counted as late", back, events, late)
 	}
 }

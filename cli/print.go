@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/timeorder"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -116,7 +117,13 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	if prog != nil {
 		sink = prog
 	}
-	runErr = r.Run(cmd.Context(), f.Sink(sink))
+	// In time order within a window: live backends record by buffer,
+	// not by time.
+	ord := timeorder.New(sink, timeorder.Options{Tick: -1})
+	runErr = r.Run(cmd.Context(), f.Sink(ord))
+	if ferr := ord.Flush(); runErr == nil && ferr != nil {
+		runErr = ferr
+	}
 	if prog != nil {
 		prog.Done()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -217,3 +218,40 @@ var notExist = func() string {
 	}
 	return "no such file"
 }()
+
+// TestPrintInTimeOrder: print passes a recorded trace's events on in time
+// order (a live recording holds them in buffer order) (#19).
+func TestPrintInTimeOrder(t *testing.T) {
+	var buf bytes.Buffer
+	j := output.NewJSONL(&buf)
+	h := event.Header{Source: event.SourceEBPF, OS: "linux", Clock: event.Clock{Kind: event.ClockBoottime, Freq: 1e9}}
+	if err := j.Begin(&h); err != nil {
+		t.Fatal(err)
+	}
+	for i, tm := range []int64{30, 10, 20, 50, 40} {
+		e := event.Event{ID: uint64(i + 1), Time: tm, Source: event.SourceEBPF, Layer: event.LayerFile, Op: event.OpRead,
+			Native: "read", Pid: 1, Tid: 1, FD: -1, Path: "/x", Status: event.StatusOK}
+		if err := j.Event(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.End(&event.Trailer{End: 60}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(testenv.TempDir(t), "t.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "print", path, "-f", "jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var times []int64
+	for _, e := range readJSONL(t, out).Events {
+		times = append(times, e.Time)
+	}
+	want := []int64{10, 20, 30, 40, 50}
+	if fmt.Sprint(times) != fmt.Sprint(want) {
+		t.Errorf("printed in order %v, want %v", times, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/timeorder"
 )
 
 func newTraceCmd() *cobra.Command {
@@ -68,7 +69,8 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				opts.CommandStdout = stderr
 			}
 			s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "traced"}
-			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
+			// In time order within a window: backends deliver by buffer, not by time.
+			err = runLiveTo(cmd.Context(), opts, f.Sink(timeorder.New(s, timeorder.Options{})), stderr)
 			if cerr := closeOut(true); err == nil {
 				err = cerr
 			}

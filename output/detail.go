@@ -2,6 +2,7 @@ package output
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -155,8 +156,8 @@ func codeName(code uint32, windows bool) string {
 }
 
 // appendRWBS appends the kernel's rwbs letters for a block event: F
-// (preflush), the op (R, W, D discard, F flush), then F (FUA), A
-// (readahead), S (sync), M (metadata).
+// (preflush), the op (R, W, D discard, F flush; W for a flush that is a
+// preflush write), then F (FUA), A (readahead), S (sync), M (metadata).
 func appendRWBS(b []byte, e *event.Event) []byte {
 	if e.Flags&event.FlagPreflush != 0 {
 		b = append(b, 'F')
@@ -169,7 +170,12 @@ func appendRWBS(b []byte, e *event.Event) []byte {
 	case event.OpBlockDiscard:
 		b = append(b, 'D')
 	case event.OpBlockFlush:
-		if e.Flags&event.FlagPreflush == 0 {
+		// A flush with the preflush flag is the kernel's empty write
+		// carrying it (blkdev_issue_flush): "FW", as blktrace shows it
+		// and as the eBPF backend's NATIVE column says.
+		if e.Flags&event.FlagPreflush != 0 {
+			b = append(b, 'W')
+		} else {
 			b = append(b, 'F')
 		}
 	default:
@@ -226,6 +232,15 @@ func appendFileDetail(b []byte, e *event.Event, windows bool) []byte {
 			b = append(b, " class="...)
 			if n, ok := winInfoClasses[e.Info]; ok {
 				b = append(b, n...)
+			} else {
+				b = strconv.AppendUint(b, uint64(e.Info), 10)
+			}
+		case !windows && strings.HasPrefix(e.Native, "io_uring"):
+			// Info is the request's opcode; the backend names the ones
+			// it knows in Native ("io_uring/READ").
+			b = append(b, " opcode="...)
+			if _, name, ok := strings.Cut(e.Native, "/"); ok && name != "" {
+				b = append(b, name...)
 			} else {
 				b = strconv.AppendUint(b, uint64(e.Info), 10)
 			}

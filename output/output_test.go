@@ -449,3 +449,55 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestTextIOUringOpcode: io_uring lines name the opcode (opcode=READ),
+// not info=22; an opcode the backend does not name shows its number.
+func TestTextIOUringOpcode(t *testing.T) {
+	s := linuxSample()
+	s.events = []event.Event{
+		{ID: 1, Time: 10, Source: event.SourceEBPF, Layer: event.LayerFile, Op: event.OpRead, Native: "io_uring/READ",
+			Info: 22, Pid: 100, Tid: 100, FD: 3, Path: "/etc/passwd", Size: 4096, Bytes: 4096, Status: event.StatusOK},
+		{ID: 2, Time: 20, Source: event.SourceEBPF, Layer: event.LayerFile, Op: event.OpAsync, Native: "io_uring",
+			Info: 99, Pid: 100, Tid: 100, FD: -1, Status: event.StatusOK},
+	}
+	out := render(t, "text", Options{}, s)
+	if strings.Contains(out, "info=") {
+		t.Errorf("io_uring line shows info=:\n%s", out)
+	}
+	for _, want := range []string{"opcode=READ", "opcode=99"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestTextFlushRWBS: a flush recorded as the kernel's empty preflush write
+// shows the same rwbs as its NATIVE column (FWS), not FS.
+func TestTextFlushRWBS(t *testing.T) {
+	s := linuxSample()
+	s.events = []event.Event{
+		{ID: 1 | 1<<62, Time: 10, Source: event.SourceEBPF, Layer: event.LayerBlock, Op: event.OpBlockFlush, Native: "FWS",
+			Flags: event.FlagPreflush | event.FlagSync, Dev: event.Device{Major: 254}, CPU: event.NoCPU, FD: -1, Status: event.StatusOK},
+		{ID: 2 | 1<<62, Time: 20, Source: event.SourceEBPF, Layer: event.LayerBlock, Op: event.OpBlockFlush, Native: "F",
+			Dev: event.Device{Major: 254}, CPU: event.NoCPU, FD: -1, Status: event.StatusOK},
+	}
+	out := render(t, "text", Options{}, s)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "#") || !strings.Contains(l, "rwbs=") {
+			continue
+		}
+		f := strings.Fields(l)
+		var native, rwbs string
+		for i, w := range f {
+			if w == "FWS" || w == "F" {
+				native = f[i]
+			}
+			if r, ok := strings.CutPrefix(w, "rwbs="); ok {
+				rwbs = r
+			}
+		}
+		if native == "" || rwbs != native {
+			t.Errorf("NATIVE %q, rwbs %q: %s", native, rwbs, l)
+		}
+	}
+}

@@ -100,18 +100,21 @@ type Report struct {
 	recent              recentBlocks
 	cache               cacheCounts
 	linkSeen, blockSeen bool
-	procInfo            map[event.ProcessKey]*procInfo
-	pidStarts           map[uint32][]int64
-	devNames            map[event.Device]string
-	noPath              uint64 // file events with a handle but no path
-	unknown             uint64 // events of an unknown layer
-	excluded            uint64 // left out by Options.ExcludePaging
-	markers             []marker
-	markersTotal        uint64
-	heatBlock           *heatmap.Map
-	heatOps             [event.NumOps]*heatmap.Map
-	lastRaw, lastKey    string
-	haveLastKey         bool
+	// hitSeen: a read flagged as served from cache, which its source only
+	// does when it links reads to the block I/O they cause.
+	hitSeen          bool
+	procInfo         map[event.ProcessKey]*procInfo
+	pidStarts        map[uint32][]int64
+	devNames         map[event.Device]string
+	noPath           uint64 // file events with a handle but no path
+	unknown          uint64 // events of an unknown layer
+	excluded         uint64 // left out by Options.ExcludePaging
+	markers          []marker
+	markersTotal     uint64
+	heatBlock        *heatmap.Map
+	heatOps          [event.NumOps]*heatmap.Map
+	lastRaw, lastKey string
+	haveLastKey      bool
 }
 
 // New returns an empty report.
@@ -309,6 +312,9 @@ func (r *Report) fileEvent(e *event.Event) {
 	}
 	if e.CausedIOs > 0 || e.Flags&event.FlagCacheHit != 0 {
 		r.linkSeen = true
+	}
+	if e.Flags&event.FlagCacheHit != 0 {
+		r.hitSeen = true
 	}
 
 	// Cache behaviour: a completed read with no block I/O caused (or

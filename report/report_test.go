@@ -280,3 +280,31 @@ func TestKnownTrace(t *testing.T) {
 		t.Errorf("heatmap: %v", err)
 	}
 }
+
+// TestWarmTraceCache: a trace whose reads were all served from the page
+// cache (flagged as hits, no block I/O at all) shows a cache section with
+// 100 % hits rather than none (#19).
+func TestWarmTraceCache(t *testing.T) {
+	b := &builder{}
+	for i := range 5 {
+		e := b.ev(event.LayerFile, event.OpRead, 101, 101, int64(i*100), 10, "/src/a.c", 4096)
+		e.Flags |= event.FlagCacheHit
+	}
+	r := New(Options{TopN: 5})
+	b.run(t, r, event.Trailer{End: 1000})
+	res := r.Result()
+	if res.Cache == nil {
+		t.Fatal("no cache section for a fully warm trace")
+	}
+	if c := res.Cache; c.Reads != 5 || c.DiskReads != 0 || c.HitRatio != 1 || c.BytesCache != 5*4096 {
+		t.Errorf("cache %+v, want 5 reads, all hits", c.CacheCounts)
+	}
+	// Without hit flags or links (a source that does not link), no section.
+	b2 := &builder{}
+	b2.ev(event.LayerFile, event.OpRead, 101, 101, 0, 10, "/src/a.c", 4096)
+	r2 := New(Options{TopN: 5})
+	b2.run(t, r2, event.Trailer{End: 1000})
+	if r2.Result().Cache != nil {
+		t.Error("cache section for a trace that does not link reads to disk I/O")
+	}
+}

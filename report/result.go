@@ -324,9 +324,14 @@ func (r *Report) Result() *Result {
 
 // CacheKnown reports whether the trace links file-layer operations to the
 // block I/O they caused, so that cache hits can be told from misses: it
-// has both layers and at least one cause link or cache-hit flag.
+// has both layers and at least one cause link or cache-hit flag, or reads
+// flagged as cache hits (a fully warm trace, with no block I/O at all:
+// the source flags hits only when it links reads to disk I/O).
 func (r *Report) CacheKnown() bool {
-	return r.linkSeen && r.blockSeen && r.layers[event.LayerFile].count > 0
+	if r.layers[event.LayerFile].count == 0 {
+		return false
+	}
+	return r.hitSeen || (r.linkSeen && r.blockSeen)
 }
 
 func (r *Report) traceInfo(t *TraceInfo) {

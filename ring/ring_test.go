@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"github.com/iotrace/iotrace/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -264,7 +265,7 @@ func TestTriggerSavesAfterTheRequest(t *testing.T) {
 }
 
 func TestRecorderNumberedFiles(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	r, _ := New(1 << 20)
 	r.Begin(&event.Header{})
 	r.Event(ev(1, 3))

@@ -101,6 +101,13 @@ type run struct {
 	marksDropped atomic.Uint64
 	warnedAt     uint64
 	nextWarn     time.Time
+
+	// noEnterAtStop is the "exits without their enter" counter just before
+	// the enter side was detached at stop (stopping is then true): exits
+	// counted after it are calls begun after tracing stopped, not before
+	// it started.
+	noEnterAtStop uint64
+	stopping      bool
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -216,6 +223,14 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
 	r.tr.stats(&r.stats)
 	if cs, cerr := pr.counters(); cerr == nil {
+		if r.stopping {
+			// Calls the traced processes began once the enter side was
+			// detached exit without an enter: they started after the
+			// trace, not before it.
+			after := sum(cs[cExitNoEnter]) - r.noEnterAtStop
+			cs[cExitNoEnter] = []uint64{r.noEnterAtStop}
+			r.stats.Add(event.CountInfo, "syscalls begun while stopping (exit seen, enter no longer traced)", after)
+		}
 		addCounters(&r.stats, cs)
 	} else if err == nil {
 		err = cerr
@@ -453,6 +468,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 
 	// Stop: no new syscalls; let those in flight exit; detach the rest;
 	// drain what is left.
+	if cs, cerr := pr.counters(); cerr == nil {
+		r.noEnterAtStop, r.stopping = sum(cs[cExitNoEnter]), true
+	}
 	pr.detachEnters()
 	if err == nil {
 		err = r.readFor(2 * poll)

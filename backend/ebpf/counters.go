@@ -67,6 +67,15 @@ func addCounters(s *event.Stats, vals [numCounters][]uint64) {
 	}
 }
 
+// sum adds up one counter's per-CPU values.
+func sum(vals []uint64) uint64 {
+	var t uint64
+	for _, v := range vals {
+		t += v
+	}
+	return t
+}
+
 // lostTotal returns the sum of every ring-buffer loss counter.
 func lostTotal(vals [numCounters][]uint64) uint64 {
 	var t uint64

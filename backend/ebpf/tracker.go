@@ -402,9 +402,15 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		e.Offset, e.Size = int64(r.Args[2]), r.Args[3]
 	case kUnlink, kRmdir:
 		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
+		if ok && havePath[0] {
+			t.table.Unlink(e.Path, ts)
+		}
 	case kUnlinkat:
 		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
 		e.Info = uint32(r.Args[2])
+		if ok && havePath[0] {
+			t.table.Unlink(e.Path, ts)
+		}
 	case kRename, kRenameat, kRenameat2:
 		d0, d1 := int32(atFDCWD), int32(atFDCWD)
 		if r.Kind != kRename {
@@ -533,7 +539,14 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 // fdEvent fills in the descriptor fd and what the table knows about it.
 func (t *tracker) fdEvent(e *event.Event, r *syscallRec, fd int32, ts int64) {
 	e.FD = fd
-	d, ok := t.table.FD(r.Pid, fd, ts)
+	var d fdtable.FD
+	var ok bool
+	if r.SFlags&sfHaveFile != 0 {
+		// The kernel saw the file at the call: a late name must be its.
+		d, ok = t.table.FDOf(r.Pid, fd, ts, r.Ino, procfs.KernelDev(r.Dev))
+	} else {
+		d, ok = t.table.FD(r.Pid, fd, ts)
+	}
 	if ok {
 		e.Path = d.Path
 		if d.Late {
@@ -672,6 +685,14 @@ func (t *tracker) remember(pid uint32, ts int64) {
 // sends it. The records the submitter's syscalls produced before the bio
 // was queued must have been handled first.
 func (t *tracker) blockEvent(e *event.Event) {
+	// Writeback knows only the inode: name it when the trace does (the
+	// inode's file system is the bio's device unless the event says
+	// otherwise in its note).
+	if e.Path == "" && e.Inode != 0 && e.Flags&event.FlagWriteback != 0 && e.Note == "" {
+		if p, ok := t.table.InodePath(e.Inode, e.Dev); ok {
+			e.Path = p
+		}
+	}
 	if e.Flags&event.FlagNoStart == 0 && e.Pid != 0 {
 		start, comm := t.identity(e.Pid, e.Tid, e.Time)
 		e.ProcStart = start
@@ -712,6 +733,7 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountInfo, "events", t.events)
 	s.Add(event.CountInfo, "facts", t.facts)
 	s.Add(event.CountInfo, "descriptors named from /proc after the fact", t.table.Probed)
+	s.Add(event.CountInfo, "late names refused (the descriptor held another file by then; counted as without a name)", t.table.Refused)
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
 	}

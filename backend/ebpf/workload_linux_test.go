@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		workloadChild()
 	case "preads":
 		workloadPreads()
+	case "reuse":
+		workloadReuse()
+	case "unlink":
+		workloadUnlink()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown workload", os.Getenv("IOTRACE_WORKLOAD"))
 		os.Exit(2)

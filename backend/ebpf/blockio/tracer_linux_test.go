@@ -120,7 +120,7 @@ func TestDirectIO(t *testing.T) {
 			}
 		}
 		if bytes != uint64(o.size) {
-			t.Errorf("op %d: block events carry %d bytes, the syscall moved %d", o.id, bytes, o.size)
+			t.Errorf("op %d: block events carry %d bytes, the syscall moved %d; stats %+v", o.id, bytes, o.size, r.t.Stats())
 		}
 		if n == 0 || n != o.caused.NrBios || o.caused.BioBytes != uint64(o.size) {
 			t.Errorf("op %d: %d block events; cur_syscall counted %d bios, %d bytes", o.id, n, o.caused.NrBios, o.caused.BioBytes)

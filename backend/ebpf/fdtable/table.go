@@ -79,6 +79,42 @@ type Table struct {
 	// Probed counts descriptors named by Probe; Unnamed those it could
 	// not name.
 	Probed, Unnamed uint64
+	// inodes names the files the table has bound by their identity, for
+	// block I/O that knows only its inode (writeback); bounded by
+	// maxInodes (emptied when full).
+	inodes map[inodeKey]string
+
+	// Refused counts lookups where a name found late (by Probe) belonged
+	// to another file than the one the kernel saw at the call: the
+	// descriptor number had been reused by then.
+	Refused uint64
+}
+
+type inodeKey struct {
+	ino uint64
+	dev event.Device
+}
+
+// maxInodes bounds the inode names kept.
+const maxInodes = 1 << 16
+
+// bindInode remembers d's path as its file's name.
+func (t *Table) bindInode(d FD) {
+	if d.Ino == 0 || d.Path == "" || d.Late {
+		return
+	}
+	if t.inodes == nil || len(t.inodes) >= maxInodes {
+		t.inodes = make(map[inodeKey]string)
+	}
+	t.inodes[inodeKey{d.Ino, d.Dev}] = d.Path
+}
+
+// InodePath returns the last name the table bound to the file with inode
+// ino on file-system device dev (by an open, a rundown, a rename or an
+// unlink), for block I/O that carries only the inode.
+func (t *Table) InodePath(ino uint64, dev event.Device) (string, bool) {
+	p, ok := t.inodes[inodeKey{ino, dev}]
+	return p, ok
 }
 
 // New returns an empty table.
@@ -169,6 +205,7 @@ func (t *Table) Rundown(info ProcInfo, cwd string, fds map[int32]FD, ts int64, q
 	for _, fd := range keys {
 		d := fds[fd]
 		p.files.fds[fd] = d
+		t.bindInode(d)
 		if !quiet {
 			t.nameFact(p, event.SpaceFD, uint64(uint32(fd)), ts, d.Path, false, true)
 		}
@@ -209,6 +246,24 @@ func (t *Table) FD(pid uint32, fd int32, ts int64) (FD, bool) {
 	return d, d.Path != ""
 }
 
+// FDOf is FD for a call whose file the kernel identified at the call
+// (ino and dev; ino 0 when unknown). A name found late (by Probe) is only
+// given when it names that same file: by the time /proc is asked, the
+// descriptor may have been closed and its number reused by another file.
+// A refused name is counted in Refused and the call stays unnamed. A
+// name the table bound from a traced open is trusted as it is.
+func (t *Table) FDOf(pid uint32, fd int32, ts int64, ino uint64, dev event.Device) (FD, bool) {
+	d, ok := t.FD(pid, fd, ts)
+	if !ok || !d.Late || ino == 0 {
+		return d, ok
+	}
+	if d.Ino != ino || d.Dev != dev {
+		t.Refused++
+		return FD{}, false
+	}
+	return d, true
+}
+
 // Open binds descriptor fd of pid to d (an open, a socket, a descriptor
 // received).
 func (t *Table) Open(pid uint32, fd int32, d FD, ts int64) {
@@ -217,6 +272,7 @@ func (t *Table) Open(pid uint32, fd int32, d FD, ts int64) {
 	}
 	p := t.Ensure(pid, ts)
 	p.files.fds[fd] = d
+	t.bindInode(d)
 	t.fdFacts(p.files, fd, ts, d.Path, false)
 }
 
@@ -472,6 +528,7 @@ func (t *Table) Rename(oldpath, newpath string, ts int64) {
 				d := p.files.fds[fd]
 				d.Path, _ = moved(d.Path)
 				p.files.fds[fd] = d
+				t.bindInode(d)
 				t.fdFacts(p.files, fd, ts, d.Path, false)
 			}
 		}
@@ -482,6 +539,57 @@ func (t *Table) Rename(oldpath, newpath string, ts int64) {
 				for _, u := range p.fs.users {
 					if q := t.procs[u]; q != nil {
 						t.nameFact(q, event.SpaceCwd, 0, ts, n, false, false)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Deleted is what the kernel appends to the name of an open file (or a
+// working directory) whose name was removed.
+const Deleted = " (deleted)"
+
+// Unlink marks every open descriptor and working directory named path, in
+// every process, as the kernel's names do once path is removed: path
+// followed by " (deleted)", as /proc shows files removed before the trace.
+func (t *Table) Unlink(path string, ts int64) {
+	if path == "" {
+		return
+	}
+	seenFiles := map[*files]bool{}
+	seenFS := map[*fsInfo]bool{}
+	pids := make([]uint32, 0, len(t.procs))
+	for pid := range t.procs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	for _, pid := range pids {
+		p := t.procs[pid]
+		if !seenFiles[p.files] {
+			seenFiles[p.files] = true
+			var hit []int32
+			for fd, d := range p.files.fds {
+				if d.Path == path {
+					hit = append(hit, fd)
+				}
+			}
+			sort.Slice(hit, func(i, j int) bool { return hit[i] < hit[j] })
+			for _, fd := range hit {
+				d := p.files.fds[fd]
+				d.Path = path + Deleted
+				p.files.fds[fd] = d
+				t.bindInode(d)
+				t.fdFacts(p.files, fd, ts, d.Path, false)
+			}
+		}
+		if !seenFS[p.fs] {
+			seenFS[p.fs] = true
+			if p.fs.known && p.fs.cwd == path {
+				p.fs.cwd = path + Deleted
+				for _, u := range p.fs.users {
+					if q := t.procs[u]; q != nil {
+						t.nameFact(q, event.SpaceCwd, 0, ts, p.fs.cwd, false, false)
 					}
 				}
 			}

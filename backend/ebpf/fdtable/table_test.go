@@ -213,3 +213,95 @@ func TestProbeFallback(t *testing.T) {
 	}
 	log.has(t, `name 50 fd/7/9 "socket:[1]" rundown`)
 }
+
+// TestLateNameOfReusedDescriptor: a pipe's descriptor was closed and its
+// number reused by a regular file before /proc was asked; the pipe's
+// write (the kernel saw the pipe's inode) must not be named after the
+// file, while the file's own calls are.
+func TestLateNameOfReusedDescriptor(t *testing.T) {
+	tb := New()
+	file := event.Device{Major: 254, Minor: 1}
+	pipefs := event.Device{Major: 0, Minor: 14}
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 4}: {Path: "/etc/passwd", Ino: 1001, Dev: file}}}
+	if d, ok := tb.FDOf(7, 4, 50, 77, pipefs); ok || d.Path != "" {
+		t.Errorf("pipe write named %q after the reused descriptor's file", d.Path)
+	}
+	if tb.Refused != 1 || tb.Probed != 1 {
+		t.Errorf("refused %d, probed %d; want 1, 1", tb.Refused, tb.Probed)
+	}
+	if d, ok := tb.FDOf(7, 4, 51, 1001, file); !ok || d.Path != "/etc/passwd" {
+		t.Errorf("the file's own call: %q %v", d.Path, ok)
+	}
+	// Same inode number on another device is another file.
+	if _, ok := tb.FDOf(7, 4, 52, 1001, pipefs); ok || tb.Refused != 2 {
+		t.Errorf("same inode, other device: named (refused %d)", tb.Refused)
+	}
+	// A late name whose file could not be identified is not trusted either.
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 5}: {Path: "/etc/shadow"}}}
+	if _, ok := tb.FDOf(7, 5, 53, 1001, file); ok {
+		t.Error("an unverifiable late name was given")
+	}
+	// A binding from a traced open is trusted.
+	tb.Open(7, 6, FD{Path: "/tmp/x", Ino: 5, Dev: file}, 54)
+	if d, ok := tb.FDOf(7, 6, 55, 5, file); !ok || d.Path != "/tmp/x" {
+		t.Errorf("traced open: %q %v", d.Path, ok)
+	}
+}
+
+// TestUnlinkMarksDeleted: a file removed while open keeps its descriptors,
+// named "PATH (deleted)" from then on, as /proc names files removed
+// before the trace; other files and a later file at the same path are
+// left alone.
+func TestUnlinkMarksDeleted(t *testing.T) {
+	tb := New()
+	var log factLog
+	tb.Emit = log.emit
+	tb.Open(7, 3, FD{Path: "/tmp/x"}, 10)
+	tb.Open(7, 4, FD{Path: "/tmp/xy"}, 11)
+	tb.Fork(7, 8, 12, "child", false, false, 12)
+	tb.Unlink("/tmp/x", 20)
+	for _, c := range []struct {
+		pid  uint32
+		fd   int32
+		want string
+	}{{7, 3, "/tmp/x (deleted)"}, {8, 3, "/tmp/x (deleted)"}, {7, 4, "/tmp/xy"}} {
+		if got := pathOf(t, tb, c.pid, c.fd); got != c.want {
+			t.Errorf("pid %d fd %d: %q, want %q", c.pid, c.fd, got, c.want)
+		}
+	}
+	log.has(t, `name 20 fd/7/3 "/tmp/x (deleted)"`)
+	tb.Open(7, 5, FD{Path: "/tmp/x"}, 30)
+	if got := pathOf(t, tb, 7, 5); got != "/tmp/x" {
+		t.Errorf("a new file at the removed path: %q", got)
+	}
+}
+
+// TestInodePath: the table names a file by its inode for writeback, after
+// its descriptor is closed too, and follows renames and unlinks of open
+// files.
+func TestInodePath(t *testing.T) {
+	tb := New()
+	dev := event.Device{Major: 254, Minor: 1}
+	tb.Open(7, 3, FD{Path: "/d/a", Ino: 11, Dev: dev}, 10)
+	tb.Close(7, 3, 11)
+	if p, ok := tb.InodePath(11, dev); !ok || p != "/d/a" {
+		t.Errorf("closed file: %q %v", p, ok)
+	}
+	if _, ok := tb.InodePath(11, event.Device{Major: 8}); ok {
+		t.Error("same inode on another device named")
+	}
+	tb.Open(7, 4, FD{Path: "/d/b", Ino: 12, Dev: dev}, 12)
+	tb.Rename("/d/b", "/d/c", 13)
+	if p, _ := tb.InodePath(12, dev); p != "/d/c" {
+		t.Errorf("renamed: %q", p)
+	}
+	tb.Unlink("/d/c", 14)
+	if p, _ := tb.InodePath(12, dev); p != "/d/c (deleted)" {
+		t.Errorf("unlinked: %q", p)
+	}
+	tb.Probe = &fakeProbe{fds: map[[2]int32]FD{{7, 9}: {Path: "/etc/passwd", Ino: 13, Dev: dev}}}
+	tb.FD(7, 9, 15)
+	if _, ok := tb.InodePath(13, dev); ok {
+		t.Error("a late name was bound to its inode")
+	}
+}

@@ -143,6 +143,12 @@ func (fs *FS) FD(pid uint32, fd int32) (fdtable.FD, bool) {
 				d.Flags = flags &^ OCloexec
 				d.Cloexec = flags&OCloexec != 0
 			}
+			// The open file's own inode number (file_inode, as the BPF
+			// side reads it), where stat of the link may report another
+			// (overlayfs).
+			if ino, ok := FDInfoIno(b); ok {
+				d.Ino = ino
+			}
 		}
 	}
 	return d, true
@@ -157,6 +163,18 @@ func FDInfoFlags(b []byte) (uint32, bool) {
 		if v, ok := bytes.CutPrefix(line, []byte("flags:")); ok {
 			f, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 32)
 			return uint32(f), err == nil
+		}
+	}
+	return 0, false
+}
+
+// FDInfoIno returns the "ino:" field (decimal) of /proc/PID/fdinfo/N
+// (Linux 5.14 and later).
+func FDInfoIno(b []byte) (uint64, bool) {
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("ino:")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+			return n, err == nil
 		}
 	}
 	return 0, false

@@ -31,6 +31,12 @@ func TestCmdlineAndFDInfo(t *testing.T) {
 	if got := Cmdline(nil); got != "" {
 		t.Errorf("empty cmdline: %q", got)
 	}
+	if ino, ok := FDInfoIno([]byte("pos:\t0\nflags:\t02100002\nmnt_id:\t25\nino:\t1234567\n")); !ok || ino != 1234567 {
+		t.Errorf("FDInfoIno = %d, %v", ino, ok)
+	}
+	if _, ok := FDInfoIno([]byte("pos:\t0\n")); ok {
+		t.Error("FDInfoIno without an ino line: ok")
+	}
 	f, ok := FDInfoFlags([]byte("pos:\t0\nflags:\t02100002\nmnt_id:\t25\n"))
 	if !ok || f != 0o2100002 || f&OCloexec == 0 {
 		t.Errorf("FDInfoFlags = %o, %v", f, ok)
