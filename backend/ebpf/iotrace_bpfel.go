@@ -127,6 +127,7 @@ const (
 	iotraceProgSysEnter          = "sys_enter"
 	iotraceProgSysExit           = "sys_exit"
 	iotraceProgUringComplete     = "uring_complete"
+	iotraceProgUringEnterExit    = "uring_enter_exit"
 	iotraceProgUringSubmit       = "uring_submit"
 	iotraceVarCfgCause           = "cfg_cause"
 	iotraceVarCfgFilterComm      = "cfg_filter_comm"
@@ -180,14 +181,15 @@ type iotraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceProgramSpecs struct {
-	DumpInflight  *ebpf.ProgramSpec `ebpf:"dump_inflight"`
-	SchedExec     *ebpf.ProgramSpec `ebpf:"sched_exec"`
-	SchedExit     *ebpf.ProgramSpec `ebpf:"sched_exit"`
-	SchedFork     *ebpf.ProgramSpec `ebpf:"sched_fork"`
-	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	DumpInflight   *ebpf.ProgramSpec `ebpf:"dump_inflight"`
+	SchedExec      *ebpf.ProgramSpec `ebpf:"sched_exec"`
+	SchedExit      *ebpf.ProgramSpec `ebpf:"sched_exit"`
+	SchedFork      *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	SysEnter       *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit        *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringEnterExit *ebpf.ProgramSpec `ebpf:"uring_enter_exit"`
+	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // iotraceMapSpecs contains maps before they are loaded into the kernel.
@@ -285,14 +287,15 @@ type iotraceVariables struct {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotracePrograms struct {
-	DumpInflight  *ebpf.Program `ebpf:"dump_inflight"`
-	SchedExec     *ebpf.Program `ebpf:"sched_exec"`
-	SchedExit     *ebpf.Program `ebpf:"sched_exit"`
-	SchedFork     *ebpf.Program `ebpf:"sched_fork"`
-	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
-	SysExit       *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete *ebpf.Program `ebpf:"uring_complete"`
-	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
+	DumpInflight   *ebpf.Program `ebpf:"dump_inflight"`
+	SchedExec      *ebpf.Program `ebpf:"sched_exec"`
+	SchedExit      *ebpf.Program `ebpf:"sched_exit"`
+	SchedFork      *ebpf.Program `ebpf:"sched_fork"`
+	SysEnter       *ebpf.Program `ebpf:"sys_enter"`
+	SysExit        *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
+	UringEnterExit *ebpf.Program `ebpf:"uring_enter_exit"`
+	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *iotracePrograms) Close() error {
@@ -304,6 +307,7 @@ func (p *iotracePrograms) Close() error {
 		p.SysEnter,
 		p.SysExit,
 		p.UringComplete,
+		p.UringEnterExit,
 		p.UringSubmit,
 	)
 }

@@ -190,6 +190,17 @@ func (p *probes) attach(ac attachConfig) error {
 			}
 			p.others = append(p.others, l)
 		}
+		// Ends an inline submission's block I/O cause (see
+		// uring_enter_exit); one syscall's exit, off the read/write path.
+		l, err := link.Tracepoint("syscalls", "sys_exit_io_uring_enter", p.objs.UringEnterExit, nil)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			p.missing = append(p.missing, "syscalls:sys_exit_io_uring_enter")
+		case err != nil:
+			return fmt.Errorf("ebpf: attach syscalls:sys_exit_io_uring_enter: %w", err)
+		default:
+			p.others = append(p.others, l)
+		}
 	}
 	sort.Strings(p.missing)
 	return nil

@@ -61,6 +61,7 @@ struct mm_struct {
 	unsigned long arg_end;
 } __attribute__((preserve_access_index));
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
 	struct files_struct *files;
@@ -849,6 +850,8 @@ int dump_inflight(struct bpf_iter__task *ctx)
 #define IORING_OP_READ 22
 #define IORING_OP_WRITE 23
 
+static __always_inline void uring_cause_set(__u64 id);
+
 SEC("tracepoint/io_uring/io_uring_submit_req")
 int uring_submit(struct uring_submit_ctx *ctx)
 {
@@ -885,6 +888,47 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	__u64 key = (__u64)req;
 	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0)
 		count(C_URING_FULL);
+	else
+		uring_cause_set(v.id);
+	return 0;
+}
+
+/* The block I/O cause of an io_uring request issued inline: io_uring
+ * issues a request right after io_uring_submit_req, in the submitting
+ * thread, inside io_uring_enter (a call iotrace does not trace as a
+ * syscall), so the thread's cause becomes the request's event ID until
+ * the next request's submission or the end of io_uring_enter
+ * (uring_enter_exit), and the bios it queues meanwhile link to it.
+ * io_uring's own threads (PF_IO_WORKER: iou-wrk-N, iou-sqp-N) are left
+ * without a cause: they run many requests with no boundary between them
+ * that a tracepoint shows, so a cause there would be a guess. */
+#define PF_IO_WORKER 0x00000010
+
+static __always_inline void uring_cause_set(__u64 id)
+{
+	if (!cfg_cause)
+		return;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (t->flags & PF_IO_WORKER)
+		return;
+	struct thread_state *st = thread_state(t, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	st->cause.nr_bios = 0;
+	st->cause.bio_bytes = 0;
+	st->cause.id = id;
+}
+
+SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
+int uring_enter_exit(void *ctx)
+{
+	if (!cfg_cause)
+		return 0;
+	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
+	/* Leave a traced syscall's own cause alone (should io_uring_enter
+	 * ever be traced as one, its exit clears it). */
+	if (st && (!st->call.kind || st->cause.id != st->call.id))
+		st->cause.id = 0;
 	return 0;
 }
 
