@@ -133,43 +133,31 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 			if ringBytes > 0 && (toETL || toParquet || rotOpts != nil) {
 				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
 			}
+			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+			fo.PushDown(&opts)
 			if toETL {
-				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
-				fo.PushDown(&opts)
 				finish := commandStatus(&opts)
 				return finish(recordETL(cmd.Context(), opts, path, cmd.ErrOrStderr()))
 			}
 			if _, err := pickLiveBackend(); err != nil {
 				return err
 			}
-			if rotOpts != nil {
-				return recordSeries(cmd, *rotOpts, f, fo, command, live)
-			}
-			if ringBytes > 0 {
-				opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
-				fo.PushDown(&opts)
+			switch {
+			case rotOpts != nil:
+				return recordSeries(cmd, opts, f, *rotOpts)
+			case ringBytes > 0:
 				finish := commandStatus(&opts)
 				return finish(recordRing(cmd.Context(), opts, f, path, ringBytes, cmd.ErrOrStderr()))
-			}
-			if toParquet {
-				return recordParquet(cmd, path, f, fo, command, live)
+			case toParquet:
+				return recordParquet(cmd, opts, f, path)
 			}
 			out, err := outfile.Create(path)
 			if err != nil {
 				return err
 			}
 			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
-			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
-			fo.PushDown(&opts)
-			if len(command) > 0 {
-				opts.FollowChildren = true
-			}
-			finish := commandStatus(&opts)
-			stderr := cmd.ErrOrStderr()
 			pf := &periodicFlush{Writer: w, every: time.Second}
-			s := &summary{Sink: problemWarner{Sink: pf, w: stderr}, w: stderr, verb: "recorded"}
-			err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-			return finish(finishRecording(out, w, err, stderr))
+			return recordLive(cmd, opts, f, pf, func(err error) error { return finishRecording(out, w, err, cmd.ErrOrStderr()) })
 		},
 	}
 	addFilterFlags(cmd, &fo)
@@ -180,63 +168,58 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 	return cmd
 }
 
+// recordLive runs the live backend into sink (through the filter, the
+// problem warnings and the end summary); done closes what sink writes and
+// returns the run's error with its own. The traced command's status
+// becomes iotrace's.
+func recordLive(cmd *cobra.Command, opts backend.Options, f *filter.Filter, sink event.Sink, done func(runErr error) error) error {
+	finish := commandStatus(&opts)
+	stderr := cmd.ErrOrStderr()
+	s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "recorded"}
+	err := runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
+	return finish(done(err))
+}
+
 // recordParquet records to a Parquet file, names resolved as the events
 // arrive.
-func recordParquet(cmd *cobra.Command, path string, f *filter.Filter, fo filter.Options, command []string, live liveFlags) error {
-	size, err := parseSize(live.bufferSize)
-	if err != nil {
-		return err
-	}
+func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, path string) error {
 	out, err := outfile.Create(path)
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
-	fo.PushDown(&opts)
-	finish := commandStatus(&opts)
-	stderr := cmd.ErrOrStderr()
 	pw := parquetfile.New(out, parquetfile.Options{})
-	s := &summary{Sink: problemWarner{Sink: resolve.NewResolver(pw), w: stderr}, w: stderr, verb: "recorded"}
-	err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-	switch {
-	case !pw.Ended():
-		// No footer: a Parquet reader cannot read it. Keep the rows for
-		// whoever wants them, and say where.
-		tmp, _ := out.Keep()
-		if err == nil {
-			err = fmt.Errorf("the recording ended without its Parquet footer; its rows are in %s", tmp)
+	return recordLive(cmd, opts, f, resolve.NewResolver(pw), func(err error) error {
+		if !pw.Ended() {
+			// No footer: a Parquet reader cannot read it. Keep the rows
+			// for whoever wants them, and say where.
+			tmp, _ := out.Keep()
+			if err == nil {
+				err = fmt.Errorf("the recording ended without its Parquet footer; its rows are in %s", tmp)
+			}
+			return err
 		}
-	default:
 		if cerr := out.Commit(); err == nil {
 			err = cerr
 		}
 		if err == nil {
-			fmt.Fprintf(stderr, "iotrace: wrote %s (%d rows)\n", path, pw.Rows())
+			fmt.Fprintf(cmd.ErrOrStderr(), "iotrace: wrote %s (%d rows)\n", path, pw.Rows())
 		}
-	}
-	return finish(err)
+		return err
+	})
 }
 
 // recordSeries records to a rotated series of files.
-func recordSeries(cmd *cobra.Command, ro rotate.Options, f *filter.Filter, fo filter.Options, command []string, live liveFlags) error {
-	size, err := parseSize(live.bufferSize)
-	if err != nil {
-		return err
-	}
+func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro rotate.Options) error {
 	series, err := rotate.New(ro)
 	if err != nil {
 		return err
 	}
-	opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
-	fo.PushDown(&opts)
-	finish := commandStatus(&opts)
-	stderr := cmd.ErrOrStderr()
-	s := &summary{Sink: problemWarner{Sink: series, w: stderr}, w: stderr, verb: "recorded"}
-	err = runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-	if cerr := series.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write %s: %w", series.Path(), cerr)
-	}
-	return finish(err)
+	return recordLive(cmd, opts, f, series, func(err error) error {
+		if cerr := series.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("write %s: %w", series.Path(), cerr)
+		}
+		return err
+	})
 }
 
 // finishRecording ends the trace file of a recording that stopped with
