@@ -16,25 +16,8 @@ import (
 // request is one event (submission to completion), with its opcode, fd,
 // the file's path, length, offset and result.
 func TestIOUring(t *testing.T) {
-	testenv.RequirePrivileged(t, "loads BPF programs")
-	if _, err := exec.LookPath("fio"); err != nil {
-		if testenv.Required() {
-			t.Fatal("fio not installed (scripts/setup installs it)")
-		}
-		t.Skip("fio not installed (scripts/setup installs it)")
-	}
-	f := filepath.Join(t.TempDir(), "data")
+	f, sink := runFioUring(t, false, event.LayerFile)
 	const n = 64
-	sink := &memSink{}
-	opts := backend.Options{
-		Command: []string{"fio", "--name=uring", "--ioengine=io_uring", "--rw=read", "--bs=4k",
-			"--size=256k", "--filename=" + f, "--iodepth=4", "--output=/dev/null"},
-		Layers: []event.Layer{event.LayerFile},
-		Warn:   func(m string) { t.Logf("warn: %s", m) },
-	}
-	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
-		t.Fatal(err)
-	}
 	for _, s := range sink.trailer.Stats.Counters {
 		if strings.Contains(s.Name, "io_uring") && s.Kind != event.CountInfo && s.Value > 0 {
 			t.Errorf("%s: %d", s.Name, s.Value)
@@ -56,4 +39,30 @@ func TestIOUring(t *testing.T) {
 			t.Errorf("no read at offset %d", off)
 		}
 	}
+}
+
+// runFioUring runs fio's io_uring engine over 256 KiB of a new file in 4
+// KiB reads (64 requests, 4 in flight), O_DIRECT when direct, traced for
+// the layers given; it returns the file and what was traced.
+func runFioUring(t *testing.T, direct bool, layers ...event.Layer) (string, *memSink) {
+	t.Helper()
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	if _, err := exec.LookPath("fio"); err != nil {
+		if testenv.Required() {
+			t.Fatal("fio not installed (scripts/setup installs it)")
+		}
+		t.Skip("fio not installed (scripts/setup installs it)")
+	}
+	f := filepath.Join(t.TempDir(), "data")
+	args := []string{"fio", "--name=uring", "--ioengine=io_uring", "--rw=read", "--bs=4k",
+		"--size=256k", "--filename=" + f, "--iodepth=4", "--output=/dev/null"}
+	if direct {
+		args = append(args, "--direct=1")
+	}
+	sink := &memSink{}
+	opts := backend.Options{Command: args, Layers: layers, Warn: func(m string) { t.Logf("warn: %s", m) }}
+	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
+		t.Fatal(err)
+	}
+	return f, sink
 }

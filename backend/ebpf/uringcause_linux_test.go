@@ -1,14 +1,9 @@
 package ebpf
 
 import (
-	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
-	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // TestIOUringDirectReadCausesBios: fio's io_uring engine reads a file with
@@ -16,25 +11,8 @@ import (
 // request's block I/O links to that request (the bio's Cause is the
 // io_uring event's ID) with the same process, and covers its 4 KiB.
 func TestIOUringDirectReadCausesBios(t *testing.T) {
-	testenv.RequirePrivileged(t, "loads BPF programs")
-	if _, err := exec.LookPath("fio"); err != nil {
-		if testenv.Required() {
-			t.Fatal("fio not installed (scripts/setup installs it)")
-		}
-		t.Skip("fio not installed (scripts/setup installs it)")
-	}
-	f := filepath.Join(t.TempDir(), "data")
+	f, sink := runFioUring(t, true, event.LayerFile, event.LayerBlock)
 	const n = 64
-	sink := &memSink{}
-	opts := backend.Options{
-		Command: []string{"fio", "--name=uringdirect", "--ioengine=io_uring", "--direct=1", "--rw=read", "--bs=4k",
-			"--size=256k", "--filename=" + f, "--iodepth=4", "--output=/dev/null"},
-		Layers: []event.Layer{event.LayerFile, event.LayerBlock},
-		Warn:   func(m string) { t.Logf("warn: %s", m) },
-	}
-	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
-		t.Fatal(err)
-	}
 	reads := find(sink.events, byNative("io_uring/READ"), byPath(f))
 	if len(reads) != n {
 		t.Fatalf("%d io_uring/READ events on %s, want %d", len(reads), f, n)
