@@ -3,6 +3,7 @@ package ebpf
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
@@ -525,8 +526,161 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		} else {
 			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
 		}
+	default:
+		t.generic(e, r, in, paths, havePath, ts)
+		return
 	}
 	t.emit(e)
+}
+
+const mfdCloexec = 1 // memfd_create's MFD_CLOEXEC
+
+// generic decodes the calls described by argTable: argument roles, path
+// arguments (resolved against their directory descriptors), the result,
+// and the call's effect on the descriptor table.
+func (t *tracker) generic(e *event.Event, r *syscallRec, in *sysInfo, paths [2]string, havePath [2]bool, ts int64) {
+	ar := argTable[r.Kind]
+	if ar == nil {
+		t.emit(e)
+		return
+	}
+	ok := e.Status == event.StatusOK
+	dir := [2]int32{atFDCWD, atFDCWD}
+	fd, haveFD := int32(-1), false
+	var atFlags uint32
+	for i, role := range ar.Roles {
+		a := r.Args[i]
+		switch role {
+		case roleFD:
+			fd, haveFD = argFD(a), true
+		case roleDirFD:
+			dir[0] = argFD(a)
+		case roleDirFD1:
+			dir[1] = argFD(a)
+		case roleMode:
+			e.Mode = uint32(a)
+		case roleInfo:
+			e.Info = uint32(a)
+		case roleOffset:
+			e.Offset = int64(a)
+		case roleSize:
+			e.Size = a
+		case roleFlags:
+			atFlags = uint32(a)
+		}
+	}
+	switch {
+	case in.Op == event.OpLink:
+		// Path is the name created, Path2 what it points to: the
+		// existing file of a hard link, a symbolic link's target as
+		// written (not resolved: the kernel stores it verbatim).
+		e.Path = t.abs(r.Pid, dir[1], paths[1], havePath[1], ts)
+		e.Path2 = paths[0]
+		if r.Kind == kLink || r.Kind == kLinkat {
+			e.Path2 = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
+		}
+	case in.Path0 >= 0:
+		// AT_EMPTY_PATH, or utimensat's NULL path: the call acts on
+		// the directory descriptor itself.
+		if paths[0] == "" && (atFlags&atEmptyPath != 0 || r.Args[in.Path0] == 0) && dir[0] != atFDCWD {
+			t.fdEvent(e, r, dir[0], ts)
+		} else {
+			e.Path = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
+		}
+	case haveFD:
+		t.fdEvent(e, r, fd, ts)
+	}
+	if in.Op == event.OpXattr && in.Path1 >= 0 {
+		e.Note = paths[1] // the attribute's name
+	}
+	if r.Kind == kIoctl {
+		e.Note = ioctlName(e.Info)
+	}
+	if ok && ar.Bytes {
+		e.Bytes = r.Ret
+	}
+	if !ok || ar.Effect == effNone {
+		t.emit(e)
+		return
+	}
+	// A new descriptor: bind the name the kernel shows in /proc/PID/fd.
+	name := ar.Name
+	switch {
+	case strings.Contains(name, "%s"):
+		name = fmt.Sprintf(name, paths[0])
+	case strings.Contains(name, "%d"):
+		if r.SFlags&sfHaveFile != 0 {
+			name = fmt.Sprintf(name, r.Ino)
+		} else {
+			name = strings.TrimSuffix(name, ":[%d]")
+		}
+	}
+	e.FD = int32(r.Ret)
+	e.Path = name
+	d := fdtable.FD{Path: name}
+	if ar.CloexecBit != 0 && uint32(r.Args[ar.CloexecArg])&ar.CloexecBit != 0 {
+		d.Cloexec = true
+	}
+	if r.SFlags&sfHaveFile != 0 {
+		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
+		e.Inode, e.Dev = d.Ino, d.Dev
+	}
+	t.emit(e)
+	t.table.Open(r.Pid, e.FD, d, ts)
+}
+
+// ioctlName names the common file and block ioctl request codes (the same
+// numbers on amd64 and arm64), "" for others (Info keeps the raw code).
+func ioctlName(req uint32) string {
+	switch req {
+	case 0x40049409:
+		return "FICLONE"
+	case 0x4020940d:
+		return "FICLONERANGE"
+	case 0xc0189436:
+		return "FIDEDUPERANGE"
+	case 0x80086601:
+		return "FS_IOC_GETFLAGS"
+	case 0x40086602:
+		return "FS_IOC_SETFLAGS"
+	case 0x80087601:
+		return "FS_IOC_GETVERSION"
+	case 0xc020660b:
+		return "FS_IOC_FIEMAP"
+	case 0x801c581f:
+		return "FS_IOC_FSGETXATTR"
+	case 0x401c5820:
+		return "FS_IOC_FSSETXATTR"
+	case 0x541b:
+		return "FIONREAD"
+	case 0x5421:
+		return "FIONBIO"
+	case 0x5451:
+		return "FIOCLEX"
+	case 0x5450:
+		return "FIONCLEX"
+	case 1:
+		return "FIBMAP"
+	case 2:
+		return "FIGETBSZ"
+	case 0x80081272:
+		return "BLKGETSIZE64"
+	case 0x1260:
+		return "BLKGETSIZE"
+	case 0x1268:
+		return "BLKSSZGET"
+	case 0x1261:
+		return "BLKFLSBUF"
+	case 0x1277:
+		return "BLKDISCARD"
+	case 0x5401:
+		return "TCGETS"
+	case 0x5402:
+		return "TCSETS"
+	case 0x5413:
+		return "TIOCGWINSZ"
+	}
+	return ""
 }
 
 // fdEvent fills in the descriptor fd and what the table knows about it.

@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		workloadChild()
 	case "preads":
 		workloadPreads()
+	case "meta":
+		workloadMeta()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown workload", os.Getenv("IOTRACE_WORKLOAD"))
 		os.Exit(2)
