@@ -57,7 +57,20 @@ func workloadMeta() {
 	sfd := mustFD(unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0))
 	var st unix.Stat_t
 	must(unix.Fstat(sfd, &st))
-	say(fmt.Sprintf("done %d %d %d %d", efd, mfd, sfd, st.Ino))
+	sino := st.Ino
+	var pfd [2]int
+	must(unix.Pipe2(pfd[:], unix.O_CLOEXEC))
+	_, err = unix.Write(pfd[1], []byte("hi"))
+	must(err)
+	must(unix.Fstat(pfd[0], &st))
+	pino := st.Ino
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	must(err)
+	_, err = unix.Write(sp[1], []byte("x"))
+	must(err)
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 100, Len: 50}
+	must(unix.FcntlFlock(71, unix.F_OFD_SETLK, &lk))
+	say(fmt.Sprintf("done %d %d %d %d %d %d %d %d", efd, mfd, sfd, sino, pfd[0], pfd[1], pino, sp[1]))
 	waitLine()
 }
 
@@ -74,11 +87,12 @@ func TestMetaSyscalls(t *testing.T) {
 	}
 	line, err := out.ReadString('\n')
 	var efd, mfd, sfd int32
-	var sino uint64
+	var sino, pino uint64
+	var p0, p1, s1 int32
 	if err != nil {
 		t.Fatalf("workload: %q, %v", line, err)
 	}
-	if _, err := fmt.Sscanf(line, "done %d %d %d %d", &efd, &mfd, &sfd, &sino); err != nil {
+	if _, err := fmt.Sscanf(line, "done %d %d %d %d %d %d %d %d", &efd, &mfd, &sfd, &sino, &p0, &p1, &pino, &s1); err != nil {
 		t.Fatalf("workload: %q: %v", line, err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -174,6 +188,28 @@ func TestMetaSyscalls(t *testing.T) {
 	e = one(t, "socket", evs, w, byNative("socket"))
 	if want := fmt.Sprintf("socket:[%d]", sino); e.Op != event.OpOpen || e.FD != sfd || e.Path != want || e.Inode != sino {
 		t.Errorf("socket: %v fd %d %q inode %d, want %q", e.Op, e.FD, e.Path, e.Inode, want)
+	}
+	pipe := fmt.Sprintf("pipe:[%d]", pino)
+	e = one(t, "pipe2", evs, w, byNative("pipe2"))
+	if e.Op != event.OpOpen || e.FD != p0 || e.Info != uint32(p1) || e.Path != pipe || e.Path2 != pipe || e.Inode != pino {
+		t.Errorf("pipe2: %v fd %d info %d %q %q inode %d, want %d %d %q", e.Op, e.FD, e.Info, e.Path, e.Path2, e.Inode, p0, p1, pipe)
+	}
+	e = one(t, "pipe write", evs, w, byNative("write"), byFD(p1))
+	if e.Path != pipe || e.Bytes != 2 || e.Flags&event.FlagPathLate != 0 {
+		t.Errorf("pipe write: %q %d %v", e.Path, e.Bytes, e.Flags)
+	}
+	e = one(t, "socketpair", evs, w, byNative("socketpair"))
+	if e.Op != event.OpOpen || e.Info != uint32(s1) || !strings.HasPrefix(e.Path, "socket:[") || !strings.HasPrefix(e.Path2, "socket:[") || e.Path == e.Path2 {
+		t.Errorf("socketpair: %v info %d %q %q", e.Op, e.Info, e.Path, e.Path2)
+	}
+	e = one(t, "socketpair write", evs, w, byNative("write"), byFD(s1))
+	if !strings.HasPrefix(e.Path, "socket:[") || e.Flags&event.FlagPathLate != 0 {
+		t.Errorf("socketpair write: %q %v", e.Path, e.Flags)
+	}
+	e = one(t, "fcntl lock", evs, w, byNative("fcntl"), byOp(event.OpLock))
+	if e.FD != 71 || e.Path != f || e.Info != unix.F_OFD_SETLK || e.Offset != 100 || e.Size != 50 ||
+		e.IOFlags != unix.F_WRLCK || e.Status != event.StatusOK {
+		t.Errorf("fcntl lock: fd %d %q cmd %d offset %d size %d type %#x %v", e.FD, e.Path, e.Info, e.Offset, e.Size, e.IOFlags, e.Status)
 	}
 	for _, e := range find(evs, w) {
 		if strings.HasPrefix(e.Native, "op(") || e.Op == event.OpUnknown {

@@ -110,6 +110,9 @@ const (
 	kSocket
 	kAccept
 	kAccept4
+	kPipe
+	kPipe2
+	kSocketpair
 	numKinds
 )
 
@@ -122,6 +125,8 @@ const (
 	ckOpenat2 = 1 << 36 // read struct open_how
 	ckNewFD   = 1 << 37 // inode of the returned fd at exit
 	ckPosArg  = 1 << 38 // preadv2/pwritev2: offset -1 means the file position
+	ckPair    = 1 << 39 // pipe, socketpair: read the int[2] of new descriptors at exit
+	ckPairArg = 1 << 24 // times the argument index of that int[2]
 	noArg     = 0xf
 )
 
@@ -243,6 +248,9 @@ var sysTable = [numKinds]sysInfo{
 	kSocket:       {"socket", "socket", event.OpOpen, -1, -1, ckNewFD, true},
 	kAccept:       {"accept", "accept", event.OpOpen, -1, -1, ckNewFD, true},
 	kAccept4:      {"accept4", "accept4", event.OpOpen, -1, -1, ckNewFD, true},
+	kPipe:         {"pipe", "pipe", event.OpOpen, -1, -1, ckPair, true},
+	kPipe2:        {"pipe2", "pipe2", event.OpOpen, -1, -1, ckPair, true},
+	kSocketpair:   {"socketpair", "socketpair", event.OpOpen, -1, -1, ckPair | 3*ckPairArg, true},
 }
 
 // Argument roles of the calls the generic decoder handles.
@@ -265,6 +273,7 @@ const (
 	effNone   fdEffect = iota
 	effNewFD           // the result is a new descriptor, named by name()
 	effAccept          // the result is a new socket descriptor (args[0] is the listener)
+	effPair            // two new descriptors (pipe, socketpair: see ckPair)
 )
 
 // argRoles describes the arguments of a call handled by tracker.generic:
@@ -331,6 +340,9 @@ var argTable = [numKinds]*argRoles{
 	kSocket:       {Roles: [6]uint8{roleInfo}, Effect: effNewFD, Name: "socket:[%d]", CloexecArg: 1, CloexecBit: oCloexec},
 	kAccept:       {Roles: [6]uint8{roleFD}, Effect: effAccept, Name: "socket:[%d]"},
 	kAccept4:      {Roles: [6]uint8{roleFD, 0, 0, roleInfo}, Effect: effAccept, Name: "socket:[%d]", CloexecArg: 3, CloexecBit: oCloexec},
+	kPipe:         {Effect: effPair, Name: "pipe:[%d]"},
+	kPipe2:        {Roles: [6]uint8{0, roleInfo}, Effect: effPair, Name: "pipe:[%d]", CloexecArg: 1, CloexecBit: oCloexec},
+	kSocketpair:   {Roles: [6]uint8{roleInfo}, Effect: effPair, Name: "socket:[%d]", CloexecArg: 1, CloexecBit: oCloexec},
 }
 
 // info returns the description of k, or nil for an unknown kind.

@@ -33,4 +33,5 @@ var sysNumbers = map[sysKind]int{
 	kFlock: unix.SYS_FLOCK, kSync: unix.SYS_SYNC, kMsync: unix.SYS_MSYNC, kIoctl: unix.SYS_IOCTL,
 	kEventfd: unix.SYS_EVENTFD, kEventfd2: unix.SYS_EVENTFD2, kMemfdCreate: unix.SYS_MEMFD_CREATE,
 	kSocket: unix.SYS_SOCKET, kAccept: unix.SYS_ACCEPT, kAccept4: unix.SYS_ACCEPT4,
+	kPipe: unix.SYS_PIPE, kPipe2: unix.SYS_PIPE2, kSocketpair: unix.SYS_SOCKETPAIR,
 }

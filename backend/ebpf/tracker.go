@@ -497,6 +497,15 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		}
 		t.fdEvent(e, r, fd, ts)
 		e.Info = cmd
+		if fcntlLock(cmd) {
+			// The BPF side replaced args[2] by l_type | l_whence<<16 and
+			// put l_start in Pos, l_len in Size.
+			e.Op = event.OpLock
+			e.IOFlags = uint32(r.Args[2])
+			e.Offset, e.Size = r.Pos, r.Size
+			t.emit(e)
+			return
+		}
 		t.emit(e)
 		if ok {
 			t.table.Dup(r.Pid, fd, int32(r.Ret), cmd == fDupFDCloexec, ts)
@@ -534,6 +543,16 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 }
 
 const mfdCloexec = 1 // memfd_create's MFD_CLOEXEC
+
+// fcntlLock reports whether an fcntl command is a lock command (F_GETLK,
+// F_SETLK, F_SETLKW and their F_OFD_* forms).
+func fcntlLock(cmd uint32) bool {
+	switch cmd {
+	case 5, 6, 7, 36, 37, 38:
+		return true
+	}
+	return false
+}
 
 // generic decodes the calls described by argTable: argument roles, path
 // arguments (resolved against their directory descriptors), the result,
@@ -603,6 +622,31 @@ func (t *tracker) generic(e *event.Event, r *syscallRec, in *sysInfo, paths [2]s
 		t.emit(e)
 		return
 	}
+	cloexec := ar.CloexecBit != 0 && uint32(r.Args[ar.CloexecArg])&ar.CloexecBit != 0
+	if ar.Effect == effPair {
+		// Two descriptors: fd and info, their names path and path2.
+		fd0, fd1 := int32(uint32(r.Size)), int32(uint32(r.Size>>32))
+		ino0, ino1 := r.Ino, uint64(r.Pos)
+		if r.SFlags&sfHaveFile == 0 {
+			ino0 = 0
+		}
+		e.Size = 0
+		e.FD, e.Info = fd0, uint32(fd1)
+		e.Path, e.Path2 = pairName(ar.Name, ino0), pairName(ar.Name, ino1)
+		d0 := fdtable.FD{Path: e.Path, Cloexec: cloexec}
+		if ino0 != 0 {
+			d0.Ino, d0.Dev = ino0, procfs.KernelDev(r.Dev)
+			e.Inode, e.Dev = d0.Ino, d0.Dev
+		}
+		d1 := fdtable.FD{Path: e.Path2, Cloexec: cloexec}
+		if ino1 != 0 {
+			d1.Ino, d1.Dev = ino1, procfs.KernelDev(r.Dev)
+		}
+		t.emit(e)
+		t.table.Open(r.Pid, fd0, d0, ts)
+		t.table.Open(r.Pid, fd1, d1, ts)
+		return
+	}
 	// A new descriptor: bind the name the kernel shows in /proc/PID/fd.
 	name := ar.Name
 	switch {
@@ -617,16 +661,22 @@ func (t *tracker) generic(e *event.Event, r *syscallRec, in *sysInfo, paths [2]s
 	}
 	e.FD = int32(r.Ret)
 	e.Path = name
-	d := fdtable.FD{Path: name}
-	if ar.CloexecBit != 0 && uint32(r.Args[ar.CloexecArg])&ar.CloexecBit != 0 {
-		d.Cloexec = true
-	}
+	d := fdtable.FD{Path: name, Cloexec: cloexec}
 	if r.SFlags&sfHaveFile != 0 {
 		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
 		e.Inode, e.Dev = d.Ino, d.Dev
 	}
 	t.emit(e)
 	t.table.Open(r.Pid, e.FD, d, ts)
+}
+
+// pairName is format ("pipe:[%d]") with ino, or its prefix ("pipe") when
+// the inode is not known.
+func pairName(format string, ino uint64) string {
+	if ino == 0 {
+		return strings.TrimSuffix(format, ":[%d]")
+	}
+	return fmt.Sprintf(format, ino)
 }
 
 // ioctlName names the common file and block ioctl request codes (the same
