@@ -108,6 +108,14 @@ const (
 	OpBlockFlush      // block flush (preflush, FUA-only) / DiskIo/FlushBuffers
 	OpBlockDiscard    // discard, secure erase, write zeroes
 	OpMarker          // user marker (iotrace mark)
+	OpReadlink        // readlink, readlinkat
+	OpAccess          // access, faccessat, faccessat2
+	OpSetAttr         // chmod, chown, utimensat families
+	OpLink            // link, linkat, symlink, symlinkat
+	OpMknod           // mknod, mknodat
+	OpXattr           // the *xattr family
+	OpAdvise          // fadvise64
+	OpLock            // flock, fcntl lock commands
 	numOps
 )
 
@@ -116,10 +124,14 @@ var opNames = [...]string{
 	"delete", "rename", "readdir", "mmap", "seek", "mkdir", "dup", "chdir",
 	"exec", "copy", "fsctl", "notify", "cleanup", "async",
 	"bread", "bwrite", "bflush", "bdiscard", "marker",
+	"readlink", "access", "setattr", "link", "mknod", "xattr", "advise", "lock",
 }
 
 // NumOps is the number of defined ops; Op values are below it.
 const NumOps = int(numOps)
+
+// Op sets are kept in 64-bit masks (report): at most 64 ops.
+var _ [64 - NumOps]struct{}
 
 func (o Op) String() string {
 	if o < numOps {
@@ -151,6 +163,14 @@ func ParseOp(s string) (Op, error) {
 		return OpSetInfo, nil
 	case "dirent", "direnum", "getdents":
 		return OpReadDir, nil
+	case "chmod", "chown", "utimes":
+		return OpSetAttr, nil
+	case "symlink":
+		return OpLink, nil
+	case "fadvise":
+		return OpAdvise, nil
+	case "flock":
+		return OpLock, nil
 	case "block-read", "diskread":
 		return OpBlockRead, nil
 	case "block-write", "diskwrite":

@@ -45,7 +45,7 @@ func (c *cacheCounts) merge(o *cacheCounts) {
 type entity struct {
 	lat hist.Sketch
 	// opsUsed has bit op set when ops[op] may be non-zero.
-	opsUsed uint32
+	opsUsed uint64
 	keep    bool        // marked by prune
 	tot     opCounts    // file layer: count, data bytes, failed, time
 	c       cacheCounts // for reads and events that caused block I/O
@@ -65,7 +65,7 @@ type entity struct {
 // in opsUsed can be non-zero: the others are not cleared again.
 func (e *entity) reset() {
 	for u := e.opsUsed; u != 0; u &= u - 1 {
-		e.ops[bits.TrailingZeros32(u)%event.NumOps] = opCounts{}
+		e.ops[bits.TrailingZeros64(u)%event.NumOps] = opCounts{}
 	}
 	e.lat.Reset()
 	e.name, e.pk, e.opsUsed, e.keep, e.tot, e.c = "", event.ProcessKey{}, 0, false, opCounts{}, cacheCounts{}
@@ -75,7 +75,7 @@ func (e *entity) reset() {
 // merge adds o's totals (not its latencies) to e.
 func (e *entity) merge(o *entity) {
 	for u := o.opsUsed; u != 0; u &= u - 1 {
-		i := bits.TrailingZeros32(u) % event.NumOps
+		i := bits.TrailingZeros64(u) % event.NumOps
 		e.ops[i].count += o.ops[i].count
 		e.ops[i].bytes += o.ops[i].bytes
 		e.ops[i].failed += o.ops[i].failed

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
 	"runtime"
+	"strings"
 
 	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
@@ -503,6 +504,15 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		}
 		t.fdEvent(e, r, fd, ts)
 		e.Info = cmd
+		if fcntlLock(cmd) {
+			// The BPF side replaced args[2] by l_type | l_whence<<16 and
+			// put l_start in Pos, l_len in Size.
+			e.Op = event.OpLock
+			e.IOFlags = uint32(r.Args[2])
+			e.Offset, e.Size = r.Pos, r.Size
+			t.emit(e)
+			return
+		}
 		t.emit(e)
 		if ok {
 			t.table.Dup(r.Pid, fd, int32(r.Ret), cmd == fDupFDCloexec, ts)
@@ -532,8 +542,202 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		} else {
 			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
 		}
+	default:
+		t.generic(e, r, in, paths, havePath, ts)
+		return
 	}
 	t.emit(e)
+}
+
+const mfdCloexec = 1 // memfd_create's MFD_CLOEXEC
+
+// fcntlLock reports whether an fcntl command is a lock command (F_GETLK,
+// F_SETLK, F_SETLKW and their F_OFD_* forms).
+func fcntlLock(cmd uint32) bool {
+	switch cmd {
+	case 5, 6, 7, 36, 37, 38:
+		return true
+	}
+	return false
+}
+
+// generic decodes the calls described by argTable: argument roles, path
+// arguments (resolved against their directory descriptors), the result,
+// and the call's effect on the descriptor table.
+func (t *tracker) generic(e *event.Event, r *syscallRec, in *sysInfo, paths [2]string, havePath [2]bool, ts int64) {
+	ar := argTable[r.Kind]
+	if ar == nil {
+		t.emit(e)
+		return
+	}
+	ok := e.Status == event.StatusOK
+	dir := [2]int32{atFDCWD, atFDCWD}
+	fd, haveFD := int32(-1), false
+	var atFlags uint32
+	for i, role := range ar.Roles {
+		a := r.Args[i]
+		switch role {
+		case roleFD:
+			fd, haveFD = argFD(a), true
+		case roleDirFD:
+			dir[0] = argFD(a)
+		case roleDirFD1:
+			dir[1] = argFD(a)
+		case roleMode:
+			e.Mode = uint32(a)
+		case roleInfo:
+			e.Info = uint32(a)
+		case roleOffset:
+			e.Offset = int64(a)
+		case roleSize:
+			e.Size = a
+		case roleFlags:
+			atFlags = uint32(a)
+		}
+	}
+	switch {
+	case in.Op == event.OpLink:
+		// Path is the name created, Path2 what it points to: the
+		// existing file of a hard link, a symbolic link's target as
+		// written (not resolved: the kernel stores it verbatim).
+		e.Path = t.abs(r.Pid, dir[1], paths[1], havePath[1], ts)
+		e.Path2 = paths[0]
+		if r.Kind == kLink || r.Kind == kLinkat {
+			e.Path2 = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
+		}
+	case in.Path0 >= 0:
+		// AT_EMPTY_PATH, or utimensat's NULL path: the call acts on
+		// the directory descriptor itself.
+		if paths[0] == "" && (atFlags&atEmptyPath != 0 || r.Args[in.Path0] == 0) && dir[0] != atFDCWD {
+			t.fdEvent(e, r, dir[0], ts)
+		} else {
+			e.Path = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
+		}
+	case haveFD:
+		t.fdEvent(e, r, fd, ts)
+	}
+	if in.Op == event.OpXattr && in.Path1 >= 0 {
+		e.Note = paths[1] // the attribute's name
+	}
+	if r.Kind == kIoctl {
+		e.Note = ioctlName(e.Info)
+	}
+	if ok && ar.Bytes {
+		e.Bytes = r.Ret
+	}
+	if !ok || ar.Effect == effNone {
+		t.emit(e)
+		return
+	}
+	cloexec := ar.CloexecBit != 0 && uint32(r.Args[ar.CloexecArg])&ar.CloexecBit != 0
+	if ar.Effect == effPair {
+		// Two descriptors: fd and info, their names path and path2.
+		fd0, fd1 := int32(uint32(r.Size)), int32(uint32(r.Size>>32))
+		ino0, ino1 := r.Ino, uint64(r.Pos)
+		if r.SFlags&sfHaveFile == 0 {
+			ino0 = 0
+		}
+		e.Size = 0
+		e.FD, e.Info = fd0, uint32(fd1)
+		e.Path, e.Path2 = pairName(ar.Name, ino0), pairName(ar.Name, ino1)
+		d0 := fdtable.FD{Path: e.Path, Cloexec: cloexec}
+		if ino0 != 0 {
+			d0.Ino, d0.Dev = ino0, procfs.KernelDev(r.Dev)
+			e.Inode, e.Dev = d0.Ino, d0.Dev
+		}
+		d1 := fdtable.FD{Path: e.Path2, Cloexec: cloexec}
+		if ino1 != 0 {
+			d1.Ino, d1.Dev = ino1, procfs.KernelDev(r.Dev)
+		}
+		t.emit(e)
+		t.table.Open(r.Pid, fd0, d0, ts)
+		t.table.Open(r.Pid, fd1, d1, ts)
+		return
+	}
+	// A new descriptor: bind the name the kernel shows in /proc/PID/fd.
+	name := ar.Name
+	switch {
+	case strings.Contains(name, "%s"):
+		name = fmt.Sprintf(name, paths[0])
+	case strings.Contains(name, "%d"):
+		if r.SFlags&sfHaveFile != 0 {
+			name = fmt.Sprintf(name, r.Ino)
+		} else {
+			name = strings.TrimSuffix(name, ":[%d]")
+		}
+	}
+	e.FD = int32(r.Ret)
+	e.Path = name
+	d := fdtable.FD{Path: name, Cloexec: cloexec}
+	if r.SFlags&sfHaveFile != 0 {
+		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
+		e.Inode, e.Dev = d.Ino, d.Dev
+	}
+	t.emit(e)
+	t.table.Open(r.Pid, e.FD, d, ts)
+}
+
+// pairName is format ("pipe:[%d]") with ino, or its prefix ("pipe") when
+// the inode is not known.
+func pairName(format string, ino uint64) string {
+	if ino == 0 {
+		return strings.TrimSuffix(format, ":[%d]")
+	}
+	return fmt.Sprintf(format, ino)
+}
+
+// ioctlName names the common file and block ioctl request codes (the same
+// numbers on amd64 and arm64), "" for others (Info keeps the raw code).
+func ioctlName(req uint32) string {
+	switch req {
+	case 0x40049409:
+		return "FICLONE"
+	case 0x4020940d:
+		return "FICLONERANGE"
+	case 0xc0189436:
+		return "FIDEDUPERANGE"
+	case 0x80086601:
+		return "FS_IOC_GETFLAGS"
+	case 0x40086602:
+		return "FS_IOC_SETFLAGS"
+	case 0x80087601:
+		return "FS_IOC_GETVERSION"
+	case 0xc020660b:
+		return "FS_IOC_FIEMAP"
+	case 0x801c581f:
+		return "FS_IOC_FSGETXATTR"
+	case 0x401c5820:
+		return "FS_IOC_FSSETXATTR"
+	case 0x541b:
+		return "FIONREAD"
+	case 0x5421:
+		return "FIONBIO"
+	case 0x5451:
+		return "FIOCLEX"
+	case 0x5450:
+		return "FIONCLEX"
+	case 1:
+		return "FIBMAP"
+	case 2:
+		return "FIGETBSZ"
+	case 0x80081272:
+		return "BLKGETSIZE64"
+	case 0x1260:
+		return "BLKGETSIZE"
+	case 0x1268:
+		return "BLKSSZGET"
+	case 0x1261:
+		return "BLKFLSBUF"
+	case 0x1277:
+		return "BLKDISCARD"
+	case 0x5401:
+		return "TCGETS"
+	case 0x5402:
+		return "TCSETS"
+	case 0x5413:
+		return "TIOCGWINSZ"
+	}
+	return ""
 }
 
 // fdEvent fills in the descriptor fd and what the table knows about it.

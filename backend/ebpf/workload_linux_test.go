@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		workloadReuse()
 	case "unlink":
 		workloadUnlink()
+	case "meta":
+		workloadMeta()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown workload", os.Getenv("IOTRACE_WORKLOAD"))
 		os.Exit(2)

@@ -843,6 +843,53 @@ func (g *gen) seek(th *thread, h *handle) {
 	g.done(th, &e)
 }
 
+// metaCalls makes one call of each Linux metadata, link, xattr, advice
+// and lock op: path calls on h's file, advice and lock on h.
+func (g *gen) metaCalls(th *thread, h *handle) {
+	if g.o.MaxOp != 0 && event.OpReadlink >= g.o.MaxOp {
+		return
+	}
+	f := h.f
+	for _, c := range []struct {
+		op     event.Op
+		native string
+	}{
+		{event.OpReadlink, "readlinkat"}, {event.OpAccess, "faccessat"}, {event.OpSetAttr, "fchmodat"},
+		{event.OpLink, "symlinkat"}, {event.OpMknod, "mknodat"}, {event.OpXattr, "lgetxattr"},
+		{event.OpAdvise, "fadvise64"}, {event.OpLock, "flock"},
+	} {
+		if g.left() == 0 {
+			return
+		}
+		if c.op == event.OpAdvise || c.op == event.OpLock {
+			g.use(th, h)
+		}
+		t := g.begin(th)
+		e := g.ev(th, c.op, c.native, t)
+		e.Duration = g.between(500, 8_000)
+		switch c.op {
+		case event.OpAdvise, event.OpLock:
+			g.onHandle(&e, h)
+			e.Info = 2 // POSIX_FADV_SEQUENTIAL, LOCK_EX
+		case event.OpLink:
+			e.Path = f.path + ".lnk"
+			e.Path2 = f.path
+		case event.OpXattr:
+			e.Path = f.path
+			e.Note = "user.mime_type"
+			e.Code = 61 // ENODATA
+			e.Status = event.FromErrno(e.Code)
+		default:
+			e.Path = f.path
+		}
+		if c.op == event.OpSetAttr || c.op == event.OpMknod {
+			e.Mode = 0o644
+		}
+		g.emit(e)
+		g.done(th, &e)
+	}
+}
+
 func (g *gen) dup(th *thread, h *handle) {
 	g.use(th, h)
 	p := th.p

@@ -35,6 +35,10 @@ type Options struct {
 	Resolved bool
 	// StartWall is Header.StartWall; 0 means 2025-03-14T09:26:53Z.
 	StartWall int64
+	// MaxOp, when not zero, leaves out the ops numbered MaxOp and above:
+	// it reproduces the traces of versions that had fewer ops (the
+	// version-1 file fixtures).
+	MaxOp event.Op
 }
 
 // DefaultEvents is the number of events when Options.Events is 0.
@@ -88,6 +92,8 @@ var linuxOps = []event.Op{
 	event.OpExec, event.OpCopy, event.OpFSControl, event.OpNotify, event.OpAsync,
 	event.OpBlockRead, event.OpBlockWrite, event.OpBlockFlush, event.OpBlockDiscard,
 	event.OpMarker,
+	event.OpReadlink, event.OpAccess, event.OpSetAttr, event.OpLink, event.OpMknod,
+	event.OpXattr, event.OpAdvise, event.OpLock,
 }
 
 var windowsOps = []event.Op{

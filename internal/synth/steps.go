@@ -104,6 +104,9 @@ func (g *gen) tour() {
 		func() {
 			if x := g.handleFor(th); x != nil {
 				g.fsctl(th, x)
+				if !g.win {
+					g.metaCalls(th, x)
+				}
 			}
 		},
 		func() {

@@ -142,6 +142,11 @@ struct uring_complete_ctx {
 #define CK_OPENAT2 (1ULL << 36) /* args[2] struct open_how *: replace by flags, args[3] by mode */
 #define CK_NEWFD (1ULL << 37)   /* read inode of the returned fd at exit */
 #define CK_POS_ARG (1ULL << 38) /* preadv2/pwritev2: pos -1 means f_pos */
+/* pipe, pipe2, socketpair: at exit, the int[2] at args[CK_PAIR_ARG] holds
+ * two new descriptors: size = fd0 | fd1 << 32, ino/dev = fd0's inode,
+ * pos = fd1's inode. */
+#define CK_PAIR (1ULL << 39)
+#define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
 
 #define NO_ARG 0xf
 #define IOV_CAP 16
@@ -149,6 +154,18 @@ struct uring_complete_ctx {
 #define F_DUPFD 0
 #define F_SETFD 2
 #define F_DUPFD_CLOEXEC 1030
+#define F_GETLK 5
+#define F_SETLK 6
+#define F_SETLKW 7
+#define F_OFD_GETLK 36
+#define F_OFD_SETLK 37
+#define F_OFD_SETLKW 38
+
+static __always_inline bool fcntl_lock(__u64 cmd)
+{
+	return cmd == F_GETLK || cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_GETLK ||
+	       cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+}
 
 /* ---- Configuration, set by the loader ---- */
 volatile const __u32 cfg_self_tgid;     /* never traced */
@@ -487,7 +504,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	}
 	if (cookie & CK_FCNTL) {
 		__u64 cmd = a[1];
-		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && cmd != F_SETFD)
+		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && cmd != F_SETFD && !fcntl_lock(cmd))
 			return 0;
 	}
 
@@ -519,6 +536,14 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		bpf_probe_read_user(how, sizeof(how), (const void *)a[2]);
 		v->args[2] = how[0]; /* flags */
 		v->args[3] = how[1]; /* mode */
+	}
+	if ((cookie & CK_FCNTL) && fcntl_lock(a[1])) {
+		/* struct flock: l_type, l_whence (shorts), l_start, l_len. */
+		__s64 fl[3] = {};
+		bpf_probe_read_user(fl, sizeof(fl), (const void *)a[2]);
+		v->args[2] = (__u64)fl[0] & 0xffffffff; /* l_type | l_whence << 16 */
+		v->pos = fl[1];
+		v->size = (__u64)fl[2];
 	}
 	if (cookie & CK_IOV) {
 		__u64 n = a[2];
@@ -645,6 +670,20 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		r->dev = tmp.dev;
 		r->fflags = tmp.fflags;
 		sflags |= tmp.sflags;
+	}
+	if ((cookie & CK_PAIR) && ret == 0) {
+		int fds[2] = {};
+		bpf_probe_read_user(fds, sizeof(fds), (const void *)arg(v->args, CK_PAIR_ARG(cookie)));
+		r->size = (__u64)(__u32)fds[0] | (__u64)(__u32)fds[1] << 32;
+		struct inflight tmp = {};
+		file_info(&tmp, fds[0], false);
+		r->ino = tmp.ino;
+		r->dev = tmp.dev;
+		r->fflags = tmp.fflags;
+		sflags |= tmp.sflags;
+		struct inflight tmp1 = {};
+		file_info(&tmp1, fds[1], false);
+		r->pos = (__s64)tmp1.ino;
 	}
 	if (cfg_cause) {
 		if (st->cause.id == v->id) {

@@ -1,0 +1,3 @@
+#include "util.h"
+
+int add(int a, int b) { return a + b; }
