@@ -382,6 +382,9 @@ func TestMarker(t *testing.T) {
 	if len(got) != 1 || got[0].Note != "phase 2 starts" || got[0].Layer != event.LayerMarker || got[0].Time != 500_000_000 {
 		t.Fatalf("markers: %+v", got)
 	}
+	if got[0].ID >= 1<<53 {
+		t.Errorf("marker id %d: not exact as a JSON number", got[0].ID)
+	}
 }
 
 // TestTraceCommand: the command starts suspended, is resumed once the

@@ -70,7 +70,7 @@ func (l *liveSink) marker(r *record.Record) error {
 	l.markers++
 	l.nextID++
 	e := event.Event{
-		ID:     1<<63 | l.nextID, // apart from the pipeline's ids
+		ID:     1<<52 | l.nextID, // apart from the pipeline's ids (counted from 1), below 2^53 (exact in JSON readers)
 		Source: event.SourceETWLive,
 		Layer:  event.LayerMarker,
 		Op:     event.OpMarker,
