@@ -3,6 +3,8 @@ package heatmap
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +62,52 @@ func TestSVGIsWellFormed(t *testing.T) {
 	}
 	if rects < 10 {
 		t.Errorf("%d rects", rects)
+	}
+}
+
+// TestSVGSharedAxisLegendFold: panels share one time axis (a time is at
+// the same x in every panel), each has a colour legend, and a panel with
+// a handful of events is folded into a note.
+func TestSVGSharedAxisLegendFold(t *testing.T) {
+	long, short, tiny := New(0), New(0), New(0)
+	for i := int64(0); i < 10_000; i++ {
+		long.Add(i*1_000_000, 5000) // 10 s
+		if i < 1000 {
+			short.Add(i*1_000_000, 50_000) // 1 s
+		}
+	}
+	tiny.Add(5_000_000, 10)
+	tiny.Add(6_000_000, 10)
+	var buf bytes.Buffer
+	err := WriteSVG(&buf, []Panel{{Title: "block", Map: long}, {Title: "file read", Map: short}, {Title: "file mkdir", Map: tiny}}, SVGOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := buf.String()
+	// The last x tick of the long panel is drawn in the short one too.
+	if n := strings.Count(svg, ">10s<"); n != 2 {
+		t.Errorf("the 10 s tick appears %d times, want once per drawn panel (2)", n)
+	}
+	if n := strings.Count(svg, "events per cell"); n != 2 {
+		t.Errorf("%d legends, want 2", n)
+	}
+	if strings.Contains(svg, "file mkdir —") || !strings.Contains(svg, "file mkdir (2)") {
+		t.Errorf("the 2-event panel is drawn or not listed")
+	}
+	// The short panel's cells end at a tenth of the plot's width.
+	short0 := strings.Index(svg, "file read —")
+	var maxX float64
+	for _, part := range strings.Split(svg[short0:], `<rect x="`)[1:] {
+		if !strings.Contains(part[:strings.Index(part, ">")+1], "title") && !strings.Contains(strings.SplitN(part, "</rect>", 2)[0], "<title>") {
+			continue
+		}
+		var x float64
+		fmt.Sscanf(part, "%g", &x)
+		if strings.Contains(strings.SplitN(part, "</rect>", 2)[0], "latency") && x > maxX {
+			maxX = x
+		}
+	}
+	if maxX < 160 || maxX > 175 {
+		t.Errorf("the 1 s panel's last cell at x = %g, want about 80 + 900/10", maxX)
 	}
 }

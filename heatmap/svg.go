@@ -23,6 +23,10 @@ type SVGOptions struct {
 	Width int
 	// RowHeight in pixels; 14 when 0.
 	RowHeight int
+	// FoldBelow: panels after the first with fewer events than this are
+	// not drawn but listed in a note at the end (a handful of events make
+	// no picture); 20 when 0, none folded when negative.
+	FoldBelow int
 }
 
 const (
@@ -35,8 +39,11 @@ const (
 )
 
 // WriteSVG draws the panels one below the other as a standalone SVG
-// document. Empty panels are drawn with a "no events" note so that a
-// reader sees they were looked at.
+// document, on one time axis (the longest panel's span): a time is at the
+// same x in every panel. Each panel has its colour legend. Empty panels
+// are drawn with a "no events" note so that a reader sees they were
+// looked at; panels with only a handful of events are listed in a note at
+// the end instead (SVGOptions.FoldBelow).
 func WriteSVG(w io.Writer, panels []Panel, opts SVGOptions) error {
 	plotW := opts.Width
 	if plotW <= 0 {
@@ -46,15 +53,38 @@ func WriteSVG(w io.Writer, panels []Panel, opts SVGOptions) error {
 	if rowH <= 0 {
 		rowH = 14
 	}
-	heights := make([]int, len(panels))
-	total := headerH
+	fold := opts.FoldBelow
+	if fold == 0 {
+		fold = 20
+	}
+	var drawn []Panel
+	var folded []string
 	for i, p := range panels {
+		if i > 0 && fold > 0 && p.Map.Count() > 0 && p.Map.Count() < uint64(fold) {
+			folded = append(folded, fmt.Sprintf("%s (%d)", p.Title, p.Map.Count()))
+			continue
+		}
+		drawn = append(drawn, p)
+	}
+	var span int64 // the shared time axis: the longest panel's
+	for _, p := range drawn {
+		span = max(span, int64(p.Map.Columns())*p.Map.ColumnWidth())
+	}
+	if span <= 0 {
+		span = initialWidth
+	}
+	heights := make([]int, len(drawn))
+	total := headerH
+	for i, p := range drawn {
 		h := rowH * 2
 		if lo, hi, ok := p.Map.RowRange(); ok {
 			h = (hi - lo + 1) * rowH
 		}
 		heights[i] = h
 		total += panelTitleH + h + axisH + panelSpacing
+	}
+	if len(folded) > 0 {
+		total += noteH
 	}
 	W := marginLeft + plotW + marginRight
 	bw := bufio.NewWriter(w)
@@ -64,15 +94,22 @@ func WriteSVG(w io.Writer, panels []Panel, opts SVGOptions) error {
 <text x="%d" y="22" font-size="15" font-weight="bold">%s</text>
 `, W, total, W, total, marginLeft, xmlEscape(opts.Title))
 	y := headerH
-	for i, p := range panels {
-		drawPanel(bw, p, marginLeft, y, plotW, heights[i], rowH)
+	for i, p := range drawn {
+		drawPanel(bw, p, marginLeft, y, plotW, heights[i], rowH, span)
 		y += panelTitleH + heights[i] + axisH + panelSpacing
+	}
+	if len(folded) > 0 {
+		fmt.Fprintf(bw, "<text x=\"%d\" y=\"%d\" fill=\"#444\">%s</text>\n", marginLeft, y+12,
+			xmlEscape(fmt.Sprintf("Not drawn, fewer than %d events each (events): %s", fold, strings.Join(folded, ", "))))
 	}
 	fmt.Fprintln(bw, "</svg>")
 	return bw.Flush()
 }
 
-func drawPanel(w *bufio.Writer, p Panel, x0, y0, plotW, plotH, rowH int) {
+// noteH is the height of the folded panels' note.
+const noteH = 24
+
+func drawPanel(w *bufio.Writer, p Panel, x0, y0, plotW, plotH, rowH int, span int64) {
 	m := p.Map
 	fmt.Fprintf(w, "<g>\n<text x=\"%d\" y=\"%d\" font-size=\"13\" font-weight=\"bold\">%s</text>\n",
 		x0, y0+16, xmlEscape(fmt.Sprintf("%s — %d events", p.Title, m.Count())))
@@ -92,7 +129,8 @@ func drawPanel(w *bufio.Writer, p Panel, x0, y0, plotW, plotH, rowH int) {
 			}
 		}
 	}
-	cellW := float64(plotW) / float64(cols)
+	// Columns in the shared time scale: span ns over plotW pixels.
+	cellW := float64(plotW) * float64(m.ColumnWidth()) / float64(span)
 	for c := 0; c < cols; c++ {
 		for r := lo; r <= hi; r++ {
 			v := m.Cell(c, r)
@@ -117,16 +155,35 @@ func drawPanel(w *bufio.Writer, p Panel, x0, y0, plotW, plotH, rowH int) {
 		y := top + (hi-r+1)*rowH
 		fmt.Fprintf(w, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", x0-4, y-2, fmtLatency(rl))
 	}
-	// X axis: about eight ticks at round times.
-	span := int64(cols) * m.ColumnWidth()
+	// X axis: about eight ticks at round times, the same in every panel.
 	tick := niceStep(span / 8)
 	for t := int64(0); t <= span; t += tick {
 		x := float64(x0) + float64(t)/float64(span)*float64(plotW)
 		fmt.Fprintf(w, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#888\"/>\n", x, top+plotH, x, top+plotH+4)
 		fmt.Fprintf(w, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x, top+plotH+16, fmtTime(t))
 	}
-	fmt.Fprintf(w, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">time since trace start · colour: events per cell (max %d)</text>\n</g>\n",
-		x0+plotW, top+plotH+30, max)
+	fmt.Fprintf(w, "<text x=\"%d\" y=\"%d\" fill=\"#444\">time since trace start</text>\n", x0, top+plotH+30)
+	drawLegend(w, x0+plotW, top+plotH+20, max)
+	fmt.Fprintln(w, "</g>")
+}
+
+// drawLegend draws the colour scale of a panel, right-aligned at x: five
+// swatches from 1 to max events per cell (log scale), labelled.
+func drawLegend(w *bufio.Writer, x, y int, max uint64) {
+	const sw, n = 22, 5
+	x0 := x - n*sw
+	fmt.Fprintf(w, "<g class=\"legend\"><text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">events per cell</text>\n", x0-4, y+10)
+	for i := 0; i < n; i++ {
+		v := uint64(1)
+		if max > 1 {
+			v = uint64(math.Round(math.Exp(math.Log(float64(max)) * float64(i) / float64(n-1))))
+		}
+		fmt.Fprintf(w, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"10\" fill=\"%s\" stroke=\"#888\"><title>%d</title></rect>\n", x0+i*sw, y+1, sw, colour(v, max), v)
+		if i == 0 || i == n-1 {
+			fmt.Fprintf(w, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"9\">%d</text>\n", x0+i*sw+sw/2, y+21, v)
+		}
+	}
+	fmt.Fprintln(w, "</g>")
 }
 
 // colour maps v in [1, max] to a white-yellow-red ramp on a log scale.
