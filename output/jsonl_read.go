@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"io"
 	"strconv"
 	"strings"
@@ -197,7 +197,7 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			break
 		}
 		rec = jsonRecord{}
-		if err := json.Unmarshal(text, &rec); err == nil {
+		if err := unmarshalLine(text, &rec); err == nil {
 			err = rec.restoreBytes()
 			if err != nil {
 				badLine(fail("%v", err))
@@ -498,4 +498,16 @@ func (r *jsonRecord) restoreBytes() error {
 		*f.dst = string(b)
 	}
 	return nil
+}
+
+// unmarshalLine decodes one line with go-json, about five times faster
+// than encoding/json on these records (docs/benchmarks.md). A panic in the
+// decoder on malformed input is turned into an error for that line.
+func unmarshalLine(text []byte, rec *jsonRecord) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed JSON (decoder: %v)", p)
+		}
+	}()
+	return gojson.Unmarshal(text, rec)
 }
