@@ -491,6 +491,17 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		r.opts.Warnf(ierr.Error())
 		r.stats.Add(event.CountInfo, "system calls in flight at stop not reported: "+ierr.Error(), 1)
 	}
+	aios, aerr := pr.aioInFlight()
+	for i := range aios {
+		r.tr.aioRecord(&aios[i], false)
+	}
+	if len(aios) != 0 {
+		r.stats.Add(event.CountUnpaired, "AIO requests in flight when tracing stopped (submitted, not reaped)", uint64(len(aios)))
+	}
+	if aerr != nil {
+		r.opts.Warnf(aerr.Error())
+		r.stats.Add(event.CountInfo, "AIO requests in flight at stop not reported: "+aerr.Error(), 1)
+	}
 	if berr := stopBlock(); err == nil {
 		err = berr
 	}

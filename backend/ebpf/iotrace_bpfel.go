@@ -13,6 +13,67 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type iotraceAioKey struct {
+	_    structs.HostLayout
+	Iocb uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type iotraceAioRec struct {
+	_ structs.HostLayout
+	H struct {
+		_    structs.HostLayout
+		Type uint8
+		Pad  uint8
+		Kind uint16
+		Cpu  uint32
+		Time uint64
+	}
+	Id       uint64
+	Dur      uint64
+	Pid      uint32
+	Tid      uint32
+	Data     uint64
+	Iocb     uint64
+	Off      int64
+	Res      int64
+	Nbytes   uint64
+	Ctx      uint64
+	BioBytes uint64
+	NrBios   uint32
+	Fd       int32
+	Opcode   uint16
+	Caused   uint8
+	Aflags   uint8
+	Fflags   uint32
+	Comm     [16]int8
+	Ino      uint64
+	Dev      uint32
+	Pad      uint32
+}
+
+type iotraceAsyncState struct {
+	_     structs.HostLayout
+	Cause struct {
+		_     structs.HostLayout
+		Id    uint64
+		Key   uint64
+		Kiocb uint64
+		Tgid  uint32
+		Kind  uint8
+		Pad   [3]uint8
+	}
+	Call struct {
+		_      structs.HostLayout
+		Iocbpp uint64
+		Ctx    uint64
+		Events uint64
+		N      uint32
+		Pad    uint32
+	}
+}
+
 type iotraceCommKey struct {
 	_    structs.HostLayout
 	Comm [16]int8
@@ -102,41 +163,57 @@ type iotraceUringInflight struct {
 	Fd       int32
 	Len      uint32
 	Opcode   uint8
-	Pad      [3]uint8
+	Caused   uint8
+	Pad      [2]uint8
 	Comm     [16]int8
+	BioBytes uint64
+	NrBios   uint32
+	Pad2     uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	iotraceMapComms              = "comms"
-	iotraceMapCounters           = "counters"
-	iotraceMapCurSyscall         = "cur_syscall"
-	iotraceMapExecScratch        = "exec_scratch"
-	iotraceMapPathScratch        = "path_scratch"
-	iotraceMapPids               = "pids"
-	iotraceMapRb                 = "rb"
-	iotraceMapSeq                = "seq"
-	iotraceMapSysKinds           = "sys_kinds"
-	iotraceMapUringInflight      = "uring_inflight"
-	iotraceProgDumpInflight      = "dump_inflight"
-	iotraceProgSchedExec         = "sched_exec"
-	iotraceProgSchedExit         = "sched_exit"
-	iotraceProgSchedFork         = "sched_fork"
-	iotraceProgSysEnter          = "sys_enter"
-	iotraceProgSysExit           = "sys_exit"
-	iotraceProgUringComplete     = "uring_complete"
-	iotraceProgUringEnterExit    = "uring_enter_exit"
-	iotraceProgUringSubmit       = "uring_submit"
-	iotraceVarCfgCause           = "cfg_cause"
-	iotraceVarCfgFilterComm      = "cfg_filter_comm"
-	iotraceVarCfgFilterPids      = "cfg_filter_pids"
-	iotraceVarCfgFollowForks     = "cfg_follow_forks"
-	iotraceVarCfgFollowSelf      = "cfg_follow_self"
-	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
-	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
-	iotraceVarUnusedInflightDump = "unused_inflight_dump"
+	iotraceMapAioInflight         = "aio_inflight"
+	iotraceMapAioTgids            = "aio_tgids"
+	iotraceMapAsyncState          = "async_state"
+	iotraceMapComms               = "comms"
+	iotraceMapCounters            = "counters"
+	iotraceMapCurSyscall          = "cur_syscall"
+	iotraceMapExecScratch         = "exec_scratch"
+	iotraceMapPathScratch         = "path_scratch"
+	iotraceMapPids                = "pids"
+	iotraceMapRb                  = "rb"
+	iotraceMapSeq                 = "seq"
+	iotraceMapSysKinds            = "sys_kinds"
+	iotraceMapUringInflight       = "uring_inflight"
+	iotraceProgAioGeteventsEnter  = "aio_getevents_enter"
+	iotraceProgAioGeteventsExit   = "aio_getevents_exit"
+	iotraceProgAioPgeteventsEnter = "aio_pgetevents_enter"
+	iotraceProgAioPgeteventsExit  = "aio_pgetevents_exit"
+	iotraceProgAioSubmitEnter     = "aio_submit_enter"
+	iotraceProgAioSubmitExit      = "aio_submit_exit"
+	iotraceProgDioBegin           = "dio_begin"
+	iotraceProgDioComplete        = "dio_complete"
+	iotraceProgDioQueued          = "dio_queued"
+	iotraceProgDumpInflight       = "dump_inflight"
+	iotraceProgSchedExec          = "sched_exec"
+	iotraceProgSchedExit          = "sched_exit"
+	iotraceProgSchedFork          = "sched_fork"
+	iotraceProgSysEnter           = "sys_enter"
+	iotraceProgSysExit            = "sys_exit"
+	iotraceProgUringComplete      = "uring_complete"
+	iotraceProgUringEnterExit     = "uring_enter_exit"
+	iotraceProgUringSubmit        = "uring_submit"
+	iotraceVarCfgCause            = "cfg_cause"
+	iotraceVarCfgFilterComm       = "cfg_filter_comm"
+	iotraceVarCfgFilterPids       = "cfg_filter_pids"
+	iotraceVarCfgFollowForks      = "cfg_follow_forks"
+	iotraceVarCfgFollowSelf       = "cfg_follow_self"
+	iotraceVarCfgSelfTgid         = "cfg_self_tgid"
+	iotraceVarCfgWakeupBytes      = "cfg_wakeup_bytes"
+	iotraceVarUnusedInflightDump  = "unused_inflight_dump"
 )
 
 // loadIotrace returns the embedded CollectionSpec for iotrace.
@@ -181,21 +258,33 @@ type iotraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceProgramSpecs struct {
-	DumpInflight   *ebpf.ProgramSpec `ebpf:"dump_inflight"`
-	SchedExec      *ebpf.ProgramSpec `ebpf:"sched_exec"`
-	SchedExit      *ebpf.ProgramSpec `ebpf:"sched_exit"`
-	SchedFork      *ebpf.ProgramSpec `ebpf:"sched_fork"`
-	SysEnter       *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit        *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringEnterExit *ebpf.ProgramSpec `ebpf:"uring_enter_exit"`
-	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	AioGeteventsEnter  *ebpf.ProgramSpec `ebpf:"aio_getevents_enter"`
+	AioGeteventsExit   *ebpf.ProgramSpec `ebpf:"aio_getevents_exit"`
+	AioPgeteventsEnter *ebpf.ProgramSpec `ebpf:"aio_pgetevents_enter"`
+	AioPgeteventsExit  *ebpf.ProgramSpec `ebpf:"aio_pgetevents_exit"`
+	AioSubmitEnter     *ebpf.ProgramSpec `ebpf:"aio_submit_enter"`
+	AioSubmitExit      *ebpf.ProgramSpec `ebpf:"aio_submit_exit"`
+	DioBegin           *ebpf.ProgramSpec `ebpf:"dio_begin"`
+	DioComplete        *ebpf.ProgramSpec `ebpf:"dio_complete"`
+	DioQueued          *ebpf.ProgramSpec `ebpf:"dio_queued"`
+	DumpInflight       *ebpf.ProgramSpec `ebpf:"dump_inflight"`
+	SchedExec          *ebpf.ProgramSpec `ebpf:"sched_exec"`
+	SchedExit          *ebpf.ProgramSpec `ebpf:"sched_exit"`
+	SchedFork          *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	UringComplete      *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringEnterExit     *ebpf.ProgramSpec `ebpf:"uring_enter_exit"`
+	UringSubmit        *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // iotraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceMapSpecs struct {
+	AioInflight   *ebpf.MapSpec `ebpf:"aio_inflight"`
+	AioTgids      *ebpf.MapSpec `ebpf:"aio_tgids"`
+	AsyncState    *ebpf.MapSpec `ebpf:"async_state"`
 	Comms         *ebpf.MapSpec `ebpf:"comms"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	CurSyscall    *ebpf.MapSpec `ebpf:"cur_syscall"`
@@ -242,6 +331,9 @@ func (o *iotraceObjects) Close() error {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotraceMaps struct {
+	AioInflight   *ebpf.Map `ebpf:"aio_inflight"`
+	AioTgids      *ebpf.Map `ebpf:"aio_tgids"`
+	AsyncState    *ebpf.Map `ebpf:"async_state"`
 	Comms         *ebpf.Map `ebpf:"comms"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	CurSyscall    *ebpf.Map `ebpf:"cur_syscall"`
@@ -256,6 +348,9 @@ type iotraceMaps struct {
 
 func (m *iotraceMaps) Close() error {
 	return _IotraceClose(
+		m.AioInflight,
+		m.AioTgids,
+		m.AsyncState,
 		m.Comms,
 		m.Counters,
 		m.CurSyscall,
@@ -287,19 +382,37 @@ type iotraceVariables struct {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotracePrograms struct {
-	DumpInflight   *ebpf.Program `ebpf:"dump_inflight"`
-	SchedExec      *ebpf.Program `ebpf:"sched_exec"`
-	SchedExit      *ebpf.Program `ebpf:"sched_exit"`
-	SchedFork      *ebpf.Program `ebpf:"sched_fork"`
-	SysEnter       *ebpf.Program `ebpf:"sys_enter"`
-	SysExit        *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
-	UringEnterExit *ebpf.Program `ebpf:"uring_enter_exit"`
-	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
+	AioGeteventsEnter  *ebpf.Program `ebpf:"aio_getevents_enter"`
+	AioGeteventsExit   *ebpf.Program `ebpf:"aio_getevents_exit"`
+	AioPgeteventsEnter *ebpf.Program `ebpf:"aio_pgetevents_enter"`
+	AioPgeteventsExit  *ebpf.Program `ebpf:"aio_pgetevents_exit"`
+	AioSubmitEnter     *ebpf.Program `ebpf:"aio_submit_enter"`
+	AioSubmitExit      *ebpf.Program `ebpf:"aio_submit_exit"`
+	DioBegin           *ebpf.Program `ebpf:"dio_begin"`
+	DioComplete        *ebpf.Program `ebpf:"dio_complete"`
+	DioQueued          *ebpf.Program `ebpf:"dio_queued"`
+	DumpInflight       *ebpf.Program `ebpf:"dump_inflight"`
+	SchedExec          *ebpf.Program `ebpf:"sched_exec"`
+	SchedExit          *ebpf.Program `ebpf:"sched_exit"`
+	SchedFork          *ebpf.Program `ebpf:"sched_fork"`
+	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
+	SysExit            *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete      *ebpf.Program `ebpf:"uring_complete"`
+	UringEnterExit     *ebpf.Program `ebpf:"uring_enter_exit"`
+	UringSubmit        *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *iotracePrograms) Close() error {
 	return _IotraceClose(
+		p.AioGeteventsEnter,
+		p.AioGeteventsExit,
+		p.AioPgeteventsEnter,
+		p.AioPgeteventsExit,
+		p.AioSubmitEnter,
+		p.AioSubmitExit,
+		p.DioBegin,
+		p.DioComplete,
+		p.DioQueued,
 		p.DumpInflight,
 		p.SchedExec,
 		p.SchedExit,

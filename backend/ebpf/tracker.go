@@ -80,15 +80,18 @@ type tracker struct {
 	exec     execRec
 	exit     exitRec
 	uring    uringRec
+	aio      aioRec
 	err      error // first sink error
 	lastTime int64
 
 	// Counters reported in Stats.
 	events, facts              uint64
 	decodeErrors, unknownKinds uint64
-	pathsMissing, fdsUnnamed   uint64
-	cwdUnknown, stalePaths     uint64
-	firstDecodeErr             error
+	// aioUnreaped counts AIO requests sent when their process exited.
+	aioUnreaped              uint64
+	pathsMissing, fdsUnnamed uint64
+	cwdUnknown, stalePaths   uint64
+	firstDecodeErr           error
 }
 
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
@@ -181,6 +184,14 @@ func (t *tracker) handle(b []byte) error {
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
 				t.uringRecord(&t.uring)
+			}
+		case recAIO:
+			if err = t.aio.decode(b); err == nil {
+				unreaped := t.aio.AFlags&afUnreaped != 0
+				if unreaped {
+					t.aioUnreaped++
+				}
+				t.aioRecord(&t.aio, !unreaped)
 			}
 		default:
 			err = fmt.Errorf("unknown record type %d", h.Type)
@@ -818,7 +829,7 @@ func (t *tracker) uringRecord(r *uringRec) {
 	e.Native = "io_uring"
 	e.Note = fmt.Sprintf("io_uring op %d", r.Opcode)
 	if o, ok := uringOps[r.Opcode]; ok {
-		e.Native = "io_uring/" + o.name
+		e.Op, e.Native = o.op, "io_uring/"+o.name
 		e.Note = e.Native
 	}
 	if r.More {
@@ -848,6 +859,68 @@ func (t *tracker) uringRecord(r *uringRec) {
 	}
 	e.Size = uint64(r.Len)
 	e.Offset = r.Off
+	if r.Caused {
+		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
+	}
+	t.emit(e)
+}
+
+// Linux AIO commands iotrace names (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
+var aioOps = map[uint16]struct {
+	name string
+	op   event.Op
+}{
+	0: {"PREAD", event.OpRead}, 1: {"PWRITE", event.OpWrite}, 2: {"FSYNC", event.OpFlush},
+	3: {"FDSYNC", event.OpFlush}, 5: {"POLL", event.OpAsync}, 6: {"NOOP", event.OpAsync},
+	7: {"PREADV", event.OpRead}, 8: {"PWRITEV", event.OpWrite},
+}
+
+// aioRecord turns one Linux AIO request (an iocb, from io_submit to the
+// io_getevents call that reaped it) into a file event. complete is false
+// for a request still unreaped when tracing stopped.
+func (t *tracker) aioRecord(r *aioRec, complete bool) {
+	ts := t.time(r.Time)
+	e := &t.ev
+	e.Reset()
+	e.ID = blockio.SyscallID(r.ID)
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerFile
+	e.Op = event.OpAsync
+	e.Native = fmt.Sprintf("aio/%d", r.Opcode)
+	if o, ok := aioOps[r.Opcode]; ok {
+		e.Op, e.Native = o.op, "aio/"+o.name
+	}
+	e.Info = uint32(r.Opcode)
+	e.Time = ts
+	e.CPU = r.CPU
+	e.Pid, e.Tid = r.Pid, r.Tid
+	e.Comm = t.comm(r.Tid, &r.Comm)
+	e.ProcStart = t.table.Ensure(r.Pid, ts).Start
+	e.Request = r.IOCB
+	if complete {
+		e.Duration = int64(r.Dur)
+		e.Status, e.Code = errnoOf(r.Res)
+		if e.Status == event.StatusOK {
+			e.Bytes = r.Res
+		}
+	} else {
+		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
+	}
+	sr := syscallRec{header: r.header, Pid: r.Pid, Ino: r.Ino, Dev: r.Dev, FFlags: r.FFlags}
+	if r.AFlags&afHaveFile != 0 {
+		sr.SFlags = sfHaveFile
+	}
+	t.fdEvent(e, &sr, r.FD, ts)
+	if e.Op == event.OpRead || e.Op == event.OpWrite {
+		e.Offset = r.Off
+		e.Size = r.NBytes
+		if r.AFlags&afIOVPartial != 0 {
+			e.Flags |= event.FlagTruncated
+		}
+	}
+	if r.Caused {
+		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
+	}
 	t.emit(e)
 }
 
@@ -940,6 +1013,9 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountInfo, "late names refused (the descriptor held another file by then; counted as without a name)", t.table.Refused)
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
+	}
+	if t.aioUnreaped != 0 {
+		s.Add(event.CountUnpaired, "AIO requests never reaped: their process exited first", t.aioUnreaped)
 	}
 	if t.unknownKinds != 0 {
 		s.Add(event.CountLost, "records of an unknown syscall kind", t.unknownKinds)

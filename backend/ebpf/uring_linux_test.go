@@ -29,7 +29,7 @@ func TestIOUring(t *testing.T) {
 	}
 	seen := map[int64]bool{}
 	for _, e := range reads {
-		if e.Op != event.OpAsync || e.Size != 4096 || e.Bytes != 4096 || e.Status != event.StatusOK || e.FD < 0 || e.Duration <= 0 || e.Request == 0 {
+		if e.Op != event.OpRead || e.Size != 4096 || e.Bytes != 4096 || e.Status != event.StatusOK || e.FD < 0 || e.Duration <= 0 || e.Request == 0 {
 			t.Errorf("read: op %v size %d bytes %d status %v fd %d duration %d request %#x", e.Op, e.Size, e.Bytes, e.Status, e.FD, e.Duration, e.Request)
 		}
 		seen[e.Offset] = true
