@@ -260,7 +260,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	opts := &r.opts
 	pr := r.pr
 	wantURing := r.tr.ops == nil || r.tr.ops[event.OpAsync] || r.tr.ops[event.OpRead] || r.tr.ops[event.OpWrite]
-	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing}); err != nil {
+	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing, iowait: wantFile && wantBlock}); err != nil {
 		return err
 	}
 	for _, m := range pr.missing {
@@ -293,6 +293,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		}
 		if wantFile {
 			bo.CurSyscall = pr.objs.CurSyscall
+			bo.InodeIO = pr.objs.InodeIo
 		}
 		if cmdMode || pidSet != nil {
 			bo.PidFilter = pr.objs.Pids

@@ -121,6 +121,20 @@ type iotraceInflightDump struct {
 	}
 }
 
+type iotraceInodeIo struct {
+	_        structs.HostLayout
+	Inflight uint32
+	Pad      uint32
+	LastDone uint64
+}
+
+type iotraceInodeIoKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
 type iotracePathRec struct {
 	_ structs.HostLayout
 	H struct {
@@ -182,6 +196,7 @@ const (
 	iotraceMapCounters            = "counters"
 	iotraceMapCurSyscall          = "cur_syscall"
 	iotraceMapExecScratch         = "exec_scratch"
+	iotraceMapInodeIo             = "inode_io"
 	iotraceMapPathScratch         = "path_scratch"
 	iotraceMapPids                = "pids"
 	iotraceMapRb                  = "rb"
@@ -201,6 +216,7 @@ const (
 	iotraceProgSchedExec          = "sched_exec"
 	iotraceProgSchedExit          = "sched_exit"
 	iotraceProgSchedFork          = "sched_fork"
+	iotraceProgSchedSwitch        = "sched_switch"
 	iotraceProgSysEnter           = "sys_enter"
 	iotraceProgSysExit            = "sys_exit"
 	iotraceProgUringComplete      = "uring_complete"
@@ -271,6 +287,7 @@ type iotraceProgramSpecs struct {
 	SchedExec          *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit          *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork          *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	SchedSwitch        *ebpf.ProgramSpec `ebpf:"sched_switch"`
 	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
 	UringComplete      *ebpf.ProgramSpec `ebpf:"uring_complete"`
@@ -289,6 +306,7 @@ type iotraceMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	CurSyscall    *ebpf.MapSpec `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.MapSpec `ebpf:"exec_scratch"`
+	InodeIo       *ebpf.MapSpec `ebpf:"inode_io"`
 	PathScratch   *ebpf.MapSpec `ebpf:"path_scratch"`
 	Pids          *ebpf.MapSpec `ebpf:"pids"`
 	Rb            *ebpf.MapSpec `ebpf:"rb"`
@@ -338,6 +356,7 @@ type iotraceMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	CurSyscall    *ebpf.Map `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.Map `ebpf:"exec_scratch"`
+	InodeIo       *ebpf.Map `ebpf:"inode_io"`
 	PathScratch   *ebpf.Map `ebpf:"path_scratch"`
 	Pids          *ebpf.Map `ebpf:"pids"`
 	Rb            *ebpf.Map `ebpf:"rb"`
@@ -355,6 +374,7 @@ func (m *iotraceMaps) Close() error {
 		m.Counters,
 		m.CurSyscall,
 		m.ExecScratch,
+		m.InodeIo,
 		m.PathScratch,
 		m.Pids,
 		m.Rb,
@@ -395,6 +415,7 @@ type iotracePrograms struct {
 	SchedExec          *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit          *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork          *ebpf.Program `ebpf:"sched_fork"`
+	SchedSwitch        *ebpf.Program `ebpf:"sched_switch"`
 	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
 	SysExit            *ebpf.Program `ebpf:"sys_exit"`
 	UringComplete      *ebpf.Program `ebpf:"uring_complete"`
@@ -417,6 +438,7 @@ func (p *iotracePrograms) Close() error {
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,
+		p.SchedSwitch,
 		p.SysEnter,
 		p.SysExit,
 		p.UringComplete,

@@ -150,6 +150,9 @@ type attachConfig struct {
 	file  bool                // syscalls
 	ops   *[event.NumOps]bool // ops wanted, nil: all
 	uring bool
+	// iowait: mark calls that slept for I/O (sched_switch), for telling
+	// reads that waited for I/O in flight from cache hits.
+	iowait bool
 }
 
 // attach enables the selected system calls in sys_kinds and attaches the
@@ -197,6 +200,13 @@ func (p *probes) attach(ac attachConfig) error {
 			}
 			*x.to = append(*x.to, l)
 		}
+	}
+	if ac.iowait {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.SchedSwitch})
+		if err != nil {
+			return fmt.Errorf("ebpf: attach sched_switch (tp_btf): %w", err)
+		}
+		p.others = append(p.others, l)
 	}
 	if ac.uring {
 		for _, x := range []struct {

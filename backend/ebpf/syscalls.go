@@ -127,6 +127,7 @@ const (
 	ckPosArg  = 1 << 38 // preadv2/pwritev2: offset -1 means the file position
 	ckPair    = 1 << 39 // pipe, socketpair: read the int[2] of new descriptors at exit
 	ckPairArg = 1 << 24 // times the argument index of that int[2]
+	ckRead    = 1 << 40 // a read of fd args[0]: may have waited for I/O in flight (set for every OpRead)
 	noArg     = 0xf
 )
 
@@ -363,7 +364,11 @@ func (k sysKind) cookie() uint64 {
 	if in.Path1 >= 0 {
 		p1 = uint64(in.Path1)
 	}
-	return uint64(k) | p0<<16 | p1<<20 | in.Flags
+	c := uint64(k) | p0<<16 | p1<<20 | in.Flags
+	if in.Op == event.OpRead {
+		c |= ckRead
+	}
+	return c
 }
 
 // SyscallNames lists the traced system calls with the tracepoint each is

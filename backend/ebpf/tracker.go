@@ -368,7 +368,11 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		}
 		if t.block && ok && e.Op == event.OpRead && r.Ret > 0 && r.SFlags&sfCause != 0 &&
 			r.NrBios == 0 && e.Dev.Major != 0 && e.Flags&event.FlagDirect == 0 {
-			e.Flags |= event.FlagCacheHit
+			if r.SFlags&sfWaitedIO != 0 {
+				e.Flags |= event.FlagWaitedIO
+			} else {
+				e.Flags |= event.FlagCacheHit
+			}
 		}
 	case kClose:
 		fd := argFD(r.Args[0])

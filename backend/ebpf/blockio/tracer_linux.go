@@ -115,6 +115,15 @@ func Open(opts Options) (*Tracer, error) {
 		adopt(spec.Maps["cur_syscall"], m)
 		repl["cur_syscall"] = m
 	}
+	if m := opts.InodeIO; m != nil {
+		want := spec.Maps["inode_io"]
+		if m.Type() != want.Type || m.KeySize() != want.KeySize || m.ValueSize() != want.ValueSize {
+			return nil, fmt.Errorf("blockio: Options.InodeIO is a %s map with key size %d and value size %d, want %s with %d and %d (struct inode_io)",
+				m.Type(), m.KeySize(), m.ValueSize(), want.Type, want.KeySize, want.ValueSize)
+		}
+		adopt(spec.Maps["inode_io"], m)
+		repl["inode_io"] = m
+	}
 	if m := opts.PidFilter; m != nil {
 		if m.KeySize() != 4 || m.ValueSize() == 0 {
 			return nil, fmt.Errorf("blockio: Options.PidFilter has key size %d and value size %d, want a __u32 tgid key", m.KeySize(), m.ValueSize())

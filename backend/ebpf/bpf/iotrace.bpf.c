@@ -62,6 +62,7 @@ struct mm_struct {
 } __attribute__((preserve_access_index));
 struct task_struct {
 	unsigned int flags;
+	unsigned int in_iowait : 1;
 	int pid;
 	int tgid;
 	struct files_struct *files;
@@ -159,6 +160,7 @@ struct uring_complete_ctx {
  * pos = fd1's inode. */
 #define CK_PAIR (1ULL << 39)
 #define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
+#define CK_READ (1ULL << 40) /* a read of fd args[0] (see SF_WAITED_IO) */
 
 #define NO_ARG 0xf
 #define IOV_CAP 16
@@ -737,6 +739,23 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			r->nr_bios = st->cause.nr_bios;
 			r->bio_bytes = st->cause.bio_bytes;
 			sflags |= SF_CAUSE;
+			/* A read that queued nothing itself, yet slept for I/O
+			 * while page-cache reads of its file were in flight
+			 * (still in flight, or completed since it began: queued
+			 * by read-ahead or another reader), waited for them. */
+			if ((cookie & CK_READ) && !r->nr_bios && (sflags & SF_IOWAIT)) {
+				struct inflight fi = {};
+				if (sflags & SF_HAVE_FILE) {
+					fi.ino = v->ino;
+					fi.dev = v->dev;
+				} else {
+					file_info(&fi, (__s64)v->args[0], false);
+				}
+				struct inode_io_key k = { .ino = fi.ino, .dev = fi.dev };
+				struct inode_io *io = fi.ino ? bpf_map_lookup_elem(&inode_io, &k) : NULL;
+				if (io && (io->inflight || io->last_done >= v->ts))
+					sflags |= SF_WAITED_IO;
+			}
 		}
 	}
 	r->sflags = sflags;
@@ -746,6 +765,27 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 out:
 	st->cause.id = 0;
 	v->kind = 0;
+	return 0;
+}
+
+/* ---- Sleeping for I/O ---- */
+
+#define TASK_UNINTERRUPTIBLE 0x2
+
+/* A thread inside a traced call that blocks in io_schedule() (a folio
+ * lock, a buffer, a bio wait: in_iowait is set) marks the call SF_IOWAIT.
+ * Attached only when block I/O is linked to calls (cfg_cause); every
+ * other switch returns after one test. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	if (!(prev_state & TASK_UNINTERRUPTIBLE))
+		return 0;
+	if (!BPF_CORE_READ_BITFIELD(prev, in_iowait))
+		return 0;
+	struct thread_state *st = thread_state(prev, 0);
+	if (st && st->call.kind)
+		st->call.sflags |= SF_IOWAIT;
 	return 0;
 }
 

@@ -32,6 +32,8 @@ enum sys_flags {
 	SF_HAVE_FILE = 1 << 4,    /* pos/ino/dev/fflags hold the fd's file */
 	SF_CAUSE = 1 << 5,        /* nr_bios/bio_bytes are valid (block tracing on) */
 	SF_IOV_PARTIAL = 1 << 6,  /* size sums only the first IOV_CAP iovecs */
+	SF_IOWAIT = 1 << 8,       /* the thread slept waiting for I/O during the call */
+	SF_WAITED_IO = 1 << 9,    /* queued no bio, slept for I/O while the file had read I/O in flight */
 };
 
 struct rec_hdr {
