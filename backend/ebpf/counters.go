@@ -21,7 +21,6 @@ const (
 	cURingNoSubmit
 	cURingFull
 	cPidsFull
-	cSyscalls
 	cLostAIO
 	cAIONoSubmit
 	cAIOFull
@@ -49,7 +48,6 @@ var counterDesc = [numCounters]struct {
 	cURingNoSubmit:  {event.CountUnpaired, "io_uring completions without submission", false},
 	cURingFull:      {event.CountLost, "io_uring events lost: in-flight map full", false},
 	cPidsFull:       {event.CountLost, "children not followed: pid map full", false},
-	cSyscalls:       {event.CountInfo, "syscall records produced", false},
 	cLostAIO:        {event.CountLost, "AIO events lost: ring buffer full", true},
 	cAIONoSubmit:    {event.CountUnpaired, "AIO completions reaped without their submission (submitted before tracing, or not read at submission)", false},
 	cAIOFull:        {event.CountLost, "AIO requests not traced: in-flight map full", false},

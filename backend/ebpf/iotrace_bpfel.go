@@ -189,47 +189,40 @@ type iotraceUringInflight struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	iotraceMapAioInflight         = "aio_inflight"
-	iotraceMapAioTgids            = "aio_tgids"
-	iotraceMapAsyncState          = "async_state"
-	iotraceMapComms               = "comms"
-	iotraceMapCounters            = "counters"
-	iotraceMapCurSyscall          = "cur_syscall"
-	iotraceMapExecScratch         = "exec_scratch"
-	iotraceMapInodeIo             = "inode_io"
-	iotraceMapPathScratch         = "path_scratch"
-	iotraceMapPids                = "pids"
-	iotraceMapRb                  = "rb"
-	iotraceMapSeq                 = "seq"
-	iotraceMapSysKinds            = "sys_kinds"
-	iotraceMapUringInflight       = "uring_inflight"
-	iotraceProgAioGeteventsEnter  = "aio_getevents_enter"
-	iotraceProgAioGeteventsExit   = "aio_getevents_exit"
-	iotraceProgAioPgeteventsEnter = "aio_pgetevents_enter"
-	iotraceProgAioPgeteventsExit  = "aio_pgetevents_exit"
-	iotraceProgAioSubmitEnter     = "aio_submit_enter"
-	iotraceProgAioSubmitExit      = "aio_submit_exit"
-	iotraceProgDioBegin           = "dio_begin"
-	iotraceProgDioComplete        = "dio_complete"
-	iotraceProgDioQueued          = "dio_queued"
-	iotraceProgDumpInflight       = "dump_inflight"
-	iotraceProgSchedExec          = "sched_exec"
-	iotraceProgSchedExit          = "sched_exit"
-	iotraceProgSchedFork          = "sched_fork"
-	iotraceProgSchedSwitch        = "sched_switch"
-	iotraceProgSysEnter           = "sys_enter"
-	iotraceProgSysExit            = "sys_exit"
-	iotraceProgUringComplete      = "uring_complete"
-	iotraceProgUringEnterExit     = "uring_enter_exit"
-	iotraceProgUringSubmit        = "uring_submit"
-	iotraceVarCfgCause            = "cfg_cause"
-	iotraceVarCfgFilterComm       = "cfg_filter_comm"
-	iotraceVarCfgFilterPids       = "cfg_filter_pids"
-	iotraceVarCfgFollowForks      = "cfg_follow_forks"
-	iotraceVarCfgFollowSelf       = "cfg_follow_self"
-	iotraceVarCfgSelfTgid         = "cfg_self_tgid"
-	iotraceVarCfgWakeupBytes      = "cfg_wakeup_bytes"
-	iotraceVarUnusedInflightDump  = "unused_inflight_dump"
+	iotraceMapAioInflight        = "aio_inflight"
+	iotraceMapAioTgids           = "aio_tgids"
+	iotraceMapAsyncState         = "async_state"
+	iotraceMapComms              = "comms"
+	iotraceMapCounters           = "counters"
+	iotraceMapCurSyscall         = "cur_syscall"
+	iotraceMapExecScratch        = "exec_scratch"
+	iotraceMapInodeIo            = "inode_io"
+	iotraceMapPathScratch        = "path_scratch"
+	iotraceMapPids               = "pids"
+	iotraceMapRb                 = "rb"
+	iotraceMapSeq                = "seq"
+	iotraceMapSysKinds           = "sys_kinds"
+	iotraceMapUringInflight      = "uring_inflight"
+	iotraceProgDioBegin          = "dio_begin"
+	iotraceProgDioComplete       = "dio_complete"
+	iotraceProgDioQueued         = "dio_queued"
+	iotraceProgDumpInflight      = "dump_inflight"
+	iotraceProgSchedExec         = "sched_exec"
+	iotraceProgSchedExit         = "sched_exit"
+	iotraceProgSchedFork         = "sched_fork"
+	iotraceProgSchedSwitch       = "sched_switch"
+	iotraceProgSysEnter          = "sys_enter"
+	iotraceProgSysExit           = "sys_exit"
+	iotraceProgUringComplete     = "uring_complete"
+	iotraceProgUringSubmit       = "uring_submit"
+	iotraceVarCfgCause           = "cfg_cause"
+	iotraceVarCfgFilterComm      = "cfg_filter_comm"
+	iotraceVarCfgFilterPids      = "cfg_filter_pids"
+	iotraceVarCfgFollowForks     = "cfg_follow_forks"
+	iotraceVarCfgFollowSelf      = "cfg_follow_self"
+	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
+	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
+	iotraceVarUnusedInflightDump = "unused_inflight_dump"
 )
 
 // loadIotrace returns the embedded CollectionSpec for iotrace.
@@ -274,25 +267,18 @@ type iotraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceProgramSpecs struct {
-	AioGeteventsEnter  *ebpf.ProgramSpec `ebpf:"aio_getevents_enter"`
-	AioGeteventsExit   *ebpf.ProgramSpec `ebpf:"aio_getevents_exit"`
-	AioPgeteventsEnter *ebpf.ProgramSpec `ebpf:"aio_pgetevents_enter"`
-	AioPgeteventsExit  *ebpf.ProgramSpec `ebpf:"aio_pgetevents_exit"`
-	AioSubmitEnter     *ebpf.ProgramSpec `ebpf:"aio_submit_enter"`
-	AioSubmitExit      *ebpf.ProgramSpec `ebpf:"aio_submit_exit"`
-	DioBegin           *ebpf.ProgramSpec `ebpf:"dio_begin"`
-	DioComplete        *ebpf.ProgramSpec `ebpf:"dio_complete"`
-	DioQueued          *ebpf.ProgramSpec `ebpf:"dio_queued"`
-	DumpInflight       *ebpf.ProgramSpec `ebpf:"dump_inflight"`
-	SchedExec          *ebpf.ProgramSpec `ebpf:"sched_exec"`
-	SchedExit          *ebpf.ProgramSpec `ebpf:"sched_exit"`
-	SchedFork          *ebpf.ProgramSpec `ebpf:"sched_fork"`
-	SchedSwitch        *ebpf.ProgramSpec `ebpf:"sched_switch"`
-	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	UringComplete      *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringEnterExit     *ebpf.ProgramSpec `ebpf:"uring_enter_exit"`
-	UringSubmit        *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	DioBegin      *ebpf.ProgramSpec `ebpf:"dio_begin"`
+	DioComplete   *ebpf.ProgramSpec `ebpf:"dio_complete"`
+	DioQueued     *ebpf.ProgramSpec `ebpf:"dio_queued"`
+	DumpInflight  *ebpf.ProgramSpec `ebpf:"dump_inflight"`
+	SchedExec     *ebpf.ProgramSpec `ebpf:"sched_exec"`
+	SchedExit     *ebpf.ProgramSpec `ebpf:"sched_exit"`
+	SchedFork     *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	SchedSwitch   *ebpf.ProgramSpec `ebpf:"sched_switch"`
+	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // iotraceMapSpecs contains maps before they are loaded into the kernel.
@@ -402,35 +388,22 @@ type iotraceVariables struct {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotracePrograms struct {
-	AioGeteventsEnter  *ebpf.Program `ebpf:"aio_getevents_enter"`
-	AioGeteventsExit   *ebpf.Program `ebpf:"aio_getevents_exit"`
-	AioPgeteventsEnter *ebpf.Program `ebpf:"aio_pgetevents_enter"`
-	AioPgeteventsExit  *ebpf.Program `ebpf:"aio_pgetevents_exit"`
-	AioSubmitEnter     *ebpf.Program `ebpf:"aio_submit_enter"`
-	AioSubmitExit      *ebpf.Program `ebpf:"aio_submit_exit"`
-	DioBegin           *ebpf.Program `ebpf:"dio_begin"`
-	DioComplete        *ebpf.Program `ebpf:"dio_complete"`
-	DioQueued          *ebpf.Program `ebpf:"dio_queued"`
-	DumpInflight       *ebpf.Program `ebpf:"dump_inflight"`
-	SchedExec          *ebpf.Program `ebpf:"sched_exec"`
-	SchedExit          *ebpf.Program `ebpf:"sched_exit"`
-	SchedFork          *ebpf.Program `ebpf:"sched_fork"`
-	SchedSwitch        *ebpf.Program `ebpf:"sched_switch"`
-	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
-	SysExit            *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete      *ebpf.Program `ebpf:"uring_complete"`
-	UringEnterExit     *ebpf.Program `ebpf:"uring_enter_exit"`
-	UringSubmit        *ebpf.Program `ebpf:"uring_submit"`
+	DioBegin      *ebpf.Program `ebpf:"dio_begin"`
+	DioComplete   *ebpf.Program `ebpf:"dio_complete"`
+	DioQueued     *ebpf.Program `ebpf:"dio_queued"`
+	DumpInflight  *ebpf.Program `ebpf:"dump_inflight"`
+	SchedExec     *ebpf.Program `ebpf:"sched_exec"`
+	SchedExit     *ebpf.Program `ebpf:"sched_exit"`
+	SchedFork     *ebpf.Program `ebpf:"sched_fork"`
+	SchedSwitch   *ebpf.Program `ebpf:"sched_switch"`
+	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
+	SysExit       *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *iotracePrograms) Close() error {
 	return _IotraceClose(
-		p.AioGeteventsEnter,
-		p.AioGeteventsExit,
-		p.AioPgeteventsEnter,
-		p.AioPgeteventsExit,
-		p.AioSubmitEnter,
-		p.AioSubmitExit,
 		p.DioBegin,
 		p.DioComplete,
 		p.DioQueued,
@@ -442,7 +415,6 @@ func (p *iotracePrograms) Close() error {
 		p.SysEnter,
 		p.SysExit,
 		p.UringComplete,
-		p.UringEnterExit,
 		p.UringSubmit,
 	)
 }

@@ -101,7 +101,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		kernelHasBTFType("btf_trace_iomap_dio_complete")
 	if !p.dio {
 		for _, name := range []string{"dio_begin", "dio_queued", "dio_complete"} {
-			spec.Programs[name] = spec.Programs["uring_enter_exit"].Copy()
+			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
 		}
 	}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
@@ -172,7 +172,13 @@ func (p *probes) attach(ac attachConfig) error {
 		n := 0
 		for k := kNone + 1; k < numKinds; k++ {
 			in := &sysTable[k]
-			if ac.ops != nil && !ac.ops[in.Op] && !in.State {
+			if in.Flags&(3*ckAsync) != 0 {
+				// io_submit, the reaping calls and io_uring_enter go
+				// with the asynchronous requests.
+				if !ac.uring {
+					continue
+				}
+			} else if ac.ops != nil && !ac.ops[in.Op] && !in.State {
 				continue
 			}
 			nr, ok := sysNumbers[k]
@@ -222,31 +228,6 @@ func (p *probes) attach(ac attachConfig) error {
 				return fmt.Errorf("ebpf: attach io_uring:%s: %w", x.name, err)
 			}
 			p.others = append(p.others, l)
-		}
-		// Linux AIO: io_submit and the calls that reap completions (each
-		// iocb is an event; see bpf/iotrace.bpf.c), and the end of an
-		// inline io_uring submission's block I/O cause.
-		for _, x := range []struct {
-			name string
-			prog *ebpf.Program
-		}{
-			{"sys_exit_io_uring_enter", p.objs.UringEnterExit},
-			{"sys_exit_io_getevents", p.objs.AioGeteventsExit},
-			{"sys_exit_io_pgetevents", p.objs.AioPgeteventsExit},
-			{"sys_exit_io_submit", p.objs.AioSubmitExit},
-			{"sys_enter_io_getevents", p.objs.AioGeteventsEnter},
-			{"sys_enter_io_pgetevents", p.objs.AioPgeteventsEnter},
-			{"sys_enter_io_submit", p.objs.AioSubmitEnter},
-		} {
-			l, err := link.Tracepoint("syscalls", x.name, x.prog, nil)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				p.missing = append(p.missing, "syscalls:"+x.name)
-			case err != nil:
-				return fmt.Errorf("ebpf: attach syscalls:%s: %w", x.name, err)
-			default:
-				p.others = append(p.others, l)
-			}
 		}
 		// The block I/O of one direct I/O belongs to its request.
 		if !p.dio {

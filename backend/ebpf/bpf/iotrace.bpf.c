@@ -161,6 +161,12 @@ struct uring_complete_ctx {
 #define CK_PAIR (1ULL << 39)
 #define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
 #define CK_READ (1ULL << 40) /* a read of fd args[0] (see SF_WAITED_IO) */
+/* io_submit, io_getevents/io_pgetevents, io_uring_enter: no event of their
+ * own, handled in "Asynchronous requests" below. */
+#define CK_ASYNC(c) (((c) >> 41) & 3)
+#define ASYNC_SUBMIT 1
+#define ASYNC_REAP 2
+#define ASYNC_URING_ENTER 3
 
 #define NO_ARG 0xf
 #define IOV_CAP 16
@@ -531,6 +537,9 @@ static __always_inline void syscall_args(struct pt_regs *regs, __u64 *a)
 	}
 }
 
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid);
+static __always_inline void async_exit(__u64 cookie, long ret);
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
@@ -540,13 +549,23 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 
-	if (!want(tgid))
+	/* A thread with storage was wanted at its first traced call, and
+	 * stays wanted while it lives (a process leaves the pid filter when
+	 * its last thread exits); only a comm filter can change its mind
+	 * (exec, PR_SET_NAME). Storage is made only for wanted threads. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct thread_state *st = thread_state(task, 0);
+	if ((!st || cfg_filter_comm) && !want(tgid))
 		return 0;
 	if (compat(regs))
 		return 0;
 
 	__u64 a[6] = {};
 	syscall_args(regs, a);
+	if (CK_ASYNC(cookie)) {
+		async_enter(cookie, a, tgid, tid);
+		return 0;
+	}
 	if (cookie & CK_MMAP) {
 		if ((a[3] & MAP_ANONYMOUS) || (__s64)a[4] < 0)
 			return 0;
@@ -557,7 +576,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 			return 0;
 	}
 
-	struct thread_state *st = thread_state(bpf_get_current_task_btf(), BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		st = thread_state(task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		count(C_INFLIGHT_FULL);
 		return 0;
@@ -650,6 +670,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u64 cookie = syscall_desc(exit_nr(regs));
 	if (!cookie)
 		return 0;
+	if (CK_ASYNC(cookie)) {
+		async_exit(cookie, ret);
+		return 0;
+	}
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
@@ -761,7 +785,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->sflags = sflags;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flags());
-	count(C_SYSCALLS);
 out:
 	st->cause.id = 0;
 	v->kind = 0;
@@ -1079,14 +1102,6 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
-int uring_enter_exit(void *ctx)
-{
-	if (cfg_cause)
-		async_cause_end(bpf_get_current_task_btf());
-	return 0;
-}
-
 SEC("tracepoint/io_uring/io_uring_complete")
 int uring_complete(struct uring_complete_ctx *ctx)
 {
@@ -1289,21 +1304,6 @@ struct io_event_user {
 	__s64 res2;
 };
 
-/* syscalls:sys_enter_io_submit and friends: the common header, the
- * system call number, then the arguments as unsigned longs. */
-struct sys_enter_args {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__u64 args[6];
-};
-struct sys_exit_args {
-	__u64 common;
-	__s32 nr;
-	__u32 pad;
-	__s64 ret;
-};
-
 struct aio_submit_loop {
 	__u64 iocbpp;
 	__u64 ctx;
@@ -1376,31 +1376,26 @@ static long aio_submit_one(__u32 i, void *data)
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_enter_io_submit")
-int aio_submit_enter(struct sys_enter_args *ctx)
+static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 tid)
 {
-	__u64 pt = bpf_get_current_pid_tgid();
-	__u32 tgid = pt >> 32;
-	if (!want(tgid))
-		return 0;
-	__s64 nr = ctx->args[1];
+	__s64 nr = a[1];
 	if (nr <= 0)
-		return 0;
+		return;
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!as) {
 		count_n(C_AIO_FULL, nr);
-		return 0;
+		return;
 	}
 	__u32 n = nr > AIO_CAP ? AIO_CAP : nr;
 	if (nr > AIO_CAP)
 		count_n(C_AIO_OVER_CAP, nr - AIO_CAP);
 	struct aio_submit_loop l = {
-		.iocbpp = ctx->args[2],
-		.ctx = ctx->args[0],
+		.iocbpp = a[2],
+		.ctx = a[0],
 		.ts = bpf_ktime_get_boot_ns(),
 		.tgid = tgid,
-		.tid = (__u32)pt,
+		.tid = tid,
 		.cpu = bpf_get_smp_processor_id(),
 	};
 	as->call.iocbpp = l.iocbpp;
@@ -1410,7 +1405,6 @@ int aio_submit_enter(struct sys_enter_args *ctx)
 	/* A single request: whatever block I/O the call queues is its. */
 	if (n == 1 && nr == 1 && l.first_id && !(t->flags & PF_IO_WORKER))
 		async_cause_begin(t, ASYNC_AIO, l.first_key, tgid, l.first_id, 0);
-	return 0;
 }
 
 struct aio_unsubmit_loop {
@@ -1429,49 +1423,30 @@ static long aio_unsubmit_one(__u32 i, void *data)
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_io_submit")
-int aio_submit_exit(struct sys_exit_args *ctx)
+static __always_inline void aio_submit_exit(long ret)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
 	if (!as || !as->call.n)
-		return 0;
+		return;
 	if (cfg_cause)
 		async_cause_end(t);
 	/* io_submit returns how many of the iocbs it took, in order; the
 	 * others were not submitted and will never complete. */
-	__s64 ret = ctx->ret;
 	__u32 from = ret < 0 ? 0 : (ret > as->call.n ? as->call.n : (__u32)ret);
 	if (from < as->call.n) {
 		struct aio_unsubmit_loop l = { .iocbpp = as->call.iocbpp, .from = from, .tgid = t->tgid };
 		bpf_loop(as->call.n - from, aio_unsubmit_one, &l, 0);
 	}
 	as->call.n = 0;
-	return 0;
 }
 
-static __always_inline int aio_reap_enter(__u64 events)
+static __always_inline void aio_reap_enter(__u64 events)
 {
-	__u64 pt = bpf_get_current_pid_tgid();
-	if (!want(pt >> 32))
-		return 0;
 	struct async_state *as =
 		bpf_task_storage_get(&async_state, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (as)
 		as->call.events = events;
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_io_getevents")
-int aio_getevents_enter(struct sys_enter_args *ctx)
-{
-	return aio_reap_enter(ctx->args[3]);
-}
-
-SEC("tracepoint/syscalls/sys_enter_io_pgetevents")
-int aio_pgetevents_enter(struct sys_enter_args *ctx)
-{
-	return aio_reap_enter(ctx->args[3]);
 }
 
 struct aio_reap_loop {
@@ -1506,15 +1481,15 @@ static long aio_reap_one(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline int aio_reap_exit(__s64 ret)
+static __always_inline void aio_reap_exit(__s64 ret)
 {
 	struct async_state *as = bpf_task_storage_get(&async_state, bpf_get_current_task_btf(), 0, 0);
 	if (!as || !as->call.events)
-		return 0;
+		return;
 	__u64 events = as->call.events;
 	as->call.events = 0;
 	if (ret <= 0)
-		return 0;
+		return;
 	__u32 n = ret > AIO_REAP_CAP ? AIO_REAP_CAP : ret;
 	if (ret > AIO_REAP_CAP)
 		count_n(C_AIO_REAP_OVER_CAP, ret - AIO_REAP_CAP);
@@ -1524,19 +1499,37 @@ static __always_inline int aio_reap_exit(__s64 ret)
 		.tgid = bpf_get_current_pid_tgid() >> 32,
 	};
 	bpf_loop(n, aio_reap_one, &l, 0);
-	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_io_getevents")
-int aio_getevents_exit(struct sys_exit_args *ctx)
+/* The system calls of asynchronous I/O, from sys_enter/sys_exit
+ * (CK_ASYNC): io_submit and the reaping calls make the AIO requests'
+ * events; io_uring_enter's exit ends an inline submission's cause. */
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid)
 {
-	return aio_reap_exit(ctx->ret);
+	switch (CK_ASYNC(cookie)) {
+	case ASYNC_SUBMIT:
+		aio_submit_enter(a, tgid, tid);
+		break;
+	case ASYNC_REAP:
+		aio_reap_enter(a[3]);
+		break;
+	}
 }
 
-SEC("tracepoint/syscalls/sys_exit_io_pgetevents")
-int aio_pgetevents_exit(struct sys_exit_args *ctx)
+static __always_inline void async_exit(__u64 cookie, long ret)
 {
-	return aio_reap_exit(ctx->ret);
+	switch (CK_ASYNC(cookie)) {
+	case ASYNC_SUBMIT:
+		aio_submit_exit(ret);
+		break;
+	case ASYNC_REAP:
+		aio_reap_exit(ret);
+		break;
+	case ASYNC_URING_ENTER:
+		if (cfg_cause)
+			async_cause_end(bpf_get_current_task_btf());
+		break;
+	}
 }
 
 /* The kernel destroys a process's AIO contexts when it exits (waiting for

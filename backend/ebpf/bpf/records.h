@@ -178,7 +178,6 @@ enum counter {
 	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
 	C_URING_FULL,       /* io_uring in-flight map full */
 	C_PIDS_FULL,        /* followed child not added: pid map full */
-	C_SYSCALLS,         /* syscall records produced */
 	C_LOST_AIO,         /* AIO records lost: ring buffer full */
 	C_AIO_NO_SUBMIT,    /* AIO completion reaped without its submission */
 	C_AIO_FULL,         /* AIO request not tracked: in-flight map full */
