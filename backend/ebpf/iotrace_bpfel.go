@@ -104,20 +104,20 @@ type iotraceInflightDump struct {
 	Tid uint32
 	Pad uint32
 	V   struct {
-		_      structs.HostLayout
-		Id     uint64
-		Ts     uint64
-		Args   [6]uint64
-		Size   uint64
-		Pos    int64
-		Ino    uint64
-		Dev    uint32
-		Fflags uint32
-		Cpu    uint32
-		Pid    uint32
-		Kind   uint16
-		Sflags uint16
-		Pad    uint32
+		_        structs.HostLayout
+		Id       uint64
+		Ts       uint64
+		Args     [6]uint64
+		Size     uint64
+		Pos      int64
+		Ino      uint64
+		Dev      uint32
+		Fflags   uint32
+		Cpu      uint32
+		Pid      uint32
+		Kind     uint16
+		Sflags   uint16
+		CommSent uint32
 	}
 }
 
@@ -213,6 +213,7 @@ const (
 	iotraceProgSchedSwitch       = "sched_switch"
 	iotraceProgSysEnter          = "sys_enter"
 	iotraceProgSysExit           = "sys_exit"
+	iotraceProgTaskRename        = "task_rename"
 	iotraceProgUringComplete     = "uring_complete"
 	iotraceProgUringSubmit       = "uring_submit"
 	iotraceVarCfgCause           = "cfg_cause"
@@ -277,6 +278,7 @@ type iotraceProgramSpecs struct {
 	SchedSwitch   *ebpf.ProgramSpec `ebpf:"sched_switch"`
 	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	TaskRename    *ebpf.ProgramSpec `ebpf:"task_rename"`
 	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
 	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
@@ -398,6 +400,7 @@ type iotracePrograms struct {
 	SchedSwitch   *ebpf.Program `ebpf:"sched_switch"`
 	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
 	SysExit       *ebpf.Program `ebpf:"sys_exit"`
+	TaskRename    *ebpf.Program `ebpf:"task_rename"`
 	UringComplete *ebpf.Program `ebpf:"uring_complete"`
 	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
 }
@@ -414,6 +417,7 @@ func (p *iotracePrograms) Close() error {
 		p.SchedSwitch,
 		p.SysEnter,
 		p.SysExit,
+		p.TaskRename,
 		p.UringComplete,
 		p.UringSubmit,
 	)

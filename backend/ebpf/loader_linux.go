@@ -161,7 +161,7 @@ type attachConfig struct {
 // architecture lacks and missing io_uring tracepoints are listed in
 // p.missing; other failures are errors.
 func (p *probes) attach(ac attachConfig) error {
-	for _, prog := range []*ebpf.Program{p.objs.SchedFork, p.objs.SchedExec, p.objs.SchedExit} {
+	for _, prog := range []*ebpf.Program{p.objs.SchedFork, p.objs.SchedExec, p.objs.SchedExit, p.objs.TaskRename} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)

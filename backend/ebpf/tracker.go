@@ -274,13 +274,17 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 	p := t.table.Ensure(r.Pid, ts)
 	e.ProcStart = p.Start
 	e.Status, e.Code = errnoOf(r.Ret)
-	if complete {
+	// The kernel sends a thread's name with its first record and after a
+	// rename or exec only: otherwise the last one the thread sent.
+	if complete && r.SFlags&sfComm != 0 {
 		e.Comm = t.comm(r.Tid, &r.Comm)
 	} else {
 		e.Comm = p.Comm
 		if c := t.comms[r.Tid]; c != nil {
 			e.Comm = c.s
 		}
+	}
+	if !complete {
 		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
 	}
 	ok := e.Status == event.StatusOK

@@ -224,7 +224,7 @@ struct inflight {
 	__u32 pid;
 	__u16 kind;
 	__u16 sflags;
-	__u32 pad;
+	__u32 comm_sent; /* the thread's comm went out in a record (cleared on exec and rename) */
 };
 
 /* The system call in flight on each thread lives in the thread's
@@ -782,8 +782,14 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			}
 		}
 	}
+	/* The thread's name goes out once (user space keeps it per thread),
+	 * and again after an exec or a rename. */
+	if (!v->comm_sent) {
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+		sflags |= SF_COMM;
+		v->comm_sent = 1;
+	}
 	r->sflags = sflags;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
 	st->cause.id = 0;
@@ -813,6 +819,17 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 }
 
 /* ---- Process life cycle ---- */
+
+/* A thread renamed (PR_SET_NAME, /proc/.../comm): its next record carries
+ * the new name. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
+{
+	struct thread_state *st = thread_state(task, 0);
+	if (st)
+		st->call.comm_sent = 0;
+	return 0;
+}
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
@@ -870,6 +887,10 @@ int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm
 	 * in-flight execve stays in its task-local storage and pairs. */
 	if (!want(tgid))
 		return 0;
+
+	struct thread_state *ts = thread_state(p, 0);
+	if (ts)
+		ts->call.comm_sent = 0;
 
 	__u32 zero = 0;
 	struct exec_rec *r = bpf_map_lookup_elem(&exec_scratch, &zero);

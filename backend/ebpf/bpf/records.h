@@ -34,6 +34,7 @@ enum sys_flags {
 	SF_IOV_PARTIAL = 1 << 6,  /* size sums only the first IOV_CAP iovecs */
 	SF_IOWAIT = 1 << 8,       /* the thread slept waiting for I/O during the call */
 	SF_WAITED_IO = 1 << 9,    /* queued no bio, slept for I/O while the file had read I/O in flight */
+	SF_COMM = 1 << 10,        /* comm is set: the thread's first record, or its name changed */
 };
 
 struct rec_hdr {
@@ -60,7 +61,7 @@ struct syscall_rec {
 	__u32 nr_bios;   /* bios queued during the call (SF_CAUSE) */
 	__u32 sflags;    /* enum sys_flags */
 	__u64 bio_bytes; /* bytes of those bios (SF_CAUSE) */
-	char comm[COMM_LEN];
+	char comm[COMM_LEN]; /* with SF_COMM only: else the thread's last one */
 };
 
 struct path_rec {
