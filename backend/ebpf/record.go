@@ -25,8 +25,8 @@ const (
 	sfHaveFile    = 1 << 4
 	sfCause       = 1 << 5
 	sfIOVPartial  = 1 << 6
-	sfIOWait      = 1 << 8 // slept waiting for I/O during the call
-	sfWaitedIO    = 1 << 9 // queued no bio; slept for I/O while its file had read I/O in flight
+	sfIOWait      = 1 << 8  // slept waiting for I/O during the call
+	sfWaitedIO    = 1 << 9  // queued no bio; slept for I/O while its file had read I/O in flight
 	sfComm        = 1 << 10 // Comm is set (else the thread's last one applies)
 )
 
