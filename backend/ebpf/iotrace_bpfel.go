@@ -156,11 +156,11 @@ type iotracePathRec struct {
 type iotraceSyscallState struct {
 	_     structs.HostLayout
 	Cause struct {
-		_        structs.HostLayout
-		Id       uint64
-		NrBios   uint32
-		Pad      uint32
-		BioBytes uint64
+		_         structs.HostLayout
+		Id        uint64
+		NrBios    uint32
+		Submitter uint32
+		BioBytes  uint64
 	}
 	Call [112]uint8
 }

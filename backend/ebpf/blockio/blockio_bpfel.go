@@ -78,11 +78,11 @@ type blockioInodeKey struct {
 }
 
 type blockioSyscallCause struct {
-	_        structs.HostLayout
-	Id       uint64
-	NrBios   uint32
-	Pad      uint32
-	BioBytes uint64
+	_         structs.HostLayout
+	Id        uint64
+	NrBios    uint32
+	Submitter uint32
+	BioBytes  uint64
 }
 
 type blockioSyscallState struct {

@@ -33,7 +33,9 @@
 struct syscall_cause {
 	__u64 id;        /* ID of the syscall event in progress on this thread */
 	__u32 nr_bios;   /* bios queued by this thread during the syscall */
-	__u32 pad;
+	__u32 submitter; /* the thread that submitted the asynchronous request id
+			  * names, when this thread (an io_uring worker) does its
+			  * I/O: the bios are attributed to it; 0 otherwise */
 	__u64 bio_bytes; /* bytes of those bios */
 };
 

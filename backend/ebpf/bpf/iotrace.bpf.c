@@ -658,6 +658,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 
 	if (cfg_cause) {
 		st->cause.nr_bios = 0;
+		st->cause.submitter = 0;
 		st->cause.bio_bytes = 0;
 		st->cause.id = v->id;
 	}
@@ -1072,7 +1073,7 @@ struct {
 #define IORING_OP_WRITE 23
 
 static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, __u64 key, __u32 tgid, __u64 id,
-					       __u64 kiocb);
+					       __u64 kiocb, __u32 submitter);
 static __always_inline void async_cause_end(struct task_struct *t);
 
 SEC("tracepoint/io_uring/io_uring_submit_req")
@@ -1119,7 +1120,7 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	 * tracepoint shows, so a cause from here would be a guess. */
 	struct task_struct *t = bpf_get_current_task_btf();
 	if (!(t->flags & PF_IO_WORKER))
-		async_cause_begin(t, ASYNC_URING, key, 0, v.id, 0);
+		async_cause_begin(t, ASYNC_URING, key, 0, v.id, 0, tid);
 	return 0;
 }
 
@@ -1210,6 +1211,7 @@ static __always_inline void async_cause_end(struct task_struct *t)
 		}
 		st->cause.id = 0;
 		st->cause.nr_bios = 0;
+		st->cause.submitter = 0;
 		st->cause.bio_bytes = 0;
 	}
 	as->cause.id = 0;
@@ -1217,7 +1219,7 @@ static __always_inline void async_cause_end(struct task_struct *t)
 }
 
 static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, __u64 key, __u32 tgid, __u64 id,
-					       __u64 kiocb)
+					       __u64 kiocb, __u32 submitter)
 {
 	if (!cfg_cause)
 		return;
@@ -1237,6 +1239,9 @@ static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, 
 	as->cause.kind = kind;
 	st->cause.nr_bios = 0;
 	st->cause.bio_bytes = 0;
+	/* Another thread's request (an io_uring worker running it): its
+	 * bios are the submitter's. */
+	st->cause.submitter = submitter != (__u32)t->pid ? submitter : 0;
 	st->cause.id = id;
 }
 
@@ -1257,7 +1262,7 @@ int BPF_PROG(dio_begin, struct kiocb *iocb, void *iter, unsigned int dio_flags, 
 		};
 		struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
 		if (v)
-			async_cause_begin(t, ASYNC_AIO, k.iocb, k.tgid, v->id, (__u64)iocb);
+			async_cause_begin(t, ASYNC_AIO, k.iocb, k.tgid, v->id, (__u64)iocb, v->tid);
 		return 0;
 	}
 	/* io_uring's read/write command (struct io_rw, whose kiocb comes
@@ -1265,7 +1270,7 @@ int BPF_PROG(dio_begin, struct kiocb *iocb, void *iter, unsigned int dio_flags, 
 	__u64 key = (__u64)iocb;
 	struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
 	if (v)
-		async_cause_begin(t, ASYNC_URING, key, 0, v->id, key);
+		async_cause_begin(t, ASYNC_URING, key, 0, v->id, key, v->tid);
 	return 0;
 }
 
@@ -1425,7 +1430,7 @@ static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 t
 	bpf_loop(n, aio_submit_one, &l, 0);
 	/* A single request: whatever block I/O the call queues is its. */
 	if (n == 1 && nr == 1 && l.first_id && !(t->flags & PF_IO_WORKER))
-		async_cause_begin(t, ASYNC_AIO, l.first_key, tgid, l.first_id, 0);
+		async_cause_begin(t, ASYNC_AIO, l.first_key, tgid, l.first_id, 0, tid);
 }
 
 struct aio_unsubmit_loop {

@@ -296,7 +296,14 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		bi.flags |= RF_DIRTY_MATCH;
 	}
 
-	bpf_get_current_comm(bi.comm, sizeof(bi.comm));
+	if (cs && cs->submitter) {
+		/* An io_uring worker doing a request's I/O: the bio is the
+		 * submitting thread's (its name comes from user space). */
+		bi.tid = cs->submitter;
+		bi.flags |= RF_WORKER;
+	} else {
+		bpf_get_current_comm(bi.comm, sizeof(bi.comm));
+	}
 	__u64 key = (__u64)bio;
 	bool inode_read = bi.inode && (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_READ;
 	if (inode_read)
