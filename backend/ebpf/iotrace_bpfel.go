@@ -178,10 +178,14 @@ type iotraceUringInflight struct {
 	Len      uint32
 	Opcode   uint8
 	Caused   uint8
-	Pad      [2]uint8
+	Uflags   uint8
+	Pad      uint8
 	Comm     [16]int8
 	BioBytes uint64
 	NrBios   uint32
+	Dev      uint32
+	Ino      uint64
+	Fflags   uint32
 	Pad2     uint32
 }
 

@@ -44,7 +44,7 @@ const (
 	forkSize     = 64
 	execHdrSize  = 56
 	exitSize     = 40
-	uringSize    = 112
+	uringSize    = 128
 	aioSize      = 144
 	commLen      = 16
 	pathCap      = 4096
@@ -246,7 +246,17 @@ type uringRec struct {
 	Caused   bool
 	NrBios   uint32
 	BioBytes uint64
+	UFlags   uint8  // ufFixed, ufHaveFile
+	Ino      uint64 // FD's file at submission (ufHaveFile)
+	Dev      uint32
+	FFlags   uint32
 }
+
+// io_uring record flags (enum uring_flags).
+const (
+	ufFixed    = 1 << 0 // FD is a registered file's index
+	ufHaveFile = 1 << 1
+)
 
 func (r *uringRec) decode(b []byte) error {
 	if len(b) < uringSize {
@@ -269,7 +279,11 @@ func (r *uringRec) decode(b []byte) error {
 	copy(r.Comm[:], b[80:96])
 	r.NrBios = le.Uint32(b[96:])
 	r.Caused = b[100] != 0
+	r.UFlags = b[101]
 	r.BioBytes = le.Uint64(b[104:])
+	r.Ino = le.Uint64(b[112:])
+	r.Dev = le.Uint32(b[120:])
+	r.FFlags = le.Uint32(b[124:])
 	return nil
 }
 

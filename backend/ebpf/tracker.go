@@ -87,8 +87,9 @@ type tracker struct {
 	// Counters reported in Stats.
 	events, facts              uint64
 	decodeErrors, unknownKinds uint64
-	// aioUnreaped counts AIO requests sent when their process exited.
-	aioUnreaped              uint64
+	// aioUnreaped counts AIO requests sent when their process exited;
+	// fixedFiles io_uring requests on registered files (unnamed).
+	aioUnreaped, fixedFiles  uint64
 	pathsMissing, fdsUnnamed uint64
 	cwdUnknown, stalePaths   uint64
 	firstDecodeErr           error
@@ -827,13 +828,7 @@ var uringOps = map[uint8]struct {
 }
 
 func (t *tracker) uringRecord(r *uringRec) {
-	ts := t.time(r.Time)
-	e := &t.ev
-	e.Reset()
-	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
-	e.Layer = event.LayerFile
-	e.Op = event.OpAsync
+	e, ts := t.asyncEvent(&r.header, r.ID, r.Pid, r.Tid, &r.Comm, r.Req)
 	e.Native = "io_uring"
 	e.Note = fmt.Sprintf("io_uring op %d", r.Opcode)
 	if o, ok := uringOps[r.Opcode]; ok {
@@ -846,24 +841,25 @@ func (t *tracker) uringRecord(r *uringRec) {
 		e.Note += " (multishot, more to come)"
 	}
 	e.Info = uint32(r.Opcode)
-	e.Time = ts
 	e.Duration = int64(r.Dur)
-	e.CPU = r.CPU
-	e.Pid, e.Tid = r.Pid, r.Tid
-	e.Comm = t.comm(r.Tid, &r.Comm)
-	e.ProcStart = t.table.Ensure(r.Pid, ts).Start
-	e.Request = r.Req
 	if r.Res < 0 {
 		e.Status, e.Code = event.FromErrno(uint32(-r.Res)), uint32(-r.Res)
 	} else {
 		e.Status = event.StatusOK
 		e.Bytes = int64(r.Res)
 	}
-	if r.FD >= 0 {
-		e.FD = r.FD
-		if d, ok := t.table.FD(r.Pid, r.FD, ts); ok {
-			e.Path = d.Path
+	switch {
+	case r.UFlags&ufFixed != 0:
+		// A registered file: the number is no descriptor, and the
+		// trace does not know the ring's file table.
+		e.Note += fmt.Sprintf(" (registered file %d)", r.FD)
+		t.fixedFiles++
+	case r.FD >= 0:
+		sr := syscallRec{header: r.header, Pid: r.Pid, Ino: r.Ino, Dev: r.Dev, FFlags: r.FFlags}
+		if r.UFlags&ufHaveFile != 0 {
+			sr.SFlags = sfHaveFile
 		}
+		t.fdEvent(e, &sr, r.FD, ts)
 	}
 	e.Size = uint64(r.Len)
 	e.Offset = r.Off
@@ -871,6 +867,25 @@ func (t *tracker) uringRecord(r *uringRec) {
 		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
 	}
 	t.emit(e)
+}
+
+// asyncEvent starts the event of an asynchronous request (io_uring, AIO):
+// the fields every request has.
+func (t *tracker) asyncEvent(h *header, id uint64, pid, tid uint32, comm *[commLen]byte, req uint64) (*event.Event, int64) {
+	ts := t.time(h.Time)
+	e := &t.ev
+	e.Reset()
+	e.ID = blockio.SyscallID(id)
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerFile
+	e.Op = event.OpAsync
+	e.Time = ts
+	e.CPU = h.CPU
+	e.Pid, e.Tid = pid, tid
+	e.Comm = t.comm(tid, comm)
+	e.ProcStart = t.table.Ensure(pid, ts).Start
+	e.Request = req
+	return e, ts
 }
 
 // Linux AIO commands iotrace names (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
@@ -887,24 +902,12 @@ var aioOps = map[uint16]struct {
 // io_getevents call that reaped it) into a file event. complete is false
 // for a request still unreaped when tracing stopped.
 func (t *tracker) aioRecord(r *aioRec, complete bool) {
-	ts := t.time(r.Time)
-	e := &t.ev
-	e.Reset()
-	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
-	e.Layer = event.LayerFile
-	e.Op = event.OpAsync
+	e, ts := t.asyncEvent(&r.header, r.ID, r.Pid, r.Tid, &r.Comm, r.IOCB)
 	e.Native = fmt.Sprintf("aio/%d", r.Opcode)
 	if o, ok := aioOps[r.Opcode]; ok {
 		e.Op, e.Native = o.op, "aio/"+o.name
 	}
 	e.Info = uint32(r.Opcode)
-	e.Time = ts
-	e.CPU = r.CPU
-	e.Pid, e.Tid = r.Pid, r.Tid
-	e.Comm = t.comm(r.Tid, &r.Comm)
-	e.ProcStart = t.table.Ensure(r.Pid, ts).Start
-	e.Request = r.IOCB
 	if complete {
 		e.Duration = int64(r.Dur)
 		e.Status, e.Code = errnoOf(r.Res)
@@ -1021,6 +1024,9 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountInfo, "late names refused (the descriptor held another file by then; counted as without a name)", t.table.Refused)
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
+	}
+	if t.fixedFiles != 0 {
+		s.Add(event.CountUnresolved, "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)", t.fixedFiles)
 	}
 	if t.aioUnreaped != 0 {
 		s.Add(event.CountUnpaired, "AIO requests never reaped: their process exited first", t.aioUnreaped)

@@ -66,3 +66,28 @@ func runFioUring(t *testing.T, direct bool, layers ...event.Layer) (string, *mem
 	}
 	return f, sink
 }
+
+// TestIOUringRegisteredFiles: requests on registered (fixed) files carry a
+// ring file index, not a descriptor: they are never named after whatever
+// descriptor has that number, and are counted as unnamed.
+func TestIOUringRegisteredFiles(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	requireTool(t, "fio")
+	f := filepath.Join(t.TempDir(), "data")
+	s := traceCmd(t, []string{"fio", "--name=uring", "--ioengine=io_uring", "--rw=read", "--bs=4k", "--size=256k",
+		"--filename=" + f, "--iodepth=4", "--registerfiles=1", "--output=/dev/null"}, event.LayerFile)
+	reads := find(s.events, byNative("io_uring/READ"))
+	if len(reads) != 64 {
+		t.Fatalf("%d io_uring/READ events, want 64", len(reads))
+	}
+	for _, r := range reads {
+		if r.Path != "" || r.FD != -1 || !strings.Contains(r.Note, "registered file") {
+			t.Errorf("read on a registered file: path %q fd %d note %q", r.Path, r.FD, r.Note)
+			break
+		}
+	}
+	const name = "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)"
+	if got := s.trailer.Stats.Get(event.CountUnresolved, name); got != 64 {
+		t.Errorf("%q = %d, want 64", name, got)
+	}
+}

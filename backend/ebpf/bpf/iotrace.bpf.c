@@ -86,8 +86,10 @@ struct io_cmd_data {
 };
 struct io_kiocb {
 	struct io_cmd_data cmd;
+	__u64 flags; /* io_req_flags_t */
 	struct io_cqe cqe;
 } __attribute__((preserve_access_index));
+#define REQ_F_FIXED_FILE 1 /* 1 << REQ_F_FIXED_FILE_BIT (0) */
 struct kiocb {
 	long long ki_pos;
 	int ki_flags;
@@ -301,10 +303,14 @@ struct uring_inflight {
 	__u32 len;
 	__u8 opcode;
 	__u8 caused;
-	__u8 pad[2];
+	__u8 uflags; /* enum uring_flags */
+	__u8 pad;
 	char comm[COMM_LEN];
 	__u64 bio_bytes;
 	__u32 nr_bios;
+	__u32 dev;
+	__u64 ino;
+	__u32 fflags;
 	__u32 pad2;
 };
 
@@ -1095,6 +1101,18 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	v.off = -1;
 	struct io_kiocb *req = ctx->req;
 	v.fd = BPF_CORE_READ(req, cqe.fd);
+	if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE) {
+		v.uflags |= UF_FIXED; /* a registered file's index, not a descriptor */
+	} else {
+		struct inflight fi = {};
+		file_info(&fi, v.fd, false);
+		if (fi.sflags & SF_HAVE_FILE) {
+			v.ino = fi.ino;
+			v.dev = fi.dev;
+			v.fflags = fi.fflags;
+			v.uflags |= UF_HAVE_FILE;
+		}
+	}
 	switch (v.opcode) {
 	case IORING_OP_READV:
 	case IORING_OP_WRITEV:
@@ -1162,7 +1180,11 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->nr_bios = v->nr_bios;
 	r->bio_bytes = v->bio_bytes;
 	r->caused = v->caused;
-	r->pad2[0] = r->pad2[1] = r->pad2[2] = 0;
+	r->uflags = v->uflags;
+	r->pad2[0] = r->pad2[1] = 0;
+	r->ino = v->ino;
+	r->dev = v->dev;
+	r->fflags = v->fflags;
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
 	if (ctx->cflags & IORING_CQE_F_MORE) {

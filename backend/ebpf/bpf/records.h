@@ -126,8 +126,18 @@ struct uring_rec {
 	char comm[COMM_LEN];
 	__u32 nr_bios;   /* bios the request queued (caused) */
 	__u8 caused;     /* 1: nr_bios/bio_bytes are valid (block tracing on) */
-	__u8 pad2[3];
+	__u8 uflags;     /* enum uring_flags */
+	__u8 pad2[2];
 	__u64 bio_bytes; /* bytes of those bios */
+	__u64 ino;       /* inode of fd's file at submission (UF_HAVE_FILE) */
+	__u32 dev;       /* kernel dev_t of its file system (UF_HAVE_FILE) */
+	__u32 fflags;    /* its file->f_flags (UF_HAVE_FILE) */
+};
+
+/* struct uring_rec.uflags */
+enum uring_flags {
+	UF_FIXED = 1 << 0,     /* fd is an index into the ring's registered files, not a descriptor */
+	UF_HAVE_FILE = 1 << 1, /* ino/dev/fflags hold the descriptor's file at submission */
 };
 
 /* One struct iocb of io_submit, from submission to the io_getevents (or
@@ -216,7 +226,8 @@ IOTRACE_OFF(uring_rec, more, 77);
 IOTRACE_OFF(uring_rec, comm, 80);
 IOTRACE_OFF(uring_rec, nr_bios, 96);
 IOTRACE_OFF(uring_rec, bio_bytes, 104);
-_Static_assert(sizeof(struct uring_rec) == 112, "uring_rec size");
+IOTRACE_OFF(uring_rec, ino, 112);
+_Static_assert(sizeof(struct uring_rec) == 128, "uring_rec size");
 IOTRACE_OFF(aio_rec, data, 40);
 IOTRACE_OFF(aio_rec, res, 64);
 IOTRACE_OFF(aio_rec, nr_bios, 96);
