@@ -2,7 +2,6 @@ package ebpf
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,24 +33,6 @@ func traceCmd(t *testing.T, args []string, layers ...event.Layer) *memSink {
 		t.Fatal(err)
 	}
 	return sink
-}
-
-// aioFile writes a 64 KiB file that O_DIRECT reads go to the disk for.
-func aioFile(t *testing.T) string {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "data")
-	if err := os.WriteFile(f, make([]byte, 64<<10), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.Open(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	if err := fh.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // buildAIO compiles testdata/aio/aio.c.
@@ -135,7 +116,7 @@ func TestAIOFioDirectReads(t *testing.T) {
 func TestAIOBatch(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	bin := buildAIO(t)
-	f := aioFile(t)
+	f, _ := coldFile(t, 64<<10)
 	sink := traceCmd(t, []string{bin, f, "batch"}, event.LayerFile, event.LayerBlock)
 	reads := find(sink.events, byNative("aio/PREAD"), byPath(f))
 	if len(reads) != 8 {
@@ -150,7 +131,7 @@ func TestAIOBatch(t *testing.T) {
 func TestAIOPartialSubmit(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	bin := buildAIO(t)
-	f := aioFile(t)
+	f, _ := coldFile(t, 64<<10)
 	sink := traceCmd(t, []string{bin, f, "partial"}, event.LayerFile)
 	var aio []event.Event
 	for _, e := range sink.events {
@@ -173,7 +154,7 @@ func TestAIOPartialSubmit(t *testing.T) {
 func TestAIOUnreaped(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	bin := buildAIO(t)
-	f := aioFile(t)
+	f, _ := coldFile(t, 64<<10)
 	sink := traceCmd(t, []string{bin, f, "unreaped"}, event.LayerFile)
 	reads := find(sink.events, byNative("aio/PREAD"), byPath(f))
 	if len(reads) != 1 || reads[0].Flags&event.FlagNoCompletion == 0 || reads[0].Status != event.StatusUnknown {
