@@ -188,3 +188,36 @@ func TestAIORecordLayout(t *testing.T) {
 		t.Errorf("decoded %+v\nwant    %+v", r, want)
 	}
 }
+
+// TestAIOFioDirectWrites: the same with random O_DIRECT writes: each
+// aio/PWRITE request is an event and its block writes link to it.
+func TestAIOFioDirectWrites(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	requireTool(t, "fio")
+	f := filepath.Join(t.TempDir(), "data")
+	sink := traceCmd(t, []string{"fio", "--name=aio", "--ioengine=libaio", "--direct=1", "--rw=randwrite", "--bs=4k",
+		"--size=256k", "--filename=" + f, "--iodepth=8", "--output=/dev/null"}, event.LayerFile, event.LayerBlock)
+	writes := find(sink.events, byNative("aio/PWRITE"), byPath(f))
+	if len(writes) != 64 {
+		t.Fatalf("%d aio/PWRITE events on %s, want 64", len(writes), f)
+	}
+	ids := map[uint64]bool{}
+	for _, w := range writes {
+		ids[w.ID] = true
+		if w.Op != event.OpWrite || w.Bytes != 4096 || w.CausedIOs == 0 || w.CausedBytes != 4096 {
+			t.Errorf("write at %d: op %v bytes %d caused %d I/Os, %d bytes", w.Offset, w.Op, w.Bytes, w.CausedIOs, w.CausedBytes)
+		}
+	}
+	n := 0
+	for _, e := range sink.events {
+		if e.Layer == event.LayerBlock && ids[e.Cause] {
+			n++
+			if e.Op != event.OpBlockWrite {
+				t.Errorf("bio %d caused by an AIO write is a %v", e.ID, e.Op)
+			}
+		}
+	}
+	if n < 64 {
+		t.Errorf("%d bios linked to the 64 writes", n)
+	}
+}
