@@ -44,6 +44,7 @@ type Writer struct {
 	opts   WriterOptions
 	enc    *chunkEnc
 	v1     bool // writing format version 1
+	old    bool // writing a format version without stacks (1 or 2)
 	out    []byte
 	off    int64
 
@@ -67,7 +68,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.Version == 0 {
 		opts.Version = Version
 	}
-	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1}
+	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1, old: opts.Version < 3}
 }
 
 // Create creates (or truncates) the file at path and returns a Writer to
@@ -137,6 +138,9 @@ func (w *Writer) Event(e *event.Event) error {
 	if err := w.check("Event"); err != nil {
 		return err
 	}
+	if w.old && e.Stack != 0 {
+		return w.tooOld("an event's stack")
+	}
 	if w.v1 {
 		w.enc.encodeEventV1(e)
 	} else {
@@ -151,6 +155,9 @@ func (w *Writer) Fact(f *event.Fact) error {
 	if err := w.check("Fact"); err != nil {
 		return err
 	}
+	if w.old && factMask(f)&^fAllV2 != 0 {
+		return w.tooOld("a " + f.Kind.String() + " fact's stack or module fields")
+	}
 	if w.v1 {
 		w.enc.encodeFactV1(f)
 	} else {
@@ -158,6 +165,12 @@ func (w *Writer) Fact(f *event.Fact) error {
 	}
 	w.facts++
 	return w.maybeFlush()
+}
+
+// tooOld is the error for a record the format version being written
+// cannot hold. It is not sticky: the records written so far stay valid.
+func (w *Writer) tooOld(what string) error {
+	return fmt.Errorf("tracefile.Writer: format version %d cannot hold %s (stacks need version 3)", w.opts.Version, what)
 }
 
 func (w *Writer) maybeFlush() error {
