@@ -595,8 +595,8 @@ func (d *decoder) decodeEvent(in *dec) {
 			e.Info = fit32(in, u)
 		}
 	}
-	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note = event.Device{}, 0, 0, 0, 0, 0, ""
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			w, next, ok := in.peek(p, off)
 			if !ok {
@@ -662,15 +662,14 @@ func (d *decoder) decodeEvent(in *dec) {
 			off = next
 			e.Note = d.strAt(in, u)
 		}
-	}
-	e.Stack = 0
-	if m&mStack != 0 {
-		u, next, ok := in.peek(p, off)
-		if !ok {
-			u, next = in.uvarintAt(off)
+		if m&mStack != 0 {
+			u, next, ok := in.peek(p, off)
+			if !ok {
+				u, next = in.uvarintAt(off)
+			}
+			off = next
+			e.Stack = u
 		}
-		off = next
-		e.Stack = u
 	}
 	if in.err != nil {
 		// A failure (fail) left the position at the end.

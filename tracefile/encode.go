@@ -144,7 +144,7 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 			b = appendUvarint(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			b = appendUvarint(b, devWord(e.Dev))
 			b = appendUvarint(b, uint64(e.Dev.Minor))
@@ -169,9 +169,9 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 		if m&mNote != 0 {
 			b = appendUvarint(b, c.addStr(e.Note))
 		}
-	}
-	if m&mStack != 0 {
-		b = appendUvarint(b, e.Stack)
+		if m&mStack != 0 {
+			b = appendUvarint(b, e.Stack)
+		}
 	}
 	c.events = b
 	c.nevents++

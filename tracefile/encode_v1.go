@@ -141,7 +141,7 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 			b = appendLEB(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			b = appendLEB(b, devWord(e.Dev))
 			b = appendLEB(b, uint64(e.Dev.Minor))
@@ -166,9 +166,9 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 		if m&mNote != 0 {
 			b = appendLEB(b, c.addStrV1(e.Note))
 		}
-	}
-	if m&mStack != 0 {
-		b = appendLEB(b, e.Stack)
+		if m&mStack != 0 {
+			b = appendLEB(b, e.Stack)
+		}
 	}
 	c.events = b
 	c.nevents++

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/stacktest"
+	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/symbolize"
+	"github.com/iotrace/iotrace/tracefile"
+)
+
+// progTrace writes a .iot trace of process 4242 with the module fact of
+// bin and three write events (1000, 2000 and 4000 bytes, 1, 2 and 4 µs)
+// issued from the stack write_block <- inner_fn <- outer_fn <- main in
+// it, the last with a kernel part named by the trace's kernel symbols,
+// and one event without a stack.
+func progTrace(t *testing.T, bin string) string {
+	t.Helper()
+	mod, st := stacktest.ProgFacts(t, bin, 4242, 0x5555_5555_4000)
+	kst := st
+	kst.Handle = 2
+	kst.Kernel = []uint64{0xffff_ffff_8140_0010}
+	path := filepath.Join(testenv.TempDir(t), "stacks.iot")
+	w, err := tracefile.Create(path, tracefile.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := event.Header{Source: event.SourceSynthetic, OS: "linux", CPUs: 1}
+	must(t, w.Begin(&h))
+	for _, f := range []event.Fact{
+		{Kind: event.FactProcess, Rundown: true, Pid: 4242, Name: "prog", Image: bin},
+		{Kind: event.FactKernelSymbol, Handle: 0xffff_ffff_8140_0000, Size: 0x100, Name: "ksys_write"},
+		mod, st, kst,
+	} {
+		must(t, w.Fact(&f))
+	}
+	for i, n := range []int64{1000, 2000, 4000, 8} {
+		e := event.New()
+		e.ID, e.Source, e.Layer, e.Op, e.Native = uint64(i+1), event.SourceSynthetic, event.LayerFile, event.OpWrite, "write"
+		e.Time, e.Duration, e.Pid, e.Tid, e.Comm, e.Path, e.FD = int64(i)*10_000, n, 4242, 4242, "prog", "/tmp/out", 3
+		e.Size, e.Bytes, e.Stack = uint64(n), n, 1
+		if i == 2 {
+			e.Stack = 2
+		}
+		if i == 3 {
+			e.Stack = 0
+		}
+		must(t, w.Event(&e))
+	}
+	must(t, w.End(&event.Trailer{End: 100_000}))
+	must(t, w.Close())
+	return path
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var chain = regexp.MustCompile(`(?s)at write_block \(prog\.c:\d+\)\n    at inner_fn \(prog\.c:\d+\)\n    at outer_fn \(prog\.c:\d+\)\n    at main \(prog\.c:\d+\)\n`)
+
+// TestPrintStacks: print --stacks names the frames of a real binary
+// (built by the test) from its path, then from a --symbols directory
+// under its build-id once it is gone from its path; a rebuilt binary of
+// another build-id at the path names nothing and the mismatch is counted
+// in the summary.
+func TestPrintStacks(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+
+	out, errOut, code := runCLI(t, "print", "--stacks", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if os.Getenv("IOTRACE_SHOW") != "" {
+		t.Log(out)
+	}
+	if n := len(chain.FindAllString(out, -1)); n != 3 {
+		t.Fatalf("the call chain is named %d times, want 3:\n%s", n, out)
+	}
+	if !strings.Contains(out, "    at [k] ksys_write\n    at write_block") {
+		t.Errorf("kernel frame not named from the trace's symbols:\n%s", out)
+	}
+	if strings.Count(out, "    at ") != 13 || strings.Contains(out, "PROBLEMS") {
+		t.Errorf("frames or problems:\n%s", out)
+	}
+
+	// Offline: the binary moves to a symbols directory (debuginfod
+	// layout) and is gone from its path.
+	id, err := symbolize.ReadID(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := testenv.TempDir(t)
+	must(t, os.MkdirAll(filepath.Join(syms, strings.TrimPrefix(id, "gnu:")), 0o755))
+	must(t, os.Rename(bin, filepath.Join(syms, strings.TrimPrefix(id, "gnu:"), "debuginfo")))
+	out, errOut, code = runCLI(t, "print", "--stacks", "--symbols", syms, path)
+	if code != 0 || len(chain.FindAllString(out, -1)) != 3 {
+		t.Fatalf("from --symbols: exit %d %s\n%s", code, errOut, out)
+	}
+	// Without it: module+offset, counted.
+	out, _, _ = runCLI(t, "print", "--stacks", path)
+	if !strings.Contains(out, "    at prog+0x") || !strings.Contains(out, "stack "+symbolize.NoFile.String()+": 12") {
+		t.Errorf("without the binary:\n%s", out)
+	}
+
+	// A rebuilt binary with another build-id at the original path.
+	stacktest.BuildProg(t, dir, 2)
+	if id2, _ := symbolize.ReadID(bin); id2 == id {
+		t.Fatalf("the rebuilt binary has the same build-id %s", id)
+	}
+	out, _, _ = runCLI(t, "print", "--stacks", path)
+	if strings.Contains(out, "inner_fn") || strings.Contains(out, "write_block") {
+		t.Errorf("frames named from a binary with another build-id:\n%s", out)
+	}
+	if !strings.Contains(out, "PROBLEMS") || !strings.Contains(out, "stack "+symbolize.IDMismatch.String()+": 12") {
+		t.Errorf("mismatch not counted:\n%s", out)
+	}
+
+	// --stacks is for text.
+	if _, errOut, code := runCLI(t, "print", "--stacks", "-f", "jsonl", path); code == 0 || !strings.Contains(errOut, "--stacks prints frames in text") {
+		t.Errorf("--stacks -f jsonl: exit %d %s", code, errOut)
+	}
+}
