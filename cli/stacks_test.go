@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/stacktest"
@@ -128,5 +131,71 @@ func TestPrintStacks(t *testing.T) {
 	// --stacks is for text.
 	if _, errOut, code := runCLI(t, "print", "--stacks", "-f", "jsonl", path); code == 0 || !strings.Contains(errOut, "--stacks prints frames in text") {
 		t.Errorf("--stacks -f jsonl: exit %d %s", code, errOut)
+	}
+}
+
+// TestConvertPprofAndFolded: the pprof profile reads back with
+// github.com/google/pprof/profile, its three values summing to the
+// trace's totals, with the binary's functions named; folded lines sum to
+// the same totals for each weight.
+func TestConvertPprofAndFolded(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+	// The trace's totals: 4 events, 7008 bytes, 7008 ns.
+	want := map[string]int64{"count": 4, "bytes": 7008, "latency": 7008}
+
+	out := filepath.Join(dir, "io.pb.gz")
+	if _, errOut, code := runCLI(t, "convert", path, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	f, err := os.Open(out)
+	must(t, err)
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("pprof cannot read the profile: %v", err)
+	}
+	must(t, p.CheckValid())
+	for i, st := range p.SampleType {
+		var sum int64
+		for _, s := range p.Sample {
+			sum += s.Value[i]
+		}
+		if sum != want[st.Type] {
+			t.Errorf("%s: samples sum to %d, want %d", st.Type, sum, want[st.Type])
+		}
+	}
+	var names []string
+	for _, l := range p.Sample[0].Location {
+		names = append(names, l.Line[0].Function.Name)
+	}
+	if strings.Join(names, ",") != "write_block,inner_fn,outer_fn,main,write" {
+		t.Errorf("first sample's stack: %q", names)
+	}
+
+	for weight, total := range want {
+		stdout, errOut, code := runCLI(t, "convert", path, "-f", "folded", "--weight", weight, "-o", "-")
+		if code != 0 {
+			t.Fatalf("folded %s: exit %d: %s", weight, code, errOut)
+		}
+		var sum int64
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			i := strings.LastIndexByte(line, ' ')
+			v, err := strconv.ParseInt(line[i+1:], 10, 64)
+			if err != nil {
+				t.Fatalf("folded line %q", line)
+			}
+			sum += v
+		}
+		if sum != total {
+			t.Errorf("folded %s: lines sum to %d, want %d:\n%s", weight, sum, total, stdout)
+		}
+		if !strings.Contains(stdout, "write;main;outer_fn;inner_fn;write_block;[k] ksys_write ") || !strings.Contains(stdout, "write;[no stack] ") {
+			t.Errorf("folded %s:\n%s", weight, stdout)
+		}
+	}
+	if _, errOut, code := runCLI(t, "convert", path, "-f", "pprof", "--weight", "bytes", "-o", filepath.Join(dir, "x.pprof")); code == 0 || !strings.Contains(errOut, "--weight applies to -f folded") {
+		t.Errorf("--weight with pprof: exit %d %s", code, errOut)
 	}
 }
