@@ -199,3 +199,37 @@ func TestConvertPprofAndFolded(t *testing.T) {
 		t.Errorf("--weight with pprof: exit %d %s", code, errOut)
 	}
 }
+
+// TestReportStacks: report --stacks lists the top stacks, named, with
+// their shares; unnamed frames reach the report's problems.
+func TestReportStacks(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+	out, errOut, code := runCLI(t, "report", "--stacks", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if os.Getenv("IOTRACE_SHOW") != "" {
+		t.Log(out)
+	}
+	for _, want := range []string{
+		"STACKS: 2 distinct (op, process, stack) of 4 events",
+		"Top stacks of file I/O by time\n           4µs  57.1%  1 events, 4000 B, 4µs  write prog\n        [k] ksys_write\n        write_block (prog.c:",
+		"Top stacks of file I/O by count\n             2  50.0%  2 events, 3000 B, 3µs  write prog\n        write_block",
+		"Top stacks of write by time",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	// The binary gone: frames unnamed, counted among the problems.
+	must(t, os.Remove(bin))
+	out, _, _ = runCLI(t, "report", "--stacks", path)
+	if !strings.Contains(out, "prog+0x") || !strings.Contains(out, symbolize.NoFile.String()) {
+		t.Errorf("unnamed frames not shown or counted:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, "report", "--stacks", "--format", "json", path); code == 0 || !strings.Contains(errOut, "--stacks reports") {
+		t.Errorf("--stacks --format json: exit %d %s", code, errOut)
+	}
+}

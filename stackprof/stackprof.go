@@ -65,6 +65,7 @@ type agg struct {
 	frames []stacks.Frame
 	root   string // the op, outermost frame
 	comm   string
+	block  bool
 	Totals
 }
 
@@ -104,7 +105,7 @@ func (a *Aggregator) Add(e *event.Event) {
 	k := kb.String()
 	s, ok := a.byKey[k]
 	if !ok {
-		s = &agg{frames: frames, root: e.Op.String(), comm: e.Comm}
+		s = &agg{frames: frames, root: e.Op.String(), comm: e.Comm, block: isBlock(e.Op)}
 		a.byKey[k] = s
 		a.order = append(a.order, s)
 	}
