@@ -233,3 +233,30 @@ func TestReportStacks(t *testing.T) {
 		t.Errorf("--stacks --format json: exit %d %s", code, errOut)
 	}
 }
+
+// TestScriptStack: e.stack is the event's frames, innermost first, as
+// print --stacks names them (a tuple: a usable aggregation key), empty
+// without a stack.
+func TestScriptStack(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+	src := filepath.Join(dir, "s.star")
+	must(t, os.WriteFile(src, []byte(`
+by = count("stack")
+def on_event(e):
+    by.add(e.stack)
+    print(e.id, len(e.stack), e.stack[1] if e.stack else "-")
+def on_end():
+    print(by)
+`), 0o600))
+	out, errOut, code := runCLI(t, "run", src, "-i", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"1 4 inner_fn (prog.c:", "3 5 write_block (prog.c:", "4 0 -"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q:\n%s", want, out)
+		}
+	}
+}
