@@ -16,8 +16,8 @@ import (
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/script"
-	"github.com/iotrace/iotrace/symbolize"
 	"github.com/iotrace/iotrace/script/where"
+	"github.com/iotrace/iotrace/symbolize"
 )
 
 // runFlags are the flags of iotrace run.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/script/where"
 	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/symbolize"
-	"github.com/iotrace/iotrace/script/where"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"

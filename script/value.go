@@ -8,8 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/iotrace/iotrace/event"
-	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/script/where"
+	"github.com/iotrace/iotrace/stacks"
 	"go.starlark.net/starlark"
 )
 
