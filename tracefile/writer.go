@@ -20,9 +20,10 @@ type WriterOptions struct {
 	// is written; 0 means DefaultChunkRecords.
 	ChunkRecords int
 	// Version is the format version to write: 0 means Version (the
-	// newest); 1 writes a file that iotrace releases before format
-	// version 2 can read (larger and slower to read). Begin fails on any
-	// other value.
+	// newest); 2 writes a file that iotrace releases before stacks
+	// (format version 3) can read, and refuses stacks; 1 one that
+	// releases before format version 2 can read (larger and slower to
+	// read). Begin fails on any other value.
 	Version int
 }
 
