@@ -260,3 +260,30 @@ def on_end():
 		}
 	}
 }
+
+// TestStacksSurviveConvert: .iot → jsonl → .iot keeps the stacks, the
+// modules and the kernel symbols: the frames are named the same.
+func TestStacksSurviveConvert(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+	want, _, _ := runCLI(t, "print", "--stacks", path)
+	jl := filepath.Join(dir, "t.jsonl")
+	back := filepath.Join(dir, "back.iot")
+	for _, c := range [][]string{{"convert", path, "-o", jl}, {"convert", jl, "-o", back}} {
+		if _, errOut, code := runCLI(t, c...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c, code, errOut)
+		}
+	}
+	data, err := os.ReadFile(jl)
+	must(t, err)
+	if !strings.Contains(string(data), `"kind":"stack"`) || !strings.Contains(string(data), `"stack":1`) || !strings.Contains(string(data), `"kind":"module"`) {
+		t.Errorf("jsonl without the stacks:\n%s", data)
+	}
+	for _, p := range []string{jl, back} {
+		got, _, code := runCLI(t, "print", "--stacks", p)
+		if code != 0 || got != want {
+			t.Errorf("%s: exit %d, printed\n%s\nwant\n%s", p, code, got, want)
+		}
+	}
+}
