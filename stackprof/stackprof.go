@@ -71,38 +71,47 @@ type agg struct {
 
 // Aggregator sums events by stack and op.
 type Aggregator struct {
-	tab    *stacks.Table
-	byKey  map[string]*agg
-	order  []*agg
-	totals Totals
-	end    int64
+	tab       *stacks.Table
+	byKey     map[aggKey]*agg
+	frameKeys map[*stacks.Stack]string
+	order     []*agg
+	totals    Totals
+	end       int64
 }
 
 // NewAggregator returns an Aggregator naming frames with tab.
 func NewAggregator(tab *stacks.Table) *Aggregator {
-	return &Aggregator{tab: tab, byKey: map[string]*agg{}}
+	return &Aggregator{tab: tab, byKey: map[aggKey]*agg{}, frameKeys: map[*stacks.Stack]string{}}
 }
 
 // Add adds e as a sample.
 func (a *Aggregator) Add(e *event.Event) {
-	var frames []stacks.Frame
+	var (
+		frames []stacks.Frame
+		fk     string // the frames' key
+	)
 	switch st := a.tab.Frames(e); {
 	case st != nil:
 		frames = st.Frames
+		k, ok := a.frameKeys[st]
+		if !ok {
+			// Computed once per distinct symbolized stack: the same
+			// frames from another process or time share a sample.
+			var kb strings.Builder
+			for _, f := range frames {
+				kb.WriteByte(0)
+				kb.WriteString(stacks.FrameString(f))
+			}
+			k = kb.String()
+			a.frameKeys[st] = k
+		}
+		fk = k
 	case e.Stack != 0:
-		frames = []stacks.Frame{pseudo(missingStack)}
+		frames, fk = missingFrames, "\x00"+missingStack
 	default:
-		frames = []stacks.Frame{pseudo(noStack)}
+		frames, fk = noFrames, "\x00"+noStack
 	}
-	var kb strings.Builder
-	kb.WriteString(e.Op.String())
-	kb.WriteByte(0)
-	kb.WriteString(e.Comm)
-	for _, f := range frames {
-		kb.WriteByte(0)
-		kb.WriteString(stacks.FrameString(f))
-	}
-	k := kb.String()
+	k := aggKey{op: e.Op, comm: e.Comm, frames: fk}
 	s, ok := a.byKey[k]
 	if !ok {
 		s = &agg{frames: frames, root: e.Op.String(), comm: e.Comm, block: isBlock(e.Op)}
@@ -113,14 +122,26 @@ func (a *Aggregator) Add(e *event.Event) {
 	if e.Bytes > 0 {
 		bytes = e.Bytes
 	}
-	for _, t := range []*Totals{&s.Totals, &a.totals} {
-		t.Count++
-		t.Bytes += bytes
-		t.Latency += e.Duration
-	}
+	s.Count++
+	s.Bytes += bytes
+	s.Latency += e.Duration
+	a.totals.Count++
+	a.totals.Bytes += bytes
+	a.totals.Latency += e.Duration
 	if end := e.End(); end > a.end {
 		a.end = end
 	}
+}
+
+var (
+	noFrames      = []stacks.Frame{pseudo(noStack)}
+	missingFrames = []stacks.Frame{pseudo(missingStack)}
+)
+
+type aggKey struct {
+	op     event.Op
+	comm   string
+	frames string
 }
 
 func pseudo(name string) stacks.Frame {
