@@ -13,21 +13,25 @@ import (
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/perfetto"
 	"github.com/iotrace/iotrace/report"
+	"github.com/iotrace/iotrace/stackprof"
+	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
 // convertFormats are the formats convert writes; the first is the
 // default when neither --format nor the extension tells.
-var convertFormats = []string{"iot", "jsonl", "csv", "text", "perfetto", "parquet"}
+var convertFormats = []string{"iot", "jsonl", "csv", "text", "perfetto", "parquet", "pprof", "folded"}
 
 func newConvertCmd() *cobra.Command {
 	var (
-		fo filter.Options
-		of outputFlags
+		fo     filter.Options
+		of     outputFlags
+		sf     stackFlags
+		weight string
 	)
 	cmd := &cobra.Command{
 		Use:   "convert INPUT -o OUTPUT",
-		Short: "Convert a trace file to another format (iot, jsonl, csv, text, perfetto, parquet)",
+		Short: "Convert a trace file to another format (iot, jsonl, csv, text, perfetto, parquet, pprof, folded)",
 		Long: `Convert a trace file (.iot, Windows .etl, or jsonl written by iotrace) to iot,
 jsonl, csv, text, perfetto or parquet, keeping only the events the filter flags select. The
 output format comes from --format, else from OUTPUT's extension (.iot, .jsonl, .csv, .txt,
@@ -36,13 +40,20 @@ output format comes from --format, else from OUTPUT's extension (.iot, .jsonl, .
 iot and jsonl keep everything (events, facts, stats) and read back with every
 command; csv and text are for people and spreadsheets; parquet is one row per
 event with names resolved and the trace's host, OS and id on every row, for
-DuckDB, Spark, Trino or ClickHouse (docs/parquet.md). A damaged input converts
+DuckDB, Spark, Trino or ClickHouse (docs/parquet.md). pprof and folded
+aggregate the events by stack for flame graphs (docs/stacks.md): pprof
+(.pb.gz, .pprof) is a profile for go tool pprof, speedscope or Pyroscope with
+three values per sample (count, bytes, latency in ns); folded (.folded) is the
+collapsed-stack text of flamegraph.pl, one value per line (--weight); frames
+are named with the trace's modules and --symbols. A damaged input converts
 every intact event, then fails naming the byte offset of the damage.`,
 		Example: `  iotrace convert build.iot -o build.jsonl
   iotrace convert build.iot -o reads.csv --op read,write
   iotrace convert build.jsonl -o build.iot
   iotrace convert boot.etl -o boot.iot
-  iotrace convert build.iot -o build.parquet`,
+  iotrace convert build.iot -o build.parquet
+  iotrace convert build.iot -o build.pb.gz --symbols ./symbols
+  iotrace convert build.iot -f folded --weight latency -o - | flamegraph.pl > io.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if of.path == "" {
@@ -52,16 +63,26 @@ every intact event, then fails naming the byte offset of the damage.`,
 			if err != nil {
 				return err
 			}
-			return convertTrace(cmd, args[0], format, fo, of)
+			w, err := stackprof.ParseWeight(weight)
+			if err != nil {
+				return err
+			}
+			if weight != "" && format != "folded" {
+				return fmt.Errorf("--weight applies to -f folded (pprof holds every weight)")
+			}
+			return convertTrace(cmd, args[0], format, fo, of, sf, w)
 		},
 	}
 	addFilterFlags(cmd, &fo)
+	addStackFlags(cmd, &sf, "")
+	cmd.Flags().StringVar(&weight, "weight", "", "what a folded line counts: count (events, the default), bytes or latency (ns)")
+	_ = cmd.RegisterFlagCompletionFunc("weight", fixedCompletion("count", "bytes", "latency"))
 	addOutputFlags(cmd, &of, convertFormats, "the file to write (required; - for standard output)")
 	return cmd
 }
 
 // convertTrace reads in through the filter into the writer of format.
-func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of outputFlags) error {
+func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of outputFlags, sf stackFlags, weight stackprof.Weight) error {
 	f, err := filter.New(fo)
 	if err != nil {
 		return err
@@ -71,7 +92,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 		return err
 	}
 	defer closeAll(traces)
-	if len(traces) > 1 && (format == "iot" || format == "perfetto" || format == "parquet") {
+	if len(traces) > 1 && (format == "iot" || format == "perfetto" || format == "parquet" || format == "pprof" || format == "folded") {
 		return fmt.Errorf("%s holds %d concatenated traces; a %s file holds one: convert to jsonl, csv or text, or split the input", in, len(traces), format)
 	}
 	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), in)
@@ -81,17 +102,38 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	w = jsonOnTerminal(w, format, of.path, cmd.OutOrStdout())
 	var runErr error
 	for _, r := range traces {
-		sink, err := newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
-		if err != nil {
-			closeOut(false)
-			return err
+		var (
+			sink event.Sink
+			tab  *stacks.Table
+		)
+		switch format {
+		case "pprof":
+			tab = sf.table()
+			sink = stackprof.NewPprof(w, tab)
+		case "folded":
+			tab = sf.table()
+			sink = stackprof.NewFolded(w, tab, weight)
+		default:
+			sink, err = newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
+			if err != nil {
+				closeOut(false)
+				return err
+			}
 		}
 		var s event.Sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
+		if tab != nil {
+			// The unnamed frames' counts reach the warning.
+			s = tab.Summary(s)
+		}
 		prog := withProgress(s, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
 		if prog != nil {
 			s = prog
 		}
-		runErr = r.Run(cmd.Context(), f.Sink(s))
+		first := f.Sink(s)
+		if tab != nil {
+			first = tab.Feed(first)
+		}
+		runErr = r.Run(cmd.Context(), first)
 		if prog != nil {
 			prog.Done()
 		}

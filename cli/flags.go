@@ -149,6 +149,10 @@ func formatForExt(path string) string {
 		return "parquet"
 	case strings.HasSuffix(l, ".pftrace"), strings.HasSuffix(l, ".perfetto"):
 		return "perfetto"
+	case strings.HasSuffix(l, ".pb.gz"), strings.HasSuffix(l, ".pprof"):
+		return "pprof"
+	case strings.HasSuffix(l, ".folded"):
+		return "folded"
 	}
 	return output.FormatForPath(path)
 }

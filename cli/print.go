@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/output"
+	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/timeorder"
 	"github.com/iotrace/iotrace/tracefile"
 )
@@ -20,6 +21,7 @@ func newPrintCmd() *cobra.Command {
 	var (
 		fo filter.Options
 		of outputFlags
+		sf stackFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "print FILE...|-",
@@ -35,12 +37,20 @@ then fails naming the byte offset of the damage.
 
 Several files (or glob patterns) print one after the other, each as a whole
 trace: in jsonl they are concatenated traces, each with its own header and
-trailer.`,
+trailer.
+
+--stacks prints, under each event recorded with a stack, its frames, innermost
+first (kernel frames marked [k]), named from the trace's modules and kernel
+symbols with the symbol files found by build-id (--symbols DIR, then
+/usr/lib/debug, then the module's own path); a frame that cannot be named shows
+as module+0xoffset, and the summary counts such frames by reason
+(docs/stacks.md).`,
 		Example: `  iotrace print build.iot
   iotrace print build.iot --op open --failed
   iotrace print build.iot --path '/usr/**/*.so' --min-latency 1ms
   iotrace print build.iot -f jsonl | jq 'select(.type=="event" and .op=="read")'
-  iotrace print 'fleet/*/*.iot' --failed`,
+  iotrace print 'fleet/*/*.iot' --failed
+  iotrace print build.iot --stacks --symbols ./symbols`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := formatFor(of.format, of.path, "text", output.Formats())
@@ -51,10 +61,14 @@ trailer.`,
 			if err != nil {
 				return err
 			}
-			return printTraces(cmd, paths, format, fo, of)
+			if sf.show && format != "text" {
+				return fmt.Errorf("--stacks prints frames in text; %s carries the stacks as facts (with --facts) for other tools", format)
+			}
+			return printTraces(cmd, paths, format, fo, of, sf)
 		},
 	}
 	addFilterFlags(cmd, &fo)
+	addStackFlags(cmd, &sf, "print each event's stack under it, symbolized (text)")
 	addOutputFlags(cmd, &of, []string{"text", "jsonl", "csv"}, "write to this file instead of standard output")
 	return cmd
 }
@@ -63,7 +77,7 @@ trailer.`,
 // jsonl traces are several) through the filter into the output format. A
 // damaged input prints what it holds intact; the others still print, and
 // the command fails at the end naming the damage.
-func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags) error {
+func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags, sf stackFlags) error {
 	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), paths...)
 	if err != nil {
 		return err
@@ -81,7 +95,7 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 			if len(traces) > 1 {
 				name = fmt.Sprintf("%s (trace %d of %d)", path, i+1, len(traces))
 			}
-			runErr, err := printTrace(cmd, w, r, format, fo, of)
+			runErr, err := printTrace(cmd, w, r, format, fo, of, sf)
 			if err != nil {
 				closeAll(traces)
 				closeOut(false)
@@ -100,16 +114,26 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 
 // printTrace reads one trace through the filter into the output format
 // on w. runErr is the reader's (damage, interruption); err a set-up error.
-func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, fo filter.Options, of outputFlags) (runErr, err error) {
+func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, fo filter.Options, of outputFlags, sf stackFlags) (runErr, err error) {
 	f, err := filter.New(fo)
 	if err != nil {
 		return nil, err
 	}
-	out, err := output.New(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
+	oo := output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())}
+	var tab *stacks.Table
+	if sf.show {
+		tab = sf.table()
+		oo.Frames = tab.Lines
+	}
+	out, err := output.New(format, w, oo)
 	if err != nil {
 		return nil, err
 	}
 	var sink event.Sink = out
+	if tab != nil {
+		// The frames' counts reach the summary with the trailer.
+		sink = tab.Summary(sink)
+	}
 	if format != "text" || (of.path != "" && of.path != "-") {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
@@ -120,7 +144,13 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	// In time order within a window: live backends record by buffer,
 	// not by time.
 	ord := timeorder.New(sink, timeorder.Options{Tick: -1})
-	runErr = r.Run(cmd.Context(), f.Sink(ord))
+	var first event.Sink = f.Sink(ord)
+	if tab != nil {
+		// Stack and module facts are taken in stream order, before the
+		// filter and the reordering.
+		first = tab.Feed(first)
+	}
+	runErr = r.Run(cmd.Context(), first)
 	if ferr := ord.Flush(); runErr == nil && ferr != nil {
 		runErr = ferr
 	}

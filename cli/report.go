@@ -19,6 +19,7 @@ import (
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/report"
+	"github.com/iotrace/iotrace/stackprof"
 )
 
 // reportFlags are the flags of iotrace report.
@@ -31,6 +32,7 @@ type reportFlags struct {
 	merge         bool
 	liveOpts      liveFlags
 	filter        filter.Options
+	stacks        stackFlags
 }
 
 func newReportCmd() *cobra.Command {
@@ -65,6 +67,9 @@ later without their events: iotrace report --merge a.json b.json.`,
   iotrace report --merge monday.json tuesday.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.stacks.show && (f.live || f.merge || f.format != "text") {
+				return fmt.Errorf("--stacks reports the stacks of a trace file in text (not with --live, --merge or --format json)")
+			}
 			if f.live {
 				command, err := commandArgs(cmd, args)
 				if err != nil {
@@ -94,6 +99,7 @@ later without their events: iotrace report --merge a.json b.json.`,
 	fl.BoolVar(&f.merge, "merge", false, "merge reports written by report --format json (the arguments) into one")
 	addFilterFlags(cmd, &f.filter)
 	addLiveFlags(cmd, &f.liveOpts)
+	addStackFlags(cmd, &f.stacks, "also report the top stacks by time, bytes and count, per op and for block I/O (text, one trace)")
 	return cmd
 }
 
@@ -145,8 +151,22 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 // reportOf reads one trace into a report. A damaged trace returns the
 // report of what was read and an error saying so.
 func reportOf(ctx context.Context, in input.Reader, name string, f *reportFlags, flt *filter.Filter, stderr io.Writer) (*report.Report, error) {
+	return reportOfStacks(ctx, in, name, f, flt, stderr, nil)
+}
+
+// reportOfStacks is reportOf that, with --stacks, also aggregates the
+// events by stack into *agg; the frames it cannot name are counted in
+// the report's problems.
+func reportOfStacks(ctx context.Context, in input.Reader, name string, f *reportFlags, flt *filter.Filter, stderr io.Writer, agg **stackprof.Aggregator) (*report.Report, error) {
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
-	sink := flt.Sink(rep)
+	var sink event.Sink
+	if agg != nil && f.stacks.show {
+		tab := f.stacks.table()
+		*agg = stackprof.NewAggregator(tab)
+		sink = tab.Feed(flt.Sink(tab.Summary(stackTee{rep, *agg})))
+	} else {
+		sink = flt.Sink(rep)
+	}
 	var prog *report.Progress
 	if isTerminal(stderr) {
 		prog = report.NewProgress(sink, stderr, 0)
@@ -160,6 +180,20 @@ func reportOf(ctx context.Context, in input.Reader, name string, f *reportFlags,
 		return rep, fmt.Errorf("report on %s covers only what was read before: %w", name, runErr)
 	}
 	return rep, nil
+}
+
+// stackTee passes everything to the report and every event to the
+// stack aggregator.
+type stackTee struct {
+	*report.Report
+	agg *stackprof.Aggregator
+}
+
+func (t stackTee) Event(e *event.Event) error {
+	if e.Layer != event.LayerMarker {
+		t.agg.Add(e)
+	}
+	return t.Report.Event(e)
 }
 
 // openTraces opens every trace of the files at paths (a jsonl file may
@@ -207,9 +241,15 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Re
 		if err != nil {
 			return err
 		}
-		rep, runErr := reportOf(ctx, traces[0], paths[0], f, flt, stderr)
+		var agg *stackprof.Aggregator
+		rep, runErr := reportOfStacks(ctx, traces[0], paths[0], f, flt, stderr, &agg)
 		if err := writeReport(rep, f, stdout, hm); err != nil {
 			return errors.Join(runErr, err)
+		}
+		if agg != nil {
+			if err := agg.WriteReport(stdout, f.top); err != nil {
+				return errors.Join(runErr, fmt.Errorf("write report: %w", err))
+			}
 		}
 		if runErr != nil {
 			return damaged(ctx, runErr)
@@ -218,6 +258,9 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Re
 	}
 	if f.heatmap != "" {
 		return fmt.Errorf("--heatmap draws one trace; the input holds %d", len(traces))
+	}
+	if f.stacks.show {
+		return fmt.Errorf("--stacks reports one trace; the input holds %d", len(traces))
 	}
 	var parts []*report.Result
 	var damagedErrs []error

@@ -17,6 +17,7 @@ import (
 	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/script"
 	"github.com/iotrace/iotrace/script/where"
+	"github.com/iotrace/iotrace/symbolize"
 )
 
 // runFlags are the flags of iotrace run.
@@ -28,6 +29,7 @@ type runFlags struct {
 	keepGoing bool
 	maxSteps  uint64
 	maxKeys   int
+	symbols   []string
 	maxMemory string
 	fields    bool
 	verbose   bool
@@ -103,6 +105,7 @@ The language reference and the event fields: docs/scripts.md, or
 	fs.BoolVar(&rf.keepGoing, "keep-going", false, "report handler errors and go on instead of stopping")
 	fs.Uint64Var(&rf.maxSteps, "max-steps", script.DefaultMaxSteps, "Starlark steps one handler call may take")
 	fs.IntVar(&rf.maxKeys, "max-keys", script.DefaultMaxKeys, "keys one aggregation may hold")
+	fs.StringArrayVar(&rf.symbols, "symbols", nil, "a directory of symbol files naming e.stack's frames (debuginfod layout BUILDID/debuginfo or .build-id/xx/rest.debug); repeatable")
 	fs.StringVar(&rf.maxMemory, "max-memory", "1G", "how much the script's data (lists, dicts, strings, aggregations) may grow the heap before the script is stopped (bytes, or with K, M, G)")
 	fs.BoolVar(&rf.fields, "fields", false, "list the event fields scripts and --where can use, and exit")
 	fs.BoolVarP(&rf.verbose, "verbose", "v", false, "say what the filter pushes down to the backend and how many events it kept")
@@ -153,6 +156,7 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		KeepGoing: rf.keepGoing,
 		WallClock: live,
 		Stop:      cancel,
+		Symbols:   symbolize.Options{Dirs: rf.symbols},
 	})
 	if err != nil {
 		closeOut(false)

@@ -109,6 +109,10 @@ type Event struct {
 
 	// Note is free text: a marker's message, an io_uring op name.
 	Note string
+
+	// Stack is the ID of the stack (a FactStack of the same trace) that
+	// issued the operation, 0 when none was captured.
+	Stack uint64
 }
 
 // Reset sets e to an empty event with the "none" values for FD, Offset and

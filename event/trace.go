@@ -124,8 +124,82 @@ type Fact struct {
 	// letter) of a FactVolume.
 	Image string
 	// Detail is the command line of a FactProcess, the disk a partition
-	// belongs to for a FactDevice.
+	// belongs to for a FactDevice, the identity of a FactModule ("gnu:"
+	// and the hex ELF build-id, "go:" and the Go build ID, "pe:" and the
+	// PE TimeDateStamp and SizeOfImage as %08X%X), the module of a
+	// FactKernelSymbol ("" for the kernel itself).
 	Detail string
+
+	// The fields below describe stacks and modules (see docs/stacks.md).
+
+	// Size is the length of a FactModule's mapping, the size of a
+	// FactKernelSymbol's function (0 when unknown).
+	Size uint64
+	// Offset is the file offset mapped at a FactModule's load address
+	// (Handle).
+	Offset uint64
+	// Vaddr is the ELF virtual address mapped at a FactModule's load
+	// address, valid when Flags has FactVaddr: it lets a separate debug
+	// file name the module's addresses.
+	Vaddr uint64
+	// Flags qualify a FactStack or FactModule.
+	Flags FactFlags
+	// Kernel and User are a FactStack's frames (return addresses),
+	// innermost first: the kernel part, then the user part (the kernel
+	// part is the deeper one).
+	Kernel, User []uint64
+}
+
+// FactFlags qualify stack and module facts.
+type FactFlags uint32
+
+// Fact flags.
+const (
+	// FactUserTruncated marks a stack whose user part stops early (depth
+	// limit, a frame without a frame pointer): the frames are right, the
+	// outer ones are missing.
+	FactUserTruncated FactFlags = 1 << iota
+	// FactKernelTruncated is FactUserTruncated for the kernel part.
+	FactKernelTruncated
+	// FactVaddr marks a FactModule whose Vaddr is known.
+	FactVaddr
+	// FactUserLost marks a stack whose user part was asked for and not
+	// captured (a fault while walking, a kernel thread).
+	FactUserLost
+	// FactKernelLost is FactUserLost for the kernel part.
+	FactKernelLost
+)
+
+var factFlagNames = [...]string{"user-truncated", "kernel-truncated", "vaddr", "user-lost", "kernel-lost"}
+
+// ParseFactFlag returns the flag named name (as String names one).
+func ParseFactFlag(name string) (FactFlags, bool) {
+	for i, n := range factFlagNames {
+		if n == name {
+			return 1 << i, true
+		}
+	}
+	return 0, false
+}
+
+// String lists the set flags separated by '|'.
+func (f FactFlags) String() string {
+	var b []byte
+	for i, n := range factFlagNames {
+		if f&(1<<i) != 0 {
+			if len(b) > 0 {
+				b = append(b, '|')
+			}
+			b = append(b, n...)
+		}
+	}
+	if rest := f &^ (1<<len(factFlagNames) - 1); rest != 0 {
+		if len(b) > 0 {
+			b = append(b, '|')
+		}
+		b = append(b, fmt.Sprintf("%#x", uint32(rest))...)
+	}
+	return string(b)
 }
 
 // FactKind selects what a Fact describes.
@@ -139,10 +213,25 @@ const (
 	FactThread           // Tid → Pid/ProcStart
 	FactDevice           // Dev → Name, Detail (parent disk)
 	FactVolume           // Name (NT device path) → Image (DOS path)
+	// FactStack is stack Handle (the ID events refer to by Stack): its
+	// Kernel and User frames and truncation Flags. A stack is written
+	// once, before the first event that refers to it.
+	FactStack
+	// FactModule is a module (executable, library, kernel image or
+	// driver) mapped into process Pid/ProcStart (Pid 0: the kernel's
+	// address space) at Handle for Size bytes from file offset Offset:
+	// Name is its path, Detail its identity, Vaddr (with FactVaddr) the
+	// ELF virtual address at Handle, Image further identity (Windows: the
+	// CodeView "pdb:" GUID+age and PDB name). End marks the unmapping.
+	FactModule
+	// FactKernelSymbol is a kernel symbol the trace's stacks need: Name
+	// at address Handle, Size bytes long when known, in module Detail
+	// ("" for the kernel image).
+	FactKernelSymbol
 	numFactKinds
 )
 
-var factNames = [...]string{"unknown", "name", "process", "thread", "device", "volume"}
+var factNames = [...]string{"unknown", "name", "process", "thread", "device", "volume", "stack", "module", "ksym"}
 
 func (k FactKind) String() string {
 	if k < numFactKinds {

@@ -1,6 +1,8 @@
 // Package factset keeps the facts of a trace that hold now: the open
 // descriptors and handles with their names, the working directories, the
-// running processes and threads, the devices and volumes. A recorder that
+// running processes and threads, the devices and volumes, the modules
+// mapped, and the stacks and kernel symbols seen (which events of any
+// later file may refer to). A recorder that
 // starts a new file in the middle of a trace (rotation, a flight recorder's
 // save) writes them at the new file's start as rundown facts, so that the
 // file resolves on its own: a descriptor opened before the file began
@@ -50,6 +52,13 @@ func keyOf(f *event.Fact) key {
 		return key{kind: f.Kind, dev: f.Dev}
 	case event.FactVolume:
 		return key{kind: f.Kind, name: f.Name}
+	case event.FactModule:
+		// A mapping, by process and load address.
+		return key{kind: f.Kind, pid: f.Pid, start: f.ProcStart, handle: f.Handle}
+	case event.FactStack, event.FactKernelSymbol:
+		// A stack by its ID, a kernel symbol by its address: kept for
+		// the events of later files that refer to them.
+		return key{kind: f.Kind, handle: f.Handle}
 	}
 	return key{kind: f.Kind}
 }
@@ -93,6 +102,8 @@ func (s *Set) Apply(f *event.Fact) {
 	}
 	nf := *f
 	nf.Rundown, nf.End = false, false
+	// The caller's frames may be reused after the call.
+	nf.Kernel, nf.User = slices.Clone(f.Kernel), slices.Clone(f.User)
 	if old, ok := s.m[k]; ok && f.Kind == event.FactProcess {
 		nf.Name = cmp.Or(nf.Name, old.Name)
 		nf.Image = cmp.Or(nf.Image, old.Image)
@@ -118,6 +129,8 @@ func perProcess(f *event.Fact) bool {
 	switch f.Kind {
 	case event.FactThread:
 		return true
+	case event.FactModule:
+		return f.Pid != 0 // not the kernel's modules
 	case event.FactName:
 		return f.Space == event.SpaceFD || f.Space == event.SpaceCwd
 	}

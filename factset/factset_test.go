@@ -68,3 +68,43 @@ func TestMachineWideHandles(t *testing.T) {
 		t.Errorf("%d facts left: %+v", s.Len(), snapshot(t, s))
 	}
 }
+
+// TestStacksAndModules: every stack and kernel symbol is kept (events of
+// a later file refer to them), modules by process and load address until
+// unmapped or their process exits; the frames are the Set's own copy.
+func TestStacksAndModules(t *testing.T) {
+	s := New()
+	user := []uint64{0x5555_0000_1000, 0x5555_0000_2000}
+	for _, f := range []event.Fact{
+		{Kind: event.FactProcess, Pid: 10, ProcStart: -5, Name: "app"},
+		{Kind: event.FactModule, Pid: 10, ProcStart: -5, Handle: 0x5555_0000_0000, Size: 0x3000, Name: "/usr/bin/app", Detail: "gnu:01"},
+		{Kind: event.FactModule, Pid: 10, ProcStart: -5, Handle: 0x7f00_0000_0000, Size: 0x1000, Name: "/lib/libx.so", Detail: "gnu:02"},
+		{Kind: event.FactModule, Pid: 10, ProcStart: -5, Handle: 0x7f00_0000_0000, End: true},
+		{Kind: event.FactModule, Handle: 0xffff_ffff_8100_0000, Name: "[kernel.kallsyms]", Detail: "gnu:03"},
+		{Kind: event.FactStack, Handle: 1, User: user},
+		{Kind: event.FactStack, Handle: 2, Kernel: []uint64{0xffff_ffff_8100_0010}},
+		{Kind: event.FactKernelSymbol, Handle: 0xffff_ffff_8100_0000, Name: "ksys_read"},
+		{Kind: event.FactKernelSymbol, Handle: 0xffff_ffff_8100_1000, Name: "vfs_read"},
+	} {
+		s.Apply(&f)
+	}
+	user[0] = 0 // the caller reuses its buffer
+	count := map[event.FactKind]int{}
+	for _, f := range snapshot(t, s) {
+		count[f.Kind]++
+		if f.Kind == event.FactStack && f.Handle == 1 && f.User[0] != 0x5555_0000_1000 {
+			t.Errorf("stack 1 shares the caller's buffer: %#x", f.User)
+		}
+	}
+	if count[event.FactModule] != 2 || count[event.FactStack] != 2 || count[event.FactKernelSymbol] != 2 {
+		t.Fatalf("snapshot kinds %v", count)
+	}
+	s.Apply(&event.Fact{Kind: event.FactProcess, Pid: 10, ProcStart: -5, End: true})
+	count = map[event.FactKind]int{}
+	for _, f := range snapshot(t, s) {
+		count[f.Kind]++
+	}
+	if count[event.FactModule] != 1 || count[event.FactStack] != 2 {
+		t.Fatalf("after the exit: %v (the kernel's module and the stacks stay)", count)
+	}
+}

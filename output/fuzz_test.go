@@ -17,6 +17,11 @@ func FuzzReadJSONL(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	buf.Reset()
+	if err := synth.StacksTrace().Replay(NewJSONL(&buf)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
 	f.Add([]byte(JSONLMagic + `,"source":"ebpf"}` + "\n" + `{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok","file_key":"0x10","fd":0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		first := synth.NewRecorder()

@@ -101,6 +101,24 @@ func (o *jsonObj) hexNZ(k string, v uint64) {
 	}
 }
 
+// addrs writes a list of addresses as "0x..." strings, when not empty.
+func (o *jsonObj) addrs(k string, a []uint64) {
+	if len(a) == 0 {
+		return
+	}
+	o.key(k)
+	o.b = append(o.b, '[')
+	for i, v := range a {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = append(o.b, `"0x`...)
+		o.b = strconv.AppendUint(o.b, v, 16)
+		o.b = append(o.b, '"')
+	}
+	o.b = append(o.b, ']')
+}
+
 func (o *jsonObj) boolT(k string, v bool) {
 	if v {
 		o.key(k)
@@ -235,6 +253,7 @@ func (j *JSONL) Event(e *event.Event) error {
 	o.uintNZ("caused_ios", uint64(e.CausedIOs))
 	o.uintNZ("caused_bytes", e.CausedBytes)
 	o.strNZ("note", e.Note)
+	o.uintNZ("stack", e.Stack)
 	return j.close(o)
 }
 
@@ -270,6 +289,25 @@ func (j *JSONL) Fact(f *event.Fact) error {
 	o.strNZ("name", f.Name)
 	o.strNZ("image", f.Image)
 	o.strNZ("detail", f.Detail)
+	o.uintNZ("size", f.Size)
+	o.hexNZ("file_offset", f.Offset)
+	o.hexNZ("vaddr", f.Vaddr)
+	if f.Flags != 0 {
+		o.key("flags")
+		o.b = append(o.b, '[')
+		for i := 0; f.Flags>>i != 0; i++ {
+			if f.Flags&(1<<i) == 0 {
+				continue
+			}
+			if o.b[len(o.b)-1] != '[' {
+				o.b = append(o.b, ',')
+			}
+			o.b = appendJSONString(o.b, (f.Flags & (1 << i)).String())
+		}
+		o.b = append(o.b, ']')
+	}
+	o.addrs("kernel", f.Kernel)
+	o.addrs("user", f.User)
 	return j.close(o)
 }
 

@@ -98,6 +98,7 @@ type jsonRecord struct {
 	CausedBytes uint64   `json:"caused_bytes"`
 	Note        string   `json:"note"`
 	NoteB64     string   `json:"note_b64"`
+	Stack       uint64   `json:"stack"`
 
 	// fact
 	Kind      string `json:"kind"`
@@ -112,6 +113,11 @@ type jsonRecord struct {
 	ImageB64  string `json:"image_b64"`
 	Detail    string `json:"detail"`
 	DetailB64 string `json:"detail_b64"`
+	// stack, module and kernel symbol facts (also size and flags)
+	FileOffset hexNum   `json:"file_offset"`
+	Vaddr      hexNum   `json:"vaddr"`
+	Kernel     []hexNum `json:"kernel"`
+	User       []hexNum `json:"user"`
 
 	// trailer
 	End      int64 `json:"end"`
@@ -409,6 +415,7 @@ func (r *jsonRecord) event(e *event.Event) error {
 	e.Priority, e.IOFlags, e.Info = r.Priority, r.IOFlags, r.Info
 	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), r.Cause
 	e.CausedIOs, e.CausedBytes, e.Note = r.CausedIOs, r.CausedBytes, r.Note
+	e.Stack = r.Stack
 	return nil
 }
 
@@ -443,7 +450,28 @@ func (r *jsonRecord) fact(f *event.Fact) error {
 	f.Pid, f.ProcStart, f.Tid, f.PPid = r.Pid, r.ProcStart, r.Tid, r.PPid
 	f.Handle, f.Dev = uint64(r.Handle), dev
 	f.Name, f.Image, f.Detail = r.Name, r.Image, r.Detail
+	f.Size, f.Offset, f.Vaddr = r.Size, uint64(r.FileOffset), uint64(r.Vaddr)
+	for _, name := range r.Flags {
+		bit, ok := event.ParseFactFlag(name)
+		if !ok {
+			return fmt.Errorf("unknown fact flag %q", name)
+		}
+		f.Flags |= bit
+	}
+	f.Kernel, f.User = addrList(r.Kernel), addrList(r.User)
 	return nil
+}
+
+// addrList converts a jsonl list of addresses (nil when empty).
+func addrList(a []hexNum) []uint64 {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(a))
+	for i, v := range a {
+		out[i] = uint64(v)
+	}
+	return out
 }
 
 // recentIDs remembers the event IDs of the last recentIDWindow events, with

@@ -23,6 +23,11 @@ type Options struct {
 	// terminal rule (internal/termesc), as text always does; written to a
 	// file, csv keeps the exact bytes.
 	Terminal bool
+	// Frames, when set, gives the frames of an event's stack, innermost
+	// first, each already rendered ("inner_fn (a.c:12)",
+	// "libc.so.6+0x2a1f0"); text prints them under the event, one per
+	// line (print --stacks). The other formats ignore it.
+	Frames func(e *event.Event) []string
 }
 
 // formats maps a format name to its constructor.

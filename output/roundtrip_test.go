@@ -15,6 +15,7 @@ import (
 func TestJSONLRoundTripsSynth(t *testing.T) {
 	traces := map[string]*synth.Recorded{
 		"all fields": synth.AllFieldsTrace(),
+		"stacks":     synth.StacksTrace(),
 		"linux":      synth.Trace(synth.Options{Events: 3000, Seed: 1}),
 		"windows":    synth.Trace(synth.Options{OS: "windows", Events: 3000, Seed: 2}),
 	}
@@ -56,6 +57,7 @@ func BenchmarkJSONLRead(b *testing.B) {
 func TestTextAndCSVOneLinePerEvent(t *testing.T) {
 	for name, tr := range map[string]*synth.Recorded{
 		"all fields": synth.AllFieldsTrace(),
+		"stacks":     synth.StacksTrace(),
 		"windows":    synth.Trace(synth.Options{OS: "windows", Events: 2000, Seed: 5}),
 		"linux":      synth.Trace(synth.Options{Events: 2000, Seed: 5}),
 	} {

@@ -232,8 +232,27 @@ func (t *Text) Event(e *event.Event) error {
 		b = appendPath(b, e.Note)
 	}
 	b = append(b, '\n')
+	if t.opts.Frames != nil && e.Stack != 0 {
+		b = t.appendFrames(b, e)
+	}
 	t.out.buf = b
 	return t.out.maybeFlush()
+}
+
+// appendFrames appends the event's stack frames, one indented line each
+// ("    at inner_fn (a.c:12)"); names from the traced system's files follow
+// the terminal rule.
+func (t *Text) appendFrames(b []byte, e *event.Event) []byte {
+	frames := t.opts.Frames(e)
+	if frames == nil {
+		return append(b, "    (stack not in the trace)\n"...)
+	}
+	for _, f := range frames {
+		b = append(b, "    at "...)
+		b = appendSafe(b, f)
+		b = append(b, '\n')
+	}
+	return b
 }
 
 // appendEventPath appends the path (and a rename's new name), or the

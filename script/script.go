@@ -14,6 +14,8 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/script/where"
+	"github.com/iotrace/iotrace/stacks"
+	"github.com/iotrace/iotrace/symbolize"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -68,6 +70,10 @@ type Options struct {
 	// called exit() or a handler failed. Live runs pass the cancel
 	// function of the tracing context.
 	Stop func()
+	// Symbols says where the frames of e.stack are named from (the
+	// trace's modules' files by build-id: --symbols directories, then
+	// /usr/lib/debug, then the modules' own paths).
+	Symbols symbolize.Options
 }
 
 // Script is a loaded script, ready to receive a trace. It is an
@@ -108,6 +114,7 @@ type Script struct {
 	seen, matched atomic.Uint64
 	errCount      uint64
 	devices       map[event.Device]string
+	stacks        *stacks.Table // the trace's stacks, for e.stack
 	formats       map[string]*format
 	attrCache     attrCache
 
@@ -152,6 +159,7 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 		stderr:   opts.Stderr,
 		devices:  make(map[event.Device]string),
 		formats:  make(map[string]*format),
+		stacks:   stacks.New(stacks.Options{Symbols: opts.Symbols}),
 	}
 	if s.maxSteps == 0 {
 		s.maxSteps = DefaultMaxSteps
@@ -378,9 +386,16 @@ func (s *Script) Begin(h *event.Header) error {
 // Fact implements event.Sink: the script keeps device names for
 // e.device; names and processes are resolved upstream.
 func (s *Script) Fact(f *event.Fact) error {
-	if f.Kind == event.FactDevice && f.Name != "" {
+	switch f.Kind {
+	case event.FactDevice:
+		if f.Name != "" {
+			s.mu.Lock()
+			s.devices[f.Dev] = f.Name
+			s.mu.Unlock()
+		}
+	case event.FactStack, event.FactModule, event.FactKernelSymbol:
 		s.mu.Lock()
-		s.devices[f.Dev] = f.Name
+		s.stacks.Fact(f)
 		s.mu.Unlock()
 	}
 	return nil
@@ -513,6 +528,7 @@ func (s *Script) End(t *event.Trailer) error {
 	s.mu.Lock()
 	tr := *t
 	tr.Stats = event.Stats{Counters: append([]event.Counter(nil), t.Stats.Counters...)}
+	s.stacks.AddStats(&tr.Stats)
 	s.trailer = &tr
 	var err error
 	if !s.opts.WallClock && !s.done.Load() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/script/where"
+	"github.com/iotrace/iotrace/stacks"
 	"go.starlark.net/starlark"
 )
 
@@ -63,6 +64,17 @@ func buildAttrs() (map[string]*attr, []string) {
 			return starlark.String(n)
 		}
 		return starlark.String(v.ev.Dev.String())
+	}}
+	m["stack"] = &attr{extra: func(v *eventValue) starlark.Value {
+		st := v.s.stacks.Frames(v.ev)
+		if st == nil {
+			return starlark.Tuple{}
+		}
+		t := make(starlark.Tuple, len(st.Frames))
+		for i, f := range st.Frames {
+			t[i] = starlark.String(stacks.FrameString(f))
+		}
+		return t
 	}}
 	m["copy"] = &attr{extra: func(v *eventValue) starlark.Value {
 		return starlark.NewBuiltin("copy", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {

@@ -195,9 +195,9 @@ func (d *decoder) decodeFactsV1(p []byte, keep keepFunc) (int, error) {
 		if !ok {
 			m = in.uvarintSlow()
 		}
-		if m&^fAll != 0 && in.err == nil {
+		if m&^d.fAll != 0 && in.err == nil {
 			d.fs = d.fs[:len(d.fs)-1]
-			return at, fmt.Errorf("fact %d: unknown field bits %#x", i, m&^fAll)
+			return at, fmt.Errorf("fact %d: unknown field bits %#x", i, m&^d.fAll)
 		}
 		t, ok := in.fast()
 		if !ok {
@@ -267,6 +267,9 @@ func (d *decoder) decodeFactsV1(p []byte, keep keepFunc) (int, error) {
 				}
 			}
 		}
+		if m&(fSize|fOffset|fVaddr|fFlags|fKernel|fUser) != 0 {
+			decodeFactV3V1(&in, f, m)
+		}
 		if in.err != nil {
 			d.fs = d.fs[:len(d.fs)-1]
 			return at, fmt.Errorf("fact %d: %w", i, in.err)
@@ -276,6 +279,50 @@ func (d *decoder) decodeFactsV1(p []byte, keep keepFunc) (int, error) {
 		return in.off, fmt.Errorf("%d bytes left over", in.left())
 	}
 	return 0, nil
+}
+
+// decodeFactV3V1 decodes the fields of f added in version 3 (stacks and
+// modules).
+func decodeFactV3V1(in *ldec, f *event.Fact, m uint64) {
+	if m&fSize != 0 {
+		f.Size = in.uvarint()
+	}
+	if m&fOffset != 0 {
+		f.Offset = in.uvarint()
+	}
+	if m&fVaddr != 0 {
+		f.Vaddr = in.uvarint()
+	}
+	if m&fFlags != 0 {
+		f.Flags = event.FactFlags(fit32V1(in, in.uvarint()))
+	}
+	if m&fKernel != 0 {
+		f.Kernel = readAddrsV1(in)
+	}
+	if m&fUser != 0 {
+		f.User = readAddrsV1(in)
+	}
+}
+
+// readAddrsV1 reads a list of addresses written by appendAddrs.
+func readAddrsV1(in *ldec) []uint64 {
+	n := in.uvarint()
+	if n > uint64(in.left()) {
+		if in.err == nil {
+			in.fail(fmt.Errorf("%d addresses in %d bytes", n, in.left()))
+		}
+		return nil
+	}
+	a := make([]uint64, n)
+	var prev uint64
+	for i := range a {
+		prev += uint64(unzigzag(in.uvarint()))
+		a[i] = prev
+	}
+	if in.err != nil {
+		return nil
+	}
+	return a
 }
 
 // fit32V1 returns u as a uint32, failing in when it does not fit.
@@ -338,8 +385,8 @@ func (d *decoder) decodeEventV1(in *ldec) {
 		}
 		t.native = d.strV1(in)
 		t.mask = in.uvarint()
-		if t.mask&^mAll != 0 && in.err == nil {
-			in.fail(fmt.Errorf("unknown field bits %#x", t.mask&^mAll))
+		if t.mask&^d.mAll != 0 && in.err == nil {
+			in.fail(fmt.Errorf("unknown field bits %#x", t.mask&^d.mAll))
 		}
 		if in.err != nil {
 			return
@@ -546,8 +593,8 @@ func (d *decoder) decodeEventV1(in *ldec) {
 			e.Info = fit32V1(in, u)
 		}
 	}
-	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note = event.Device{}, 0, 0, 0, 0, 0, ""
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			w, next, ok := in.peek(p, off)
 			if !ok {
@@ -612,6 +659,14 @@ func (d *decoder) decodeEventV1(in *ldec) {
 			}
 			off = next
 			e.Note = d.strAtV1(in, u)
+		}
+		if m&mStack != 0 {
+			u, next, ok := in.peek(p, off)
+			if !ok {
+				u, next = in.uvarintAt(off)
+			}
+			off = next
+			e.Stack = u
 		}
 	}
 	if in.err != nil {

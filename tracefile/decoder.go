@@ -70,6 +70,9 @@ type decoder struct {
 	tmpls  []template
 	thrs   []threadRef
 	ev     event.Event
+	// mAll and fAll are the event and fact field bits of the file's
+	// format version: a bit outside them is an error.
+	mAll, fAll uint64
 
 	deltaBases
 }

@@ -144,7 +144,7 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 			b = appendUvarint(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			b = appendUvarint(b, devWord(e.Dev))
 			b = appendUvarint(b, uint64(e.Dev.Minor))
@@ -168,6 +168,9 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 		}
 		if m&mNote != 0 {
 			b = appendUvarint(b, c.addStr(e.Note))
+		}
+		if m&mStack != 0 {
+			b = appendUvarint(b, e.Stack)
 		}
 	}
 	c.events = b
@@ -214,8 +217,40 @@ func (c *chunkEnc) encodeFact(f *event.Fact) {
 	if m&fDetail != 0 {
 		b = appendUvarint(b, c.addStr(f.Detail))
 	}
+	if m&(fSize|fOffset|fVaddr|fFlags|fKernel|fUser) != 0 {
+		if m&fSize != 0 {
+			b = appendUvarint(b, f.Size)
+		}
+		if m&fOffset != 0 {
+			b = appendUvarint(b, f.Offset)
+		}
+		if m&fVaddr != 0 {
+			b = appendUvarint(b, f.Vaddr)
+		}
+		if m&fFlags != 0 {
+			b = appendUvarint(b, uint64(f.Flags))
+		}
+		if m&fKernel != 0 {
+			b = appendAddrs(b, f.Kernel)
+		}
+		if m&fUser != 0 {
+			b = appendAddrs(b, f.User)
+		}
+	}
 	c.facts = b
 	c.nfacts++
+}
+
+// appendAddrs appends a list of addresses: the count, then each as the
+// delta from the previous one (the first from 0).
+func appendAddrs(b []byte, a []uint64) []byte {
+	b = appendUvarint(b, uint64(len(a)))
+	var prev uint64
+	for _, v := range a {
+		b = appendVarint(b, int64(v-prev))
+		prev = v
+	}
+	return b
 }
 
 // appendRecords appends the chunk's payload: the string table, the facts

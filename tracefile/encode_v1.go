@@ -141,7 +141,7 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 			b = appendLEB(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
 		if m&mDev != 0 {
 			b = appendLEB(b, devWord(e.Dev))
 			b = appendLEB(b, uint64(e.Dev.Minor))
@@ -165,6 +165,9 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 		}
 		if m&mNote != 0 {
 			b = appendLEB(b, c.addStrV1(e.Note))
+		}
+		if m&mStack != 0 {
+			b = appendLEB(b, e.Stack)
 		}
 	}
 	c.events = b
@@ -211,8 +214,40 @@ func (c *chunkEnc) encodeFactV1(f *event.Fact) {
 	if m&fDetail != 0 {
 		b = appendLEB(b, c.addStrV1(f.Detail))
 	}
+	if m&(fSize|fOffset|fVaddr|fFlags|fKernel|fUser) != 0 {
+		if m&fSize != 0 {
+			b = appendLEB(b, f.Size)
+		}
+		if m&fOffset != 0 {
+			b = appendLEB(b, f.Offset)
+		}
+		if m&fVaddr != 0 {
+			b = appendLEB(b, f.Vaddr)
+		}
+		if m&fFlags != 0 {
+			b = appendLEB(b, uint64(f.Flags))
+		}
+		if m&fKernel != 0 {
+			b = appendAddrsV1(b, f.Kernel)
+		}
+		if m&fUser != 0 {
+			b = appendAddrsV1(b, f.User)
+		}
+	}
 	c.facts = b
 	c.nfacts++
+}
+
+// appendAddrsV1 appends a list of addresses: the count, then each as the
+// delta from the previous one (the first from 0).
+func appendAddrsV1(b []byte, a []uint64) []byte {
+	b = appendLEB(b, uint64(len(a)))
+	var prev uint64
+	for _, v := range a {
+		b = appendLEBVarint(b, int64(v-prev))
+		prev = v
+	}
+	return b
 }
 
 // appendRecordsV1 appends the chunk's payload: the string table, the facts

@@ -438,6 +438,10 @@ func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
 // decodeRecords decodes a records chunk with the decoder of the file's
 // format version (see records).
 func (r *Reader) decodeRecords(c *chunk, sink event.Sink, factsOnly bool, keep keepFunc) error {
+	r.dc.mAll, r.dc.fAll = mAll, fAll
+	if r.version < 3 {
+		r.dc.mAll, r.dc.fAll = mAllV2, fAllV2
+	}
 	if r.version == 1 {
 		return r.recordsV1(c, sink, factsOnly, keep)
 	}

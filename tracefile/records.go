@@ -32,7 +32,10 @@ const (
 	mCausedIOs
 	mCausedBytes
 	mNote
-	mAll = 1<<iota - 1
+	mStack // from version 3
+	mAll   = 1<<iota - 1
+	// mAllV2 are the bits of versions 1 and 2.
+	mAllV2 = mStack - 1
 )
 
 // Presence bits of a fact.
@@ -49,7 +52,15 @@ const (
 	fName
 	fImage
 	fDetail
+	fSize // from version 3
+	fOffset
+	fVaddr
+	fFlags
+	fKernel
+	fUser
 	fAll = 1<<iota - 1
+	// fAllV2 are the bits of versions 1 and 2.
+	fAllV2 = fSize - 1
 )
 
 // template is what events of one kind share: the fields that change
@@ -99,7 +110,8 @@ func eventMask(e *event.Event, prevID uint64) uint64 {
 		b2u(e.Cause != 0)*mCause |
 		b2u(e.CausedIOs != 0)*mCausedIOs |
 		b2u(e.CausedBytes != 0)*mCausedBytes |
-		b2u(e.Note != "")*mNote
+		b2u(e.Note != "")*mNote |
+		b2u(e.Stack != 0)*mStack
 }
 
 func b2u(b bool) uint64 {
@@ -146,6 +158,24 @@ func factMask(f *event.Fact) uint64 {
 	}
 	if f.Detail != "" {
 		m |= fDetail
+	}
+	if f.Size != 0 {
+		m |= fSize
+	}
+	if f.Offset != 0 {
+		m |= fOffset
+	}
+	if f.Vaddr != 0 {
+		m |= fVaddr
+	}
+	if f.Flags != 0 {
+		m |= fFlags
+	}
+	if len(f.Kernel) != 0 {
+		m |= fKernel
+	}
+	if len(f.User) != 0 {
+		m |= fUser
 	}
 	return m
 }

@@ -56,7 +56,7 @@ func TestScanFactsWhere(t *testing.T) {
 		var wantKept []event.Fact
 		keptStr := map[string]bool{}
 		for i, f := range want.Facts {
-			if i >= len(seen) || seen[i] != (event.Fact{Kind: f.Kind, Rundown: f.Rundown}) {
+			if i >= len(seen) || !reflect.DeepEqual(seen[i], event.Fact{Kind: f.Kind, Rundown: f.Rundown}) {
 				t.Fatalf("keep saw %d facts, fact %d is %v rundown %v", len(seen), i, f.Kind, f.Rundown)
 			}
 			if f.Rundown && f.Kind == event.FactName {
@@ -130,7 +130,7 @@ func TestScanFactsWhereDamage(t *testing.T) {
 
 		got, err := read(t, file)
 		de := damageOf(t, err)
-		if !strings.Contains(de.Reason, "string index 127 out of") || len(got.Facts) != 1 || got.Facts[0] != c {
+		if !strings.Contains(de.Reason, "string index 127 out of") || len(got.Facts) != 1 || !reflect.DeepEqual(got.Facts[0], c) {
 			t.Fatalf("Run: %v, facts %+v", de, got.Facts)
 		}
 		for _, keep := range []func(event.FactKind, bool) bool{nil, func(_ event.FactKind, rundown bool) bool { return rundown }} {
@@ -142,7 +142,7 @@ func TestScanFactsWhereDamage(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if len(facts) != 1 || facts[0] != c {
+			if len(facts) != 1 || !reflect.DeepEqual(facts[0], c) {
 				t.Fatalf("keep %v: facts %+v, want only the later chunk's", keep != nil, facts)
 			}
 			_ = b

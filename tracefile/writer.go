@@ -20,9 +20,10 @@ type WriterOptions struct {
 	// is written; 0 means DefaultChunkRecords.
 	ChunkRecords int
 	// Version is the format version to write: 0 means Version (the
-	// newest); 1 writes a file that iotrace releases before format
-	// version 2 can read (larger and slower to read). Begin fails on any
-	// other value.
+	// newest); 2 writes a file that iotrace releases before stacks
+	// (format version 3) can read, and refuses stacks; 1 one that
+	// releases before format version 2 can read (larger and slower to
+	// read). Begin fails on any other value.
 	Version int
 }
 
@@ -44,6 +45,7 @@ type Writer struct {
 	opts   WriterOptions
 	enc    *chunkEnc
 	v1     bool // writing format version 1
+	old    bool // writing a format version without stacks (1 or 2)
 	out    []byte
 	off    int64
 
@@ -67,7 +69,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.Version == 0 {
 		opts.Version = Version
 	}
-	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1}
+	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1, old: opts.Version < 3}
 }
 
 // Create creates (or truncates) the file at path and returns a Writer to
@@ -137,6 +139,9 @@ func (w *Writer) Event(e *event.Event) error {
 	if err := w.check("Event"); err != nil {
 		return err
 	}
+	if w.old && e.Stack != 0 {
+		return w.tooOld("an event's stack")
+	}
 	if w.v1 {
 		w.enc.encodeEventV1(e)
 	} else {
@@ -151,6 +156,9 @@ func (w *Writer) Fact(f *event.Fact) error {
 	if err := w.check("Fact"); err != nil {
 		return err
 	}
+	if w.old && factMask(f)&^fAllV2 != 0 {
+		return w.tooOld("a " + f.Kind.String() + " fact's stack or module fields")
+	}
 	if w.v1 {
 		w.enc.encodeFactV1(f)
 	} else {
@@ -158,6 +166,12 @@ func (w *Writer) Fact(f *event.Fact) error {
 	}
 	w.facts++
 	return w.maybeFlush()
+}
+
+// tooOld is the error for a record the format version being written
+// cannot hold. It is not sticky: the records written so far stay valid.
+func (w *Writer) tooOld(what string) error {
+	return fmt.Errorf("tracefile.Writer: format version %d cannot hold %s (stacks need version 3)", w.opts.Version, what)
 }
 
 func (w *Writer) maybeFlush() error {

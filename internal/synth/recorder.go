@@ -204,7 +204,7 @@ func Compare(want, got *Recorded) error {
 		}
 	}
 	for i := 0; i < len(want.Facts) && i < len(got.Facts); i++ {
-		if want.Facts[i] != got.Facts[i] {
+		if !reflect.DeepEqual(want.Facts[i], got.Facts[i]) {
 			d.fields(fmt.Sprintf("fact %d", i), reflect.ValueOf(want.Facts[i]), reflect.ValueOf(got.Facts[i]))
 		}
 	}

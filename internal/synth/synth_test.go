@@ -429,7 +429,7 @@ func TestAllFields(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(evs), event.NumOps-1)
 	}
 	for i, e := range evs {
-		if u := unset(e, event.New()); len(u) > 0 {
+		if u := without(unset(e, event.New()), stackFields); len(u) > 0 {
 			t.Errorf("event %d (%s): fields left at their none value: %v", i, e.Op, u)
 		}
 		if e.Op != event.Op(i+1) {
@@ -445,7 +445,7 @@ func TestAllFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, f := range r.Facts {
-		if u := unset(f, event.Fact{}); len(u) > 0 {
+		if u := without(unset(f, event.Fact{}), stackFields); len(u) > 0 {
 			t.Errorf("fact %d: fields left zero: %v", i, u)
 		}
 	}
@@ -460,6 +460,54 @@ func TestAllFields(t *testing.T) {
 }
 
 // unset names the fields of struct v equal to those of none.
+// stackFields are the fields of format version 3 (stacks and modules):
+// AllFields leaves them out, so that every format version can hold it;
+// StacksTrace sets them (TestStacksTrace).
+var stackFields = map[string]bool{"Stack": true, "Size": true, "Offset": true, "Vaddr": true, "Flags": true, "Kernel": true, "User": true}
+
+func without(names []string, drop map[string]bool) []string {
+	var out []string
+	for _, n := range names {
+		if !drop[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestStacksTrace(t *testing.T) {
+	r := StacksTrace()
+	set := map[string]bool{}
+	for _, e := range r.Events {
+		if e.Stack != 0 {
+			set["Stack"] = true
+		}
+	}
+	for _, f := range r.Facts {
+		all := map[string]bool{}
+		for _, n := range unset(f, event.Fact{}) {
+			all[n] = true
+		}
+		for n := range stackFields {
+			if n != "Stack" && !all[n] {
+				set[n] = true
+			}
+		}
+	}
+	for n := range stackFields {
+		if !set[n] {
+			t.Errorf("StacksTrace sets %s nowhere", n)
+		}
+	}
+	rec := NewRecorder()
+	if err := r.Replay(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(r, rec.Trace()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func unset(v, none any) []string {
 	a, b := reflect.ValueOf(v), reflect.ValueOf(none)
 	var out []string

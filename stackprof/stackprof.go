@@ -1,0 +1,325 @@
+// Package stackprof writes a trace's events aggregated by stack as
+// profiles that flame-graph tools read: pprof's protocol buffer format
+// (written with github.com/google/pprof/profile: go tool pprof,
+// speedscope, Pyroscope-style viewers) and the collapsed-stack text of
+// Brendan Gregg's flamegraph.pl ("main;outer_fn;inner_fn 42").
+//
+// Every event is a sample, weighted by its count (1), its bytes done and
+// its latency (ns), so that the values of a profile sum to the trace's
+// totals for the events written. An event without a stack is a sample
+// of its own "[no stack]" frame; an event whose stack is not in the
+// trace one of "[stack not in the trace]". Frames are named through a
+// stacks.Table (which counts the frames it cannot name).
+package stackprof
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/stacks"
+)
+
+// Weight selects the value of a collapsed-stack line.
+type Weight uint8
+
+// Weights.
+const (
+	WeightCount   Weight = iota // events
+	WeightBytes                 // bytes done
+	WeightLatency               // nanoseconds
+)
+
+// ParseWeight parses "count", "bytes" or "latency".
+func ParseWeight(s string) (Weight, error) {
+	switch strings.ToLower(s) {
+	case "count", "":
+		return WeightCount, nil
+	case "bytes":
+		return WeightBytes, nil
+	case "latency", "time":
+		return WeightLatency, nil
+	}
+	return 0, fmt.Errorf("unknown weight %q (valid: count, bytes, latency)", s)
+}
+
+// Pseudo-frames.
+const (
+	noStack      = "[no stack]"
+	missingStack = "[stack not in the trace]"
+)
+
+// Totals are the sums of the samples' values.
+type Totals struct {
+	Count, Bytes, Latency int64
+}
+
+// key is a sample's identity: its frames (innermost first) and op.
+type agg struct {
+	frames []stacks.Frame
+	root   string // the op, outermost frame
+	comm   string
+	block  bool
+	Totals
+}
+
+// Aggregator sums events by stack and op.
+type Aggregator struct {
+	tab       *stacks.Table
+	byKey     map[aggKey]*agg
+	frameKeys map[*stacks.Stack]string
+	order     []*agg
+	totals    Totals
+	end       int64
+}
+
+// NewAggregator returns an Aggregator naming frames with tab.
+func NewAggregator(tab *stacks.Table) *Aggregator {
+	return &Aggregator{tab: tab, byKey: map[aggKey]*agg{}, frameKeys: map[*stacks.Stack]string{}}
+}
+
+// Add adds e as a sample.
+func (a *Aggregator) Add(e *event.Event) {
+	var (
+		frames []stacks.Frame
+		fk     string // the frames' key
+	)
+	switch st := a.tab.Frames(e); {
+	case st != nil:
+		frames = st.Frames
+		k, ok := a.frameKeys[st]
+		if !ok {
+			// Computed once per distinct symbolized stack: the same
+			// frames from another process or time share a sample.
+			var kb strings.Builder
+			for _, f := range frames {
+				kb.WriteByte(0)
+				kb.WriteString(stacks.FrameString(f))
+			}
+			k = kb.String()
+			a.frameKeys[st] = k
+		}
+		fk = k
+	case e.Stack != 0:
+		frames, fk = missingFrames, "\x00"+missingStack
+	default:
+		frames, fk = noFrames, "\x00"+noStack
+	}
+	k := aggKey{op: e.Op, comm: e.Comm, frames: fk}
+	s, ok := a.byKey[k]
+	if !ok {
+		s = &agg{frames: frames, root: e.Op.String(), comm: e.Comm, block: isBlock(e.Op)}
+		a.byKey[k] = s
+		a.order = append(a.order, s)
+	}
+	var bytes int64
+	if e.Bytes > 0 {
+		bytes = e.Bytes
+	}
+	s.Count++
+	s.Bytes += bytes
+	s.Latency += e.Duration
+	a.totals.Count++
+	a.totals.Bytes += bytes
+	a.totals.Latency += e.Duration
+	if end := e.End(); end > a.end {
+		a.end = end
+	}
+}
+
+var (
+	noFrames      = []stacks.Frame{pseudo(noStack)}
+	missingFrames = []stacks.Frame{pseudo(missingStack)}
+)
+
+type aggKey struct {
+	op     event.Op
+	comm   string
+	frames string
+}
+
+func pseudo(name string) stacks.Frame {
+	f := stacks.Frame{}
+	f.Function = name
+	return f
+}
+
+// Totals returns the sums of every sample's values.
+func (a *Aggregator) Totals() Totals { return a.totals }
+
+// Profile returns the samples as a pprof profile: sample types count,
+// bytes and latency (nanoseconds); the op as the outermost frame; labels
+// op and comm.
+func (a *Aggregator) Profile() *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "count", Unit: "count"}, {Type: "bytes", Unit: "bytes"}, {Type: "latency", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "io", Unit: "count"}, Period: 1,
+		DurationNanos: a.end,
+	}
+	maps := map[string]*profile.Mapping{}
+	funcs := map[[2]string]*profile.Function{}
+	locs := map[string]*profile.Location{}
+	mapping := func(name string) *profile.Mapping {
+		if name == "" {
+			return nil
+		}
+		m, ok := maps[name]
+		if !ok {
+			m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: name, HasFunctions: true}
+			maps[name] = m
+			p.Mapping = append(p.Mapping, m)
+		}
+		return m
+	}
+	function := func(name, file string) *profile.Function {
+		k := [2]string{name, file}
+		fn, ok := funcs[k]
+		if !ok {
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
+			funcs[k] = fn
+			p.Function = append(p.Function, fn)
+		}
+		return fn
+	}
+	location := func(f stacks.Frame) *profile.Location {
+		name := stacks.FrameString(f)
+		k := name + "\x00" + f.File + "\x00" + strconv.Itoa(f.Line)
+		l, ok := locs[k]
+		if !ok {
+			l = &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mapping(f.Module)}
+			if l.Mapping != nil {
+				l.Address = f.Offset
+			}
+			fname := f.Function
+			if fname == "" {
+				fname = name
+			} else if f.Kernel {
+				fname = "[k] " + fname
+			}
+			l.Line = []profile.Line{{Function: function(fname, f.File), Line: int64(f.Line)}}
+			locs[k] = l
+			p.Location = append(p.Location, l)
+		}
+		return l
+	}
+	for _, s := range a.order {
+		ls := make([]*profile.Location, 0, len(s.frames)+1)
+		for _, f := range s.frames {
+			ls = append(ls, location(f))
+		}
+		ls = append(ls, location(pseudo(s.root)))
+		labels := map[string][]string{"op": {s.root}}
+		if s.comm != "" {
+			labels["comm"] = []string{s.comm}
+		}
+		p.Sample = append(p.Sample, &profile.Sample{Location: ls, Value: []int64{s.Count, s.Bytes, s.Latency}, Label: labels})
+	}
+	return p
+}
+
+// WriteFolded writes the samples as collapsed stacks, outermost frame
+// first, the op as the root ("write;main;outer_fn;inner_fn;write_block
+// 4096"), one line per stack with its weight, sorted; lines of weight 0
+// are left out. Frame names have ';' and newlines replaced, as the
+// format needs.
+func (a *Aggregator) WriteFolded(w io.Writer, weight Weight) error {
+	lines := map[string]int64{}
+	for _, s := range a.order {
+		v := s.Count
+		switch weight {
+		case WeightBytes:
+			v = s.Bytes
+		case WeightLatency:
+			v = s.Latency
+		}
+		if v == 0 {
+			continue
+		}
+		parts := make([]string, 0, len(s.frames)+1)
+		parts = append(parts, foldName(s.root))
+		for i := len(s.frames) - 1; i >= 0; i-- {
+			parts = append(parts, foldName(shortName(s.frames[i])))
+		}
+		lines[strings.Join(parts, ";")] += v
+	}
+	keys := make([]string, 0, len(lines))
+	for k := range lines {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	bw := bufio.NewWriter(w)
+	for _, k := range keys {
+		bw.WriteString(k)
+		bw.WriteByte(' ')
+		bw.WriteString(strconv.FormatInt(lines[k], 10))
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// shortName is a frame's function name without its source position (a
+// flame graph merges frames by name), or module+0xoffset.
+func shortName(f stacks.Frame) string {
+	if f.Function == "" {
+		return stacks.FrameString(f)
+	}
+	if f.Kernel {
+		return "[k] " + f.Function
+	}
+	return f.Function
+}
+
+var foldReplacer = strings.NewReplacer(";", ":", "\n", " ", "\r", " ")
+
+func foldName(s string) string { return foldReplacer.Replace(s) }
+
+// Sink is an event.Sink that aggregates every event and, at End, writes
+// the profile in its format.
+type Sink struct {
+	*Aggregator
+	w      io.Writer
+	folded bool
+	weight Weight
+}
+
+// NewPprof returns a sink writing a pprof profile (gzip-compressed
+// protocol buffer) to w at End.
+func NewPprof(w io.Writer, tab *stacks.Table) *Sink {
+	return &Sink{Aggregator: NewAggregator(tab), w: w}
+}
+
+// NewFolded returns a sink writing collapsed stacks weighted by weight to
+// w at End.
+func NewFolded(w io.Writer, tab *stacks.Table, weight Weight) *Sink {
+	return &Sink{Aggregator: NewAggregator(tab), w: w, folded: true, weight: weight}
+}
+
+// Begin implements event.Sink.
+func (s *Sink) Begin(*event.Header) error { return nil }
+
+// Event implements event.Sink.
+func (s *Sink) Event(e *event.Event) error {
+	if e.Layer == event.LayerMarker {
+		return nil
+	}
+	s.Add(e)
+	return nil
+}
+
+// Fact implements event.Sink (the table is fed upstream, see
+// stacks.Table.Feed).
+func (s *Sink) Fact(*event.Fact) error { return nil }
+
+// End implements event.Sink: it writes the profile.
+func (s *Sink) End(*event.Trailer) error {
+	if s.folded {
+		return s.WriteFolded(s.w, s.weight)
+	}
+	return s.Profile().Write(s.w)
+}

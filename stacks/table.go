@@ -1,0 +1,364 @@
+// Package stacks turns the stacks a trace records (raw return addresses,
+// see event.FactStack) into frames at read time: it keeps the trace's
+// stack, module and kernel symbol facts with their time history, finds
+// the module that held each address in the event's process at the
+// event's time, and names it through package symbolize (user space and
+// kernel modules) or the trace's own kernel symbols. Frames it cannot
+// name stay module+0xoffset (or the bare address) and are counted by
+// reason, for the trace's problem summary.
+//
+// A Table is fed the trace's facts as they stream (Feed, placed where
+// the facts come in stream order, before any reordering) and asked for
+// the frames of events (Frames); Summary adds its counts to the trailer.
+package stacks
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize"
+)
+
+// Options configure a Table.
+type Options struct {
+	// Symbols says where symbol files are searched (--symbols DIR).
+	Symbols symbolize.Options
+}
+
+// Frame is one frame of an event's stack.
+type Frame struct {
+	symbolize.Frame
+	// Kernel marks a frame of the stack's kernel part.
+	Kernel bool
+}
+
+// Stack is an event's stack, symbolized.
+type Stack struct {
+	Frames []Frame
+	// Flags are the stack's truncation marks (event.FactUserTruncated,
+	// ...).
+	Flags event.FactFlags
+}
+
+// Reasons beyond symbolize's, for frames and stacks this package cannot
+// hand to it.
+const (
+	// unknownStack counts events whose stack ID no FactStack defines.
+	unknownStack = "events whose stack is not in the trace (damaged or cut)"
+	// noKernelSyms counts kernel frames with neither kernel symbols nor
+	// a kernel module with a matching file.
+	noKernelSyms = "kernel frames not named: the trace has no kernel symbols for them"
+)
+
+// mapping is one module fact's interval of validity.
+type mapping struct {
+	mod      symbolize.Module
+	from, to int64 // [from, to): from is minInt for rundowns, to maxInt until unmapped
+}
+
+type ksym struct {
+	addr, size uint64
+	name, mod  string
+}
+
+type cacheKey struct {
+	stack uint64
+	proc  event.ProcessKey
+	gen   uint64 // module facts seen so far for the process (and the kernel)
+}
+
+// Table holds a trace's stacks, modules and kernel symbols.
+type Table struct {
+	sym      *symbolize.Symbolizer
+	stacks   map[uint64]*event.Fact
+	modules  map[event.ProcessKey][]mapping // by process; {0, 0} is the kernel
+	gen      map[event.ProcessKey]uint64
+	ksyms    []ksym
+	ksorted  bool
+	cache    map[cacheKey]*Stack
+	counts   map[string]uint64
+	resolved uint64
+}
+
+// New returns an empty Table.
+func New(opts Options) *Table {
+	return &Table{
+		sym:     symbolize.New(opts.Symbols),
+		stacks:  map[uint64]*event.Fact{},
+		modules: map[event.ProcessKey][]mapping{},
+		gen:     map[event.ProcessKey]uint64{},
+		cache:   map[cacheKey]*Stack{},
+		counts:  map[string]uint64{},
+	}
+}
+
+const (
+	minTime = -1 << 63
+	maxTime = 1<<63 - 1
+)
+
+// Fact records a stack, module or kernel symbol fact; other facts are
+// ignored.
+func (t *Table) Fact(f *event.Fact) {
+	switch f.Kind {
+	case event.FactStack:
+		if _, ok := t.stacks[f.Handle]; !ok && f.Handle != 0 {
+			c := *f
+			c.Kernel, c.User = slices.Clone(f.Kernel), slices.Clone(f.User)
+			t.stacks[f.Handle] = &c
+		}
+	case event.FactModule:
+		k := event.ProcessKey{Pid: f.Pid, Start: f.ProcStart}
+		ms := t.modules[k]
+		t.gen[k]++
+		if f.End {
+			// The mapping at Handle ends at Time.
+			for i := len(ms) - 1; i >= 0; i-- {
+				if ms[i].mod.Start == f.Handle && ms[i].to == maxTime {
+					ms[i].to = f.Time
+					break
+				}
+			}
+			return
+		}
+		m := mapping{from: f.Time, to: maxTime, mod: symbolize.Module{
+			Path: f.Name, ID: f.Detail, Start: f.Handle, End: f.Handle + f.Size, Offset: f.Offset,
+			Vaddr: f.Vaddr, VaddrKnown: f.Flags&event.FactVaddr != 0,
+		}}
+		if f.Rundown {
+			m.from = minTime
+		}
+		if f.Size == 0 {
+			m.mod.End = 0
+		}
+		t.modules[k] = append(ms, m)
+	case event.FactKernelSymbol:
+		t.ksyms = append(t.ksyms, ksym{addr: f.Handle, size: f.Size, name: f.Name, mod: f.Detail})
+		t.ksorted = false
+		t.gen[event.ProcessKey{}]++
+	}
+}
+
+// Len returns the number of stacks the table holds.
+func (t *Table) Len() int { return len(t.stacks) }
+
+// Raw returns the stack fact with the given ID.
+func (t *Table) Raw(id uint64) (*event.Fact, bool) {
+	f, ok := t.stacks[id]
+	return f, ok
+}
+
+// Frames returns e's stack, symbolized, innermost frame first (kernel
+// frames, then user frames); nil when e has no stack. Every frame it
+// returns is counted, by whether and why it could not be named; an
+// event whose stack ID is unknown is counted and gets nil.
+func (t *Table) Frames(e *event.Event) *Stack {
+	if e.Stack == 0 {
+		return nil
+	}
+	p := e.Process()
+	key := cacheKey{stack: e.Stack, proc: p, gen: t.gen[p]<<32 ^ t.gen[event.ProcessKey{}]}
+	st, ok := t.cache[key]
+	if !ok {
+		f, known := t.stacks[e.Stack]
+		if !known {
+			t.counts[unknownStack]++
+			return nil
+		}
+		st = t.symbolize(f, p, e.Time)
+		if len(t.cache) > 1<<20 {
+			clear(t.cache)
+		}
+		t.cache[key] = st
+	}
+	for _, fr := range st.Frames {
+		t.count(fr)
+	}
+	return st
+}
+
+func (t *Table) count(fr Frame) {
+	switch {
+	case fr.Reason == symbolize.Resolved:
+		t.resolved++
+	case fr.Kernel && fr.Reason == symbolize.NoModule:
+		t.counts[noKernelSyms]++
+	default:
+		t.counts[fr.Reason.String()]++
+	}
+}
+
+func (t *Table) symbolize(f *event.Fact, p event.ProcessKey, at int64) *Stack {
+	st := &Stack{Flags: f.Flags, Frames: make([]Frame, 0, len(f.Kernel)+len(f.User))}
+	for _, a := range f.Kernel {
+		st.Frames = append(st.Frames, Frame{Frame: t.kernelFrame(a, at), Kernel: true})
+	}
+	for _, a := range f.User {
+		st.Frames = append(st.Frames, Frame{Frame: t.userFrame(p, a, at)})
+	}
+	return st
+}
+
+// module returns the module of process p holding addr at time at.
+func (t *Table) module(p event.ProcessKey, addr uint64, at int64) *symbolize.Module {
+	ms := t.modules[p]
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := &ms[i]
+		if addr >= m.mod.Start && (m.mod.End == 0 || addr < m.mod.End) && at >= m.from && at < m.to {
+			return &m.mod
+		}
+	}
+	return nil
+}
+
+// userFrame names a return address: the call is the byte before it, so
+// the lookup uses addr-1 (a function ending in a call would otherwise
+// be named after its neighbour); the frame keeps addr.
+func (t *Table) userFrame(p event.ProcessKey, addr uint64, at int64) symbolize.Frame {
+	look := addr
+	if look > 0 {
+		look--
+	}
+	m := t.module(p, look, at)
+	fr := t.sym.Symbolize(m, look)
+	fr.Addr = addr
+	if fr.Module != "" {
+		fr.Offset++
+	}
+	return fr
+}
+
+func (t *Table) kernelFrame(addr uint64, at int64) symbolize.Frame {
+	look := addr
+	if look > 0 {
+		look--
+	}
+	if fr, ok := t.ksym(look); ok {
+		fr.Addr = addr
+		fr.Offset++
+		return fr
+	}
+	m := t.module(event.ProcessKey{}, look, at)
+	fr := t.sym.Symbolize(m, look)
+	fr.Addr = addr
+	if fr.Module != "" {
+		fr.Offset++
+	}
+	return fr
+}
+
+// ksym names a kernel address from the trace's kernel symbols: the
+// symbol at or below it, within its size when known. Offset is from the
+// symbol's start.
+func (t *Table) ksym(addr uint64) (symbolize.Frame, bool) {
+	if !t.ksorted {
+		slices.SortStableFunc(t.ksyms, func(a, b ksym) int { return cmp.Compare(a.addr, b.addr) })
+		t.ksorted = true
+	}
+	i := sort.Search(len(t.ksyms), func(i int) bool { return t.ksyms[i].addr > addr }) - 1
+	if i < 0 {
+		return symbolize.Frame{}, false
+	}
+	s := t.ksyms[i]
+	if s.size != 0 && addr >= s.addr+s.size {
+		return symbolize.Frame{}, false
+	}
+	mod := s.mod
+	if mod == "" {
+		mod = "kernel"
+	}
+	return symbolize.Frame{Addr: addr, Module: mod, Offset: addr - s.addr, Function: s.name}, true
+}
+
+// Problems returns the counters of frames and stacks that could not be
+// named (kind unresolved), to add to a trace's trailer.
+func (t *Table) Problems() []event.Counter {
+	var out []event.Counter
+	for name, n := range t.counts {
+		if n > 0 {
+			out = append(out, event.Counter{Kind: event.CountUnresolved, Name: "stack " + name, Value: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b event.Counter) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Resolved returns how many frames were named.
+func (t *Table) Resolved() uint64 { return t.resolved }
+
+// AddStats adds the table's counters to s: the unresolved frames by
+// reason, and (informational) the frames named.
+func (t *Table) AddStats(s *event.Stats) {
+	for _, c := range t.Problems() {
+		s.Add(c.Kind, c.Name, c.Value)
+	}
+	if t.resolved > 0 {
+		s.Add(event.CountInfo, "stack frames named", t.resolved)
+	}
+}
+
+// FrameString renders a frame for people: "inner_fn (a.c:12)",
+// "libc.so.6+0x2a1f0" when not named, "[k] vfs_read" for kernel frames.
+func FrameString(f Frame) string {
+	s := f.Frame.String()
+	if f.Kernel {
+		return "[k] " + s
+	}
+	return s
+}
+
+// Feed returns a sink that records next's facts in t and passes
+// everything on.
+func (t *Table) Feed(next event.Sink) event.Sink { return feed{next, t} }
+
+type feed struct {
+	event.Sink
+	t *Table
+}
+
+func (f feed) Fact(x *event.Fact) error {
+	f.t.Fact(x)
+	return f.Sink.Fact(x)
+}
+
+// Summary returns a sink that passes everything on and adds the table's
+// counters to the trailer (see AddStats) at End.
+func (t *Table) Summary(next event.Sink) event.Sink { return summary{next, t} }
+
+type summary struct {
+	event.Sink
+	t *Table
+}
+
+func (s summary) End(tr *event.Trailer) error {
+	c := *tr
+	c.Stats = event.Stats{Counters: slices.Clone(tr.Stats.Counters)}
+	s.t.AddStats(&c.Stats)
+	return s.Sink.End(&c)
+}
+
+// String describes the table for debugging.
+func (t *Table) String() string {
+	return fmt.Sprintf("stacks.Table{%d stacks, %d processes with modules, %d kernel symbols}", len(t.stacks), len(t.modules), len(t.ksyms))
+}
+
+// Lines renders e's stack for people, innermost frame first (see
+// FrameString), with a last line saying where a part is truncated or
+// lost; nil when e has no stack or its stack is not in the trace.
+func (t *Table) Lines(e *event.Event) []string {
+	st := t.Frames(e)
+	if st == nil {
+		return nil
+	}
+	out := make([]string, 0, len(st.Frames)+1)
+	for _, f := range st.Frames {
+		out = append(out, FrameString(f))
+	}
+	if st.Flags&(event.FactUserTruncated|event.FactKernelTruncated|event.FactUserLost|event.FactKernelLost) != 0 {
+		out = append(out, "... ("+st.Flags.String()+")")
+	}
+	return out
+}
