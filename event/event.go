@@ -161,12 +161,13 @@ const (
 	FlagTruncated                      // path or data truncated at capture
 	FlagPathLate                       // path resolved after capture (user space)
 	FlagDiscard                        // discard / write zeroes
+	FlagWaitedIO                       // read queued no I/O itself but waited for I/O in flight (read-ahead, another reader)
 )
 
 var flagNames = [...]string{
 	"direct", "sync", "fua", "meta", "preflush", "readahead", "writeback",
 	"paging", "no-completion", "no-start", "cache-hit", "append", "created",
-	"truncated", "path-late", "discard",
+	"truncated", "path-late", "discard", "waited-io",
 }
 
 // String lists the set flags separated by '|'.

@@ -312,8 +312,13 @@ func (a *cacheAcc) add(c *Cache) {
 	a.seen = true
 	a.c.Reads += c.Reads
 	a.c.DiskReads += c.DiskReads
+	a.c.WaitedReads += c.WaitedReads
+	a.c.CacheReads += c.CacheReads
+	a.c.OtherReads += c.OtherReads
 	a.c.BytesCache += c.BytesCache
 	a.c.BytesDisk += c.BytesDisk
+	a.c.BytesWaited += c.BytesWaited
+	a.c.BytesOther += c.BytesOther
 	a.c.FSOps += c.FSOps
 	a.c.DiskIOs += c.DiskIOs
 	a.c.DiskBytes += c.DiskBytes
@@ -328,7 +333,7 @@ func (a *cacheAcc) add(c *Cache) {
 
 func (a *cacheAcc) result() *Cache {
 	c := &Cache{CacheCounts: a.c, PerOp: a.perOp}
-	c.HitRatio = ratio(c.Reads-c.DiskReads, c.Reads)
+	c.HitRatio = ratio(c.CacheReads, c.CacheReads+c.DiskReads+c.WaitedReads)
 	c.DiskIOsPerFSOp = ratio(c.DiskIOs, c.FSOps)
 	for i := range c.PerOp {
 		c.PerOp[i].DiskIOsPerFSOp = ratio(c.PerOp[i].DiskIOs, c.PerOp[i].Count)

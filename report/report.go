@@ -310,26 +310,33 @@ func (r *Report) fileEvent(e *event.Event) {
 			hm.Add(e.Time, int64(dur))
 		}
 	}
-	if e.CausedIOs > 0 || e.Flags&event.FlagCacheHit != 0 {
+	if e.CausedIOs > 0 || e.Flags&(event.FlagCacheHit|event.FlagWaitedIO) != 0 {
 		r.linkSeen = true
 	}
-	if e.Flags&event.FlagCacheHit != 0 {
+	if e.Flags&(event.FlagCacheHit|event.FlagWaitedIO) != 0 {
 		r.hitSeen = true
 	}
 
-	// Cache behaviour: a completed read with no block I/O caused (or
-	// flagged as a hit) was served from the page cache.
+	// Cache behaviour of a completed read: it caused block I/O itself (a
+	// disk read, what it did not get from its own I/O came from the
+	// cache), waited for I/O already in flight (FlagWaitedIO), was
+	// flagged a cache hit, or none of these (see cacheOut).
 	var cc cacheCounts
 	cc.causedIOs = uint64(e.CausedIOs)
 	cc.causedB = e.CausedBytes
 	if op == event.OpRead && !incomplete && !failed {
 		cc.reads = 1
-		if e.CausedIOs == 0 || e.Flags&event.FlagCacheHit != 0 {
-			cc.bytesCache = b
-		} else {
+		switch {
+		case e.CausedIOs != 0 && e.Flags&event.FlagCacheHit == 0:
 			cc.diskReads = 1
 			cc.bytesDisk = min(e.CausedBytes, b)
 			cc.bytesCache = b - cc.bytesDisk
+		case e.Flags&event.FlagWaitedIO != 0:
+			cc.waitedReads, cc.bytesWaited = 1, b
+		case e.Flags&event.FlagCacheHit != 0:
+			cc.bytesCache = b
+		default:
+			cc.unflagged, cc.bytesUnflagged = 1, b
 		}
 	}
 	hasCache := cc != cacheCounts{}

@@ -266,7 +266,7 @@ func TestKnownTrace(t *testing.T) {
 	if err := res.WriteText(&text, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PROBLEMS", "ringbuf reserve failed (cpu 1)", "reads 11: 7 from cache (63.6%), 4 went to disk",
+	for _, want := range []string{"PROBLEMS", "ringbuf reserve failed (cpu 1)", "reads 11: 7 from cache (63.6% hit ratio), 4 caused disk I/O, 0 waited for disk I/O already in flight",
 		"vda (8:0)", "ENOSPC", "└ #", "usecs", "phase 1"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q", want)
@@ -306,5 +306,51 @@ func TestWarmTraceCache(t *testing.T) {
 	b2.run(t, r2, event.Trailer{End: 1000})
 	if r2.Result().Cache != nil {
 		t.Error("cache section for a trace that does not link reads to disk I/O")
+	}
+}
+
+// TestCacheCategories: each read is counted once, as a cache hit, a disk
+// read, a read that waited for I/O in flight, or (the source flagging
+// hits) an unclassified read; the hit ratio is over the classified reads,
+// and the text names all of them (#19).
+func TestCacheCategories(t *testing.T) {
+	b := &builder{}
+	for i := range 2 {
+		e := b.ev(event.LayerFile, event.OpRead, 101, 101, int64(i*100), 10, "/src/a.c", 4096)
+		e.Flags |= event.FlagCacheHit
+	}
+	w := b.ev(event.LayerFile, event.OpRead, 101, 101, 300, 10, "/src/a.c", 4096)
+	w.Flags |= event.FlagWaitedIO
+	d := b.ev(event.LayerFile, event.OpRead, 101, 101, 400, 10, "/src/a.c", 8192)
+	d.CausedIOs, d.CausedBytes = 1, 4096
+	b.ev(event.LayerFile, event.OpRead, 101, 101, 500, 10, "pipe:[7]", 2)
+	r := New(Options{TopN: 5})
+	b.run(t, r, event.Trailer{End: 1000})
+	res := r.Result()
+	c := res.Cache
+	if c == nil {
+		t.Fatal("no cache section")
+	}
+	if c.Reads != 5 || c.CacheReads != 2 || c.DiskReads != 1 || c.WaitedReads != 1 || c.OtherReads != 1 ||
+		c.HitRatio != 0.5 || c.BytesCache != 2*4096+4096 || c.BytesDisk != 4096 || c.BytesWaited != 4096 || c.BytesOther != 2 {
+		t.Errorf("cache %+v", c.CacheCounts)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteText(&buf, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"reads 5: 2 from cache (50.0% hit ratio), 1 caused disk I/O, 1 waited for disk I/O already in flight",
+		"1 other reads not classified"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+	// Merging two copies keeps the categories and the ratio.
+	m, err := Merge([]*Result{res, res}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mc := m.Cache; mc == nil || mc.WaitedReads != 2 || mc.OtherReads != 2 || mc.CacheReads != 4 || mc.HitRatio != 0.5 {
+		t.Errorf("merged cache %+v", mc)
 	}
 }

@@ -116,15 +116,27 @@ type OpCount struct {
 }
 
 // CacheCounts describe how reads were served (see Cache).
+//
+// Every completed read is one of: a disk read (it caused block I/O), a
+// read that waited for block I/O already in flight (read-ahead, another
+// reader: WaitedReads), a cache hit (CacheReads), or, when the source flags
+// cache hits, a read the source could not classify (OtherReads: a file not
+// on a block device, a pipe, an asynchronous request without a complete
+// cause link). HitRatio is CacheReads over the classified reads.
 type CacheCounts struct {
-	Reads      uint64  `json:"reads"`
-	DiskReads  uint64  `json:"disk_reads"`
-	HitRatio   float64 `json:"hit_ratio"`
-	BytesCache uint64  `json:"bytes_from_cache"`
-	BytesDisk  uint64  `json:"bytes_from_disk"`
-	FSOps      uint64  `json:"fs_ops"`
-	DiskIOs    uint64  `json:"disk_ios"`
-	DiskBytes  uint64  `json:"disk_bytes"`
+	Reads       uint64  `json:"reads"`
+	DiskReads   uint64  `json:"disk_reads"`
+	WaitedReads uint64  `json:"waited_reads"`
+	CacheReads  uint64  `json:"cache_reads"`
+	OtherReads  uint64  `json:"other_reads"`
+	HitRatio    float64 `json:"hit_ratio"`
+	BytesCache  uint64  `json:"bytes_from_cache"`
+	BytesDisk   uint64  `json:"bytes_from_disk"`
+	BytesWaited uint64  `json:"bytes_waited"`
+	BytesOther  uint64  `json:"bytes_other"`
+	FSOps       uint64  `json:"fs_ops"`
+	DiskIOs     uint64  `json:"disk_ios"`
+	DiskBytes   uint64  `json:"disk_bytes"`
 	// DiskIOsPerFSOp is DiskIOs / FSOps.
 	DiskIOsPerFSOp float64 `json:"disk_ios_per_fs_op"`
 }
@@ -296,7 +308,7 @@ func (r *Report) Result() *Result {
 	res.FilesByBytes = r.topFiles(r.opts.TopN, func(e *entity) uint64 { return e.tot.bytes })
 	res.FilesByTime = r.topFiles(r.opts.TopN, func(e *entity) uint64 { return e.tot.time })
 	if r.CacheKnown() {
-		c := &Cache{CacheCounts: cacheOut(&r.cache, r.layers[event.LayerFile].count)}
+		c := &Cache{CacheCounts: r.cacheOut(&r.cache, r.layers[event.LayerFile].count)}
 		for op := range event.NumOps {
 			s := &r.ops[op]
 			if s.count == 0 || event.Op(op).Layer() != event.LayerFile {
@@ -378,11 +390,21 @@ func (r *Report) problems() []Problem {
 }
 
 // cacheOut is the output form of c, whose owner counted fsOps file-layer
-// events.
-func cacheOut(c *cacheCounts, fsOps uint64) CacheCounts {
-	return CacheCounts{Reads: c.reads, DiskReads: c.diskReads, HitRatio: ratio(c.reads-c.diskReads, c.reads),
-		BytesCache: c.bytesCache, BytesDisk: c.bytesDisk, FSOps: fsOps, DiskIOs: c.causedIOs,
-		DiskBytes: c.causedB, DiskIOsPerFSOp: ratio(c.causedIOs, fsOps)}
+// events. A read with no cause and no flag was served from the cache when
+// the source flags no cache hits (it links reads to block I/O and that is
+// all it says); when it flags them, the read is one it did not classify.
+func (r *Report) cacheOut(c *cacheCounts, fsOps uint64) CacheCounts {
+	out := CacheCounts{Reads: c.reads, DiskReads: c.diskReads, WaitedReads: c.waitedReads,
+		BytesCache: c.bytesCache, BytesDisk: c.bytesDisk, BytesWaited: c.bytesWaited, FSOps: fsOps,
+		DiskIOs: c.causedIOs, DiskBytes: c.causedB, DiskIOsPerFSOp: ratio(c.causedIOs, fsOps)}
+	if r.hitSeen {
+		out.OtherReads, out.BytesOther = c.unflagged, c.bytesUnflagged
+	} else {
+		out.BytesCache += c.bytesUnflagged
+	}
+	out.CacheReads = out.Reads - out.DiskReads - out.WaitedReads - out.OtherReads
+	out.HitRatio = ratio(out.CacheReads, out.CacheReads+out.DiskReads+out.WaitedReads)
+	return out
 }
 
 func ratio(a, b uint64) float64 {
@@ -403,7 +425,7 @@ func (r *Report) entityOut(e *entity) Entity {
 		}
 	}
 	if r.CacheKnown() {
-		c := cacheOut(&e.c, e.tot.count)
+		c := r.cacheOut(&e.c, e.tot.count)
 		out.Cache = &c
 	}
 	return out

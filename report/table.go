@@ -21,10 +21,16 @@ type opCounts struct {
 type cacheCounts struct {
 	reads      uint64 // completed, successful read ops
 	diskReads  uint64 // of which caused block I/O
-	bytesCache uint64
+	bytesCache uint64 // read from cache by reads flagged as hits, or that caused less I/O than they read
 	bytesDisk  uint64
 	causedIOs  uint64 // block I/Os caused by file-layer ops
 	causedB    uint64
+	// waitedReads read data whose I/O was already in flight (FlagWaitedIO).
+	waitedReads, bytesWaited uint64
+	// unflagged reads caused no block I/O and carry no flag: from the
+	// cache when the source flags no hits, otherwise not on a block
+	// device or not linked (see cacheOut).
+	unflagged, bytesUnflagged uint64
 }
 
 func (c *cacheCounts) merge(o *cacheCounts) {
@@ -32,6 +38,10 @@ func (c *cacheCounts) merge(o *cacheCounts) {
 	c.diskReads += o.diskReads
 	c.bytesCache += o.bytesCache
 	c.bytesDisk += o.bytesDisk
+	c.waitedReads += o.waitedReads
+	c.bytesWaited += o.bytesWaited
+	c.unflagged += o.unflagged
+	c.bytesUnflagged += o.bytesUnflagged
 	c.causedIOs += o.causedIOs
 	c.causedB += o.causedB
 }

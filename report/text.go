@@ -260,10 +260,13 @@ func (t *textWriter) cache(res *Result) {
 		return
 	}
 	c := res.Cache
-	t.heading("CACHE (a read that caused no block I/O was served from the page cache)")
-	fmt.Fprintf(t.w, "  reads %s: %s from cache (%s), %s went to disk\n", FormatCount(c.Reads),
-		FormatCount(c.Reads-c.DiskReads), FormatPercent(c.HitRatio), FormatCount(c.DiskReads))
-	fmt.Fprintf(t.w, "  bytes read: %s from cache, %s from disk\n", FormatBytes(c.BytesCache), FormatBytes(c.BytesDisk))
+	t.heading("CACHE (how each read was served)")
+	fmt.Fprintf(t.w, "  reads %s: %s from cache (%s hit ratio), %s caused disk I/O, %s waited for disk I/O already in flight (read-ahead, another reader)\n",
+		FormatCount(c.Reads), FormatCount(c.CacheReads), FormatPercent(c.HitRatio), FormatCount(c.DiskReads), FormatCount(c.WaitedReads))
+	if c.OtherReads > 0 {
+		fmt.Fprintf(t.w, "  %s other reads not classified (not a block device's file, a pipe or socket, or an asynchronous request without a complete cause link)\n", FormatCount(c.OtherReads))
+	}
+	fmt.Fprintf(t.w, "  bytes read: %s from cache, %s from disk, %s after waiting for I/O in flight\n", FormatBytes(c.BytesCache), FormatBytes(c.BytesDisk), FormatBytes(c.BytesWaited))
 	fmt.Fprintf(t.w, "  disk I/Os caused by file operations: %s (%s) for %s operations, %.3f per operation\n",
 		FormatCount(c.DiskIOs), FormatBytes(c.DiskBytes), FormatCount(c.FSOps), c.DiskIOsPerFSOp)
 	tb := Table{Header: []string{"OP", "COUNT", "DISK I/Os", "DISK BYTES", "DISK I/Os PER OP"}, Right: []bool{false, true, true, true, true}, Indent: "  "}

@@ -14,6 +14,12 @@
 // and frames whose module is unknown, missing, stripped or without an
 // identity, stay module+0xoffset and are counted by Reason.
 //
+// A Windows image is identified by the PDB its CodeView record names
+// (PDBID, read from the image with package peid): its public symbols come
+// from a PDB in a --symbols directory in symbol-store layout
+// (NAME.pdb/GUIDAGE/NAME.pdb) whose own GUID and age match, read by
+// package pdb, on any OS.
+//
 // ELF symbol tables, DWARF line tables and Go's pclntab are read with the
 // standard library (debug/elf, debug/dwarf, debug/gosym); C++ and Rust
 // names are demangled with github.com/ianlancetaylor/demangle. What is

@@ -15,6 +15,8 @@ import (
 	"sort"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/iotrace/iotrace/symbolize/pdb"
 )
 
 // symFile is what a module file offers for naming addresses.
@@ -28,6 +30,35 @@ type symFile struct {
 	gos       *gosym.Table
 	// lines is the DWARF line table, by address (nil without DWARF).
 	lines []lineRow
+	// pdb holds a Windows module's public symbols, by RVA (no ELF
+	// fields are set then).
+	pdb *pdb.File
+}
+
+// openPDB reads the PDB at path; its identity is "pdb:" + name + "/" +
+// the symbol-store key of its GUID and age.
+func openPDB(path, name string) (*symFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	p, err := pdb.Parse(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &symFile{id: PDBID(name, p.GUID, p.Age), pdb: p}, nil
+}
+
+// PDBID is the identity of a Windows module whose CodeView record names
+// PDB file name (its base name is used) with guid and age: "pdb:",
+// the name, "/", and the symbol-store key (pdb.SymStoreKey).
+func PDBID(name string, guid [16]byte, age uint32) string {
+	return "pdb:" + baseName(name) + "/" + pdb.SymStoreKey(guid, age)
 }
 
 type segment struct{ off, vaddr, size uint64 }

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,8 +17,9 @@ import (
 type Module struct {
 	// Path is the file as it was mapped.
 	Path string
-	// ID is the file's identity: "gnu:" and the hex GNU build-id, or
-	// "go:" and the Go build ID; "" when unknown.
+	// ID is the file's identity: "gnu:" and the hex GNU build-id, "go:"
+	// and the Go build ID, or for a Windows image the PDB its CodeView
+	// record names (PDBID: "pdb:NAME.pdb/GUIDAGE"); "" when unknown.
 	ID string
 	// Start and End bound the mapping's addresses; Offset is the file
 	// offset mapped at Start.
@@ -148,7 +151,7 @@ func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
 	if m == nil || addr < m.Start || (m.End != 0 && addr >= m.End) {
 		return s.done(f, NoModule)
 	}
-	f.Module = filepath.Base(m.Path)
+	f.Module = baseName(m.Path)
 	f.Offset = addr - m.Start + m.Offset
 	if m.ID == "" {
 		return s.done(f, NoID)
@@ -156,6 +159,23 @@ func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
 	sf, why := s.fileFor(m)
 	if sf == nil {
 		return s.done(f, why)
+	}
+	if sf.pdb != nil {
+		// A Windows image is mapped whole from its base: the offset
+		// from Start is the RVA.
+		rva := addr - m.Start
+		if rva > math.MaxUint32 {
+			return s.done(f, NoSymbol)
+		}
+		if len(sf.pdb.Publics) == 0 {
+			return s.done(f, NoSymbols)
+		}
+		sym, _, ok := sf.pdb.Lookup(uint32(rva))
+		if !ok {
+			return s.done(f, NoSymbol)
+		}
+		f.Function = sym.Name
+		return s.done(f, Resolved)
 	}
 	var vaddr uint64
 	switch {
@@ -232,6 +252,29 @@ func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
 			}
 		}
 	}
+	if kind == "pdb" {
+		// Symbol-store layout: DIR/NAME.pdb/GUIDAGE/NAME.pdb, the file's
+		// own GUID and age checked.
+		name, key, _ := strings.Cut(id, "/")
+		for _, d := range s.opts.Dirs {
+			for _, n := range uniq(name, strings.ToLower(name)) {
+				p := filepath.Join(d, n, key, n)
+				sf, err := s.openPDB(p, name)
+				if err != nil {
+					if !errors.Is(err, os.ErrNotExist) {
+						why = max(why, BadFile)
+					}
+					continue
+				}
+				if sf.id != m.ID {
+					why = max(why, IDMismatch)
+					continue
+				}
+				return sf, Resolved
+			}
+		}
+		return nil, why
+	}
 	if kind == "go" {
 		// Go programs carry their own symbols: a copy of the binary in a
 		// symbol directory under its base name is found there.
@@ -247,6 +290,43 @@ func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
 		}
 	}
 	return nil, why
+}
+
+// openPDB reads the PDB at path (cached).
+func (s *Symbolizer) openPDB(path, name string) (*symFile, error) {
+	if sf, ok := s.files[path]; ok {
+		if sf == nil {
+			return nil, os.ErrNotExist
+		}
+		return sf, nil
+	}
+	sf, err := openPDB(path, name)
+	if err != nil {
+		s.files[path] = nil
+		return nil, err
+	}
+	s.files[path] = sf
+	return sf, nil
+}
+
+// baseName is the last element of a module path recorded on Linux or
+// Windows (either separator), whatever OS reads it.
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// uniq returns its arguments without repeats.
+func uniq(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // open reads the file at path (cached).

@@ -260,7 +260,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	opts := &r.opts
 	pr := r.pr
 	wantURing := r.tr.ops == nil || r.tr.ops[event.OpAsync] || r.tr.ops[event.OpRead] || r.tr.ops[event.OpWrite]
-	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing}); err != nil {
+	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing, iowait: wantFile && wantBlock}); err != nil {
 		return err
 	}
 	for _, m := range pr.missing {
@@ -293,6 +293,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		}
 		if wantFile {
 			bo.CurSyscall = pr.objs.CurSyscall
+			bo.InodeIO = pr.objs.InodeIo
 		}
 		if cmdMode || pidSet != nil {
 			bo.PidFilter = pr.objs.Pids
@@ -490,6 +491,17 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	if ierr != nil {
 		r.opts.Warnf(ierr.Error())
 		r.stats.Add(event.CountInfo, "system calls in flight at stop not reported: "+ierr.Error(), 1)
+	}
+	aios, aerr := pr.aioInFlight()
+	for i := range aios {
+		r.tr.aioRecord(&aios[i], false)
+	}
+	if len(aios) != 0 {
+		r.stats.Add(event.CountUnpaired, "AIO requests in flight when tracing stopped (submitted, not reaped)", uint64(len(aios)))
+	}
+	if aerr != nil {
+		r.opts.Warnf(aerr.Error())
+		r.stats.Add(event.CountInfo, "AIO requests in flight at stop not reported: "+aerr.Error(), 1)
 	}
 	if berr := stopBlock(); err == nil {
 		err = berr

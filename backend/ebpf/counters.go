@@ -21,7 +21,11 @@ const (
 	cURingNoSubmit
 	cURingFull
 	cPidsFull
-	cSyscalls
+	cLostAIO
+	cAIONoSubmit
+	cAIOFull
+	cAIOOverCap
+	cAIOReapOverCap
 	numCounters
 )
 
@@ -31,20 +35,24 @@ var counterDesc = [numCounters]struct {
 	name   string
 	perCPU bool
 }{
-	cLostSyscall:   {event.CountLost, "syscall events lost: ring buffer full", true},
-	cLostPath:      {event.CountLost, "path strings lost: ring buffer full", true},
-	cLostProc:      {event.CountLost, "process fork/exec/exit records lost: ring buffer full", true},
-	cLostURing:     {event.CountLost, "io_uring events lost: ring buffer full", true},
-	cExitNoEnter:   {event.CountUnpaired, "syscall exits without their enter (started before tracing)", false},
-	cEnterNoExit:   {event.CountUnpaired, "syscalls without exit (thread exited inside)", false},
-	cKindMismatch:  {event.CountUnpaired, "syscall exits of another syscall than entered", false},
-	cInflightFull:  {event.CountLost, "syscall events lost: no task storage for the thread (memory)", false},
-	cPathRetry:     {event.CountInfo, "paths not resident at enter, read at exit", false},
-	cPathFailed:    {event.CountUnresolved, "paths unreadable at enter and exit", false},
-	cURingNoSubmit: {event.CountUnpaired, "io_uring completions without submission", false},
-	cURingFull:     {event.CountLost, "io_uring events lost: in-flight map full", false},
-	cPidsFull:      {event.CountLost, "children not followed: pid map full", false},
-	cSyscalls:      {event.CountInfo, "syscall records produced", false},
+	cLostSyscall:    {event.CountLost, "syscall events lost: ring buffer full", true},
+	cLostPath:       {event.CountLost, "path strings lost: ring buffer full", true},
+	cLostProc:       {event.CountLost, "process fork/exec/exit records lost: ring buffer full", true},
+	cLostURing:      {event.CountLost, "io_uring events lost: ring buffer full", true},
+	cExitNoEnter:    {event.CountUnpaired, "syscall exits without their enter (started before tracing)", false},
+	cEnterNoExit:    {event.CountUnpaired, "syscalls without exit (thread exited inside)", false},
+	cKindMismatch:   {event.CountUnpaired, "syscall exits of another syscall than entered", false},
+	cInflightFull:   {event.CountLost, "syscall events lost: no task storage for the thread (memory)", false},
+	cPathRetry:      {event.CountInfo, "paths not resident at enter, read at exit", false},
+	cPathFailed:     {event.CountUnresolved, "paths unreadable at enter and exit", false},
+	cURingNoSubmit:  {event.CountUnpaired, "io_uring completions without submission", false},
+	cURingFull:      {event.CountLost, "io_uring events lost: in-flight map full", false},
+	cPidsFull:       {event.CountLost, "children not followed: pid map full", false},
+	cLostAIO:        {event.CountLost, "AIO events lost: ring buffer full", true},
+	cAIONoSubmit:    {event.CountUnpaired, "AIO completions reaped without their submission (submitted before tracing, or not read at submission)", false},
+	cAIOFull:        {event.CountLost, "AIO requests not traced: in-flight map full", false},
+	cAIOOverCap:     {event.CountLost, "AIO requests not traced: beyond the 64 read per io_submit call", false},
+	cAIOReapOverCap: {event.CountLost, "AIO completions not traced: beyond the 4096 read per io_getevents call", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.
@@ -79,7 +87,7 @@ func sum(vals []uint64) uint64 {
 // lostTotal returns the sum of every ring-buffer loss counter.
 func lostTotal(vals [numCounters][]uint64) uint64 {
 	var t uint64
-	for _, i := range []int{cLostSyscall, cLostPath, cLostProc, cLostURing, cInflightFull} {
+	for _, i := range []int{cLostSyscall, cLostPath, cLostProc, cLostURing, cInflightFull, cLostAIO, cAIOFull} {
 		for _, v := range vals[i] {
 			t += v
 		}

@@ -13,6 +13,67 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type iotraceAioKey struct {
+	_    structs.HostLayout
+	Iocb uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type iotraceAioRec struct {
+	_ structs.HostLayout
+	H struct {
+		_    structs.HostLayout
+		Type uint8
+		Pad  uint8
+		Kind uint16
+		Cpu  uint32
+		Time uint64
+	}
+	Id       uint64
+	Dur      uint64
+	Pid      uint32
+	Tid      uint32
+	Data     uint64
+	Iocb     uint64
+	Off      int64
+	Res      int64
+	Nbytes   uint64
+	Ctx      uint64
+	BioBytes uint64
+	NrBios   uint32
+	Fd       int32
+	Opcode   uint16
+	Caused   uint8
+	Aflags   uint8
+	Fflags   uint32
+	Comm     [16]int8
+	Ino      uint64
+	Dev      uint32
+	Pad      uint32
+}
+
+type iotraceAsyncState struct {
+	_     structs.HostLayout
+	Cause struct {
+		_     structs.HostLayout
+		Id    uint64
+		Key   uint64
+		Kiocb uint64
+		Tgid  uint32
+		Kind  uint8
+		Pad   [3]uint8
+	}
+	Call struct {
+		_      structs.HostLayout
+		Iocbpp uint64
+		Ctx    uint64
+		Events uint64
+		N      uint32
+		Pad    uint32
+	}
+}
+
 type iotraceCommKey struct {
 	_    structs.HostLayout
 	Comm [16]int8
@@ -43,21 +104,35 @@ type iotraceInflightDump struct {
 	Tid uint32
 	Pad uint32
 	V   struct {
-		_      structs.HostLayout
-		Id     uint64
-		Ts     uint64
-		Args   [6]uint64
-		Size   uint64
-		Pos    int64
-		Ino    uint64
-		Dev    uint32
-		Fflags uint32
-		Cpu    uint32
-		Pid    uint32
-		Kind   uint16
-		Sflags uint16
-		Pad    uint32
+		_        structs.HostLayout
+		Id       uint64
+		Ts       uint64
+		Args     [6]uint64
+		Size     uint64
+		Pos      int64
+		Ino      uint64
+		Dev      uint32
+		Fflags   uint32
+		Cpu      uint32
+		Pid      uint32
+		Kind     uint16
+		Sflags   uint16
+		CommSent uint32
 	}
+}
+
+type iotraceInodeIo struct {
+	_        structs.HostLayout
+	Inflight uint32
+	Pad      uint32
+	LastDone uint64
+}
+
+type iotraceInodeIoKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
 }
 
 type iotracePathRec struct {
@@ -81,11 +156,11 @@ type iotracePathRec struct {
 type iotraceSyscallState struct {
 	_     structs.HostLayout
 	Cause struct {
-		_        structs.HostLayout
-		Id       uint64
-		NrBios   uint32
-		Pad      uint32
-		BioBytes uint64
+		_         structs.HostLayout
+		Id        uint64
+		NrBios    uint32
+		Submitter uint32
+		BioBytes  uint64
 	}
 	Call [112]uint8
 }
@@ -102,32 +177,48 @@ type iotraceUringInflight struct {
 	Fd       int32
 	Len      uint32
 	Opcode   uint8
-	Pad      [3]uint8
+	Caused   uint8
+	Uflags   uint8
+	Pad      uint8
 	Comm     [16]int8
+	BioBytes uint64
+	NrBios   uint32
+	Dev      uint32
+	Ino      uint64
+	Fflags   uint32
+	Pad2     uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	iotraceMapAioInflight        = "aio_inflight"
+	iotraceMapAioTgids           = "aio_tgids"
+	iotraceMapAsyncState         = "async_state"
 	iotraceMapComms              = "comms"
 	iotraceMapCounters           = "counters"
 	iotraceMapCurSyscall         = "cur_syscall"
 	iotraceMapExecScratch        = "exec_scratch"
+	iotraceMapInodeIo            = "inode_io"
 	iotraceMapPathScratch        = "path_scratch"
 	iotraceMapPids               = "pids"
 	iotraceMapRb                 = "rb"
 	iotraceMapSeq                = "seq"
 	iotraceMapSysKinds           = "sys_kinds"
 	iotraceMapUringInflight      = "uring_inflight"
+	iotraceProgDioBegin          = "dio_begin"
+	iotraceProgDioComplete       = "dio_complete"
+	iotraceProgDioQueued         = "dio_queued"
 	iotraceProgDumpInflight      = "dump_inflight"
 	iotraceProgSchedExec         = "sched_exec"
 	iotraceProgSchedExit         = "sched_exit"
 	iotraceProgSchedFork         = "sched_fork"
+	iotraceProgSchedSwitch       = "sched_switch"
 	iotraceProgSysEnter          = "sys_enter"
 	iotraceProgSysExit           = "sys_exit"
+	iotraceProgTaskRename        = "task_rename"
 	iotraceProgUringComplete     = "uring_complete"
-	iotraceProgUringEnterExit    = "uring_enter_exit"
 	iotraceProgUringSubmit       = "uring_submit"
 	iotraceVarCfgCause           = "cfg_cause"
 	iotraceVarCfgFilterComm      = "cfg_filter_comm"
@@ -181,25 +272,33 @@ type iotraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceProgramSpecs struct {
-	DumpInflight   *ebpf.ProgramSpec `ebpf:"dump_inflight"`
-	SchedExec      *ebpf.ProgramSpec `ebpf:"sched_exec"`
-	SchedExit      *ebpf.ProgramSpec `ebpf:"sched_exit"`
-	SchedFork      *ebpf.ProgramSpec `ebpf:"sched_fork"`
-	SysEnter       *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit        *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	UringComplete  *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringEnterExit *ebpf.ProgramSpec `ebpf:"uring_enter_exit"`
-	UringSubmit    *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	DioBegin      *ebpf.ProgramSpec `ebpf:"dio_begin"`
+	DioComplete   *ebpf.ProgramSpec `ebpf:"dio_complete"`
+	DioQueued     *ebpf.ProgramSpec `ebpf:"dio_queued"`
+	DumpInflight  *ebpf.ProgramSpec `ebpf:"dump_inflight"`
+	SchedExec     *ebpf.ProgramSpec `ebpf:"sched_exec"`
+	SchedExit     *ebpf.ProgramSpec `ebpf:"sched_exit"`
+	SchedFork     *ebpf.ProgramSpec `ebpf:"sched_fork"`
+	SchedSwitch   *ebpf.ProgramSpec `ebpf:"sched_switch"`
+	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	TaskRename    *ebpf.ProgramSpec `ebpf:"task_rename"`
+	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // iotraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceMapSpecs struct {
+	AioInflight   *ebpf.MapSpec `ebpf:"aio_inflight"`
+	AioTgids      *ebpf.MapSpec `ebpf:"aio_tgids"`
+	AsyncState    *ebpf.MapSpec `ebpf:"async_state"`
 	Comms         *ebpf.MapSpec `ebpf:"comms"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	CurSyscall    *ebpf.MapSpec `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.MapSpec `ebpf:"exec_scratch"`
+	InodeIo       *ebpf.MapSpec `ebpf:"inode_io"`
 	PathScratch   *ebpf.MapSpec `ebpf:"path_scratch"`
 	Pids          *ebpf.MapSpec `ebpf:"pids"`
 	Rb            *ebpf.MapSpec `ebpf:"rb"`
@@ -242,10 +341,14 @@ func (o *iotraceObjects) Close() error {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotraceMaps struct {
+	AioInflight   *ebpf.Map `ebpf:"aio_inflight"`
+	AioTgids      *ebpf.Map `ebpf:"aio_tgids"`
+	AsyncState    *ebpf.Map `ebpf:"async_state"`
 	Comms         *ebpf.Map `ebpf:"comms"`
 	Counters      *ebpf.Map `ebpf:"counters"`
 	CurSyscall    *ebpf.Map `ebpf:"cur_syscall"`
 	ExecScratch   *ebpf.Map `ebpf:"exec_scratch"`
+	InodeIo       *ebpf.Map `ebpf:"inode_io"`
 	PathScratch   *ebpf.Map `ebpf:"path_scratch"`
 	Pids          *ebpf.Map `ebpf:"pids"`
 	Rb            *ebpf.Map `ebpf:"rb"`
@@ -256,10 +359,14 @@ type iotraceMaps struct {
 
 func (m *iotraceMaps) Close() error {
 	return _IotraceClose(
+		m.AioInflight,
+		m.AioTgids,
+		m.AsyncState,
 		m.Comms,
 		m.Counters,
 		m.CurSyscall,
 		m.ExecScratch,
+		m.InodeIo,
 		m.PathScratch,
 		m.Pids,
 		m.Rb,
@@ -287,27 +394,35 @@ type iotraceVariables struct {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotracePrograms struct {
-	DumpInflight   *ebpf.Program `ebpf:"dump_inflight"`
-	SchedExec      *ebpf.Program `ebpf:"sched_exec"`
-	SchedExit      *ebpf.Program `ebpf:"sched_exit"`
-	SchedFork      *ebpf.Program `ebpf:"sched_fork"`
-	SysEnter       *ebpf.Program `ebpf:"sys_enter"`
-	SysExit        *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete  *ebpf.Program `ebpf:"uring_complete"`
-	UringEnterExit *ebpf.Program `ebpf:"uring_enter_exit"`
-	UringSubmit    *ebpf.Program `ebpf:"uring_submit"`
+	DioBegin      *ebpf.Program `ebpf:"dio_begin"`
+	DioComplete   *ebpf.Program `ebpf:"dio_complete"`
+	DioQueued     *ebpf.Program `ebpf:"dio_queued"`
+	DumpInflight  *ebpf.Program `ebpf:"dump_inflight"`
+	SchedExec     *ebpf.Program `ebpf:"sched_exec"`
+	SchedExit     *ebpf.Program `ebpf:"sched_exit"`
+	SchedFork     *ebpf.Program `ebpf:"sched_fork"`
+	SchedSwitch   *ebpf.Program `ebpf:"sched_switch"`
+	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
+	SysExit       *ebpf.Program `ebpf:"sys_exit"`
+	TaskRename    *ebpf.Program `ebpf:"task_rename"`
+	UringComplete *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *iotracePrograms) Close() error {
 	return _IotraceClose(
+		p.DioBegin,
+		p.DioComplete,
+		p.DioQueued,
 		p.DumpInflight,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,
+		p.SchedSwitch,
 		p.SysEnter,
 		p.SysExit,
+		p.TaskRename,
 		p.UringComplete,
-		p.UringEnterExit,
 		p.UringSubmit,
 	)
 }

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -40,6 +41,18 @@ type probes struct {
 	// missing lists tracepoints this kernel lacks.
 	missing []string
 	ncpu    int
+	// dio: the kernel has iomap's direct I/O tracepoints (see loadProbes).
+	dio bool
+}
+
+// kernelHasBTFType reports whether the kernel's BTF has a type of that name.
+func kernelHasBTFType(name string) bool {
+	s, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false
+	}
+	_, err = s.AnyTypeByName(name)
+	return err == nil
 }
 
 // ringSize rounds n up to a power of two of at least one page.
@@ -81,6 +94,16 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		}
 	}
 	p := &probes{}
+	// The direct I/O boundaries of asynchronous requests (iomap's
+	// tracepoints) exist only in kernels built with iomap; without them
+	// each program's place is taken by one that is never attached.
+	p.dio = kernelHasBTFType("btf_trace_iomap_dio_rw_begin") && kernelHasBTFType("btf_trace_iomap_dio_rw_queued") &&
+		kernelHasBTFType("btf_trace_iomap_dio_complete")
+	if !p.dio {
+		for _, name := range []string{"dio_begin", "dio_queued", "dio_complete"} {
+			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
+		}
+	}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -127,6 +150,9 @@ type attachConfig struct {
 	file  bool                // syscalls
 	ops   *[event.NumOps]bool // ops wanted, nil: all
 	uring bool
+	// iowait: mark calls that slept for I/O (sched_switch), for telling
+	// reads that waited for I/O in flight from cache hits.
+	iowait bool
 }
 
 // attach enables the selected system calls in sys_kinds and attaches the
@@ -135,7 +161,7 @@ type attachConfig struct {
 // architecture lacks and missing io_uring tracepoints are listed in
 // p.missing; other failures are errors.
 func (p *probes) attach(ac attachConfig) error {
-	for _, prog := range []*ebpf.Program{p.objs.SchedFork, p.objs.SchedExec, p.objs.SchedExit} {
+	for _, prog := range []*ebpf.Program{p.objs.SchedFork, p.objs.SchedExec, p.objs.SchedExit, p.objs.TaskRename} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)
@@ -146,7 +172,13 @@ func (p *probes) attach(ac attachConfig) error {
 		n := 0
 		for k := kNone + 1; k < numKinds; k++ {
 			in := &sysTable[k]
-			if ac.ops != nil && !ac.ops[in.Op] && !in.State {
+			if in.Flags&(3*ckAsync) != 0 {
+				// io_submit, the reaping calls and io_uring_enter go
+				// with the asynchronous requests.
+				if !ac.uring {
+					continue
+				}
+			} else if ac.ops != nil && !ac.ops[in.Op] && !in.State {
 				continue
 			}
 			nr, ok := sysNumbers[k]
@@ -175,6 +207,13 @@ func (p *probes) attach(ac attachConfig) error {
 			*x.to = append(*x.to, l)
 		}
 	}
+	if ac.iowait {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.SchedSwitch})
+		if err != nil {
+			return fmt.Errorf("ebpf: attach sched_switch (tp_btf): %w", err)
+		}
+		p.others = append(p.others, l)
+	}
 	if ac.uring {
 		for _, x := range []struct {
 			name string
@@ -190,16 +229,17 @@ func (p *probes) attach(ac attachConfig) error {
 			}
 			p.others = append(p.others, l)
 		}
-		// Ends an inline submission's block I/O cause (see
-		// uring_enter_exit); one syscall's exit, off the read/write path.
-		l, err := link.Tracepoint("syscalls", "sys_exit_io_uring_enter", p.objs.UringEnterExit, nil)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			p.missing = append(p.missing, "syscalls:sys_exit_io_uring_enter")
-		case err != nil:
-			return fmt.Errorf("ebpf: attach syscalls:sys_exit_io_uring_enter: %w", err)
-		default:
-			p.others = append(p.others, l)
+		// The block I/O of one direct I/O belongs to its request.
+		if !p.dio {
+			p.missing = append(p.missing, "iomap:iomap_dio_rw_begin (block I/O of io_uring workers and multi-request io_submit calls is not linked to its request)")
+		} else {
+			for _, prog := range []*ebpf.Program{p.objs.DioComplete, p.objs.DioQueued, p.objs.DioBegin} {
+				l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+				if err != nil {
+					return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)
+				}
+				p.others = append(p.others, l)
+			}
 		}
 	}
 	sort.Strings(p.missing)
@@ -254,6 +294,39 @@ func (p *probes) counters() ([numCounters][]uint64, error) {
 		out[i] = vals
 	}
 	return out, nil
+}
+
+// aioInFlight returns the AIO requests submitted and not reaped, as
+// records without a result, in submission order.
+func (p *probes) aioInFlight() ([]aioRec, error) {
+	var out []aioRec
+	var k iotraceAioKey
+	var v iotraceAioRec
+	it := p.objs.AioInflight.Iterate()
+	for it.Next(&k, &v) {
+		r, err := aioRecOf(&v)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("ebpf: read the AIO in-flight map: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out, nil
+}
+
+// aioRecOf decodes an in-flight map value as the ring buffer's record (the
+// same struct aio_rec).
+func aioRecOf(v *iotraceAioRec) (aioRec, error) {
+	b, err := binary.Append(nil, binary.NativeEndian, v)
+	if err != nil {
+		return aioRec{}, fmt.Errorf("ebpf: encode an AIO in-flight entry: %w", err)
+	}
+	var r aioRec
+	err = r.decode(b)
+	return r, err
 }
 
 // inFlight returns the syscalls entered and not exited, as records

@@ -13,6 +13,7 @@ const (
 	recExec    = 4
 	recExit    = 5
 	recURing   = 6
+	recAIO     = 7
 )
 
 // Syscall record flags (enum sys_flags).
@@ -24,6 +25,9 @@ const (
 	sfHaveFile    = 1 << 4
 	sfCause       = 1 << 5
 	sfIOVPartial  = 1 << 6
+	sfIOWait      = 1 << 8  // slept waiting for I/O during the call
+	sfWaitedIO    = 1 << 9  // queued no bio; slept for I/O while its file had read I/O in flight
+	sfComm        = 1 << 10 // Comm is set (else the thread's last one applies)
 )
 
 // Fork record flags (enum clone_flags).
@@ -40,7 +44,8 @@ const (
 	forkSize     = 64
 	execHdrSize  = 56
 	exitSize     = 40
-	uringSize    = 96
+	uringSize    = 128
+	aioSize      = 144
 	commLen      = 16
 	pathCap      = 4096
 	argsCap      = 1024
@@ -236,7 +241,22 @@ type uringRec struct {
 	Opcode   uint8
 	More     bool // a multishot request's completion, more to come
 	Comm     [commLen]byte
+	// Caused says NrBios and BioBytes are valid (block tracing was on):
+	// the bios the request queued.
+	Caused   bool
+	NrBios   uint32
+	BioBytes uint64
+	UFlags   uint8  // ufFixed, ufHaveFile
+	Ino      uint64 // FD's file at submission (ufHaveFile)
+	Dev      uint32
+	FFlags   uint32
 }
+
+// io_uring record flags (enum uring_flags).
+const (
+	ufFixed    = 1 << 0 // FD is a registered file's index
+	ufHaveFile = 1 << 1
+)
 
 func (r *uringRec) decode(b []byte) error {
 	if len(b) < uringSize {
@@ -257,6 +277,73 @@ func (r *uringRec) decode(b []byte) error {
 	r.Opcode = b[76]
 	r.More = b[77] != 0
 	copy(r.Comm[:], b[80:96])
+	r.NrBios = le.Uint32(b[96:])
+	r.Caused = b[100] != 0
+	r.UFlags = b[101]
+	r.BioBytes = le.Uint64(b[104:])
+	r.Ino = le.Uint64(b[112:])
+	r.Dev = le.Uint32(b[120:])
+	r.FFlags = le.Uint32(b[124:])
+	return nil
+}
+
+// AIO record flags (enum aio_flags).
+const (
+	afIOVPartial = 1 << 0
+	afHaveFile   = 1 << 1
+	afUnreaped   = 1 << 2
+)
+
+// aioRec is struct aio_rec: one iocb from io_submit to its reaping.
+type aioRec struct {
+	header
+	ID       uint64
+	Dur      uint64
+	Pid, Tid uint32
+	Data     uint64 // iocb.aio_data
+	IOCB     uint64 // user address of the iocb
+	Off      int64
+	Res      int64
+	NBytes   uint64
+	Ctx      uint64
+	BioBytes uint64
+	NrBios   uint32
+	FD       int32
+	Opcode   uint16
+	Caused   bool
+	AFlags   uint8
+	FFlags   uint32
+	Comm     [commLen]byte
+	Ino      uint64 // inode of FD's file at submission (afHaveFile)
+	Dev      uint32 // kernel dev_t of its file system (afHaveFile)
+}
+
+func (r *aioRec) decode(b []byte) error {
+	if len(b) < aioSize {
+		return fmt.Errorf("AIO record of %d bytes, want %d", len(b), aioSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID = le.Uint64(b[16:])
+	r.Dur = le.Uint64(b[24:])
+	r.Pid = le.Uint32(b[32:])
+	r.Tid = le.Uint32(b[36:])
+	r.Data = le.Uint64(b[40:])
+	r.IOCB = le.Uint64(b[48:])
+	r.Off = int64(le.Uint64(b[56:]))
+	r.Res = int64(le.Uint64(b[64:]))
+	r.NBytes = le.Uint64(b[72:])
+	r.Ctx = le.Uint64(b[80:])
+	r.BioBytes = le.Uint64(b[88:])
+	r.NrBios = le.Uint32(b[96:])
+	r.FD = int32(le.Uint32(b[100:]))
+	r.Opcode = le.Uint16(b[104:])
+	r.Caused = b[106] != 0
+	r.AFlags = b[107]
+	r.FFlags = le.Uint32(b[108:])
+	copy(r.Comm[:], b[112:128])
+	r.Ino = le.Uint64(b[128:])
+	r.Dev = le.Uint32(b[136:])
 	return nil
 }
 

@@ -113,6 +113,12 @@ const (
 	kPipe
 	kPipe2
 	kSocketpair
+	// Asynchronous I/O calls (ckAsync): no event of their own; their
+	// requests are events (bpf/iotrace.bpf.c, "Asynchronous requests").
+	kIoSubmit
+	kIoGetevents
+	kIoPgetevents
+	kIoUringEnter
 	numKinds
 )
 
@@ -127,6 +133,8 @@ const (
 	ckPosArg  = 1 << 38 // preadv2/pwritev2: offset -1 means the file position
 	ckPair    = 1 << 39 // pipe, socketpair: read the int[2] of new descriptors at exit
 	ckPairArg = 1 << 24 // times the argument index of that int[2]
+	ckRead    = 1 << 40 // a read of fd args[0]: may have waited for I/O in flight (set for every OpRead)
+	ckAsync   = 1 << 41 // times the async handler: 1 io_submit, 2 io_getevents/io_pgetevents, 3 io_uring_enter
 	noArg     = 0xf
 )
 
@@ -251,6 +259,10 @@ var sysTable = [numKinds]sysInfo{
 	kPipe:         {"pipe", "pipe", event.OpOpen, -1, -1, ckPair, true},
 	kPipe2:        {"pipe2", "pipe2", event.OpOpen, -1, -1, ckPair, true},
 	kSocketpair:   {"socketpair", "socketpair", event.OpOpen, -1, -1, ckPair | 3*ckPairArg, true},
+	kIoSubmit:     {"io_submit", "io_submit", event.OpAsync, -1, -1, 1 * ckAsync, false},
+	kIoGetevents:  {"io_getevents", "io_getevents", event.OpAsync, -1, -1, 2 * ckAsync, false},
+	kIoPgetevents: {"io_pgetevents", "io_pgetevents", event.OpAsync, -1, -1, 2 * ckAsync, false},
+	kIoUringEnter: {"io_uring_enter", "io_uring_enter", event.OpAsync, -1, -1, 3 * ckAsync, false},
 }
 
 // Argument roles of the calls the generic decoder handles.
@@ -363,7 +375,11 @@ func (k sysKind) cookie() uint64 {
 	if in.Path1 >= 0 {
 		p1 = uint64(in.Path1)
 	}
-	return uint64(k) | p0<<16 | p1<<20 | in.Flags
+	c := uint64(k) | p0<<16 | p1<<20 | in.Flags
+	if in.Op == event.OpRead {
+		c |= ckRead
+	}
+	return c
 }
 
 // SyscallNames lists the traced system calls with the tracepoint each is

@@ -34,4 +34,6 @@ var sysNumbers = map[sysKind]int{
 	kEventfd: unix.SYS_EVENTFD, kEventfd2: unix.SYS_EVENTFD2, kMemfdCreate: unix.SYS_MEMFD_CREATE,
 	kSocket: unix.SYS_SOCKET, kAccept: unix.SYS_ACCEPT, kAccept4: unix.SYS_ACCEPT4,
 	kPipe: unix.SYS_PIPE, kPipe2: unix.SYS_PIPE2, kSocketpair: unix.SYS_SOCKETPAIR,
+	kIoSubmit: unix.SYS_IO_SUBMIT, kIoGetevents: unix.SYS_IO_GETEVENTS, kIoPgetevents: unix.SYS_IO_PGETEVENTS,
+	kIoUringEnter: unix.SYS_IO_URING_ENTER,
 }

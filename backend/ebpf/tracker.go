@@ -80,15 +80,19 @@ type tracker struct {
 	exec     execRec
 	exit     exitRec
 	uring    uringRec
+	aio      aioRec
 	err      error // first sink error
 	lastTime int64
 
 	// Counters reported in Stats.
 	events, facts              uint64
 	decodeErrors, unknownKinds uint64
-	pathsMissing, fdsUnnamed   uint64
-	cwdUnknown, stalePaths     uint64
-	firstDecodeErr             error
+	// aioUnreaped counts AIO requests sent when their process exited;
+	// fixedFiles io_uring requests on registered files (unnamed).
+	aioUnreaped, fixedFiles  uint64
+	pathsMissing, fdsUnnamed uint64
+	cwdUnknown, stalePaths   uint64
+	firstDecodeErr           error
 }
 
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
@@ -182,6 +186,14 @@ func (t *tracker) handle(b []byte) error {
 			if err = t.uring.decode(b); err == nil {
 				t.uringRecord(&t.uring)
 			}
+		case recAIO:
+			if err = t.aio.decode(b); err == nil {
+				unreaped := t.aio.AFlags&afUnreaped != 0
+				if unreaped {
+					t.aioUnreaped++
+				}
+				t.aioRecord(&t.aio, !unreaped)
+			}
 		default:
 			err = fmt.Errorf("unknown record type %d", h.Type)
 		}
@@ -263,13 +275,17 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 	p := t.table.Ensure(r.Pid, ts)
 	e.ProcStart = p.Start
 	e.Status, e.Code = errnoOf(r.Ret)
-	if complete {
+	// The kernel sends a thread's name with its first record and after a
+	// rename or exec only: otherwise the last one the thread sent.
+	if complete && r.SFlags&sfComm != 0 {
 		e.Comm = t.comm(r.Tid, &r.Comm)
 	} else {
 		e.Comm = p.Comm
 		if c := t.comms[r.Tid]; c != nil {
 			e.Comm = c.s
 		}
+	}
+	if !complete {
 		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
 	}
 	ok := e.Status == event.StatusOK
@@ -357,7 +373,11 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		}
 		if t.block && ok && e.Op == event.OpRead && r.Ret > 0 && r.SFlags&sfCause != 0 &&
 			r.NrBios == 0 && e.Dev.Major != 0 && e.Flags&event.FlagDirect == 0 {
-			e.Flags |= event.FlagCacheHit
+			if r.SFlags&sfWaitedIO != 0 {
+				e.Flags |= event.FlagWaitedIO
+			} else {
+				e.Flags |= event.FlagCacheHit
+			}
 		}
 	case kClose:
 		fd := argFD(r.Args[0])
@@ -808,17 +828,11 @@ var uringOps = map[uint8]struct {
 }
 
 func (t *tracker) uringRecord(r *uringRec) {
-	ts := t.time(r.Time)
-	e := &t.ev
-	e.Reset()
-	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
-	e.Layer = event.LayerFile
-	e.Op = event.OpAsync
+	e, ts := t.asyncEvent(&r.header, r.ID, r.Pid, r.Tid, &r.Comm, r.Req)
 	e.Native = "io_uring"
 	e.Note = fmt.Sprintf("io_uring op %d", r.Opcode)
 	if o, ok := uringOps[r.Opcode]; ok {
-		e.Native = "io_uring/" + o.name
+		e.Op, e.Native = o.op, "io_uring/"+o.name
 		e.Note = e.Native
 	}
 	if r.More {
@@ -827,27 +841,97 @@ func (t *tracker) uringRecord(r *uringRec) {
 		e.Note += " (multishot, more to come)"
 	}
 	e.Info = uint32(r.Opcode)
-	e.Time = ts
 	e.Duration = int64(r.Dur)
-	e.CPU = r.CPU
-	e.Pid, e.Tid = r.Pid, r.Tid
-	e.Comm = t.comm(r.Tid, &r.Comm)
-	e.ProcStart = t.table.Ensure(r.Pid, ts).Start
-	e.Request = r.Req
 	if r.Res < 0 {
 		e.Status, e.Code = event.FromErrno(uint32(-r.Res)), uint32(-r.Res)
 	} else {
 		e.Status = event.StatusOK
 		e.Bytes = int64(r.Res)
 	}
-	if r.FD >= 0 {
-		e.FD = r.FD
-		if d, ok := t.table.FD(r.Pid, r.FD, ts); ok {
-			e.Path = d.Path
+	switch {
+	case r.UFlags&ufFixed != 0:
+		// A registered file: the number is no descriptor, and the
+		// trace does not know the ring's file table.
+		e.Note += fmt.Sprintf(" (registered file %d)", r.FD)
+		t.fixedFiles++
+	case r.FD >= 0:
+		sr := syscallRec{header: r.header, Pid: r.Pid, Ino: r.Ino, Dev: r.Dev, FFlags: r.FFlags}
+		if r.UFlags&ufHaveFile != 0 {
+			sr.SFlags = sfHaveFile
 		}
+		t.fdEvent(e, &sr, r.FD, ts)
 	}
 	e.Size = uint64(r.Len)
 	e.Offset = r.Off
+	if r.Caused {
+		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
+	}
+	t.emit(e)
+}
+
+// asyncEvent starts the event of an asynchronous request (io_uring, AIO):
+// the fields every request has.
+func (t *tracker) asyncEvent(h *header, id uint64, pid, tid uint32, comm *[commLen]byte, req uint64) (*event.Event, int64) {
+	ts := t.time(h.Time)
+	e := &t.ev
+	e.Reset()
+	e.ID = blockio.SyscallID(id)
+	e.Source = event.SourceEBPF
+	e.Layer = event.LayerFile
+	e.Op = event.OpAsync
+	e.Time = ts
+	e.CPU = h.CPU
+	e.Pid, e.Tid = pid, tid
+	e.Comm = t.comm(tid, comm)
+	e.ProcStart = t.table.Ensure(pid, ts).Start
+	e.Request = req
+	return e, ts
+}
+
+// Linux AIO commands iotrace names (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
+var aioOps = map[uint16]struct {
+	name string
+	op   event.Op
+}{
+	0: {"PREAD", event.OpRead}, 1: {"PWRITE", event.OpWrite}, 2: {"FSYNC", event.OpFlush},
+	3: {"FDSYNC", event.OpFlush}, 5: {"POLL", event.OpAsync}, 6: {"NOOP", event.OpAsync},
+	7: {"PREADV", event.OpRead}, 8: {"PWRITEV", event.OpWrite},
+}
+
+// aioRecord turns one Linux AIO request (an iocb, from io_submit to the
+// io_getevents call that reaped it) into a file event. complete is false
+// for a request still unreaped when tracing stopped.
+func (t *tracker) aioRecord(r *aioRec, complete bool) {
+	e, ts := t.asyncEvent(&r.header, r.ID, r.Pid, r.Tid, &r.Comm, r.IOCB)
+	e.Native = fmt.Sprintf("aio/%d", r.Opcode)
+	if o, ok := aioOps[r.Opcode]; ok {
+		e.Op, e.Native = o.op, "aio/"+o.name
+	}
+	e.Info = uint32(r.Opcode)
+	if complete {
+		e.Duration = int64(r.Dur)
+		e.Status, e.Code = errnoOf(r.Res)
+		if e.Status == event.StatusOK {
+			e.Bytes = r.Res
+		}
+	} else {
+		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
+	}
+	sr := syscallRec{header: r.header, Pid: r.Pid, Ino: r.Ino, Dev: r.Dev, FFlags: r.FFlags}
+	if r.AFlags&afHaveFile != 0 {
+		sr.SFlags = sfHaveFile
+	}
+	t.fdEvent(e, &sr, r.FD, ts)
+	if e.Op == event.OpRead || e.Op == event.OpWrite {
+		e.Offset = r.Off
+		e.Size = r.NBytes
+		if r.AFlags&afIOVPartial != 0 {
+			e.Flags |= event.FlagTruncated
+		}
+	}
+	if r.Caused {
+		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
+	}
 	t.emit(e)
 }
 
@@ -940,6 +1024,12 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountInfo, "late names refused (the descriptor held another file by then; counted as without a name)", t.table.Refused)
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
+	}
+	if t.fixedFiles != 0 {
+		s.Add(event.CountUnresolved, "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)", t.fixedFiles)
+	}
+	if t.aioUnreaped != 0 {
+		s.Add(event.CountUnpaired, "AIO requests never reaped: their process exited first", t.aioUnreaped)
 	}
 	if t.unknownKinds != 0 {
 		s.Add(event.CountLost, "records of an unknown syscall kind", t.unknownKinds)

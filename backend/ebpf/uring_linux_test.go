@@ -29,7 +29,7 @@ func TestIOUring(t *testing.T) {
 	}
 	seen := map[int64]bool{}
 	for _, e := range reads {
-		if e.Op != event.OpAsync || e.Size != 4096 || e.Bytes != 4096 || e.Status != event.StatusOK || e.FD < 0 || e.Duration <= 0 || e.Request == 0 {
+		if e.Op != event.OpRead || e.Size != 4096 || e.Bytes != 4096 || e.Status != event.StatusOK || e.FD < 0 || e.Duration <= 0 || e.Request == 0 {
 			t.Errorf("read: op %v size %d bytes %d status %v fd %d duration %d request %#x", e.Op, e.Size, e.Bytes, e.Status, e.FD, e.Duration, e.Request)
 		}
 		seen[e.Offset] = true
@@ -65,4 +65,29 @@ func runFioUring(t *testing.T, direct bool, layers ...event.Layer) (string, *mem
 		t.Fatal(err)
 	}
 	return f, sink
+}
+
+// TestIOUringRegisteredFiles: requests on registered (fixed) files carry a
+// ring file index, not a descriptor: they are never named after whatever
+// descriptor has that number, and are counted as unnamed.
+func TestIOUringRegisteredFiles(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	requireTool(t, "fio")
+	f := filepath.Join(t.TempDir(), "data")
+	s := traceCmd(t, []string{"fio", "--name=uring", "--ioengine=io_uring", "--rw=read", "--bs=4k", "--size=256k",
+		"--filename=" + f, "--iodepth=4", "--registerfiles=1", "--output=/dev/null"}, event.LayerFile)
+	reads := find(s.events, byNative("io_uring/READ"))
+	if len(reads) != 64 {
+		t.Fatalf("%d io_uring/READ events, want 64", len(reads))
+	}
+	for _, r := range reads {
+		if r.Path != "" || r.FD != -1 || !strings.Contains(r.Note, "registered file") {
+			t.Errorf("read on a registered file: path %q fd %d note %q", r.Path, r.FD, r.Note)
+			break
+		}
+	}
+	const name = "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)"
+	if got := s.trailer.Stats.Get(event.CountUnresolved, name); got != 64 {
+		t.Errorf("%q = %d, want 64", name, got)
+	}
 }

@@ -169,9 +169,91 @@ func (p *Pipeline) release(d *diskInit, completed bool) {
 	d.ncand = 0
 }
 
+// Reads that waited for I/O in flight. A cached read that caused no disk
+// I/O of its own may still have waited for a paging read of the same
+// range that was in flight when it ran: the cache manager's read-ahead (a
+// System worker), or another thread's page fault. Paging reads are FileIo
+// Reads with IRP_PAGING_IO, with their file offset and size; the last
+// maxPagingSpans of each file are kept from their OpEnd on, and a cached
+// read that overlaps one in time and range is flagged FlagWaitedIO
+// instead of FlagCacheHit. Without a paging FileIo read (DiskIo carries
+// no file offset), a disk read of the same file during the read is not
+// taken as evidence: it may be read-ahead of another range.
+
+// maxPagingSpans is how many paging reads are kept per file; maxPagingFiles
+// bounds the files (past it the table starts over: evidence is lost, and
+// a read that waited may then count as a hit).
+const (
+	maxPagingSpans = 8
+	maxPagingFiles = 65536
+)
+
+// pagingSpan is one completed paging read: its time and file range.
+type pagingSpan struct {
+	start, end int64
+	off, size  uint64
+}
+
+type pagingReads struct {
+	spans [maxPagingSpans]pagingSpan
+	next  int
+}
+
+// fileOf is the key a request's file is known by: its FileKey, else its
+// FileObject.
+func fileOf(e *event.Event) uint64 {
+	if e.FileKey != 0 {
+		return e.FileKey
+	}
+	return e.FileObject
+}
+
+// notePaging remembers a completed paging read.
+func (p *Pipeline) notePaging(e *event.Event) {
+	if !p.linking || e.Op != event.OpRead || e.Flags&event.FlagPaging == 0 || e.Offset < 0 || e.Status.Failed() ||
+		e.Flags&event.FlagNoCompletion != 0 {
+		return
+	}
+	k := fileOf(e)
+	if k == 0 {
+		return
+	}
+	pr := p.paging[k]
+	if pr == nil {
+		if len(p.paging) >= maxPagingFiles {
+			clear(p.paging)
+		}
+		pr = &pagingReads{}
+		p.paging[k] = pr
+	}
+	size := e.Size
+	if e.Bytes > 0 {
+		size = uint64(e.Bytes)
+	}
+	pr.spans[pr.next] = pagingSpan{start: e.Time, end: e.End(), off: uint64(e.Offset), size: size}
+	pr.next = (pr.next + 1) % maxPagingSpans
+}
+
+// waited reports whether a paging read of e's file and range was in flight
+// while e ran.
+func (p *Pipeline) waited(e *event.Event) bool {
+	pr := p.paging[fileOf(e)]
+	if pr == nil || e.Offset < 0 {
+		return false
+	}
+	lo, hi := uint64(e.Offset), uint64(e.Offset)+uint64(e.Bytes)
+	for _, s := range pr.spans {
+		if s.size != 0 && s.start < e.End() && s.end > e.Time && s.off < hi && lo < s.off+s.size {
+			return true
+		}
+	}
+	return false
+}
+
 // finish ends a pending request: it is emitted now unless disk I/Os it
 // may have caused are still in flight.
 func (p *Pipeline) finish(r *fileReq) {
+	p.notePaging(&r.ev)
 	p.untrack(r)
 	r.done = true
 	if r.refs == 0 {
@@ -208,15 +290,21 @@ func (p *Pipeline) expire(force bool) {
 }
 
 // emitReq emits a request, flagging a completed cached read that caused
-// no disk I/O as a cache hit when the trace links disk I/O.
+// no disk I/O as a cache hit when the trace links disk I/O, or as having
+// waited for I/O in flight (see waited).
 func (p *Pipeline) emitReq(r *fileReq) {
 	e := &r.ev
 	r.emitted = true
 	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
 		e.Flags&(event.FlagNoCompletion|event.FlagDirect|event.FlagPaging) == 0 &&
 		!e.Status.Failed() && e.Bytes > 0 {
-		e.Flags |= event.FlagCacheHit
-		p.count(StatCacheHits, event.CountInfo, 1)
+		if p.waited(e) {
+			e.Flags |= event.FlagWaitedIO
+			p.count(StatWaitedIO, event.CountInfo, 1)
+		} else {
+			e.Flags |= event.FlagCacheHit
+			p.count(StatCacheHits, event.CountInfo, 1)
+		}
 	}
 	p.emitFile(e)
 }

@@ -288,3 +288,57 @@ func checkLinks(t *testing.T, out *sink) {
 		t.Errorf("%s counted in a trace that links", StatNoLinks)
 	}
 }
+
+// TestWaitedForPagingRead: a cached read that overlaps, in time and file
+// range, a paging read of its file (the cache manager's read-ahead on a
+// System thread) waited for it: flagged waited-io, not a cache hit. A read
+// of another range at the same time, and a read of the same range after
+// the paging read ended, are hits (#19).
+func TestWaitedForPagingRead(t *testing.T) {
+	for _, v := range []uint16{2, 3} {
+		s := &synth{ptr: 8, version: v}
+		s.header(1000)
+		s.process(1000, 3, pidApp, 4, "app.exe", "app")
+		s.thread(1000, 3, pidApp, tidApp)
+		s.thread(1000, 3, 4, tidAhead)
+		s.name(1000, 36, fk1, `\Device\HarddiskVolume2\data.bin`)
+		at := func(msec float64) int64 { return 1000 + int64(msec*ms) }
+		const paging, cached = irpPagingIO | irpNocache, 0
+		// Read-ahead of the first 64 KiB, with its disk read.
+		s.rwFlags(at(10), 67, tidAhead, 4, irpR1, fo1, fk1, 0, 65536, paging)
+		s.diskInitV(at(10.1), 12, tidAhead, 4, dIrp1)
+		s.diskDoneV(at(12.9), 10, dIrp1, fk1, 1<<20, 65536, tidAhead)
+		s.opEnd(at(13), irpR1, 65536, 0)
+		// Waits: 4 KiB at 8 KiB, from 11 ms to just after the read-ahead.
+		s.rwFlags(at(11), 67, tidApp, pidApp, irpR3, fo1, fk1, 8192, 4096, cached)
+		s.opEnd(at(13.1), irpR3, 4096, 0)
+		// Another range at the same time: a hit.
+		s.rwFlags(at(11.5), 67, tidApp+1, pidApp, irpR4, fo1, fk1, 1<<20, 4096, cached)
+		s.opEnd(at(11.6), irpR4, 4096, 0)
+		// The same range later: a hit.
+		s.rwFlags(at(20), 67, tidApp, pidApp, irpR5, fo1, fk1, 8192, 4096, cached)
+		s.opEnd(at(20.1), irpR5, 4096, 0)
+		var out sink
+		if err := Run(context.Background(), &SliceRecords{Recs: s.recs}, Options{}, &out); err != nil {
+			t.Fatal(err)
+		}
+		want := map[int64]event.Flags{11_000: event.FlagWaitedIO, 11_500: event.FlagCacheHit, 20_000: event.FlagCacheHit}
+		seen := 0
+		for _, e := range out.events {
+			w, ok := want[e.Time/1000]
+			if !ok || e.Layer != event.LayerFile {
+				continue
+			}
+			seen++
+			if got := e.Flags & (event.FlagWaitedIO | event.FlagCacheHit); got != w {
+				t.Errorf("v%d: read at %d µs: flags %s, want %s", v, e.Time/1000, e.Flags, w)
+			}
+		}
+		if seen != len(want) {
+			t.Errorf("v%d: %d of the %d cached reads seen", v, seen, len(want))
+		}
+		if got := out.trailer.Stats.Get(event.CountInfo, StatWaitedIO); got != 1 {
+			t.Errorf("v%d: %s = %d, want 1", v, StatWaitedIO, got)
+		}
+	}
+}

@@ -78,6 +78,7 @@ const (
 	StatLinked              = "etw: disk I/Os linked to the file request that caused them"
 	StatLinkLate            = "etw: disk I/Os linked to a file request emitted before they completed (missing from its CausedIOs)"
 	StatCacheHits           = "etw: file reads served from the cache (completed, no disk I/O caused)"
+	StatWaitedIO            = "etw: file reads that waited for a paging read of their range in flight (cache manager read-ahead, another reader's fault)"
 	StatNoLinks             = "etw: disk I/Os not linked to file requests (the trace lacks FileIo OpEnd or DiskIo Init events)"
 	StatNTPath              = "etw: paths left in NT device form, \\Device\\... (the trace maps no drive letter to their volume): events and process images"
 	StatProcessImages       = "etw: processes with their executable's full path (from Image or Kernel-Process events)"
@@ -161,6 +162,8 @@ type Pipeline struct {
 	inflight   map[uint32][]*fileReq
 	deferred   []*fileReq
 	freeReq    []*fileReq
+	// paging holds the last paging reads of each file (link.go, waited).
+	paging map[uint64]*pagingReads
 
 	// Processes and their images (process.go).
 	procInfo map[uint32]procInfo
@@ -196,6 +199,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
 		inflight: make(map[uint32][]*fileReq),
+		paging:   make(map[uint64]*pagingReads),
 		procInfo: make(map[uint32]procInfo),
 		images:   make(map[uint32][]imageSeen),
 		mainImg:  make(map[event.ProcessKey]*mainImage),

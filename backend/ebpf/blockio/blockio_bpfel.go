@@ -56,6 +56,20 @@ type blockioBlockRec struct {
 	Comm    [16]int8
 }
 
+type blockioInodeIo struct {
+	_        structs.HostLayout
+	Inflight uint32
+	Pad      uint32
+	LastDone uint64
+}
+
+type blockioInodeIoKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
 type blockioInodeKey struct {
 	_   structs.HostLayout
 	Ino uint64
@@ -64,11 +78,11 @@ type blockioInodeKey struct {
 }
 
 type blockioSyscallCause struct {
-	_        structs.HostLayout
-	Id       uint64
-	NrBios   uint32
-	Pad      uint32
-	BioBytes uint64
+	_         structs.HostLayout
+	Id        uint64
+	NrBios    uint32
+	Submitter uint32
+	BioBytes  uint64
 }
 
 type blockioSyscallState struct {
@@ -86,6 +100,7 @@ const (
 	blockioMapCurSyscall               = "cur_syscall"
 	blockioMapDirtyInodes              = "dirty_inodes"
 	blockioMapEvents                   = "events"
+	blockioMapInodeIo                  = "inode_io"
 	blockioMapPidFilter                = "pid_filter"
 	blockioMapRqs                      = "rqs"
 	blockioProgBlockBioBackmerge       = "block_bio_backmerge"
@@ -169,6 +184,7 @@ type blockioMapSpecs struct {
 	CurSyscall  *ebpf.MapSpec `ebpf:"cur_syscall"`
 	DirtyInodes *ebpf.MapSpec `ebpf:"dirty_inodes"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	InodeIo     *ebpf.MapSpec `ebpf:"inode_io"`
 	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
 }
@@ -210,6 +226,7 @@ type blockioMaps struct {
 	CurSyscall  *ebpf.Map `ebpf:"cur_syscall"`
 	DirtyInodes *ebpf.Map `ebpf:"dirty_inodes"`
 	Events      *ebpf.Map `ebpf:"events"`
+	InodeIo     *ebpf.Map `ebpf:"inode_io"`
 	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
 }
@@ -221,6 +238,7 @@ func (m *blockioMaps) Close() error {
 		m.CurSyscall,
 		m.DirtyInodes,
 		m.Events,
+		m.InodeIo,
 		m.PidFilter,
 		m.Rqs,
 	)

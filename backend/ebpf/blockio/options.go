@@ -31,6 +31,12 @@ type Options struct {
 	// of the syscall its thread was in as its Cause, and adds itself to
 	// that syscall's nr_bios/bio_bytes. Without it, causes are absent.
 	CurSyscall *ebpf.Map
+	// InodeIO is the syscall side's inode_io map (LRU hash, layout in
+	// backend/ebpf/bpf/cur_syscall.h): page-cache read bios in flight and
+	// queued per file, which tells a read that waited for I/O in flight
+	// from a cache hit. Without it, those counts are kept in a map of the
+	// tracer's own that nobody reads.
+	InodeIO *ebpf.Map
 	// PidFilter is the syscall side's set of traced processes (hash map,
 	// key: __u32 tgid, any value). With it, only bios queued by those
 	// processes, caused by their syscalls, or writing back files they

@@ -11,15 +11,16 @@ const RecordSize = 120
 
 // Record flags (enum blk_rec_flags in bpf/blockio.h).
 const (
-	RecNoStart    = 1 << 0 // completed, never seen queued
-	RecSplit      = 1 << 1 // split child, attributed through its parent
-	RecKthread    = 1 << 2 // queued by a kernel thread
-	RecPinned     = 1 << 3 // user pages pinned: direct I/O
-	RecNoIssue    = 1 << 4 // never seen issued to the driver
-	RecBioDone    = 1 << 5 // completed by block_bio_complete (bio-based device)
-	RecPartial    = 1 << 6 // its request completed in several steps
-	RecDirtyMatch = 1 << 7 // kept by the pid filter through a dirtied inode
-	RecSplitOrph  = 1 << 8 // split child whose parent was never seen
+	RecNoStart    = 1 << 0  // completed, never seen queued
+	RecSplit      = 1 << 1  // split child, attributed through its parent
+	RecKthread    = 1 << 2  // queued by a kernel thread
+	RecPinned     = 1 << 3  // user pages pinned: direct I/O
+	RecNoIssue    = 1 << 4  // never seen issued to the driver
+	RecBioDone    = 1 << 5  // completed by block_bio_complete (bio-based device)
+	RecPartial    = 1 << 6  // its request completed in several steps
+	RecDirtyMatch = 1 << 7  // kept by the pid filter through a dirtied inode
+	RecSplitOrph  = 1 << 8  // split child whose parent was never seen
+	RecWorker     = 1 << 10 // queued by an io_uring worker for the thread in Tid (no Comm: the tracker names it)
 )
 
 // Record is one bio as the kernel side reports it at completion: the

@@ -106,14 +106,21 @@ func Open(opts Options) (*Tracer, error) {
 	spec.Maps["bios"].MaxEntries = uint32(opts.MaxInFlight)
 
 	repl := map[string]*ebpf.Map{}
-	if m := opts.CurSyscall; m != nil {
-		want := spec.Maps["cur_syscall"]
-		if m.Type() != want.Type || m.KeySize() != want.KeySize || m.ValueSize() != want.ValueSize {
-			return nil, fmt.Errorf("blockio: Options.CurSyscall is a %s map with key size %d and value size %d, want %s with %d and %d (struct syscall_state)",
-				m.Type(), m.KeySize(), m.ValueSize(), want.Type, want.KeySize, want.ValueSize)
+	// The syscall side's maps, shared (layouts in backend/ebpf/bpf/cur_syscall.h).
+	for _, x := range []struct {
+		name, field, value string
+		m                  *ebpf.Map
+	}{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO}} {
+		if x.m == nil {
+			continue
 		}
-		adopt(spec.Maps["cur_syscall"], m)
-		repl["cur_syscall"] = m
+		want := spec.Maps[x.name]
+		if m := x.m; m.Type() != want.Type || m.KeySize() != want.KeySize || m.ValueSize() != want.ValueSize {
+			return nil, fmt.Errorf("blockio: Options.%s is a %s map with key size %d and value size %d, want %s with %d and %d (%s)",
+				x.field, m.Type(), m.KeySize(), m.ValueSize(), want.Type, want.KeySize, want.ValueSize, x.value)
+		}
+		adopt(want, x.m)
+		repl[x.name] = x.m
 	}
 	if m := opts.PidFilter; m != nil {
 		if m.KeySize() != 4 || m.ValueSize() == 0 {

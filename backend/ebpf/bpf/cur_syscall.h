@@ -33,7 +33,9 @@
 struct syscall_cause {
 	__u64 id;        /* ID of the syscall event in progress on this thread */
 	__u32 nr_bios;   /* bios queued by this thread during the syscall */
-	__u32 pad;
+	__u32 submitter; /* the thread that submitted the asynchronous request id
+			  * names, when this thread (an io_uring worker) does its
+			  * I/O: the bios are attributed to it; 0 otherwise */
 	__u64 bio_bytes; /* bytes of those bios */
 };
 
@@ -55,5 +57,32 @@ struct {
 	__type(key, int);                 /* a pidfd, from user space */
 	__type(value, struct syscall_state);
 } cur_syscall SEC(".maps");
+
+/* Page-cache read I/O per file, for telling a read that waited for I/O
+ * already in flight (read-ahead, or another reader's) from a cache hit.
+ * The block object counts, per inode, the page-cache read bios in flight
+ * and notes when the last one completed; the syscall object looks at both
+ * when a read that slept for I/O and queued nothing ends
+ * (SF_WAITED_IO). Shared like cur_syscall (owned by the syscall object,
+ * replaced into the block object). An LRU map: an inode evicted while its
+ * bios are in flight loses only that evidence. */
+struct inode_io_key {
+	__u64 ino;
+	__u32 dev; /* kernel dev_t of the inode's file system */
+	__u32 pad;
+};
+
+struct inode_io {
+	__u32 inflight;  /* page-cache read bios of the inode in flight */
+	__u32 pad;
+	__u64 last_done; /* bpf_ktime_get_boot_ns() when the last one completed */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct inode_io_key);
+	__type(value, struct inode_io);
+} inode_io SEC(".maps");
 
 #endif /* IOTRACE_CUR_SYSCALL_H */

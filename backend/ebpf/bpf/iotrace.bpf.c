@@ -62,6 +62,7 @@ struct mm_struct {
 } __attribute__((preserve_access_index));
 struct task_struct {
 	unsigned int flags;
+	unsigned int in_iowait : 1;
 	int pid;
 	int tgid;
 	struct files_struct *files;
@@ -85,10 +86,24 @@ struct io_cmd_data {
 };
 struct io_kiocb {
 	struct io_cmd_data cmd;
+	__u64 flags; /* io_req_flags_t */
 	struct io_cqe cqe;
 } __attribute__((preserve_access_index));
+#define REQ_F_FIXED_FILE 1 /* 1 << REQ_F_FIXED_FILE_BIT (0) */
 struct kiocb {
 	long long ki_pos;
+	int ki_flags;
+} __attribute__((preserve_access_index));
+struct io_event {
+	__u64 data;
+	__u64 obj; /* the user address of the request's struct iocb */
+	__s64 res;
+	__s64 res2;
+} __attribute__((preserve_access_index));
+/* fs/aio.c: the kiocb of a read or write is at the start of its
+ * aio_kiocb (a union's first member). */
+struct aio_kiocb {
+	struct io_event ki_res;
 } __attribute__((preserve_access_index));
 struct io_rw {
 	struct kiocb kiocb;
@@ -147,6 +162,13 @@ struct uring_complete_ctx {
  * pos = fd1's inode. */
 #define CK_PAIR (1ULL << 39)
 #define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
+#define CK_READ (1ULL << 40) /* a read of fd args[0] (see SF_WAITED_IO) */
+/* io_submit, io_getevents/io_pgetevents, io_uring_enter: no event of their
+ * own, handled in "Asynchronous requests" below. */
+#define CK_ASYNC(c) (((c) >> 41) & 3)
+#define ASYNC_SUBMIT 1
+#define ASYNC_REAP 2
+#define ASYNC_URING_ENTER 3
 
 #define NO_ARG 0xf
 #define IOV_CAP 16
@@ -204,7 +226,7 @@ struct inflight {
 	__u32 pid;
 	__u16 kind;
 	__u16 sflags;
-	__u32 pad;
+	__u32 comm_sent; /* the thread's comm went out in a record (cleared on exec and rename) */
 };
 
 /* The system call in flight on each thread lives in the thread's
@@ -280,8 +302,16 @@ struct uring_inflight {
 	__s32 fd;
 	__u32 len;
 	__u8 opcode;
-	__u8 pad[3];
+	__u8 caused;
+	__u8 uflags; /* enum uring_flags */
+	__u8 pad;
 	char comm[COMM_LEN];
+	__u64 bio_bytes;
+	__u32 nr_bios;
+	__u32 dev;
+	__u64 ino;
+	__u32 fflags;
+	__u32 pad2;
 };
 
 struct {
@@ -291,6 +321,30 @@ struct {
 	__type(value, struct uring_inflight);
 } uring_inflight SEC(".maps");
 
+struct aio_key {
+	__u64 iocb; /* user address of the struct iocb */
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct aio_key);
+	__type(value, struct aio_rec); /* filled at submission; dur and res at reaping */
+} aio_inflight SEC(".maps");
+
+/* Processes with AIO requests in aio_inflight (maybe): their exit sends
+ * what was never reaped. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} aio_tgids SEC(".maps");
+
+static __always_inline void aio_exit(__u32 tgid);
+
 /* ---- Helpers ---- */
 
 static __always_inline void count(__u32 idx)
@@ -298,6 +352,13 @@ static __always_inline void count(__u32 idx)
 	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
 	if (c)
 		(*c)++;
+}
+
+static __always_inline void count_n(__u32 idx, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+	if (c)
+		*c += n;
 }
 
 static __always_inline bool want(__u32 tgid)
@@ -482,6 +543,9 @@ static __always_inline void syscall_args(struct pt_regs *regs, __u64 *a)
 	}
 }
 
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid);
+static __always_inline void async_exit(__u64 cookie, long ret);
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
@@ -491,13 +555,23 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 
-	if (!want(tgid))
+	/* A thread with storage was wanted at its first traced call, and
+	 * stays wanted while it lives (a process leaves the pid filter when
+	 * its last thread exits); only a comm filter can change its mind
+	 * (exec, PR_SET_NAME). Storage is made only for wanted threads. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct thread_state *st = thread_state(task, 0);
+	if ((!st || cfg_filter_comm) && !want(tgid))
 		return 0;
 	if (compat(regs))
 		return 0;
 
 	__u64 a[6] = {};
 	syscall_args(regs, a);
+	if (CK_ASYNC(cookie)) {
+		async_enter(cookie, a, tgid, tid);
+		return 0;
+	}
 	if (cookie & CK_MMAP) {
 		if ((a[3] & MAP_ANONYMOUS) || (__s64)a[4] < 0)
 			return 0;
@@ -508,7 +582,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 			return 0;
 	}
 
-	struct thread_state *st = thread_state(bpf_get_current_task_btf(), BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		st = thread_state(task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		count(C_INFLIGHT_FULL);
 		return 0;
@@ -589,6 +664,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 
 	if (cfg_cause) {
 		st->cause.nr_bios = 0;
+		st->cause.submitter = 0;
 		st->cause.bio_bytes = 0;
 		st->cause.id = v->id;
 	}
@@ -601,6 +677,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u64 cookie = syscall_desc(exit_nr(regs));
 	if (!cookie)
 		return 0;
+	if (CK_ASYNC(cookie)) {
+		async_exit(cookie, ret);
+		return 0;
+	}
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
@@ -690,19 +770,73 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			r->nr_bios = st->cause.nr_bios;
 			r->bio_bytes = st->cause.bio_bytes;
 			sflags |= SF_CAUSE;
+			/* A read that queued nothing itself, yet slept for I/O
+			 * while page-cache reads of its file were in flight
+			 * (still in flight, or completed since it began: queued
+			 * by read-ahead or another reader), waited for them. */
+			if ((cookie & CK_READ) && !r->nr_bios && (sflags & SF_IOWAIT)) {
+				struct inflight fi = {};
+				if (sflags & SF_HAVE_FILE) {
+					fi.ino = v->ino;
+					fi.dev = v->dev;
+				} else {
+					file_info(&fi, (__s64)v->args[0], false);
+				}
+				struct inode_io_key k = { .ino = fi.ino, .dev = fi.dev };
+				struct inode_io *io = fi.ino ? bpf_map_lookup_elem(&inode_io, &k) : NULL;
+				if (io && (io->inflight || io->last_done >= v->ts))
+					sflags |= SF_WAITED_IO;
+			}
 		}
 	}
+	/* The thread's name goes out once (user space keeps it per thread),
+	 * and again after an exec or a rename. */
+	if (!v->comm_sent) {
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+		sflags |= SF_COMM;
+		v->comm_sent = 1;
+	}
 	r->sflags = sflags;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flags());
-	count(C_SYSCALLS);
 out:
 	st->cause.id = 0;
 	v->kind = 0;
 	return 0;
 }
 
+/* ---- Sleeping for I/O ---- */
+
+#define TASK_UNINTERRUPTIBLE 0x2
+
+/* A thread inside a traced call that blocks in io_schedule() (a folio
+ * lock, a buffer, a bio wait: in_iowait is set) marks the call SF_IOWAIT.
+ * Attached only when block I/O is linked to calls (cfg_cause); every
+ * other switch returns after one test. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	if (!(prev_state & TASK_UNINTERRUPTIBLE))
+		return 0;
+	if (!BPF_CORE_READ_BITFIELD(prev, in_iowait))
+		return 0;
+	struct thread_state *st = thread_state(prev, 0);
+	if (st && st->call.kind)
+		st->call.sflags |= SF_IOWAIT;
+	return 0;
+}
+
 /* ---- Process life cycle ---- */
+
+/* A thread renamed (PR_SET_NAME, /proc/.../comm): its next record carries
+ * the new name. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
+{
+	struct thread_state *st = thread_state(task, 0);
+	if (st)
+		st->call.comm_sent = 0;
+	return 0;
+}
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
@@ -760,6 +894,10 @@ int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm
 	 * in-flight execve stays in its task-local storage and pairs. */
 	if (!want(tgid))
 		return 0;
+
+	struct thread_state *ts = thread_state(p, 0);
+	if (ts)
+		ts->call.comm_sent = 0;
 
 	__u32 zero = 0;
 	struct exec_rec *r = bpf_map_lookup_elem(&exec_scratch, &zero);
@@ -819,6 +957,7 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	if (p->signal->live.counter != 0)
 		return 0; /* other threads live on */
 
+	aio_exit(tgid);
 	bool traced = want(tgid);
 	if (cfg_filter_pids)
 		bpf_map_delete_elem(&pids, &tgid);
@@ -880,6 +1019,56 @@ int dump_inflight(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* ---- Asynchronous requests: io_uring and Linux AIO ---- */
+
+#define PF_IO_WORKER 0x00000010
+#define ASYNC_URING 1 /* key: struct io_kiocb * */
+#define ASYNC_AIO 2   /* key: user address of the struct iocb, with the tgid */
+
+/* The block I/O cause of an asynchronous request. A thread's cause (in
+ * cur_syscall) names one request while the thread works on exactly that
+ * request, between two boundaries a tracepoint shows:
+ *   - io_uring_submit_req .. the next submission or io_uring_enter's
+ *     exit (a request issued inline by the submitting thread);
+ *   - io_submit enter .. exit, when the call submits a single iocb;
+ *   - iomap_dio_rw_begin .. iomap_dio_rw_queued / iomap_dio_complete in
+ *     the same thread: one direct I/O, whose kiocb names its request
+ *     (io_uring's io_kiocb, or AIO's aio_kiocb), in any thread, io_uring
+ *     workers included.
+ * When a cause ends, the bios counted under it are added to the request's
+ * in-flight entry, and its record carries them. A traced system call's
+ * own cause is never replaced. */
+struct async_cause {
+	__u64 id;    /* the request's event ID, 0: none */
+	__u64 key;   /* its in-flight map key */
+	__u64 kiocb; /* set by dio_begin: the struct kiocb * it ends with */
+	__u32 tgid;  /* ASYNC_AIO: the key's process */
+	__u8 kind;   /* ASYNC_URING or ASYNC_AIO */
+	__u8 pad[3];
+};
+
+/* One io_submit or io_getevents call in progress (they are not traced as
+ * system calls of their own: each iocb is an event). */
+struct aio_call {
+	__u64 iocbpp; /* io_submit: the iocb pointer array */
+	__u64 ctx;    /* io_submit: the AIO context */
+	__u64 events; /* io_getevents: the io_event array */
+	__u32 n;      /* io_submit: iocbs read (at most AIO_CAP) */
+	__u32 pad;
+};
+
+struct async_state {
+	struct async_cause cause;
+	struct aio_call call;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct async_state);
+} async_state SEC(".maps");
+
 /* ---- io_uring ---- */
 
 #define IORING_OP_READV 1
@@ -889,7 +1078,9 @@ int dump_inflight(struct bpf_iter__task *ctx)
 #define IORING_OP_READ 22
 #define IORING_OP_WRITE 23
 
-static __always_inline void uring_cause_set(__u64 id);
+static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, __u64 key, __u32 tgid, __u64 id,
+					       __u64 kiocb, __u32 submitter);
+static __always_inline void async_cause_end(struct task_struct *t);
 
 SEC("tracepoint/io_uring/io_uring_submit_req")
 int uring_submit(struct uring_submit_ctx *ctx)
@@ -910,6 +1101,18 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	v.off = -1;
 	struct io_kiocb *req = ctx->req;
 	v.fd = BPF_CORE_READ(req, cqe.fd);
+	if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE) {
+		v.uflags |= UF_FIXED; /* a registered file's index, not a descriptor */
+	} else {
+		struct inflight fi = {};
+		file_info(&fi, v.fd, false);
+		if (fi.sflags & SF_HAVE_FILE) {
+			v.ino = fi.ino;
+			v.dev = fi.dev;
+			v.fflags = fi.fflags;
+			v.uflags |= UF_HAVE_FILE;
+		}
+	}
 	switch (v.opcode) {
 	case IORING_OP_READV:
 	case IORING_OP_WRITEV:
@@ -925,49 +1128,17 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	}
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	__u64 key = (__u64)req;
-	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0)
+	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0) {
 		count(C_URING_FULL);
-	else
-		uring_cause_set(v.id);
-	return 0;
-}
-
-/* The block I/O cause of an io_uring request issued inline: io_uring
- * issues a request right after io_uring_submit_req, in the submitting
- * thread, inside io_uring_enter (a call iotrace does not trace as a
- * syscall), so the thread's cause becomes the request's event ID until
- * the next request's submission or the end of io_uring_enter
- * (uring_enter_exit), and the bios it queues meanwhile link to it.
- * io_uring's own threads (PF_IO_WORKER: iou-wrk-N, iou-sqp-N) are left
- * without a cause: they run many requests with no boundary between them
- * that a tracepoint shows, so a cause there would be a guess. */
-#define PF_IO_WORKER 0x00000010
-
-static __always_inline void uring_cause_set(__u64 id)
-{
-	if (!cfg_cause)
-		return;
-	struct task_struct *t = bpf_get_current_task_btf();
-	if (t->flags & PF_IO_WORKER)
-		return;
-	struct thread_state *st = thread_state(t, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return;
-	st->cause.nr_bios = 0;
-	st->cause.bio_bytes = 0;
-	st->cause.id = id;
-}
-
-SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
-int uring_enter_exit(void *ctx)
-{
-	if (!cfg_cause)
 		return 0;
-	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
-	/* Leave a traced syscall's own cause alone (should io_uring_enter
-	 * ever be traced as one, its exit clears it). */
-	if (st && (!st->call.kind || st->cause.id != st->call.id))
-		st->cause.id = 0;
+	}
+	/* io_uring's own threads (PF_IO_WORKER: iou-wrk-N, iou-sqp-N) get a
+	 * cause only from a boundary that names the request (dio_begin):
+	 * they run many requests with nothing between them that a
+	 * tracepoint shows, so a cause from here would be a guess. */
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (!(t->flags & PF_IO_WORKER))
+		async_cause_begin(t, ASYNC_URING, key, 0, v.id, 0, tid);
 	return 0;
 }
 
@@ -1006,6 +1177,14 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->more = (ctx->cflags & IORING_CQE_F_MORE) ? 1 : 0;
 	r->pad[0] = r->pad[1] = 0;
 	__builtin_memcpy(r->comm, v->comm, sizeof(r->comm));
+	r->nr_bios = v->nr_bios;
+	r->bio_bytes = v->bio_bytes;
+	r->caused = v->caused;
+	r->uflags = v->uflags;
+	r->pad2[0] = r->pad2[1] = 0;
+	r->ino = v->ino;
+	r->dev = v->dev;
+	r->fflags = v->fflags;
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
 	if (ctx->cflags & IORING_CQE_F_MORE) {
@@ -1016,8 +1195,415 @@ out:
 		v->id = next_id(cpu);
 		v->cpu = cpu;
 		v->ts = bpf_ktime_get_boot_ns();
+		v->nr_bios = 0;
+		v->bio_bytes = 0;
 		return 0;
 	}
 	bpf_map_delete_elem(&uring_inflight, &key);
 	return 0;
+}
+
+/* ---- Block I/O causes of asynchronous requests ---- */
+
+static __always_inline void async_cause_end(struct task_struct *t)
+{
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
+	if (!as || !as->cause.id)
+		return;
+	struct thread_state *st = thread_state(t, 0);
+	if (st && st->cause.id == as->cause.id) {
+		__u32 nr = st->cause.nr_bios;
+		__u64 bytes = st->cause.bio_bytes;
+		if (as->cause.kind == ASYNC_URING) {
+			__u64 key = as->cause.key;
+			struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
+			if (v && v->id == as->cause.id) {
+				v->nr_bios += nr;
+				v->bio_bytes += bytes;
+				v->caused = 1;
+			}
+		} else {
+			struct aio_key k = { .iocb = as->cause.key, .tgid = as->cause.tgid };
+			struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
+			if (v && v->id == as->cause.id) {
+				v->nr_bios += nr;
+				v->bio_bytes += bytes;
+				v->caused = 1;
+			}
+		}
+		st->cause.id = 0;
+		st->cause.nr_bios = 0;
+		st->cause.submitter = 0;
+		st->cause.bio_bytes = 0;
+	}
+	as->cause.id = 0;
+	as->cause.kiocb = 0;
+}
+
+static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, __u64 key, __u32 tgid, __u64 id,
+					       __u64 kiocb, __u32 submitter)
+{
+	if (!cfg_cause)
+		return;
+	struct thread_state *st = thread_state(t, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	if (st->call.kind && st->cause.id == st->call.id)
+		return; /* a traced system call's own */
+	async_cause_end(t);
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!as)
+		return;
+	as->cause.id = id;
+	as->cause.key = key;
+	as->cause.kiocb = kiocb;
+	as->cause.tgid = tgid;
+	as->cause.kind = kind;
+	st->cause.nr_bios = 0;
+	st->cause.bio_bytes = 0;
+	/* Another thread's request (an io_uring worker running it): its
+	 * bios are the submitter's. */
+	st->cause.submitter = submitter != (__u32)t->pid ? submitter : 0;
+	st->cause.id = id;
+}
+
+#define IOCB_AIO_RW (1 << 23) /* include/linux/fs.h: a kiocb of fs/aio.c */
+
+/* One direct I/O through iomap (ext4, xfs, btrfs, ...): its bios belong to
+ * the asynchronous request the kiocb is part of. */
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(dio_begin, struct kiocb *iocb, void *iter, unsigned int dio_flags, __u64 done_before)
+{
+	if (!cfg_cause)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (iocb->ki_flags & IOCB_AIO_RW) {
+		struct aio_key k = {
+			.iocb = BPF_CORE_READ((struct aio_kiocb *)iocb, ki_res.obj),
+			.tgid = t->tgid,
+		};
+		struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
+		if (v)
+			async_cause_begin(t, ASYNC_AIO, k.iocb, k.tgid, v->id, (__u64)iocb, v->tid);
+		return 0;
+	}
+	/* io_uring's read/write command (struct io_rw, whose kiocb comes
+	 * first) overlays the start of its io_kiocb. */
+	__u64 key = (__u64)iocb;
+	struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
+	if (v)
+		async_cause_begin(t, ASYNC_URING, key, 0, v->id, key, v->tid);
+	return 0;
+}
+
+/* The direct I/O was queued (it completes later, elsewhere): this thread
+ * is done with it. */
+SEC("tp_btf/iomap_dio_rw_queued")
+int BPF_PROG(dio_queued, void *inode, long long offset, __u64 length)
+{
+	if (!cfg_cause)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
+	if (as && as->cause.id && as->cause.kiocb)
+		async_cause_end(t);
+	return 0;
+}
+
+/* A direct I/O completed; in the thread that began it when it waited. */
+SEC("tp_btf/iomap_dio_complete")
+int BPF_PROG(dio_complete, struct kiocb *iocb, int error, long ret)
+{
+	if (!cfg_cause)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
+	if (as && as->cause.id && as->cause.kiocb == (__u64)iocb)
+		async_cause_end(t);
+	return 0;
+}
+
+/* ---- Linux AIO (io_submit / io_getevents) ---- */
+
+#define AIO_CAP 64         /* iocbs read per io_submit */
+#define AIO_REAP_CAP 4096  /* completions read per io_getevents */
+#define IOCB_CMD_PREADV 7
+#define IOCB_CMD_PWRITEV 8
+
+/* include/uapi/linux/aio_abi.h (little endian) */
+struct iocb_user {
+	__u64 aio_data;
+	__u32 aio_key;
+	__u32 aio_rw_flags;
+	__u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	__u32 aio_fildes;
+	__u64 aio_buf;
+	__u64 aio_nbytes;
+	__s64 aio_offset;
+	__u64 aio_reserved2;
+	__u32 aio_flags;
+	__u32 aio_resfd;
+};
+struct io_event_user {
+	__u64 data;
+	__u64 obj;
+	__s64 res;
+	__s64 res2;
+};
+
+struct aio_submit_loop {
+	__u64 iocbpp;
+	__u64 ctx;
+	__u64 ts;
+	__u64 first_id;
+	__u64 first_key;
+	__u32 tgid, tid, cpu;
+	__u32 pad;
+};
+
+static long aio_submit_one(__u32 i, void *data)
+{
+	struct aio_submit_loop *l = data;
+	__u64 up = 0;
+	if (bpf_probe_read_user(&up, sizeof(up), (const void *)(l->iocbpp + (__u64)i * 8)) < 0 || !up)
+		return 1;
+	struct iocb_user cb;
+	if (bpf_probe_read_user(&cb, sizeof(cb), (const void *)up) < 0)
+		return 1;
+	struct aio_rec v = {};
+	v.h.type = REC_AIO;
+	v.h.cpu = l->cpu;
+	v.h.time = l->ts;
+	v.id = next_id(l->cpu);
+	v.pid = l->tgid;
+	v.tid = l->tid;
+	v.data = cb.aio_data;
+	v.iocb = up;
+	v.off = cb.aio_offset;
+	v.ctx = l->ctx;
+	v.fd = (__s32)cb.aio_fildes;
+	v.opcode = cb.aio_lio_opcode;
+	v.nbytes = cb.aio_nbytes;
+	if (cb.aio_lio_opcode == IOCB_CMD_PREADV || cb.aio_lio_opcode == IOCB_CMD_PWRITEV) {
+		__u64 n = cb.aio_nbytes, size = 0;
+		if (n > IOV_CAP) {
+			n = IOV_CAP;
+			v.aflags |= AF_IOV_PARTIAL;
+		}
+		const __u64 *iov = (const __u64 *)cb.aio_buf;
+		for (int j = 0; j < IOV_CAP; j++) {
+			if (j >= n)
+				break;
+			__u64 len = 0;
+			bpf_probe_read_user(&len, sizeof(len), &iov[2 * j + 1]);
+			size += len;
+		}
+		v.nbytes = size;
+	}
+	struct inflight fi = {};
+	file_info(&fi, v.fd, false);
+	if (fi.sflags & SF_HAVE_FILE) {
+		v.fflags = fi.fflags;
+		v.ino = fi.ino;
+		v.dev = fi.dev;
+		v.aflags |= AF_HAVE_FILE;
+	}
+	bpf_get_current_comm(v.comm, sizeof(v.comm));
+	__u8 one = 1;
+	bpf_map_update_elem(&aio_tgids, &l->tgid, &one, BPF_ANY);
+	struct aio_key k = { .iocb = up, .tgid = l->tgid };
+	if (bpf_map_update_elem(&aio_inflight, &k, &v, BPF_ANY) < 0) {
+		count(C_AIO_FULL);
+		return 0;
+	}
+	if (i == 0) {
+		l->first_id = v.id;
+		l->first_key = up;
+	}
+	return 0;
+}
+
+static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 tid)
+{
+	__s64 nr = a[1];
+	if (nr <= 0)
+		return;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!as) {
+		count_n(C_AIO_FULL, nr);
+		return;
+	}
+	__u32 n = nr > AIO_CAP ? AIO_CAP : nr;
+	if (nr > AIO_CAP)
+		count_n(C_AIO_OVER_CAP, nr - AIO_CAP);
+	struct aio_submit_loop l = {
+		.iocbpp = a[2],
+		.ctx = a[0],
+		.ts = bpf_ktime_get_boot_ns(),
+		.tgid = tgid,
+		.tid = tid,
+		.cpu = bpf_get_smp_processor_id(),
+	};
+	as->call.iocbpp = l.iocbpp;
+	as->call.ctx = l.ctx;
+	as->call.n = n;
+	bpf_loop(n, aio_submit_one, &l, 0);
+	/* A single request: whatever block I/O the call queues is its. */
+	if (n == 1 && nr == 1 && l.first_id && !(t->flags & PF_IO_WORKER))
+		async_cause_begin(t, ASYNC_AIO, l.first_key, tgid, l.first_id, 0, tid);
+}
+
+struct aio_unsubmit_loop {
+	__u64 iocbpp;
+	__u32 from, tgid;
+};
+
+static long aio_unsubmit_one(__u32 i, void *data)
+{
+	struct aio_unsubmit_loop *l = data;
+	__u64 up = 0;
+	if (bpf_probe_read_user(&up, sizeof(up), (const void *)(l->iocbpp + (__u64)(l->from + i) * 8)) < 0)
+		return 1;
+	struct aio_key k = { .iocb = up, .tgid = l->tgid };
+	bpf_map_delete_elem(&aio_inflight, &k);
+	return 0;
+}
+
+static __always_inline void aio_submit_exit(long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
+	if (!as || !as->call.n)
+		return;
+	if (cfg_cause)
+		async_cause_end(t);
+	/* io_submit returns how many of the iocbs it took, in order; the
+	 * others were not submitted and will never complete. */
+	__u32 from = ret < 0 ? 0 : (ret > as->call.n ? as->call.n : (__u32)ret);
+	if (from < as->call.n) {
+		struct aio_unsubmit_loop l = { .iocbpp = as->call.iocbpp, .from = from, .tgid = t->tgid };
+		bpf_loop(as->call.n - from, aio_unsubmit_one, &l, 0);
+	}
+	as->call.n = 0;
+}
+
+static __always_inline void aio_reap_enter(__u64 events)
+{
+	struct async_state *as =
+		bpf_task_storage_get(&async_state, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (as)
+		as->call.events = events;
+}
+
+struct aio_reap_loop {
+	__u64 events;
+	__u64 now;
+	__u32 tgid;
+	__u32 pad;
+};
+
+static long aio_reap_one(__u32 i, void *data)
+{
+	struct aio_reap_loop *l = data;
+	struct io_event_user ev;
+	if (bpf_probe_read_user(&ev, sizeof(ev), (const void *)(l->events + (__u64)i * sizeof(ev))) < 0)
+		return 1;
+	struct aio_key k = { .iocb = ev.obj, .tgid = l->tgid };
+	struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
+	if (!v) {
+		count(C_AIO_NO_SUBMIT);
+		return 0;
+	}
+	struct aio_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_AIO);
+	} else {
+		*r = *v;
+		r->dur = l->now - v->h.time;
+		r->res = ev.res;
+		bpf_ringbuf_submit(r, wakeup_flags());
+	}
+	bpf_map_delete_elem(&aio_inflight, &k);
+	return 0;
+}
+
+static __always_inline void aio_reap_exit(__s64 ret)
+{
+	struct async_state *as = bpf_task_storage_get(&async_state, bpf_get_current_task_btf(), 0, 0);
+	if (!as || !as->call.events)
+		return;
+	__u64 events = as->call.events;
+	as->call.events = 0;
+	if (ret <= 0)
+		return;
+	__u32 n = ret > AIO_REAP_CAP ? AIO_REAP_CAP : ret;
+	if (ret > AIO_REAP_CAP)
+		count_n(C_AIO_REAP_OVER_CAP, ret - AIO_REAP_CAP);
+	struct aio_reap_loop l = {
+		.events = events,
+		.now = bpf_ktime_get_boot_ns(),
+		.tgid = bpf_get_current_pid_tgid() >> 32,
+	};
+	bpf_loop(n, aio_reap_one, &l, 0);
+}
+
+/* The system calls of asynchronous I/O, from sys_enter/sys_exit
+ * (CK_ASYNC): io_submit and the reaping calls make the AIO requests'
+ * events; io_uring_enter's exit ends an inline submission's cause. */
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid)
+{
+	switch (CK_ASYNC(cookie)) {
+	case ASYNC_SUBMIT:
+		aio_submit_enter(a, tgid, tid);
+		break;
+	case ASYNC_REAP:
+		aio_reap_enter(a[3]);
+		break;
+	}
+}
+
+static __always_inline void async_exit(__u64 cookie, long ret)
+{
+	switch (CK_ASYNC(cookie)) {
+	case ASYNC_SUBMIT:
+		aio_submit_exit(ret);
+		break;
+	case ASYNC_REAP:
+		aio_reap_exit(ret);
+		break;
+	case ASYNC_URING_ENTER:
+		if (cfg_cause)
+			async_cause_end(bpf_get_current_task_btf());
+		break;
+	}
+}
+
+/* The kernel destroys a process's AIO contexts when it exits (waiting for
+ * what is in flight): requests it never reaped are sent then, marked, so
+ * that they are named while the process's descriptors are still known. */
+static long aio_exit_one(void *map, struct aio_key *k, struct aio_rec *v, void *data)
+{
+	__u32 tgid = *(__u32 *)data;
+	if (k->tgid != tgid)
+		return 0;
+	struct aio_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_AIO);
+	} else {
+		*r = *v;
+		r->aflags |= AF_UNREAPED;
+		bpf_ringbuf_submit(r, wakeup_flags());
+	}
+	bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+static __always_inline void aio_exit(__u32 tgid)
+{
+	if (!bpf_map_lookup_elem(&aio_tgids, &tgid))
+		return;
+	bpf_for_each_map_elem(&aio_inflight, aio_exit_one, &tgid, 0);
+	bpf_map_delete_elem(&aio_tgids, &tgid);
 }

@@ -20,6 +20,7 @@ enum rec_type {
 	REC_EXEC = 4,    /* a process replaced its image */
 	REC_EXIT = 5,    /* the last thread of a process exited */
 	REC_URING = 6,   /* one io_uring request, submission and completion */
+	REC_AIO = 7,     /* one Linux AIO (libaio) request, io_submit to its reaping */
 };
 
 /* struct syscall_rec.sflags */
@@ -31,6 +32,9 @@ enum sys_flags {
 	SF_HAVE_FILE = 1 << 4,    /* pos/ino/dev/fflags hold the fd's file */
 	SF_CAUSE = 1 << 5,        /* nr_bios/bio_bytes are valid (block tracing on) */
 	SF_IOV_PARTIAL = 1 << 6,  /* size sums only the first IOV_CAP iovecs */
+	SF_IOWAIT = 1 << 8,       /* the thread slept waiting for I/O during the call */
+	SF_WAITED_IO = 1 << 9,    /* queued no bio, slept for I/O while the file had read I/O in flight */
+	SF_COMM = 1 << 10,        /* comm is set: the thread's first record, or its name changed */
 };
 
 struct rec_hdr {
@@ -57,7 +61,7 @@ struct syscall_rec {
 	__u32 nr_bios;   /* bios queued during the call (SF_CAUSE) */
 	__u32 sflags;    /* enum sys_flags */
 	__u64 bio_bytes; /* bytes of those bios (SF_CAUSE) */
-	char comm[COMM_LEN];
+	char comm[COMM_LEN]; /* with SF_COMM only: else the thread's last one */
 };
 
 struct path_rec {
@@ -120,6 +124,54 @@ struct uring_rec {
 	__u8 more; /* 1: a multishot request's completion, more to come */
 	__u8 pad[2];
 	char comm[COMM_LEN];
+	__u32 nr_bios;   /* bios the request queued (caused) */
+	__u8 caused;     /* 1: nr_bios/bio_bytes are valid (block tracing on) */
+	__u8 uflags;     /* enum uring_flags */
+	__u8 pad2[2];
+	__u64 bio_bytes; /* bytes of those bios */
+	__u64 ino;       /* inode of fd's file at submission (UF_HAVE_FILE) */
+	__u32 dev;       /* kernel dev_t of its file system (UF_HAVE_FILE) */
+	__u32 fflags;    /* its file->f_flags (UF_HAVE_FILE) */
+};
+
+/* struct uring_rec.uflags */
+enum uring_flags {
+	UF_FIXED = 1 << 0,     /* fd is an index into the ring's registered files, not a descriptor */
+	UF_HAVE_FILE = 1 << 1, /* ino/dev/fflags hold the descriptor's file at submission */
+};
+
+/* One struct iocb of io_submit, from submission to the io_getevents (or
+ * io_pgetevents) call that reaped its completion. The in-flight map holds
+ * the same struct, filled at submission. */
+struct aio_rec {
+	struct rec_hdr h; /* time: io_submit enter */
+	__u64 id;
+	__u64 dur;        /* reap time - submission time */
+	__u32 pid, tid;   /* submitter */
+	__u64 data;       /* iocb.aio_data */
+	__u64 iocb;       /* user address of the struct iocb */
+	__s64 off;        /* iocb.aio_offset */
+	__s64 res;        /* io_event.res: bytes or -errno */
+	__u64 nbytes;     /* bytes requested (sum of the iovecs of PREADV/PWRITEV) */
+	__u64 ctx;        /* aio_context_t */
+	__u64 bio_bytes;  /* bytes of the bios the request queued (caused) */
+	__u32 nr_bios;    /* bios the request queued (caused) */
+	__s32 fd;         /* iocb.aio_fildes */
+	__u16 opcode;     /* iocb.aio_lio_opcode (IOCB_CMD_*) */
+	__u8 caused;      /* 1: nr_bios/bio_bytes are valid */
+	__u8 aflags;      /* enum aio_flags */
+	__u32 fflags;     /* file->f_flags of fd at submission (AF_HAVE_FILE) */
+	char comm[COMM_LEN];
+	__u64 ino;        /* inode of fd's file at submission (AF_HAVE_FILE) */
+	__u32 dev;        /* kernel dev_t of its file system (AF_HAVE_FILE) */
+	__u32 pad;
+};
+
+/* struct aio_rec.aflags */
+enum aio_flags {
+	AF_IOV_PARTIAL = 1 << 0, /* nbytes sums only the first IOV_CAP iovecs */
+	AF_HAVE_FILE = 1 << 1,   /* fflags holds the fd's file flags */
+	AF_UNREAPED = 1 << 2,    /* never reaped: sent when its process exited */
 };
 
 /* Per-CPU counters (array index). Mirrored in counters.go. */
@@ -137,7 +189,11 @@ enum counter {
 	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
 	C_URING_FULL,       /* io_uring in-flight map full */
 	C_PIDS_FULL,        /* followed child not added: pid map full */
-	C_SYSCALLS,         /* syscall records produced */
+	C_LOST_AIO,         /* AIO records lost: ring buffer full */
+	C_AIO_NO_SUBMIT,    /* AIO completion reaped without its submission */
+	C_AIO_FULL,         /* AIO request not tracked: in-flight map full */
+	C_AIO_OVER_CAP,     /* AIO requests beyond AIO_CAP in one io_submit */
+	C_AIO_REAP_OVER_CAP, /* AIO completions beyond AIO_REAP_CAP in one reap */
 	C_MAX,
 };
 
@@ -168,6 +224,17 @@ IOTRACE_OFF(uring_rec, res, 64);
 IOTRACE_OFF(uring_rec, opcode, 76);
 IOTRACE_OFF(uring_rec, more, 77);
 IOTRACE_OFF(uring_rec, comm, 80);
-_Static_assert(sizeof(struct uring_rec) == 96, "uring_rec size");
+IOTRACE_OFF(uring_rec, nr_bios, 96);
+IOTRACE_OFF(uring_rec, bio_bytes, 104);
+IOTRACE_OFF(uring_rec, ino, 112);
+_Static_assert(sizeof(struct uring_rec) == 128, "uring_rec size");
+IOTRACE_OFF(aio_rec, data, 40);
+IOTRACE_OFF(aio_rec, res, 64);
+IOTRACE_OFF(aio_rec, nr_bios, 96);
+IOTRACE_OFF(aio_rec, opcode, 104);
+IOTRACE_OFF(aio_rec, fflags, 108);
+IOTRACE_OFF(aio_rec, comm, 112);
+IOTRACE_OFF(aio_rec, ino, 128);
+_Static_assert(sizeof(struct aio_rec) == 144, "aio_rec size");
 
 #endif /* IOTRACE_RECORDS_H */

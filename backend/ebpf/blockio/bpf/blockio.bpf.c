@@ -221,6 +221,39 @@ static __always_inline void bio_inode(struct bio *bio, struct bio_info *bi)
 	bi->ino_dev = BPF_CORE_READ(host, i_sb, s_dev);
 }
 
+/* ---- page-cache reads in flight per file (cur_syscall.h) ---- */
+
+#define REQ_OP_MASK 0xff
+#define REQ_OP_READ 0
+
+static __always_inline void inode_io_queued(struct bio_info *bi)
+{
+	struct inode_io_key k = { .ino = bi->inode, .dev = bi->ino_dev };
+	struct inode_io *io = bpf_map_lookup_elem(&inode_io, &k);
+	if (!io) {
+		struct inode_io zero = {};
+		bpf_map_update_elem(&inode_io, &k, &zero, BPF_NOEXIST);
+		io = bpf_map_lookup_elem(&inode_io, &k);
+		if (!io)
+			return;
+	}
+	__sync_fetch_and_add(&io->inflight, 1);
+	bi->flags |= RF_INODE_READ;
+}
+
+static __always_inline void inode_io_done(struct bio_info *bi)
+{
+	if (!(bi->flags & RF_INODE_READ))
+		return;
+	struct inode_io_key k = { .ino = bi->inode, .dev = bi->ino_dev };
+	struct inode_io *io = bpf_map_lookup_elem(&inode_io, &k);
+	if (!io)
+		return;
+	io->last_done = bpf_ktime_get_boot_ns(); /* the syscall records' clock */
+	if (io->inflight)
+		__sync_fetch_and_add(&io->inflight, (__u32)-1); /* -mcpu=v1: no atomic sub */
+}
+
 /* ---- queue side ---- */
 
 SEC("raw_tracepoint/block_bio_queue")
@@ -263,12 +296,24 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		bi.flags |= RF_DIRTY_MATCH;
 	}
 
-	bpf_get_current_comm(bi.comm, sizeof(bi.comm));
+	if (cs && cs->submitter) {
+		/* An io_uring worker doing a request's I/O: the bio is the
+		 * submitting thread's (its name comes from user space). */
+		bi.tid = cs->submitter;
+		bi.flags |= RF_WORKER;
+	} else {
+		bpf_get_current_comm(bi.comm, sizeof(bi.comm));
+	}
 	__u64 key = (__u64)bio;
+	bool inode_read = bi.inode && (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_READ;
+	if (inode_read)
+		bi.flags |= RF_INODE_READ;
 	if (bpf_map_update_elem(&bios, &key, &bi, BPF_ANY)) {
 		count(BC_MAP_FULL);
 		return 0;
 	}
+	if (inode_read)
+		inode_io_queued(&bi);
 	/* Cause only once the bio is tracked, so nr_bios counts what will show. */
 	if (cs) {
 		struct bio_info *p = bpf_map_lookup_elem(&bios, &key);
@@ -306,6 +351,8 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 		count(BC_MAP_FULL);
 		return 0;
 	}
+	if (bi.flags & RF_INODE_READ)
+		inode_io_queued(&bi);
 	/* The syscall that queued the parent caused this child too. */
 	if (bi.cause) {
 		/* Split in the submitter's context, still inside its syscall. */
@@ -404,8 +451,10 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 	struct block_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count(BC_LOST);
-		if (bi)
+		if (bi) {
+			inode_io_done(bi);
 			bpf_map_delete_elem(&bios, &key);
+		}
 		return;
 	}
 	struct block_device *bdev = BPF_CORE_READ(bio, bi_bdev);
@@ -427,7 +476,8 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 		r->pid = bi->pid;
 		r->tid = bi->tid;
 		r->cpu = bi->cpu;
-		r->rflags |= bi->flags;
+		r->rflags |= bi->flags & ~RF_INODE_READ;
+		inode_io_done(bi);
 		if (bi->part_bytes) {
 			sector = bi->part_sector;
 			bytes += bi->part_bytes;

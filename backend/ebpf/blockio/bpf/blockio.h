@@ -21,6 +21,8 @@ enum blk_rec_flags {
 	RF_PARTIAL = 1 << 6,       /* its request completed in several steps */
 	RF_DIRTY_MATCH = 1 << 7,   /* kept by the pid filter: it writes back a file a traced process dirtied */
 	RF_SPLIT_ORPHAN = 1 << 8,  /* a split child whose parent was never seen queued */
+	RF_INODE_READ = 1 << 9,    /* counted in inode_io (a page-cache read): uncount at completion */
+	RF_WORKER = 1 << 10,       /* queued by an io_uring worker for the thread in tid */
 };
 
 /* One bio, from queue to completion. */

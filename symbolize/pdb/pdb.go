@@ -1,0 +1,442 @@
+package pdb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+var le = binary.LittleEndian
+
+// msfMagic starts every PDB 7.0 (MSF 7.00) file.
+var msfMagic = []byte("Microsoft C/C++ MSF 7.00\r\n\x1aDS\x00\x00\x00")
+
+// Fixed stream numbers.
+const (
+	streamPDB = 1
+	streamDBI = 3
+)
+
+// Limits that keep a damaged file from asking for absurd allocations.
+const (
+	maxStreams   = 1 << 20
+	maxFileSize  = 4 << 30
+	nilStream    = 0xffffffff
+	noStream     = 0xffff
+	dbiHeaderLen = 64
+)
+
+// Symbol is a public symbol at a relative virtual address.
+type Symbol struct {
+	RVA  uint32
+	Name string
+	// Function is set for code (CVPSF_FUNCTION).
+	Function bool
+}
+
+// Section is one section of the module, as the PDB records it.
+type Section struct {
+	Name           string
+	VirtualAddress uint32
+	VirtualSize    uint32
+}
+
+// File is what was read from a PDB.
+type File struct {
+	// GUID and Age identify the PDB; a module names them in its CodeView
+	// (RSDS) debug record. GUID is kept in file order (Data1, Data2 and
+	// Data3 little endian).
+	GUID [16]byte
+	Age  uint32
+	// Sections are the module's section headers.
+	Sections []Section
+	// Publics are the public symbols, sorted by RVA.
+	Publics []Symbol
+	// OMAP reports that the module was rearranged after linking and the
+	// symbols were mapped through its OMAP table.
+	OMAP bool
+}
+
+// msf is an open MSF container.
+type msf struct {
+	r         io.ReaderAt
+	size      int64
+	blockSize uint32
+	sizes     []uint32
+	blocks    [][]uint32
+}
+
+// Parse reads a PDB of size bytes from r.
+func Parse(r io.ReaderAt, size int64) (*File, error) {
+	m, err := openMSF(r, size)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{}
+	info, err := m.stream(streamPDB)
+	if err != nil {
+		return nil, err
+	}
+	if len(info) < 28 {
+		return nil, fmt.Errorf("pdb: information stream (1) of %d bytes, want at least 28", len(info))
+	}
+	f.Age = le.Uint32(info[8:])
+	copy(f.GUID[:], info[12:28])
+
+	dbi, err := m.stream(streamDBI)
+	if err != nil {
+		return nil, err
+	}
+	h, err := parseDBIHeader(dbi)
+	if err != nil {
+		return nil, err
+	}
+	if h.symRecords == noStream {
+		return nil, errors.New("pdb: the DBI stream names no symbol record stream")
+	}
+	sectStream := h.dbg[dbgSectionHdr]
+	omapFrom := h.dbg[dbgOmapFromSrc]
+	if omapFrom != noStream {
+		// Symbols are in the original (pre-rearrangement) layout: place
+		// them with the original section headers, then map.
+		if orig := h.dbg[dbgSectionHdrOrig]; orig != noStream {
+			sectStream = orig
+		}
+	}
+	if sectStream == noStream {
+		return nil, errors.New("pdb: the DBI stream names no section header stream")
+	}
+	sb, err := m.stream(int(sectStream))
+	if err != nil {
+		return nil, err
+	}
+	layout, err := parseSections(sb)
+	if err != nil {
+		return nil, fmt.Errorf("pdb: section header stream (%d): %w", sectStream, err)
+	}
+	f.Sections = layout
+	var omap []omapEntry
+	if omapFrom != noStream {
+		ob, err := m.stream(int(omapFrom))
+		if err != nil {
+			return nil, err
+		}
+		if omap, err = parseOMAP(ob); err != nil {
+			return nil, fmt.Errorf("pdb: OMAP stream (%d): %w", omapFrom, err)
+		}
+		f.OMAP = true
+		if final := h.dbg[dbgSectionHdr]; final != noStream && final != sectStream {
+			fb, err := m.stream(int(final))
+			if err != nil {
+				return nil, err
+			}
+			if f.Sections, err = parseSections(fb); err != nil {
+				return nil, fmt.Errorf("pdb: section header stream (%d): %w", final, err)
+			}
+		}
+	}
+	recs, err := m.stream(int(h.symRecords))
+	if err != nil {
+		return nil, err
+	}
+	if f.Publics, err = parsePublics(recs, layout, omap); err != nil {
+		return nil, fmt.Errorf("pdb: symbol record stream (%d): %w", h.symRecords, err)
+	}
+	return f, nil
+}
+
+func openMSF(r io.ReaderAt, size int64) (*msf, error) {
+	if size > maxFileSize {
+		return nil, fmt.Errorf("pdb: file of %d bytes is larger than the %d this reader takes", size, int64(maxFileSize))
+	}
+	var sb [56]byte
+	if size < int64(len(sb)) {
+		return nil, fmt.Errorf("pdb: file of %d bytes is too short for an MSF superblock", size)
+	}
+	if _, err := r.ReadAt(sb[:], 0); err != nil {
+		return nil, fmt.Errorf("pdb: read superblock: %w", err)
+	}
+	if !bytes.Equal(sb[:32], msfMagic) {
+		return nil, errors.New("pdb: not a PDB 7.0 file (no MSF 7.00 magic at offset 0)")
+	}
+	m := &msf{r: r, size: size, blockSize: le.Uint32(sb[32:])}
+	numBlocks := le.Uint32(sb[40:])
+	dirBytes := le.Uint32(sb[44:])
+	mapAddr := le.Uint32(sb[52:])
+	switch m.blockSize {
+	case 512, 1024, 2048, 4096, 8192, 16384, 32768:
+	default:
+		return nil, fmt.Errorf("pdb: superblock at offset 0x20: block size %d is not a power of two from 512 to 32768", m.blockSize)
+	}
+	if int64(numBlocks)*int64(m.blockSize) > size {
+		return nil, fmt.Errorf("pdb: superblock at offset 0x28: %d blocks of %d bytes, the file has %d bytes (truncated?)", numBlocks, m.blockSize, size)
+	}
+	// The directory's blocks are listed in the block at mapAddr.
+	nDirBlocks := (uint64(dirBytes) + uint64(m.blockSize) - 1) / uint64(m.blockSize)
+	if nDirBlocks*4 > uint64(m.blockSize) {
+		return nil, fmt.Errorf("pdb: superblock at offset 0x2c: stream directory of %d bytes needs more than one block map block", dirBytes)
+	}
+	mapBlock, err := m.block(mapAddr)
+	if err != nil {
+		return nil, fmt.Errorf("pdb: directory block map: %w", err)
+	}
+	dirBlocks := make([]uint32, nDirBlocks)
+	for i := range dirBlocks {
+		dirBlocks[i] = le.Uint32(mapBlock[4*i:])
+	}
+	dir, err := m.read(dirBlocks, dirBytes)
+	if err != nil {
+		return nil, fmt.Errorf("pdb: stream directory: %w", err)
+	}
+	if len(dir) < 4 {
+		return nil, errors.New("pdb: empty stream directory")
+	}
+	n := le.Uint32(dir)
+	if n > maxStreams || uint64(n)*4+4 > uint64(len(dir)) {
+		return nil, fmt.Errorf("pdb: stream directory of %d bytes cannot hold %d streams", len(dir), n)
+	}
+	m.sizes = make([]uint32, n)
+	m.blocks = make([][]uint32, n)
+	off := 4 + 4*uint64(n)
+	for i := range m.sizes {
+		m.sizes[i] = le.Uint32(dir[4+4*i:])
+	}
+	for i, sz := range m.sizes {
+		if sz == nilStream {
+			continue
+		}
+		nb := (uint64(sz) + uint64(m.blockSize) - 1) / uint64(m.blockSize)
+		if off+nb*4 > uint64(len(dir)) {
+			return nil, fmt.Errorf("pdb: stream directory at offset %#x: the blocks of stream %d (%d bytes) run past its end (%d bytes)", off, i, sz, len(dir))
+		}
+		bl := make([]uint32, nb)
+		for j := range bl {
+			bl[j] = le.Uint32(dir[off+4*uint64(j):])
+		}
+		m.blocks[i] = bl
+		off += nb * 4
+	}
+	return m, nil
+}
+
+// block reads block b.
+func (m *msf) block(b uint32) ([]byte, error) {
+	off := int64(b) * int64(m.blockSize)
+	if off+int64(m.blockSize) > m.size {
+		return nil, fmt.Errorf("block %d at offset %#x is past the end of the file (%d bytes)", b, off, m.size)
+	}
+	buf := make([]byte, m.blockSize)
+	if _, err := m.r.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("read block %d at offset %#x: %w", b, off, err)
+	}
+	return buf, nil
+}
+
+// read reads size bytes from the blocks listed.
+func (m *msf) read(blocks []uint32, size uint32) ([]byte, error) {
+	if uint64(size) > uint64(len(blocks))*uint64(m.blockSize) {
+		return nil, fmt.Errorf("%d bytes in %d blocks of %d", size, len(blocks), m.blockSize)
+	}
+	out := make([]byte, 0, size)
+	for _, b := range blocks {
+		if uint32(len(out)) >= size {
+			break
+		}
+		data, err := m.block(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data[:min(uint32(len(data)), size-uint32(len(out)))]...)
+	}
+	return out, nil
+}
+
+// stream reads stream i whole.
+func (m *msf) stream(i int) ([]byte, error) {
+	if i < 0 || i >= len(m.sizes) {
+		return nil, fmt.Errorf("pdb: stream %d does not exist (the file has %d)", i, len(m.sizes))
+	}
+	if m.sizes[i] == nilStream {
+		return nil, fmt.Errorf("pdb: stream %d is empty", i)
+	}
+	b, err := m.read(m.blocks[i], m.sizes[i])
+	if err != nil {
+		return nil, fmt.Errorf("pdb: stream %d: %w", i, err)
+	}
+	return b, nil
+}
+
+// Indexes into the DBI optional debug header (its stream numbers).
+const (
+	dbgOmapToSrc      = 3
+	dbgOmapFromSrc    = 4
+	dbgSectionHdr     = 5
+	dbgSectionHdrOrig = 10
+	numDbg            = 11
+)
+
+type dbiHeader struct {
+	symRecords uint16
+	dbg        [numDbg]uint16
+}
+
+func parseDBIHeader(b []byte) (dbiHeader, error) {
+	h := dbiHeader{}
+	for i := range h.dbg {
+		h.dbg[i] = noStream
+	}
+	if len(b) < dbiHeaderLen {
+		return h, fmt.Errorf("pdb: DBI stream (3) of %d bytes, want at least %d", len(b), dbiHeaderLen)
+	}
+	if sig := int32(le.Uint32(b)); sig != -1 {
+		return h, fmt.Errorf("pdb: DBI stream (3) at offset 0: signature %d, want -1 (a PDB older than 7.0?)", sig)
+	}
+	h.symRecords = le.Uint16(b[20:])
+	// Substreams after the header, in order: module info, section
+	// contributions, section map, source info, type server map, then the
+	// optional debug header after the EC substream.
+	var total uint64 = dbiHeaderLen
+	for i, at := range []int{24, 28, 32, 36, 40, 52} {
+		n := int32(le.Uint32(b[at:]))
+		if n < 0 {
+			return h, fmt.Errorf("pdb: DBI stream (3) at offset %d: substream %d has a negative size %d", at, i, n)
+		}
+		total += uint64(n)
+	}
+	dbgSize := int32(le.Uint32(b[48:]))
+	if dbgSize < 0 || total+uint64(dbgSize) > uint64(len(b)) {
+		return h, fmt.Errorf("pdb: DBI stream (3) of %d bytes: substreams of %d bytes and a debug header of %d", len(b), total, dbgSize)
+	}
+	for i := 0; i < numDbg && uint64(2*i+2) <= uint64(dbgSize); i++ {
+		h.dbg[i] = le.Uint16(b[total+uint64(2*i):])
+	}
+	return h, nil
+}
+
+// parseSections reads IMAGE_SECTION_HEADERs (40 bytes each).
+func parseSections(b []byte) ([]Section, error) {
+	if len(b)%40 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of 40-byte section headers", len(b))
+	}
+	out := make([]Section, len(b)/40)
+	for i := range out {
+		h := b[40*i:]
+		name := h[:8]
+		if j := bytes.IndexByte(name, 0); j >= 0 {
+			name = name[:j]
+		}
+		out[i] = Section{Name: string(name), VirtualSize: le.Uint32(h[8:]), VirtualAddress: le.Uint32(h[12:])}
+	}
+	return out, nil
+}
+
+// omapEntry maps addresses from Source (original layout) onwards to
+// Target (0: the code was removed).
+type omapEntry struct{ source, target uint32 }
+
+func parseOMAP(b []byte) ([]omapEntry, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of 8-byte entries", len(b))
+	}
+	out := make([]omapEntry, len(b)/8)
+	for i := range out {
+		out[i] = omapEntry{le.Uint32(b[8*i:]), le.Uint32(b[8*i+4:])}
+		if i > 0 && out[i].source < out[i-1].source {
+			return nil, fmt.Errorf("entry %d (source %#x) is out of order", i, out[i].source)
+		}
+	}
+	return out, nil
+}
+
+// mapOMAP maps rva through the OMAP table; ok is false for code the
+// rearrangement removed or an address before the first entry.
+func mapOMAP(t []omapEntry, rva uint32) (uint32, bool) {
+	i := sort.Search(len(t), func(i int) bool { return t[i].source > rva }) - 1
+	if i < 0 || t[i].target == 0 {
+		return 0, false
+	}
+	return t[i].target + (rva - t[i].source), true
+}
+
+// Symbol record kinds read here.
+const (
+	sPub32     = 0x110e
+	cvpsfFunc  = 0x2
+	recHdrSize = 4
+)
+
+func parsePublics(b []byte, sects []Section, omap []omapEntry) ([]Symbol, error) {
+	var out []Symbol
+	for off := 0; off+recHdrSize <= len(b); {
+		n := int(le.Uint16(b[off:]))
+		if n < 2 || off+2+n > len(b) {
+			return nil, fmt.Errorf("record at offset %#x: length %d runs past the stream's end (%d bytes)", off, n, len(b))
+		}
+		rec := b[off+2 : off+2+n]
+		if le.Uint16(rec) == sPub32 {
+			if len(rec) < 12 {
+				return nil, fmt.Errorf("S_PUB32 record at offset %#x: %d bytes, want at least 12", off, len(rec))
+			}
+			flags, addr, seg := le.Uint32(rec[2:]), le.Uint32(rec[6:]), le.Uint16(rec[10:])
+			name := rec[12:]
+			if j := bytes.IndexByte(name, 0); j >= 0 {
+				name = name[:j]
+			}
+			if seg >= 1 && int(seg) <= len(sects) {
+				s := sects[seg-1]
+				rva := s.VirtualAddress + addr
+				ok := rva >= s.VirtualAddress // no wrap-around
+				if ok && omap != nil {
+					rva, ok = mapOMAP(omap, rva)
+				}
+				if ok {
+					out = append(out, Symbol{RVA: rva, Name: strings.Clone(string(name)), Function: flags&cvpsfFunc != 0})
+				}
+			}
+		}
+		off += 2 + n
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RVA < out[j].RVA })
+	return out, nil
+}
+
+// Lookup returns the public symbol that covers rva: the last one at or
+// before it, within the same section. ok is false when no symbol does.
+func (f *File) Lookup(rva uint32) (sym Symbol, offset uint32, ok bool) {
+	i := sort.Search(len(f.Publics), func(i int) bool { return f.Publics[i].RVA > rva }) - 1
+	if i < 0 {
+		return Symbol{}, 0, false
+	}
+	s := f.Publics[i]
+	sec := f.sectionOf(rva)
+	if sec < 0 || f.sectionOf(s.RVA) != sec {
+		return Symbol{}, 0, false
+	}
+	return s, rva - s.RVA, true
+}
+
+// sectionOf returns the index of the section holding rva, or -1.
+func (f *File) sectionOf(rva uint32) int {
+	for i, s := range f.Sections {
+		if rva >= s.VirtualAddress && uint64(rva) < uint64(s.VirtualAddress)+uint64(max(s.VirtualSize, 1)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// SymStoreKey is the directory name a symbol store files this PDB under:
+// the GUID as 32 upper-case hex digits (Data1, Data2 and Data3 as
+// numbers, then the 8 bytes of Data4), followed by the age in hex.
+func SymStoreKey(guid [16]byte, age uint32) string {
+	return fmt.Sprintf("%08X%04X%04X%X%X", le.Uint32(guid[0:]), le.Uint16(guid[4:]), le.Uint16(guid[6:]), guid[8:16], age)
+}
+
+// GUIDString renders a GUID as {XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}.
+func GUIDString(g [16]byte) string {
+	return fmt.Sprintf("{%08X-%04X-%04X-%X-%X}", le.Uint32(g[0:]), le.Uint16(g[4:]), le.Uint16(g[6:]), g[8:10], g[10:16])
+}

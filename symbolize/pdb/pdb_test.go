@@ -1,0 +1,234 @@
+package pdb
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/symbolize/peid"
+)
+
+// tool skips (or, in CI, fails) without a tool the test runs.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if testenv.Required() {
+			t.Fatalf("%s not installed (scripts/setup installs it)", name)
+		}
+		t.Skipf("%s not installed (scripts/setup installs it)", name)
+	}
+	return p
+}
+
+// build compiles testdata/modules.c for target (x86_64 or i686) into
+// an executable and its PDB, and returns both paths.
+func build(t *testing.T, arch string) (exe, pdb string) {
+	t.Helper()
+	clang, lld := tool(t, "clang"), tool(t, "lld-link")
+	dir := t.TempDir()
+	obj := filepath.Join(dir, "modules.obj")
+	exe, pdb = filepath.Join(dir, "modules.exe"), filepath.Join(dir, "modules.pdb")
+	run := func(name string, args ...string) {
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+		}
+	}
+	run(clang, "--target="+arch+"-pc-windows-msvc", "-O1", "-g", "-gcodeview", "-c", "testdata/modules.c", "-o", obj)
+	machine := "/machine:x64"
+	if arch == "i686" {
+		machine = "/machine:x86"
+	}
+	run(lld, "/entry:mainCRTStartup", "/subsystem:console", "/nodefaultlib", "/debug", machine,
+		"/pdb:"+pdb, "/out:"+exe, obj)
+	return exe, pdb
+}
+
+func parseFile(t *testing.T, path string) *File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// pdbutilPublics reads the public symbols' RVAs with llvm-pdbutil, an
+// independent reader (LLVM's), as section:offset plus the section's
+// virtual address.
+func pdbutilPublics(t *testing.T, pdb string) map[string]uint32 {
+	t.Helper()
+	pu := tool(t, "llvm-pdbutil")
+	out, err := exec.Command(pu, "dump", "-publics", "-section-headers", pdb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("llvm-pdbutil: %v\n%s", err, out)
+	}
+	var vas []uint32
+	for _, m := range regexp.MustCompile(`(?m)^\s+([0-9A-F]+) virtual address$`).FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(string(m[1]), 16, 32)
+		vas = append(vas, uint32(v))
+	}
+	syms := map[string]uint32{}
+	re := regexp.MustCompile("S_PUB32 \\[size = \\d+\\] `([^`]+)`\\s+flags = [^,]*, addr = (\\d+):(\\d+)")
+	for _, m := range re.FindAllSubmatch(out, -1) {
+		seg, _ := strconv.Atoi(string(m[2]))
+		off, _ := strconv.ParseUint(string(m[3]), 10, 32)
+		if seg < 1 || seg > len(vas) {
+			t.Fatalf("llvm-pdbutil: %s in section %d of %d", m[1], seg, len(vas))
+		}
+		syms[string(m[1])] = vas[seg-1] + uint32(off)
+	}
+	return syms
+}
+
+// TestPublics: the PDB of a program lld-link built names its functions
+// at the RVAs LLVM's own reader gives, its identity is the one the
+// executable's CodeView record names, and the entry point's RVA looks up
+// as mainCRTStartup.
+func TestPublics(t *testing.T) {
+	for _, arch := range []string{"x86_64", "i686"} {
+		t.Run(arch, func(t *testing.T) {
+			exe, pdbPath := build(t, arch)
+			f := parseFile(t, pdbPath)
+			want := pdbutilPublics(t, pdbPath)
+			prefix := ""
+			if arch == "i686" {
+				prefix = "_" // the x86 C decoration
+			}
+			for _, name := range []string{"inner_fn", "outer_fn", "mainCRTStartup", "message"} {
+				if _, ok := want[prefix+name]; !ok {
+					t.Fatalf("llvm-pdbutil lists no %s: %v", prefix+name, want)
+				}
+			}
+			got := map[string]uint32{}
+			for _, s := range f.Publics {
+				got[s.Name] = s.RVA
+			}
+			for name, rva := range want {
+				if got[name] != rva {
+					t.Errorf("%s at RVA %#x, llvm-pdbutil says %#x", name, got[name], rva)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d publics, llvm-pdbutil lists %d", len(got), len(want))
+			}
+			// Inside a function: named with the offset.
+			s, off, ok := f.Lookup(want[prefix+"outer_fn"] + 3)
+			if !ok || s.Name != prefix+"outer_fn" || off != 3 || !s.Function {
+				t.Errorf("lookup outer_fn+3: %+v +%d %v", s, off, ok)
+			}
+			if s, _, ok := f.Lookup(want[prefix+"message"]); !ok || s.Function {
+				t.Errorf("lookup message: %+v %v, want a data symbol", s, ok)
+			}
+			// Before the first symbol of .text, or in no section: unnamed.
+			if s, _, ok := f.Lookup(0x10); ok {
+				t.Errorf("RVA 0x10 (headers) named %s", s.Name)
+			}
+
+			b, err := os.ReadFile(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := peid.Read(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !id.HasPDB || id.PDBGUID != f.GUID || id.PDBAge != f.Age || filepath.Base(id.PDBName) != "modules.pdb" {
+				t.Errorf("image names PDB %s %s age %d, the PDB is %s age %d", id.PDBName, GUIDString(id.PDBGUID), id.PDBAge, GUIDString(f.GUID), f.Age)
+			}
+			if id.SizeOfImage == 0 || id.TimeDateStamp == 0 {
+				t.Errorf("identity %+v: no size or time stamp", id)
+			}
+		})
+	}
+}
+
+// TestSymStoreKey: the symbol-store directory of a GUID and age.
+func TestSymStoreKey(t *testing.T) {
+	g := [16]byte{0xbd, 0x74, 0xbf, 0x54, 0x22, 0xf9, 0x30, 0x57, 0x4c, 0x4c, 0x44, 0x20, 0x50, 0x44, 0x42, 0x2e}
+	if got, want := SymStoreKey(g, 1), "54BF74BDF92257304C4C44205044422E1"; got != want {
+		t.Errorf("SymStoreKey = %s, want %s", got, want)
+	}
+	if got, want := GUIDString(g), "{54BF74BD-F922-5730-4C4C-44205044422E}"; got != want {
+		t.Errorf("GUIDString = %s, want %s", got, want)
+	}
+	if got := SymStoreKey(g, 0x1a); got[len(got)-2:] != "1A" {
+		t.Errorf("age 0x1a: %s", got)
+	}
+}
+
+// TestDamaged: truncations and corruptions of a real PDB give errors (or
+// a result whose every symbol lies in a section), never a panic.
+func TestDamaged(t *testing.T) {
+	b, err := os.ReadFile("testdata/modules.pdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatalf("the fixture does not parse: %v", err)
+	}
+	for _, n := range []int{0, 31, 56, 4096, len(b) / 2, len(b) - 1} {
+		if _, err := Parse(bytes.NewReader(b[:n]), int64(n)); err == nil {
+			t.Errorf("truncated to %d bytes: no error", n)
+		}
+	}
+	for off := 32; off < 64; off++ {
+		c := bytes.Clone(b)
+		c[off] ^= 0xff
+		checkParse(t, c)
+	}
+}
+
+// checkParse parses data and checks what a successful parse returns.
+func checkParse(t *testing.T, data []byte) {
+	f, err := Parse(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return
+	}
+	for i, s := range f.Publics {
+		if i > 0 && s.RVA < f.Publics[i-1].RVA {
+			t.Fatalf("publics out of order at %d", i)
+		}
+	}
+	for _, rva := range []uint32{0, 0x1000, 0x1010, 0xffffffff} {
+		if s, off, ok := f.Lookup(rva); ok && (s.RVA+off != rva || f.sectionOf(s.RVA) != f.sectionOf(rva)) {
+			t.Fatalf("lookup %#x: %+v+%d", rva, s, off)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("testdata/modules.pdb"); err == nil {
+		f.Add(b)
+	}
+	f.Add(append(bytes.Clone(msfMagic), make([]byte, 64)...))
+	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, data) })
+}
+
+// TestOMAP: addresses of code rearranged after linking map through the
+// OMAP table; code it removed (target 0) and addresses before its first
+// entry are not named.
+func TestOMAP(t *testing.T) {
+	tab := []omapEntry{{0x1000, 0x5000}, {0x1100, 0}, {0x1200, 0x2000}}
+	for _, c := range []struct {
+		in, out uint32
+		ok      bool
+	}{{0x0fff, 0, false}, {0x1000, 0x5000, true}, {0x1010, 0x5010, true}, {0x1100, 0, false}, {0x11ff, 0, false}, {0x1204, 0x2004, true}} {
+		got, ok := mapOMAP(tab, c.in)
+		if got != c.out || ok != c.ok {
+			t.Errorf("map %#x = %#x %v, want %#x %v", c.in, got, ok, c.out, c.ok)
+		}
+	}
+	if _, err := parseOMAP([]byte{0x10, 0, 0, 0, 0, 0, 0, 0, 0x08, 0, 0, 0, 0, 0, 0, 0}); err == nil {
+		t.Error("an OMAP table out of order parsed")
+	}
+}

@@ -1,0 +1,115 @@
+package symbolize
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/symbolize/pdb"
+	"github.com/iotrace/iotrace/symbolize/peid"
+)
+
+// TestPDBSymbols: a Windows image's frames are named from the PDB its
+// CodeView record names, found in a symbol store (NAME.pdb/GUIDAGE/NAME.pdb)
+// under --symbols; a PDB of another GUID filed under the image's key is
+// not used (counted as a mismatch), and no PDB leaves module+0xoffset.
+func TestPDBSymbols(t *testing.T) {
+	for _, tool := range []string{"clang", "lld-link"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if testenv.Required() {
+				t.Fatalf("%s not installed (scripts/setup installs it)", tool)
+			}
+			t.Skipf("%s not installed (scripts/setup installs it)", tool)
+		}
+	}
+	dir := t.TempDir()
+	link := func(out, src string) {
+		obj := filepath.Join(dir, "m.obj")
+		for _, c := range [][]string{
+			{"clang", "--target=x86_64-pc-windows-msvc", "-O1", "-g", "-gcodeview", "-c", src, "-o", obj},
+			{"lld-link", "/entry:mainCRTStartup", "/subsystem:console", "/nodefaultlib", "/debug", "/machine:x64",
+				"/pdb:" + out + ".pdb", "/out:" + out + ".exe", obj},
+		} {
+			if b, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%q: %v\n%s", c, err, b)
+			}
+		}
+	}
+	link(filepath.Join(dir, "modules"), "pdb/testdata/modules.c")
+	exe, err := os.ReadFile(filepath.Join(dir, "modules.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peid.Read(bytes.NewReader(exe), int64(len(exe)))
+	if err != nil || !id.HasPDB {
+		t.Fatalf("identity %+v: %v", id, err)
+	}
+	pf, err := os.ReadFile(filepath.Join(dir, "modules.pdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pdb.Parse(bytes.NewReader(pf), int64(len(pf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outer uint32
+	for _, s := range p.Publics {
+		if s.Name == "outer_fn" {
+			outer = s.RVA
+		}
+	}
+	store := filepath.Join(dir, "store")
+	key := pdb.SymStoreKey(id.PDBGUID, id.PDBAge)
+	if err := os.MkdirAll(filepath.Join(store, "modules.pdb", key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "modules.pdb", key, "modules.pdb"), pf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x140000000
+	m := &Module{Path: `C:\app\modules.exe`, ID: PDBID(id.PDBName, id.PDBGUID, id.PDBAge), Start: base, End: base + uint64(id.SizeOfImage)}
+	s := New(Options{Dirs: []string{store}, DebugDirs: []string{}, NoModulePath: true})
+	if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "outer_fn" || f.Reason != Resolved {
+		t.Errorf("frame %+v (%s), want outer_fn", f, f)
+	}
+
+	// Another build (another GUID) filed under the first one's key.
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link(filepath.Join(other, "modules"), "pdb/testdata/modules.c")
+	of, err := os.ReadFile(filepath.Join(other, "modules.pdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := pdb.Parse(bytes.NewReader(of), int64(len(of)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.GUID == p.GUID {
+		t.Fatal("two links gave the same PDB GUID")
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.MkdirAll(filepath.Join(bad, "modules.pdb", key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "modules.pdb", key, "modules.pdb"), of, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = New(Options{Dirs: []string{bad}, DebugDirs: []string{}, NoModulePath: true})
+	if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "" || f.Reason != IDMismatch || f.String() != "modules.exe+0x"+strconv.FormatUint(uint64(outer)+2, 16) {
+		t.Errorf("frame from a PDB of another GUID: %+v (%s)", f, f)
+	}
+	if s.Counts()[IDMismatch] != 1 {
+		t.Errorf("counts %v, want one mismatch", s.Counts())
+	}
+	s = New(Options{Dirs: []string{t.TempDir()}, DebugDirs: []string{}, NoModulePath: true})
+	if f := s.Symbolize(m, base+uint64(outer)); f.Reason != NoFile {
+		t.Errorf("frame without a PDB: %+v", f)
+	}
+}
