@@ -799,15 +799,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			}
 		}
 	}
-	/* --stacks: the calling code's stack (user), and the kernel's at the
-	 * call's end (its entry path: the kernel stacks that say something
-	 * are the block I/O's). */
+	/* --stacks: the calling code's stack. The kernel's here would only be
+	 * the system call entry path, the same for every call: the kernel
+	 * stacks that say something are the block I/O's (blockio). */
 	r->ustack = -1;
 	r->kstack = -1;
 	if (cfg_stacks & STACKS_USER)
 		r->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (cfg_stacks & STACKS_KERNEL)
-		r->kstack = bpf_get_stackid(ctx, &stacks, 0);
 	/* The thread's name goes out once (user space keeps it per thread),
 	 * and again after an exec or a rename. */
 	if (!v->comm_sent) {
