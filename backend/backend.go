@@ -8,6 +8,7 @@
 package backend
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"io"
@@ -73,9 +74,39 @@ type Options struct {
 	// BufferSize is the kernel buffer size in bytes (ring buffer, ETW
 	// buffers); 0 means the backend's default.
 	BufferSize int
+	// Stacks selects the stacks captured with each event (--stacks);
+	// StacksNone captures none and costs nothing.
+	Stacks Stacks
 	// Warn is called with a one-line message when something goes wrong
 	// while tracing (loss starts, a probe could not attach). May be nil.
 	Warn func(msg string)
+}
+
+// Stacks selects the call stacks a backend captures.
+type Stacks uint8
+
+// Stack selections: the code that issued each I/O (user), the kernel's
+// path to it (kernel), or both.
+const (
+	StacksNone   Stacks = 0
+	StacksUser   Stacks = 1
+	StacksKernel Stacks = 2
+	StacksBoth   Stacks = StacksUser | StacksKernel
+)
+
+// ParseStacks reads a --stacks value: none, user, kernel or both.
+func ParseStacks(s string) (Stacks, error) {
+	switch s {
+	case "", "none":
+		return StacksNone, nil
+	case "user":
+		return StacksUser, nil
+	case "kernel":
+		return StacksKernel, nil
+	case "both":
+		return StacksBoth, nil
+	}
+	return 0, fmt.Errorf("--stacks %q: want user, kernel, both or none", s)
 }
 
 // WantLayer reports whether opts select layer l.

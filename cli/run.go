@@ -233,6 +233,9 @@ func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, comma
 		return err
 	}
 	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0, CommandStdout: cmdOut}
+	if opts.Stacks, err = backend.ParseStacks(lf.stacks); err != nil {
+		return err
+	}
 	push := s.Pushdown()
 	if push.Never {
 		return fmt.Errorf("the filter %q can match no event", s.Filter())

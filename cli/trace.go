@@ -56,6 +56,9 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				return err
 			}
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
+			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
+				return err
+			}
 			fo.PushDown(&opts)
 			if len(command) > 0 {
 				opts.FollowChildren = true

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iotrace/iotrace/symbolize"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,6 +175,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		cause:       wantFile && wantBlock,
 		ringSize:    int(rs),
 		wakeupBytes: uint64(rs) / uint64(frac),
+		stacks:      uint8(opts.Stacks),
 	}
 	pr, err := loadProbes(lc)
 	if err != nil {
@@ -211,6 +215,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin}
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
+	if opts.Stacks != 0 {
+		r.setupStacks(procRoot)
+	}
 	if len(opts.Ops) > 0 {
 		var ops [event.NumOps]bool
 		for _, o := range opts.Ops {
@@ -294,6 +301,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		if wantFile {
 			bo.CurSyscall = pr.objs.CurSyscall
 			bo.InodeIO = pr.objs.InodeIo
+		}
+		if opts.Stacks != 0 {
+			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks
 		}
 		if cmdMode || pidSet != nil {
 			bo.PidFilter = pr.objs.Pids
@@ -566,7 +576,15 @@ func (r *run) rundown(cmdMode bool, pidSet map[uint32]bool) {
 		if !ok || (len(comms) > 0 && !comms[p.Comm]) {
 			continue
 		}
-		r.tr.table.Rundown(p.ProcInfo, p.Cwd, p.FDs, int64(bootNanos()-r.origin), false)
+		ts := int64(bootNanos() - r.origin)
+		r.tr.table.Rundown(p.ProcInfo, p.Cwd, p.FDs, ts, false)
+		if r.tr.mods != nil {
+			if b, err := r.tr.readMaps(pid); err == nil {
+				if err := r.tr.mods.fromMaps(pid, p.Start, ts, true, b); err != nil {
+					r.tr.mapsErrs++
+				}
+			}
+		}
 		n++
 	}
 	r.stats.Add(event.CountInfo, "processes in the rundown", n)
@@ -699,5 +717,31 @@ func (r *run) checkLoss(final bool) {
 			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
 		r.warnedAt = lost
 		r.nextWarn = now.Add(5 * time.Second)
+	}
+}
+
+// setupStacks prepares the stack and module tables (--stacks): the
+// kernel's symbols (read once, written into the trace as its stacks need
+// them) and its build ID as a module of pid 0.
+func (r *run) setupStacks(procRoot string) {
+	var ksyms *symbolize.Kernel
+	if f, err := os.Open("/proc/kallsyms"); err == nil {
+		ksyms, err = symbolize.ParseKallsyms(f)
+		f.Close()
+		if err != nil {
+			ksyms = nil
+			r.opts.Warnf("stacks: kernel symbols: " + err.Error())
+			r.stats.Add(event.CountInfo, "kernel frames not named: /proc/kallsyms: "+err.Error(), 1)
+		}
+	}
+	r.tr.stacks = newStackTable(r.pr.readStack, r.tr.fact, ksyms)
+	r.tr.mods = newModuleTable(r.tr.fact)
+	r.tr.readMaps = func(pid uint32) ([]byte, error) {
+		return os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "maps"))
+	}
+	if b, err := os.ReadFile("/sys/kernel/notes"); err == nil {
+		if id := kernelBuildID(b); id != "" {
+			r.tr.fact(&event.Fact{Kind: event.FactModule, Rundown: true, Name: "[kernel]", Detail: "gnu:" + id})
+		}
 	}
 }

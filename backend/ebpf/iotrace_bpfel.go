@@ -205,6 +205,7 @@ const (
 	iotraceMapPids               = "pids"
 	iotraceMapRb                 = "rb"
 	iotraceMapSeq                = "seq"
+	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
 	iotraceMapUringInflight      = "uring_inflight"
 	iotraceProgDioBegin          = "dio_begin"
@@ -226,6 +227,7 @@ const (
 	iotraceVarCfgFollowForks     = "cfg_follow_forks"
 	iotraceVarCfgFollowSelf      = "cfg_follow_self"
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
+	iotraceVarCfgStacks          = "cfg_stacks"
 	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
 	iotraceVarUnusedInflightDump = "unused_inflight_dump"
 )
@@ -303,6 +305,7 @@ type iotraceMapSpecs struct {
 	Pids          *ebpf.MapSpec `ebpf:"pids"`
 	Rb            *ebpf.MapSpec `ebpf:"rb"`
 	Seq           *ebpf.MapSpec `ebpf:"seq"`
+	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	SysKinds      *ebpf.MapSpec `ebpf:"sys_kinds"`
 	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
 }
@@ -317,6 +320,7 @@ type iotraceVariableSpecs struct {
 	CfgFollowForks     *ebpf.VariableSpec `ebpf:"cfg_follow_forks"`
 	CfgFollowSelf      *ebpf.VariableSpec `ebpf:"cfg_follow_self"`
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
 	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.VariableSpec `ebpf:"unused_inflight_dump"`
 }
@@ -353,6 +357,7 @@ type iotraceMaps struct {
 	Pids          *ebpf.Map `ebpf:"pids"`
 	Rb            *ebpf.Map `ebpf:"rb"`
 	Seq           *ebpf.Map `ebpf:"seq"`
+	Stacks        *ebpf.Map `ebpf:"stacks"`
 	SysKinds      *ebpf.Map `ebpf:"sys_kinds"`
 	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
 }
@@ -371,6 +376,7 @@ func (m *iotraceMaps) Close() error {
 		m.Pids,
 		m.Rb,
 		m.Seq,
+		m.Stacks,
 		m.SysKinds,
 		m.UringInflight,
 	)
@@ -386,6 +392,7 @@ type iotraceVariables struct {
 	CfgFollowForks     *ebpf.Variable `ebpf:"cfg_follow_forks"`
 	CfgFollowSelf      *ebpf.Variable `ebpf:"cfg_follow_self"`
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
 	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.Variable `ebpf:"unused_inflight_dump"`
 }

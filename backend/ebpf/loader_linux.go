@@ -30,6 +30,7 @@ type loadConfig struct {
 	cause       bool
 	ringSize    int
 	wakeupBytes uint64
+	stacks      uint8 // backend.Stacks
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -43,6 +44,20 @@ type probes struct {
 	ncpu    int
 	// dio: the kernel has iomap's direct I/O tracepoints (see loadProbes).
 	dio bool
+}
+
+// stackMapEntries sizes the stacks map with --stacks: distinct stacks
+// (user and kernel parts apart) it holds; a new one that finds its bucket
+// taken is lost and counted (16 MiB of kernel memory).
+const stackMapEntries = 16384
+
+// readStack returns the frames of stack id in the stacks map.
+func (p *probes) readStack(id int32) ([]uint64, error) {
+	var v [maxStackDepth]uint64
+	if err := p.objs.Stacks.Lookup(uint32(id), &v); err != nil {
+		return nil, fmt.Errorf("stack %d: %w", id, err)
+	}
+	return trimFrames(append([]uint64(nil), v[:]...)), nil
 }
 
 // kernelHasBTFType reports whether the kernel's BTF has a type of that name.
@@ -70,6 +85,12 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		return nil, fmt.Errorf("ebpf: read embedded BPF object: %w", err)
 	}
 	spec.Maps["rb"].MaxEntries = ringSize(cfg.ringSize)
+	// A stack-trace map preallocates its buckets (1 KiB each): one when
+	// no stacks are taken.
+	spec.Maps["stacks"].MaxEntries = 1
+	if cfg.stacks != 0 {
+		spec.Maps["stacks"].MaxEntries = stackMapEntries
+	}
 	b2u := func(b bool) uint8 {
 		if b {
 			return 1
@@ -84,6 +105,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		"cfg_filter_comm":  b2u(len(cfg.comms) > 0),
 		"cfg_cause":        b2u(cfg.cause),
 		"cfg_wakeup_bytes": cfg.wakeupBytes,
+		"cfg_stacks":       cfg.stacks,
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {

@@ -7,13 +7,14 @@ import (
 
 // Record types (enum rec_type in bpf/records.h).
 const (
-	recSyscall = 1
-	recPath    = 2
-	recFork    = 3
-	recExec    = 4
-	recExit    = 5
-	recURing   = 6
-	recAIO     = 7
+	recSyscall  = 1
+	recPath     = 2
+	recFork     = 3
+	recExec     = 4
+	recExit     = 5
+	recURing    = 6
+	recAIO      = 7
+	recExecMaps = 8
 )
 
 // Syscall record flags (enum sys_flags).
@@ -39,7 +40,7 @@ const (
 // Record sizes and offsets (checked by _Static_assert in bpf/records.h).
 const (
 	hdrSize      = 16
-	syscallSize  = 160
+	syscallSize  = 168
 	pathHdrSize  = 32
 	forkSize     = 64
 	execHdrSize  = 56
@@ -86,6 +87,9 @@ type syscallRec struct {
 	SFlags   uint32
 	BioBytes uint64
 	Comm     [commLen]byte
+	// UStack and KStack are stack IDs in the stacks map, or -errno (-1:
+	// not asked).
+	UStack, KStack int32
 }
 
 func (r *syscallRec) decode(b []byte) error {
@@ -111,6 +115,8 @@ func (r *syscallRec) decode(b []byte) error {
 	r.SFlags = le.Uint32(b[132:])
 	r.BioBytes = le.Uint64(b[136:])
 	copy(r.Comm[:], b[144:160])
+	r.UStack = int32(le.Uint32(b[160:]))
+	r.KStack = int32(le.Uint32(b[164:]))
 	return nil
 }
 
@@ -354,4 +360,33 @@ func trimNUL(b []byte) []byte {
 		}
 	}
 	return b
+}
+
+// codeMap is struct code_map.
+type codeMap struct {
+	Start, End, PgOff, Ino uint64
+	Dev                    uint32
+}
+
+// execMapsRec is struct exec_maps_rec.
+type execMapsRec struct {
+	header
+	Pid         uint32
+	Exe, Interp codeMap
+}
+
+const execMapsSize = 104
+
+func (r *execMapsRec) decode(b []byte) error {
+	if len(b) < execMapsSize {
+		return fmt.Errorf("exec maps record of %d bytes, want %d", len(b), execMapsSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.Pid = le.Uint32(b[16:])
+	for i, m := range []*codeMap{&r.Exe, &r.Interp} {
+		o := 24 + 40*i
+		*m = codeMap{Start: le.Uint64(b[o:]), End: le.Uint64(b[o+8:]), PgOff: le.Uint64(b[o+16:]), Ino: le.Uint64(b[o+24:]), Dev: le.Uint32(b[o+32:])}
+	}
+	return nil
 }

@@ -87,6 +87,13 @@ type tracker struct {
 	// Counters reported in Stats.
 	events, facts              uint64
 	decodeErrors, unknownKinds uint64
+	// stacks and mods are set with --stacks (stacks.go, modules.go);
+	// readMaps reads /proc/PID/maps.
+	stacks             *stackTable
+	mods               *moduleTable
+	readMaps           func(pid uint32) ([]byte, error)
+	execPath           map[uint32]string // the program each process last exec'd (absolute)
+	mapsGone, mapsErrs uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
 	aioUnreaped, fixedFiles  uint64
@@ -97,13 +104,14 @@ type tracker struct {
 
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 	t := &tracker{
-		sink:    sink,
-		table:   fdtable.New(),
-		origin:  origin,
-		oDirect: oDirect(runtime.GOARCH),
-		pending: make(map[uint32]*pendingPaths),
-		comms:   make(map[uint32]*commEntry),
-		gone:    make(map[uint32]goneProc),
+		sink:     sink,
+		table:    fdtable.New(),
+		origin:   origin,
+		oDirect:  oDirect(runtime.GOARCH),
+		pending:  make(map[uint32]*pendingPaths),
+		comms:    make(map[uint32]*commEntry),
+		gone:     make(map[uint32]goneProc),
+		execPath: make(map[uint32]string),
 	}
 	t.table.Probe = probe
 	t.table.Emit = t.fact
@@ -178,6 +186,9 @@ func (t *tracker) handle(b []byte) error {
 		case recExit:
 			if err = t.exit.decode(b); err == nil {
 				t.remember(t.exit.Pid, t.time(t.exit.Time))
+				if t.mods != nil {
+					t.mods.gone(t.exit.Pid, t.time(t.exit.Time))
+				}
 				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
 				delete(t.comms, t.exit.Tid)
 				delete(t.pending, t.exit.Tid)
@@ -185,6 +196,11 @@ func (t *tracker) handle(b []byte) error {
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
 				t.uringRecord(&t.uring)
+			}
+		case recExecMaps:
+			var em execMapsRec
+			if err = em.decode(b); err == nil {
+				t.execMaps(&em)
 			}
 		case recAIO:
 			if err = t.aio.decode(b); err == nil {
@@ -241,6 +257,10 @@ func (t *tracker) execRecord(r *execRec) {
 		}
 	}
 	t.table.Exec(r.Pid, start, t.comm(r.Pid, &r.Comm), string(r.Name), procfs.Cmdline(r.Args), ts)
+	if t.mods != nil {
+		t.mods.gone(r.Pid, ts)
+		t.execPath[r.Pid] = t.abs(r.Pid, atFDCWD, string(r.Name), true, ts)
+	}
 }
 
 func errnoOf(ret int64) (event.Status, uint32) {
@@ -289,6 +309,9 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
 	}
 	ok := e.Status == event.StatusOK
+	if t.stacks != nil {
+		e.Stack = t.stacks.id(r.UStack, r.KStack)
+	}
 	if r.SFlags&sfCause != 0 {
 		e.CausedIOs = r.NrBios
 		e.CausedBytes = r.BioBytes
@@ -480,6 +503,9 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		t.fdEvent(e, r, argFD(r.Args[4]), ts)
 		e.Size, e.Offset = r.Args[1], int64(r.Args[5])
 		e.Info, e.IOFlags = uint32(r.Args[3]), uint32(r.Args[2])
+		if t.mods != nil && ok && e.IOFlags&protExec != 0 && e.Path != "" {
+			t.mods.mapped(r.Pid, e.ProcStart, ts, false, uint64(r.Ret), uint64(r.Ret)+r.Args[1], r.Args[5], e.Path)
+		}
 	case kSendfile:
 		t.fdEvent(e, r, argFD(r.Args[1]), ts)
 		out := argFD(r.Args[0])
@@ -973,6 +999,12 @@ func (t *tracker) remember(pid uint32, ts int64) {
 // sends it. The records the submitter's syscalls produced before the bio
 // was queued must have been handled first.
 func (t *tracker) blockEvent(e *event.Event) {
+	if u, k, raw := blockio.SplitRawStack(e.Stack); raw {
+		e.Stack = 0
+		if t.stacks != nil {
+			e.Stack = t.stacks.id(u, k)
+		}
+	}
 	// Writeback knows only the inode: name it when the trace does (the
 	// inode's file system is the bio's device unless the event says
 	// otherwise in its note).
@@ -1025,6 +1057,18 @@ func (t *tracker) stats(s *event.Stats) {
 	if t.decodeErrors != 0 {
 		s.Add(event.CountLost, fmt.Sprintf("malformed records (first: %v)", t.firstDecodeErr), t.decodeErrors)
 	}
+	if t.stacks != nil {
+		t.stacks.stats(s)
+	}
+	if t.mods != nil {
+		t.mods.stats(s)
+	}
+	if t.mapsGone != 0 {
+		s.Add(event.CountUnresolved, "processes whose modules were not read after exec (gone before the tracer read /proc/PID/maps: their user frames stay unnamed)", t.mapsGone)
+	}
+	if t.mapsErrs != 0 {
+		s.Add(event.CountUnresolved, "/proc/PID/maps files not read whole", t.mapsErrs)
+	}
 	if t.fixedFiles != 0 {
 		s.Add(event.CountUnresolved, "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)", t.fixedFiles)
 	}
@@ -1039,5 +1083,35 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountUnresolved, "relative paths with an unknown base directory", t.cwdUnknown)
 	if t.stalePaths != 0 {
 		s.Add(event.CountUnpaired, "path records whose syscall never arrived", t.stalePaths)
+	}
+}
+
+// execMaps records the code an exec mapped (the program's text and its
+// interpreter's) as modules, each only when the file at the path has the
+// inode the kernel mapped: a program replaced on disk since is not
+// taken for the one that ran.
+func (t *tracker) execMaps(r *execMapsRec) {
+	if t.mods == nil {
+		return
+	}
+	ts := t.time(r.Time)
+	p := t.table.Ensure(r.Pid, ts)
+	exe := t.execPath[r.Pid]
+	for _, x := range []struct {
+		m    codeMap
+		path string
+	}{{r.Exe, exe}, {r.Interp, interpOf(exe)}} {
+		if x.m.End <= x.m.Start {
+			continue
+		}
+		if x.m.Start == r.Exe.Start && x.path != exe {
+			continue // a static program: no interpreter
+		}
+		ino, dev, ok := procfs.FileID(x.path)
+		if x.path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
+			t.mapsGone++
+			continue
+		}
+		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path)
 	}
 }

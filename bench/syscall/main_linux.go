@@ -153,22 +153,26 @@ func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
 	}
 	defer floor.Close()
 
-	var lostTotal, recorded uint64
+	var lostTotal, recorded, stackLost, stackRecorded uint64
+	record := func(extra []string, a []string, rec, lost *uint64) ([]byte, error) {
+		args := append(append([]string{"record", "-o", filepath.Join(dir, "t.iot")}, extra...), "--")
+		out, err := exec.Command(iotrace, append(args, a...)...).CombinedOutput()
+		if m := lostRe.FindSubmatch(out); m != nil {
+			ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
+			l, _ := strconv.ParseUint(string(m[2]), 10, 64)
+			*rec += ev
+			*lost += l
+		} else if err == nil {
+			err = fmt.Errorf("no summary line from iotrace record:\n%s", out)
+		}
+		return out, err
+	}
 	modes := []*mode{
 		{name: "bare", n: n, run: plain},
 		{name: "floor: count, per-syscall tracepoints", n: n, run: func(a []string) ([]byte, error) { return floor.under("tp", a) }},
 		{name: "floor: count, raw sys_enter/sys_exit", n: n, run: func(a []string) ([]byte, error) { return floor.under("raw", a) }},
 		{name: "iotrace record (file + block)", n: n, run: func(a []string) ([]byte, error) {
-			out, err := exec.Command(iotrace, append([]string{"record", "-o", filepath.Join(dir, "t.iot"), "--"}, a...)...).CombinedOutput()
-			if m := lostRe.FindSubmatch(out); m != nil {
-				ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
-				lost, _ := strconv.ParseUint(string(m[2]), 10, 64)
-				recorded += ev
-				lostTotal += lost
-			} else if err == nil {
-				err = fmt.Errorf("no summary line from iotrace record:\n%s", out)
-			}
-			return out, err
+			return record(nil, a, &recorded, &lostTotal)
 		}},
 		{name: "strace -f -o /dev/null", n: nStrace, run: func(a []string) ([]byte, error) {
 			return exec.Command("strace", append([]string{"-f", "-o", "/dev/null"}, a...)...).CombinedOutput()
@@ -176,6 +180,16 @@ func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
 		{name: "bpftrace printf per event", n: nBpftrace, run: func(a []string) ([]byte, error) {
 			prog := `tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { printf("%d %d %s %d\n", pid, tid, comm, args->ret); }`
 			cmd := exec.Command("bpftrace", "-o", filepath.Join(dir, "bpftrace.out"), "-e", prog, "-c", strings.Join(a, " "))
+			return cmd.CombinedOutput()
+		}},
+		// --stacks user against bpftrace aggregating the same user stacks
+		// at the same point (the call's exit) in a stack map.
+		{name: "iotrace record --stacks user", n: n, run: func(a []string) ([]byte, error) {
+			return record([]string{"--stacks", "user"}, a, &stackRecorded, &stackLost)
+		}},
+		{name: "bpftrace @[ustack] = count()", n: n, run: func(a []string) ([]byte, error) {
+			prog := `tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { @[ustack] = count(); }`
+			cmd := exec.Command("bpftrace", "-o", filepath.Join(dir, "bpftrace-ustack.out"), "-e", prog, "-c", strings.Join(a, " "))
 			return cmd.CombinedOutput()
 		}},
 	}
@@ -216,6 +230,8 @@ func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
 	fmt.Printf("by workload CPU time: iotrace / floor (per-syscall tp) = %.2f, / floor (raw) = %.2f, / bpftrace = %.3f\n",
 		addCPU(modes[3])/addCPU(modes[1]), addCPU(modes[3])/addCPU(modes[2]), addCPU(modes[3])/addCPU(modes[5]))
 	fmt.Printf("iotrace record: %d events recorded, %d events lost at the default buffer size (target 0)\n", recorded, lostTotal)
+	fmt.Printf("iotrace --stacks user: added over iotrace without stacks %.0f ns; iotrace --stacks user / bpftrace ustack count = %.2f (target <= 2); %d events recorded, %d lost (target 0)\n",
+		add(modes[6])-io, add(modes[6])/add(modes[7]), stackRecorded, stackLost)
 
 	// The attach mechanisms' cost on a system call that is not traced.
 	fmt.Printf("\ngetppid (not traced), %d calls, medians of %d\n\n", n, rounds)

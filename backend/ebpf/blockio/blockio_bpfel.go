@@ -30,6 +30,8 @@ type blockioBioInfo struct {
 	Flags       uint16
 	Pad         uint16
 	Comm        [16]int8
+	Ustack      int32
+	Kstack      int32
 }
 
 type blockioBlockRec struct {
@@ -54,6 +56,8 @@ type blockioBlockRec struct {
 	Status  uint16
 	Rflags  uint16
 	Comm    [16]int8
+	Ustack  int32
+	Kstack  int32
 }
 
 type blockioInodeIo struct {
@@ -103,6 +107,7 @@ const (
 	blockioMapInodeIo                  = "inode_io"
 	blockioMapPidFilter                = "pid_filter"
 	blockioMapRqs                      = "rqs"
+	blockioMapStacks                   = "stacks"
 	blockioProgBlockBioBackmerge       = "block_bio_backmerge"
 	blockioProgBlockBioComplete        = "block_bio_complete"
 	blockioProgBlockBioFrontmerge      = "block_bio_frontmerge"
@@ -117,6 +122,7 @@ const (
 	blockioVarClockMonotonic           = "clock_monotonic"
 	blockioVarFilterPids               = "filter_pids"
 	blockioVarSelfTgid                 = "self_tgid"
+	blockioVarStackMode                = "stack_mode"
 	blockioVarUnusedBlockRec           = "unused_block_rec"
 	blockioVarWakeupBytes              = "wakeup_bytes"
 )
@@ -187,6 +193,7 @@ type blockioMapSpecs struct {
 	InodeIo     *ebpf.MapSpec `ebpf:"inode_io"`
 	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
+	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
 }
 
 // blockioVariableSpecs contains global variables before they are loaded into the kernel.
@@ -197,6 +204,7 @@ type blockioVariableSpecs struct {
 	ClockMonotonic *ebpf.VariableSpec `ebpf:"clock_monotonic"`
 	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
 	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackMode      *ebpf.VariableSpec `ebpf:"stack_mode"`
 	UnusedBlockRec *ebpf.VariableSpec `ebpf:"unused_block_rec"`
 	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -229,6 +237,7 @@ type blockioMaps struct {
 	InodeIo     *ebpf.Map `ebpf:"inode_io"`
 	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
+	Stacks      *ebpf.Map `ebpf:"stacks"`
 }
 
 func (m *blockioMaps) Close() error {
@@ -241,6 +250,7 @@ func (m *blockioMaps) Close() error {
 		m.InodeIo,
 		m.PidFilter,
 		m.Rqs,
+		m.Stacks,
 	)
 }
 
@@ -252,6 +262,7 @@ type blockioVariables struct {
 	ClockMonotonic *ebpf.Variable `ebpf:"clock_monotonic"`
 	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
 	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
+	StackMode      *ebpf.Variable `ebpf:"stack_mode"`
 	UnusedBlockRec *ebpf.Variable `ebpf:"unused_block_rec"`
 	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
 }

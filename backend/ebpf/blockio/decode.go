@@ -47,6 +47,9 @@ type Decoder struct {
 	Layout OpfLayout
 	// Origin is the kernel clock value (ns) of trace time 0.
 	Origin int64
+	// Stacks makes Event put the record's stack IDs in Event.Stack,
+	// packed by RawStack, for the owner of the stacks map to translate.
+	Stacks bool
 
 	seq   uint64
 	comms map[[16]byte]string
@@ -126,6 +129,9 @@ func (d *Decoder) Event(r *Record, e *event.Event) {
 	}
 	e.Request = r.Bio
 	e.Cause = SyscallID(r.Cause)
+	if d.Stacks && (r.UStack != -1 || r.KStack != -1) {
+		e.Stack = RawStack(r.UStack, r.KStack)
+	}
 	e.Inode = r.Inode
 	if r.Inode != 0 && r.InoDev != r.Dev {
 		e.Note = d.note(r.InoDev)
@@ -201,4 +207,23 @@ func clampNs(d uint64) int64 {
 		return math.MaxInt64
 	}
 	return int64(d)
+}
+
+// RawStack packs the stack IDs of a record (IDs in the stacks map, or
+// -errno; -1: not asked) into an Event.Stack value with bit 63 set: a
+// placeholder that the owner of the stacks map replaces by the trace's
+// stack ID before the event goes out (SplitRawStack undoes it). The
+// kernel ID takes 31 bits (map IDs are below the map's size, errors small
+// negatives).
+func RawStack(user, kernel int32) uint64 {
+	return 1<<63 | uint64(uint32(kernel)&0x7fffffff)<<32 | uint64(uint32(user))
+}
+
+// SplitRawStack returns the stack IDs RawStack packed; ok is false for a
+// value RawStack did not make.
+func SplitRawStack(s uint64) (user, kernel int32, ok bool) {
+	if s>>63 == 0 {
+		return 0, 0, false
+	}
+	return int32(uint32(s)), int32(uint32(s>>32)<<1) >> 1, true
 }

@@ -343,3 +343,17 @@ func TestIDsFitDoubles(t *testing.T) {
 		seen[e.ID] = true
 	}
 }
+
+// TestRawStack: the stack IDs round-trip through Event.Stack, errors
+// included, and a trace's own stack ID is never taken for them.
+func TestRawStack(t *testing.T) {
+	for _, c := range [][2]int32{{0, 0}, {5, -1}, {-1, 7}, {-14, -17}, {16383, 1<<30 - 1}, {-1 << 20, -1 << 20}} {
+		u, k, ok := SplitRawStack(RawStack(c[0], c[1]))
+		if !ok || u != c[0] || k != c[1] {
+			t.Errorf("RawStack(%d, %d) splits into %d, %d, %v", c[0], c[1], u, k, ok)
+		}
+	}
+	if _, _, ok := SplitRawStack(42); ok {
+		t.Error("a trace stack ID taken for raw IDs")
+	}
+}

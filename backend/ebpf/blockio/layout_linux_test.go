@@ -27,6 +27,7 @@ func TestRecordLayout(t *testing.T) {
 		{"cpu", unsafe.Offsetof(r.Cpu), 88}, {"done_cpu", unsafe.Offsetof(r.DoneCpu), 92},
 		{"done_tid", unsafe.Offsetof(r.DoneTid), 96}, {"status", unsafe.Offsetof(r.Status), 100},
 		{"rflags", unsafe.Offsetof(r.Rflags), 102}, {"comm", unsafe.Offsetof(r.Comm), 104},
+		{"ustack", unsafe.Offsetof(r.Ustack), 120}, {"kstack", unsafe.Offsetof(r.Kstack), 124},
 	} {
 		if c.got != c.want {
 			t.Errorf("block_rec.%s at %d, decoder reads it at %d", c.name, c.got, c.want)

@@ -7,7 +7,7 @@ import (
 
 // RecordSize is the size in bytes of one block record (struct block_rec in
 // bpf/blockio.h).
-const RecordSize = 120
+const RecordSize = 128
 
 // Record flags (enum blk_rec_flags in bpf/blockio.h).
 const (
@@ -41,6 +41,9 @@ type Record struct {
 	Status                   uint16 // blk_status_t
 	Flags                    uint16 // Rec* flags
 	Comm                     [16]byte
+	// UStack and KStack are the submitter's user and kernel stacks at
+	// queue in the shared stacks map, or -errno (-1: not asked).
+	UStack, KStack int32
 }
 
 // Decode fills r from one ring-buffer sample. It does not allocate. A
@@ -70,6 +73,8 @@ func (r *Record) Decode(b []byte) error {
 	r.Status = le.Uint16(b[100:])
 	r.Flags = le.Uint16(b[102:])
 	copy(r.Comm[:], b[104:120])
+	r.UStack = int32(le.Uint32(b[120:]))
+	r.KStack = int32(le.Uint32(b[124:]))
 	return nil
 }
 
@@ -97,6 +102,8 @@ func (r *Record) Encode(b []byte) {
 	le.PutUint16(b[100:], r.Status)
 	le.PutUint16(b[102:], r.Flags)
 	copy(b[104:120], r.Comm[:])
+	le.PutUint32(b[120:], uint32(r.UStack))
+	le.PutUint32(b[124:], uint32(r.KStack))
 }
 
 // KernelDev splits a kernel-internal dev_t (20 minor bits) into major and

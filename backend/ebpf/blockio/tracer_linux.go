@@ -97,6 +97,7 @@ func Open(opts Options) (*Tracer, error) {
 		{"filter_pids", opts.PidFilter != nil},
 		{"clock_monotonic", opts.Monotonic},
 		{"wakeup_bytes", wakeup},
+		{"stack_mode", opts.Stacks},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -110,7 +111,8 @@ func Open(opts Options) (*Tracer, error) {
 	for _, x := range []struct {
 		name, field, value string
 		m                  *ebpf.Map
-	}{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO}} {
+	}{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
+		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}} {
 		if x.m == nil {
 			continue
 		}
@@ -182,6 +184,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
 	}
 	t.dec = NewDecoder(layout, opts.Origin)
+	t.dec.Stacks = opts.Stacks != 0
 	t.devs = NewDevices(opts.Sysfs)
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())

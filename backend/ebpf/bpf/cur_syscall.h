@@ -85,4 +85,19 @@ struct {
 	__type(value, struct inode_io);
 } inode_io SEC(".maps");
 
+/* Stacks (--stacks): one stack-trace map for both objects (owned by the
+ * syscall object, replaced into the block object), so that a stack ID
+ * means one stack in either's records. Frames are return addresses,
+ * innermost first; an unused slot is 0. */
+#define MAX_STACK_DEPTH 127
+#define STACKS_USER 1
+#define STACKS_KERNEL 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384); /* resized by the loader */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
 #endif /* IOTRACE_CUR_SYSCALL_H */

@@ -59,6 +59,13 @@ struct signal_struct {
 struct mm_struct {
 	unsigned long arg_start;
 	unsigned long arg_end;
+	unsigned long start_code;
+} __attribute__((preserve_access_index));
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
 } __attribute__((preserve_access_index));
 struct task_struct {
 	unsigned int flags;
@@ -116,10 +123,12 @@ struct io_rw {
 struct pt_regs___x86 {
 	unsigned long r10, r9, r8, ax, cx, dx, si, di;
 	unsigned long orig_ax;
+	unsigned long ip;
 	unsigned short cs;
 } __attribute__((preserve_access_index));
 struct pt_regs___arm64 {
 	__u64 regs[31];
+	__u64 pc;
 	__u64 pstate;
 	__s32 syscallno;
 } __attribute__((preserve_access_index));
@@ -197,6 +206,7 @@ volatile const __u8 cfg_follow_self;    /* add children of cfg_self_tgid (the tr
 volatile const __u8 cfg_filter_comm;    /* only comms in comms */
 volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O cause links */
 volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
+volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -789,6 +799,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			}
 		}
 	}
+	/* --stacks: the calling code's stack. The kernel's here would only be
+	 * the system call entry path, the same for every call: the kernel
+	 * stacks that say something are the block I/O's (blockio). */
+	r->ustack = -1;
+	r->kstack = -1;
+	if (cfg_stacks & STACKS_USER)
+		r->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	/* The thread's name goes out once (user space keeps it per thread),
 	 * and again after an exec or a rename. */
 	if (!v->comm_sent) {
@@ -885,6 +902,56 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* bpf_find_vma's callback: the VMA's range, offset and file. */
+static long code_map_of(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct code_map *m = data;
+	m->start = vma->vm_start;
+	m->end = vma->vm_end;
+	m->pgoff = (__u64)vma->vm_pgoff << 12;
+	struct file *f = vma->vm_file;
+	if (f) {
+		struct inode *ino = f->f_inode;
+		if (ino) {
+			m->ino = ino->i_ino;
+			struct super_block *sb = ino->i_sb;
+			if (sb)
+				m->dev = sb->s_dev;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void exec_maps(struct task_struct *p, __u32 tgid)
+{
+	struct exec_maps_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_PROC);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->h.type = REC_EXEC_MAPS;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.time = bpf_ktime_get_boot_ns();
+	r->pid = tgid;
+	struct code_map exe = {}, interp = {}; /* bpf_find_vma's data must be on the stack */
+	struct mm_struct *mm = p->mm;
+	if (mm) {
+		__u64 code = BPF_CORE_READ(mm, start_code);
+		bpf_find_vma(p, code, code_map_of, &exe, 0);
+	}
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	__u64 ip = 0;
+	if (bpf_core_field_exists(((struct pt_regs___x86 *)0)->ip))
+		ip = BPF_CORE_READ((struct pt_regs___x86 *)regs, ip);
+	else if (bpf_core_field_exists(((struct pt_regs___arm64 *)0)->pc))
+		ip = BPF_CORE_READ((struct pt_regs___arm64 *)regs, pc);
+	bpf_find_vma(p, ip, code_map_of, &interp, 0);
+	r->exe = exe;
+	r->interp = interp;
+	bpf_ringbuf_submit(r, wakeup_flags());
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
 {
@@ -941,6 +1008,8 @@ int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm
 		size = sizeof(*r);
 	if (bpf_ringbuf_output(&rb, r, size, wakeup_flags()) < 0)
 		count(C_LOST_PROC);
+	if (cfg_stacks & STACKS_USER)
+		exec_maps(p, tgid);
 	return 0;
 }
 

@@ -21,6 +21,7 @@ enum rec_type {
 	REC_EXIT = 5,    /* the last thread of a process exited */
 	REC_URING = 6,   /* one io_uring request, submission and completion */
 	REC_AIO = 7,     /* one Linux AIO (libaio) request, io_submit to its reaping */
+	REC_EXEC_MAPS = 8, /* --stacks: the code exec mapped (the program's and its interpreter's text) */
 };
 
 /* struct syscall_rec.sflags */
@@ -62,6 +63,8 @@ struct syscall_rec {
 	__u32 sflags;    /* enum sys_flags */
 	__u64 bio_bytes; /* bytes of those bios (SF_CAUSE) */
 	char comm[COMM_LEN]; /* with SF_COMM only: else the thread's last one */
+	__s32 ustack;        /* user stack in the stacks map, or -errno (-1: not asked) */
+	__s32 kstack;        /* kernel stack, likewise */
 };
 
 struct path_rec {
@@ -99,6 +102,27 @@ struct exec_rec {
 	__u32 pad;
 	char comm[COMM_LEN];
 	char data[PATH_CAP + ARGS_CAP]; /* filename, then argv at data[name_len] */
+};
+
+/* One code mapping: a VMA's range, file offset and file. */
+struct code_map {
+	__u64 start, end;
+	__u64 pgoff; /* file offset of start, in bytes */
+	__u64 ino;
+	__u32 dev;   /* kernel dev_t of the file's file system */
+	__u32 pad;
+};
+
+/* After an exec (--stacks): what the kernel mapped itself, so that frames
+ * in a program that exits before user space reads its maps still have
+ * their module. exe: the program's text (mm->start_code); interp: the
+ * text holding the new instruction pointer (the ELF interpreter's, or the
+ * program's when static); a range of 0 when not found. */
+struct exec_maps_rec {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 pad;
+	struct code_map exe, interp;
 };
 
 struct exit_rec {
@@ -208,7 +232,8 @@ IOTRACE_OFF(syscall_rec, dev, 120);
 IOTRACE_OFF(syscall_rec, nr_bios, 128);
 IOTRACE_OFF(syscall_rec, bio_bytes, 136);
 IOTRACE_OFF(syscall_rec, comm, 144);
-_Static_assert(sizeof(struct syscall_rec) == 160, "syscall_rec size");
+IOTRACE_OFF(syscall_rec, ustack, 160);
+_Static_assert(sizeof(struct syscall_rec) == 168, "syscall_rec size");
 IOTRACE_OFF(path_rec, len, 28);
 IOTRACE_OFF(path_rec, path, 32);
 IOTRACE_OFF(fork_rec, start, 32);
@@ -219,6 +244,7 @@ IOTRACE_OFF(exec_rec, comm, 40);
 IOTRACE_OFF(exec_rec, data, 56);
 IOTRACE_OFF(exit_rec, code, 32);
 _Static_assert(sizeof(struct exit_rec) == 40, "exit_rec size");
+_Static_assert(sizeof(struct exec_maps_rec) == 104, "exec_maps_rec size");
 IOTRACE_OFF(uring_rec, user_data, 40);
 IOTRACE_OFF(uring_rec, res, 64);
 IOTRACE_OFF(uring_rec, opcode, 76);

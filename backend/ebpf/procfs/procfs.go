@@ -264,3 +264,7 @@ func UserDev(dev uint64) event.Device {
 	minor := uint32(dev&0xff) | uint32((dev>>12)&^0xff)
 	return event.Device{Major: major, Minor: minor}
 }
+
+// FileID returns the inode and device of the file at path (following
+// links); ok is false when it cannot be read.
+func FileID(path string) (ino uint64, dev event.Device, ok bool) { return statFile(path) }

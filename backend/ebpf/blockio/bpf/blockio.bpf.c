@@ -99,6 +99,8 @@ const volatile __u32 self_tgid = 0;
 const volatile bool filter_pids = false;
 /* timestamps from CLOCK_MONOTONIC instead of CLOCK_BOOTTIME */
 const volatile bool clock_monotonic = false;
+/* --stacks: STACKS_USER | STACKS_KERNEL (cur_syscall.h) at queue */
+const volatile __u8 stack_mode = 0;
 /* force a wakeup once this many bytes wait in the ring buffer */
 const volatile __u64 wakeup_bytes = 64 * 1024;
 
@@ -118,6 +120,7 @@ struct bio_info {
 	__u16 flags;
 	__u16 pad;
 	char comm[BLK_COMM_LEN];
+	__s32 ustack, kstack;
 };
 
 struct {
@@ -305,6 +308,13 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		bpf_get_current_comm(bi.comm, sizeof(bi.comm));
 	}
 	__u64 key = (__u64)bio;
+	/* --stacks: who queued it (a kernel thread has no user stack). */
+	bi.ustack = -1;
+	bi.kstack = -1;
+	if ((stack_mode & STACKS_USER) && !(bi.flags & RF_KTHREAD))
+		bi.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (stack_mode & STACKS_KERNEL)
+		bi.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	bool inode_read = bi.inode && (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_READ;
 	if (inode_read)
 		bi.flags |= RF_INODE_READ;
@@ -483,6 +493,8 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 			bytes += bi->part_bytes;
 		}
 		__builtin_memcpy(r->comm, bi->comm, sizeof(r->comm));
+		r->ustack = bi->ustack;
+		r->kstack = bi->kstack;
 		bpf_map_delete_elem(&bios, &key);
 	} else {
 		r->queue_ts = 0;
@@ -494,6 +506,8 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 		r->cpu = 0;
 		r->rflags |= RF_NOSTART;
 		__builtin_memset(r->comm, 0, sizeof(r->comm));
+		r->ustack = -1;
+		r->kstack = -1;
 		count(BC_NOSTART);
 	}
 	r->sector = sector - BPF_CORE_READ(bdev, bd_start_sect);

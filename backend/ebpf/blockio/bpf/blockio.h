@@ -47,6 +47,8 @@ struct block_rec {
 	__u16 status;   /* blk_status_t of the completion */
 	__u16 rflags;   /* enum blk_rec_flags */
 	char comm[BLK_COMM_LEN]; /* submitter's comm */
+	__s32 ustack;   /* submitter's user stack at queue (stacks map), or -errno (-1: not asked) */
+	__s32 kstack;   /* kernel stack at queue, likewise */
 };
 
 /* Per-CPU counters (array index). Mirrored in counters.go. */

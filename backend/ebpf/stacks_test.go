@@ -1,0 +1,129 @@
+package ebpf
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// TestParseMaps: code and data mappings of files are kept with their
+// range, offset and path (spaces included); anonymous ones are not; a
+// malformed line is an error naming it.
+func TestParseMaps(t *testing.T) {
+	in := "55d4c3a00000-55d4c3a01000 r--p 00000000 fe:00 131 /usr/bin/cat\n" +
+		"55d4c3a01000-55d4c3a05000 r-xp 00001000 fe:00 131 /usr/bin/cat\n" +
+		"7f1e2a000000-7f1e2a021000 rw-p 00000000 00:00 0 \n" +
+		"7f1e2a200000-7f1e2a228000 r-xp 00028000 fe:00 326269 /tmp/a dir/lib b.so\n" +
+		"7ffd1000-7ffd2000 r-xp 00000000 00:00 0 [vdso]\n"
+	ms, err := parseMaps([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 || !ms[1].exec || ms[0].exec || ms[1].start != 0x55d4c3a01000 || ms[1].end != 0x55d4c3a05000 ||
+		ms[1].offset != 0x1000 || ms[2].path != "/tmp/a dir/lib b.so" || ms[2].inode != 326269 {
+		t.Errorf("mappings %+v", ms)
+	}
+	for _, bad := range []string{"zz-10 r-xp 0 fe:00 1 /x\n", "10-5 r-xp 0 fe:00 1 /x\n", "10-20 r-xp\n"} {
+		if _, err := parseMaps([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestKernelBuildID: the GNU build ID note among the kernel's notes.
+func TestKernelBuildID(t *testing.T) {
+	note := func(name string, typ uint32, desc []byte) []byte {
+		b := le.AppendUint32(nil, uint32(len(name)+1))
+		b = le.AppendUint32(b, uint32(len(desc)))
+		b = le.AppendUint32(b, typ)
+		n := append([]byte(name), 0)
+		for len(n)%4 != 0 {
+			n = append(n, 0)
+		}
+		b = append(b, n...)
+		d := append([]byte(nil), desc...)
+		for len(d)%4 != 0 {
+			d = append(d, 0)
+		}
+		return append(b, d...)
+	}
+	b := append(note("Xen", 1, []byte{1, 2, 3}), note("GNU", 3, []byte{0xde, 0xad, 0xbe, 0xef})...)
+	if got := kernelBuildID(b); got != "deadbeef" {
+		t.Errorf("build ID %q, want deadbeef", got)
+	}
+	if got := kernelBuildID(b[:len(b)-3]); got != "" {
+		t.Errorf("truncated notes: %q", got)
+	}
+}
+
+// TestStackTable: one fact per distinct stack, before its first use; IDs
+// reused for the same frames; errors and truncation flagged and counted.
+func TestStackTable(t *testing.T) {
+	frames := map[int32][]uint64{1: {0x10, 0x20}, 2: {0xffff0010}, 3: make([]uint64, maxStackDepth)}
+	for i := range frames[3] {
+		frames[3][i] = uint64(i + 1)
+	}
+	reads := 0
+	var facts []event.Fact
+	st := newStackTable(func(id int32) ([]uint64, error) {
+		reads++
+		if f, ok := frames[id]; ok {
+			return f, nil
+		}
+		return nil, errors.New("no such stack")
+	}, func(f *event.Fact) { facts = append(facts, *f) }, nil)
+	a := st.id(1, 2)
+	if b := st.id(1, 2); b != a || a == 0 {
+		t.Errorf("ids %d, %d", a, b)
+	}
+	if c := st.id(1, -1); c == a {
+		t.Error("user-only stack took the user+kernel stack's ID")
+	}
+	if st.id(-1, -1) != 0 {
+		t.Error("an event without stacks got one")
+	}
+	lost := st.id(-14, 2)
+	trunc := st.id(3, -1)
+	missing := st.id(9, -1)
+	if reads != 4 {
+		t.Errorf("%d map reads, want 4 (each map ID once)", reads)
+	}
+	var stacks []event.Fact
+	for _, f := range facts {
+		if f.Kind == event.FactStack {
+			stacks = append(stacks, f)
+		}
+	}
+	if len(stacks) != 5 {
+		t.Fatalf("%d stack facts, want 5", len(stacks))
+	}
+	for _, f := range stacks {
+		switch f.Handle {
+		case a:
+			if len(f.User) != 2 || len(f.Kernel) != 1 || f.Flags != 0 {
+				t.Errorf("stack %+v", f)
+			}
+		case lost:
+			if f.Flags != event.FactUserLost || len(f.Kernel) != 1 {
+				t.Errorf("lost user part: %+v", f)
+			}
+		case trunc:
+			if f.Flags != event.FactUserTruncated {
+				t.Errorf("full stack: flags %v", f.Flags)
+			}
+		case missing:
+			if f.Flags != event.FactUserLost {
+				t.Errorf("unreadable stack: flags %v", f.Flags)
+			}
+		}
+	}
+	var s event.Stats
+	st.stats(&s)
+	if s.Get(event.CountLost, "user stacks not captured: no stack to walk (a kernel thread's user stack, or a fault while walking)") != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Get(event.CountUnresolved, "kernel frames outside every kernel symbol known at record time (/proc/kallsyms)") == 0 {
+		t.Errorf("kernel frames without symbols not counted: %+v", s)
+	}
+}
