@@ -135,7 +135,12 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs := cmd.Flags()
 	fs.DurationVar(&l.duration, "duration", 0, "stop after this long (10s, 5m); default: until Ctrl-C or the command exits")
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF)")
-	fs.StringVar(&l.stacks, "stacks", "", "capture the call stack of each event: user (the code that asked for the I/O), kernel (the kernel's path to a block I/O), or both (docs/stacks.md)")
+}
+
+// addCaptureStacksFlag binds --stacks, the stacks a live trace captures
+// (trace, record, run; report's --stacks reports a file's stacks).
+func addCaptureStacksFlag(cmd *cobra.Command, l *liveFlags) {
+	cmd.Flags().StringVar(&l.stacks, "stacks", "", "capture the call stack of each event: user (the code that asked for the I/O), kernel (the kernel's path to a block I/O), or both (docs/stacks.md)")
 }
 
 // parseSize parses "8M", "512K", "1G" or a byte count.

@@ -166,6 +166,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 	addFilterFlags(cmd, &fo)
 	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
 	addLiveFlags(cmd, &live)
+	addCaptureStacksFlag(cmd, &live)
 	addRotateFlags(cmd, &rot)
 	cmd.Flags().StringVar(&ringSize, "ring", "", "flight recorder: keep only the most recent SIZE of events in memory (64M, 1G) and write them at exit, on iotrace mark --save or SIGUSR1 (each request to a new FILE.N.iot)")
 	return cmd

@@ -128,9 +128,6 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	}
 	// The report is on stdout; the command's own output goes to stderr.
 	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr}
-	if opts.Stacks, err = backend.ParseStacks(f.liveOpts.stacks); err != nil {
-		return err
-	}
 	f.filter.PushDown(&opts)
 	if len(command) > 0 {
 		opts.FollowChildren = true

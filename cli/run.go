@@ -110,6 +110,7 @@ The language reference and the event fields: docs/scripts.md, or
 	fs.BoolVar(&rf.fields, "fields", false, "list the event fields scripts and --where can use, and exit")
 	fs.BoolVarP(&rf.verbose, "verbose", "v", false, "say what the filter pushes down to the backend and how many events it kept")
 	addLiveFlags(cmd, &rf.live)
+	addCaptureStacksFlag(cmd, &rf.live)
 	return cmd
 }
 

@@ -83,5 +83,6 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 	addFilterFlags(cmd, &fo)
 	addOutputFlags(cmd, &out, []string{"text", "jsonl", "csv"}, "write the events to this file instead of stdout")
 	addLiveFlags(cmd, &live)
+	addCaptureStacksFlag(cmd, &live)
 	return cmd
 }

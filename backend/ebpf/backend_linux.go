@@ -724,17 +724,21 @@ func (r *run) checkLoss(final bool) {
 // kernel's symbols (read once, written into the trace as its stacks need
 // them) and its build ID as a module of pid 0.
 func (r *run) setupStacks(procRoot string) {
-	var ksyms *symbolize.Kernel
-	if f, err := os.Open("/proc/kallsyms"); err == nil {
-		ksyms, err = symbolize.ParseKallsyms(f)
-		f.Close()
+	loadKsyms := func() *symbolize.Kernel {
+		f, err := os.Open("/proc/kallsyms")
 		if err != nil {
-			ksyms = nil
-			r.opts.Warnf("stacks: kernel symbols: " + err.Error())
-			r.stats.Add(event.CountInfo, "kernel frames not named: /proc/kallsyms: "+err.Error(), 1)
+			r.tr.ksymErr = err.Error()
+			return nil
 		}
+		defer f.Close()
+		k, err := symbolize.ParseKallsyms(f)
+		if err != nil {
+			r.tr.ksymErr = err.Error()
+			return nil
+		}
+		return k
 	}
-	r.tr.stacks = newStackTable(r.pr.readStack, r.tr.fact, ksyms)
+	r.tr.stacks = newStackTable(r.pr.readStack, r.tr.fact, loadKsyms)
 	r.tr.mods = newModuleTable(r.tr.fact)
 	r.tr.readMaps = func(pid uint32) ([]byte, error) {
 		return os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "maps"))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/symbolize"
@@ -17,7 +18,7 @@ const maxStackDepth = 127
 var stackErrors = map[int32]string{
 	-14: "no stack to walk (a kernel thread's user stack, or a fault while walking)", // EFAULT
 	-17: "the stacks map's bucket held another stack (hash collision)",               // EEXIST
-	-12: "the stacks map was full",                                                  // ENOMEM
+	-12: "the stacks map was full",                                                   // ENOMEM
 }
 
 // stackTable turns the kernel's stack IDs (in the stacks map) into the
@@ -29,7 +30,12 @@ var stackErrors = map[int32]string{
 type stackTable struct {
 	read func(id int32) ([]uint64, error) // the stacks map's frames of id
 	emit func(f *event.Fact)
-	ksyms *symbolize.Kernel // nil: kernel symbols unknown (counted)
+	// loadKsyms reads the kernel's symbols, once, when the first kernel
+	// frame needs them: after the tracer's own programs are loaded, so
+	// that their frames are known as theirs (and dropped).
+	loadKsyms func() *symbolize.Kernel
+	ksyms     *symbolize.Kernel // nil: kernel symbols unknown (counted)
+	ksymsRead bool
 
 	frames  map[int32][]uint64 // by map ID (entries are never removed)
 	ids     map[uint64][]stackEntry
@@ -50,8 +56,8 @@ type stackEntry struct {
 	id           uint64
 }
 
-func newStackTable(read func(int32) ([]uint64, error), emit func(*event.Fact), ksyms *symbolize.Kernel) *stackTable {
-	return &stackTable{read: read, emit: emit, ksyms: ksyms, frames: map[int32][]uint64{},
+func newStackTable(read func(int32) ([]uint64, error), emit func(*event.Fact), loadKsyms func() *symbolize.Kernel) *stackTable {
+	return &stackTable{read: read, emit: emit, loadKsyms: loadKsyms, frames: map[int32][]uint64{},
 		ids: map[uint64][]stackEntry{}, seed: maphash.MakeSeed(), ksymSet: map[uint64]bool{}, lost: map[string]uint64{}}
 }
 
@@ -79,6 +85,9 @@ func (s *stackTable) part(id int32, lostFlag, truncFlag event.FactFlags, what st
 			}
 			return nil, lostFlag
 		}
+		if what == kernelPart {
+			f = s.dropTracerFrames(f)
+		}
 		s.frames[id] = f
 	}
 	var fl event.FactFlags
@@ -95,7 +104,7 @@ func (s *stackTable) id(user, kernel int32) uint64 {
 	if user == -1 && kernel == -1 {
 		return 0
 	}
-	k, kf := s.part(kernel, event.FactKernelLost, event.FactKernelTruncated, "kernel stacks not captured")
+	k, kf := s.part(kernel, event.FactKernelLost, event.FactKernelTruncated, kernelPart)
 	u, uf := s.part(user, event.FactUserLost, event.FactUserTruncated, "user stacks not captured")
 	flags := kf | uf
 	h := s.hash(k, u, flags)
@@ -115,9 +124,40 @@ func (s *stackTable) id(user, kernel int32) uint64 {
 	return s.next
 }
 
+const kernelPart = "kernel stacks not captured"
+
+// kernel returns the kernel's symbols, reading them the first time.
+func (s *stackTable) kernel() *symbolize.Kernel {
+	if !s.ksymsRead {
+		s.ksymsRead = true
+		if s.loadKsyms != nil {
+			s.ksyms = s.loadKsyms()
+		}
+	}
+	return s.ksyms
+}
+
+// dropTracerFrames removes the innermost frames that are the tracer's own:
+// the BPF program that took the stack and the kernel's function that ran
+// it (bpf_trace_run*), which are not part of the I/O's path.
+func (s *stackTable) dropTracerFrames(f []uint64) []uint64 {
+	k := s.kernel()
+	if k == nil {
+		return f
+	}
+	for len(f) > 0 {
+		fn := k.Symbolize(f[0]).Function
+		if !strings.HasPrefix(fn, "bpf_prog_") && !strings.HasPrefix(fn, "bpf_trace_run") && !strings.HasPrefix(fn, "__bpf_trace_") {
+			break
+		}
+		f = f[1:]
+	}
+	return f
+}
+
 // kernelSymbol writes the kernel symbol holding addr, once.
 func (s *stackTable) kernelSymbol(addr uint64) {
-	if s.ksyms == nil {
+	if s.kernel() == nil {
 		s.noKsym++
 		return
 	}

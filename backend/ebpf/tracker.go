@@ -93,6 +93,7 @@ type tracker struct {
 	mods               *moduleTable
 	readMaps           func(pid uint32) ([]byte, error)
 	execPath           map[uint32]string // the program each process last exec'd (absolute)
+	ksymErr            string            // why the kernel's symbols could not be read
 	mapsGone, mapsErrs uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
@@ -1059,6 +1060,9 @@ func (t *tracker) stats(s *event.Stats) {
 	}
 	if t.stacks != nil {
 		t.stacks.stats(s)
+	}
+	if t.ksymErr != "" {
+		s.Add(event.CountUnresolved, "kernel frames not named: /proc/kallsyms: "+t.ksymErr, 1)
 	}
 	if t.mods != nil {
 		t.mods.stats(s)
