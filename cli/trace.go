@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/stacks"
 	"github.com/spf13/cobra"
 
 	"github.com/iotrace/iotrace/backend"
@@ -50,14 +52,27 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				return err
 			}
 			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
-			sink, err := output.New(format, w, output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())})
+			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
+			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
+				closeOut(false)
+				return err
+			}
+			oo := output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())}
+			var tab *stacks.Table
+			if opts.Stacks != backend.StacksNone && format == "text" {
+				// Frames printed under their events, named from the
+				// modules on this machine, as print --stacks does.
+				tab = (&stackFlags{}).table()
+				oo.Frames = tab.Lines
+			}
+			var sink event.Sink
+			sink, err = output.New(format, w, oo)
 			if err != nil {
 				closeOut(false)
 				return err
 			}
-			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
-			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
-				return err
+			if tab != nil {
+				sink = tab.Summary(sink)
 			}
 			fo.PushDown(&opts)
 			if len(command) > 0 {
@@ -73,7 +88,11 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			}
 			s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "traced"}
 			// In time order within a window: backends deliver by buffer, not by time.
-			err = runLiveTo(cmd.Context(), opts, f.Sink(timeorder.New(s, timeorder.Options{})), stderr)
+			var first event.Sink = f.Sink(timeorder.New(s, timeorder.Options{}))
+			if tab != nil {
+				first = tab.Feed(first) // stack and module facts in stream order
+			}
+			err = runLiveTo(cmd.Context(), opts, first, stderr)
 			if cerr := closeOut(true); err == nil {
 				err = cerr
 			}
