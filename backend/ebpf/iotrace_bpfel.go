@@ -50,7 +50,7 @@ type iotraceAioRec struct {
 	Comm     [16]int8
 	Ino      uint64
 	Dev      uint32
-	Pad      uint32
+	Ustack   int32
 }
 
 type iotraceAsyncState struct {
@@ -186,7 +186,7 @@ type iotraceUringInflight struct {
 	Dev      uint32
 	Ino      uint64
 	Fflags   uint32
-	Pad2     uint32
+	Ustack   int32
 }
 
 // Names of all BPF objects in the ELF.

@@ -45,7 +45,7 @@ const (
 	forkSize     = 64
 	execHdrSize  = 56
 	exitSize     = 40
-	uringSize    = 128
+	uringSize    = 136
 	aioSize      = 144
 	commLen      = 16
 	pathCap      = 4096
@@ -256,6 +256,7 @@ type uringRec struct {
 	Ino      uint64 // FD's file at submission (ufHaveFile)
 	Dev      uint32
 	FFlags   uint32
+	UStack   int32 // submitter's user stack ID, or -errno (-1: not asked)
 }
 
 // io_uring record flags (enum uring_flags).
@@ -290,6 +291,7 @@ func (r *uringRec) decode(b []byte) error {
 	r.Ino = le.Uint64(b[112:])
 	r.Dev = le.Uint32(b[120:])
 	r.FFlags = le.Uint32(b[124:])
+	r.UStack = int32(le.Uint32(b[128:]))
 	return nil
 }
 
@@ -322,6 +324,7 @@ type aioRec struct {
 	Comm     [commLen]byte
 	Ino      uint64 // inode of FD's file at submission (afHaveFile)
 	Dev      uint32 // kernel dev_t of its file system (afHaveFile)
+	UStack   int32  // submitter's user stack ID, or -errno (-1: not asked)
 }
 
 func (r *aioRec) decode(b []byte) error {
@@ -350,6 +353,7 @@ func (r *aioRec) decode(b []byte) error {
 	copy(r.Comm[:], b[112:128])
 	r.Ino = le.Uint64(b[128:])
 	r.Dev = le.Uint32(b[136:])
+	r.UStack = int32(le.Uint32(b[140:]))
 	return nil
 }
 

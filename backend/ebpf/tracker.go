@@ -890,6 +890,9 @@ func (t *tracker) uringRecord(r *uringRec) {
 	}
 	e.Size = uint64(r.Len)
 	e.Offset = r.Off
+	if t.stacks != nil {
+		e.Stack = t.stacks.id(r.UStack, -1)
+	}
 	if r.Caused {
 		e.CausedIOs, e.CausedBytes = r.NrBios, r.BioBytes
 	}
@@ -949,6 +952,9 @@ func (t *tracker) aioRecord(r *aioRec, complete bool) {
 		sr.SFlags = sfHaveFile
 	}
 	t.fdEvent(e, &sr, r.FD, ts)
+	if t.stacks != nil {
+		e.Stack = t.stacks.id(r.UStack, -1)
+	}
 	if e.Op == event.OpRead || e.Op == event.OpWrite {
 		e.Offset = r.Off
 		e.Size = r.NBytes

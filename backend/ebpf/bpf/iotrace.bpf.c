@@ -321,7 +321,7 @@ struct uring_inflight {
 	__u32 dev;
 	__u64 ino;
 	__u32 fflags;
-	__u32 pad2;
+	__s32 ustack;
 };
 
 struct {
@@ -553,7 +553,7 @@ static __always_inline void syscall_args(struct pt_regs *regs, __u64 *a)
 	}
 }
 
-static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid);
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid, __s32 ustack);
 static __always_inline void async_exit(__u64 cookie, long ret);
 
 SEC("tp_btf/sys_enter")
@@ -579,7 +579,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	__u64 a[6] = {};
 	syscall_args(regs, a);
 	if (CK_ASYNC(cookie)) {
-		async_enter(cookie, a, tgid, tid);
+		__s32 ustack = -1;
+		if ((cfg_stacks & STACKS_USER) && CK_ASYNC(cookie) == ASYNC_SUBMIT)
+			ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the code submitting iocbs */
+		async_enter(cookie, a, tgid, tid, ustack);
 		return 0;
 	}
 	if (cookie & CK_MMAP) {
@@ -1196,6 +1199,9 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	}
 	}
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
+	v.ustack = -1;
+	if ((cfg_stacks & STACKS_USER) && !(bpf_get_current_task_btf()->flags & PF_IO_WORKER))
+		v.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the submitting code */
 	__u64 key = (__u64)req;
 	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0) {
 		count(C_URING_FULL);
@@ -1254,6 +1260,10 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->ino = v->ino;
 	r->dev = v->dev;
 	r->fflags = v->fflags;
+	r->ustack = v->ustack;
+	r->pad3 = 0;
+	r->ustack = v->ustack;
+	r->pad3 = 0;
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
 	if (ctx->cflags & IORING_CQE_F_MORE) {
@@ -1428,7 +1438,7 @@ struct aio_submit_loop {
 	__u64 first_id;
 	__u64 first_key;
 	__u32 tgid, tid, cpu;
-	__u32 pad;
+	__s32 ustack;
 };
 
 static long aio_submit_one(__u32 i, void *data)
@@ -1449,6 +1459,7 @@ static long aio_submit_one(__u32 i, void *data)
 	v.tid = l->tid;
 	v.data = cb.aio_data;
 	v.iocb = up;
+	v.ustack = l->ustack;
 	v.off = cb.aio_offset;
 	v.ctx = l->ctx;
 	v.fd = (__s32)cb.aio_fildes;
@@ -1493,7 +1504,7 @@ static long aio_submit_one(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 tid)
+static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 tid, __s32 ustack)
 {
 	__s64 nr = a[1];
 	if (nr <= 0)
@@ -1514,6 +1525,7 @@ static __always_inline void aio_submit_enter(const __u64 *a, __u32 tgid, __u32 t
 		.tgid = tgid,
 		.tid = tid,
 		.cpu = bpf_get_smp_processor_id(),
+		.ustack = ustack,
 	};
 	as->call.iocbpp = l.iocbpp;
 	as->call.ctx = l.ctx;
@@ -1621,11 +1633,11 @@ static __always_inline void aio_reap_exit(__s64 ret)
 /* The system calls of asynchronous I/O, from sys_enter/sys_exit
  * (CK_ASYNC): io_submit and the reaping calls make the AIO requests'
  * events; io_uring_enter's exit ends an inline submission's cause. */
-static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid)
+static __always_inline void async_enter(__u64 cookie, const __u64 *a, __u32 tgid, __u32 tid, __s32 ustack)
 {
 	switch (CK_ASYNC(cookie)) {
 	case ASYNC_SUBMIT:
-		aio_submit_enter(a, tgid, tid);
+		aio_submit_enter(a, tgid, tid, ustack);
 		break;
 	case ASYNC_REAP:
 		aio_reap_enter(a[3]);

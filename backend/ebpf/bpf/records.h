@@ -156,6 +156,8 @@ struct uring_rec {
 	__u64 ino;       /* inode of fd's file at submission (UF_HAVE_FILE) */
 	__u32 dev;       /* kernel dev_t of its file system (UF_HAVE_FILE) */
 	__u32 fflags;    /* its file->f_flags (UF_HAVE_FILE) */
+	__s32 ustack;    /* submitter's user stack (stacks map), or -errno (-1: not asked) */
+	__u32 pad3;
 };
 
 /* struct uring_rec.uflags */
@@ -188,7 +190,7 @@ struct aio_rec {
 	char comm[COMM_LEN];
 	__u64 ino;        /* inode of fd's file at submission (AF_HAVE_FILE) */
 	__u32 dev;        /* kernel dev_t of its file system (AF_HAVE_FILE) */
-	__u32 pad;
+	__s32 ustack;     /* submitter's user stack (stacks map), or -errno (-1: not asked) */
 };
 
 /* struct aio_rec.aflags */
@@ -253,7 +255,8 @@ IOTRACE_OFF(uring_rec, comm, 80);
 IOTRACE_OFF(uring_rec, nr_bios, 96);
 IOTRACE_OFF(uring_rec, bio_bytes, 104);
 IOTRACE_OFF(uring_rec, ino, 112);
-_Static_assert(sizeof(struct uring_rec) == 128, "uring_rec size");
+IOTRACE_OFF(uring_rec, ustack, 128);
+_Static_assert(sizeof(struct uring_rec) == 136, "uring_rec size");
 IOTRACE_OFF(aio_rec, data, 40);
 IOTRACE_OFF(aio_rec, res, 64);
 IOTRACE_OFF(aio_rec, nr_bios, 96);
@@ -261,6 +264,7 @@ IOTRACE_OFF(aio_rec, opcode, 104);
 IOTRACE_OFF(aio_rec, fflags, 108);
 IOTRACE_OFF(aio_rec, comm, 112);
 IOTRACE_OFF(aio_rec, ino, 128);
+IOTRACE_OFF(aio_rec, ustack, 140);
 _Static_assert(sizeof(struct aio_rec) == 144, "aio_rec size");
 
 #endif /* IOTRACE_RECORDS_H */
