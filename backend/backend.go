@@ -8,9 +8,9 @@
 package backend
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
