@@ -228,21 +228,39 @@ func TestKernelStacksOfBlockIO(t *testing.T) {
 	}
 }
 
-// TestGoUserStack: the same through a Go program's os.File.Write: the
-// write's user stack, named through the binary's own symbol table, holds
-// main.writeBlock, main.inner, main.outer and main.main in that order.
+// stackOuter, stackInner and stackWriteBlock are the Go workload of
+// TestGoUserStack (this test binary re-executed): a 4 KiB write through
+// os.File.Write from a known chain of calls.
+//
+//go:noinline
+func stackOuter(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return stackInner(f)
+}
+
+//go:noinline
+func stackInner(f *os.File) error { return stackWriteBlock(f) }
+
+//go:noinline
+func stackWriteBlock(f *os.File) error {
+	_, err := f.Write(make([]byte, 4096))
+	return err
+}
+
+// TestGoUserStack: the same through a Go test binary's os.File.Write
+// (this one, re-executed): the write's user stack, named through the
+// binary's own symbol table (pclntab), holds stackWriteBlock, stackInner,
+// stackOuter and TestMain in that order.
 func TestGoUserStack(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	requireTool(t, "go")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "gowrite")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/stacks/gowrite")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out := filepath.Join(dir, "out")
-	s := traceStacks(t, []string{bin, out}, backend.StacksUser, event.LayerFile)
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("IOTRACE_WORKLOAD", "gowrite")
+	t.Setenv("IOTRACE_WORKLOAD_FILE", out)
+	s := traceStacks(t, []string{os.Args[0]}, backend.StacksUser, event.LayerFile)
 	writes := find(s.events, byNative("write"), byPath(out))
 	if len(writes) != 1 {
 		t.Fatalf("%d writes to %s, want 1", len(writes), out)
@@ -252,7 +270,8 @@ func TestGoUserStack(t *testing.T) {
 	for _, f := range userFrames(s, writes[0].Pid, st, symbolize.New(symbolize.Options{DebugDirs: []string{}})) {
 		got = append(got, f.Function)
 	}
-	want := []string{"main.writeBlock", "main.inner", "main.outer", "main.main"}
+	pkg := "github.com/iotrace/iotrace/backend/ebpf."
+	want := []string{pkg + "stackWriteBlock", pkg + "stackInner", pkg + "stackOuter", pkg + "TestMain"}
 	i := 0
 	for _, g := range got {
 		if i < len(want) && g == want[i] {

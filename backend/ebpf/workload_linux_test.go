@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		workloadUnlink()
 	case "meta":
 		workloadMeta()
+	case "gowrite":
+		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown workload", os.Getenv("IOTRACE_WORKLOAD"))
 		os.Exit(2)
