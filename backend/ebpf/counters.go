@@ -26,6 +26,7 @@ const (
 	cAIOFull
 	cAIOOverCap
 	cAIOReapOverCap
+	cLostStack
 	numCounters
 )
 
@@ -53,6 +54,7 @@ var counterDesc = [numCounters]struct {
 	cAIOFull:        {event.CountLost, "AIO requests not traced: in-flight map full", false},
 	cAIOOverCap:     {event.CountLost, "AIO requests not traced: beyond the 64 read per io_submit call", false},
 	cAIOReapOverCap: {event.CountLost, "AIO completions not traced: beyond the 4096 read per io_getevents call", false},
+	cLostStack:      {event.CountUnresolved, "user stacks sent inline lost: ring buffer full (their events have no user stack)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.

@@ -153,6 +153,22 @@ type iotracePathRec struct {
 	Path  [4096]int8
 }
 
+type iotraceStackRec struct {
+	_ structs.HostLayout
+	H struct {
+		_    structs.HostLayout
+		Type uint8
+		Pad  uint8
+		Kind uint16
+		Cpu  uint32
+		Time uint64
+	}
+	Id  uint64
+	Nr  uint32
+	Pad uint32
+	Ips [127]uint64
+}
+
 type iotraceSyscallState struct {
 	_     structs.HostLayout
 	Cause struct {
@@ -205,6 +221,7 @@ const (
 	iotraceMapPids               = "pids"
 	iotraceMapRb                 = "rb"
 	iotraceMapSeq                = "seq"
+	iotraceMapStackScratch       = "stack_scratch"
 	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
 	iotraceMapUringInflight      = "uring_inflight"
@@ -305,6 +322,7 @@ type iotraceMapSpecs struct {
 	Pids          *ebpf.MapSpec `ebpf:"pids"`
 	Rb            *ebpf.MapSpec `ebpf:"rb"`
 	Seq           *ebpf.MapSpec `ebpf:"seq"`
+	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	SysKinds      *ebpf.MapSpec `ebpf:"sys_kinds"`
 	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
@@ -357,6 +375,7 @@ type iotraceMaps struct {
 	Pids          *ebpf.Map `ebpf:"pids"`
 	Rb            *ebpf.Map `ebpf:"rb"`
 	Seq           *ebpf.Map `ebpf:"seq"`
+	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks        *ebpf.Map `ebpf:"stacks"`
 	SysKinds      *ebpf.Map `ebpf:"sys_kinds"`
 	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
@@ -376,6 +395,7 @@ func (m *iotraceMaps) Close() error {
 		m.Pids,
 		m.Rb,
 		m.Seq,
+		m.StackScratch,
 		m.Stacks,
 		m.SysKinds,
 		m.UringInflight,

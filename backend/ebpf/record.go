@@ -15,6 +15,7 @@ const (
 	recURing    = 6
 	recAIO      = 7
 	recExecMaps = 8
+	recStack    = 9
 )
 
 // Syscall record flags (enum sys_flags).
@@ -391,6 +392,33 @@ func (r *execMapsRec) decode(b []byte) error {
 	for i, m := range []*codeMap{&r.Exe, &r.Interp} {
 		o := 24 + 40*i
 		*m = codeMap{Start: le.Uint64(b[o:]), End: le.Uint64(b[o+8:]), PgOff: le.Uint64(b[o+16:]), Ino: le.Uint64(b[o+24:]), Dev: le.Uint32(b[o+32:])}
+	}
+	return nil
+}
+
+// stackRec is struct stack_rec: a user stack sent inline for event ID.
+type stackRec struct {
+	header
+	ID  uint64
+	IPs []uint64
+}
+
+const stackHdrSize = 32
+
+func (r *stackRec) decode(b []byte) error {
+	if len(b) < stackHdrSize {
+		return fmt.Errorf("stack record of %d bytes, want at least %d", len(b), stackHdrSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID = le.Uint64(b[16:])
+	n := int(le.Uint32(b[24:]))
+	if n > maxStackDepth || stackHdrSize+8*n > len(b) {
+		return fmt.Errorf("stack record of %d bytes says %d frames", len(b), n)
+	}
+	r.IPs = make([]uint64, n)
+	for i := range r.IPs {
+		r.IPs[i] = le.Uint64(b[stackHdrSize+8*i:])
 	}
 	return nil
 }

@@ -10,6 +10,14 @@ import (
 	"github.com/iotrace/iotrace/symbolize"
 )
 
+// errEEXIST is bpf_get_stackid's answer when the stack's bucket holds
+// another stack; maxInlineStacks bounds the inline stacks waiting for
+// their event.
+const (
+	errEEXIST       = -17
+	maxInlineStacks = 4096
+)
+
 // maxStackDepth is MAX_STACK_DEPTH in bpf/cur_syscall.h: frames per stack
 // in the stacks map. A stack that fills it may have lost its outer frames.
 const maxStackDepth = 127
@@ -45,6 +53,7 @@ type stackTable struct {
 	fact    event.Fact
 
 	lost      map[string]uint64 // stack parts not captured, by reason
+	inline    uint64            // user stacks whose frames came inline
 	readErrs  uint64
 	noKsym    uint64
 	firstRead error
@@ -104,8 +113,23 @@ func (s *stackTable) id(user, kernel int32) uint64 {
 	if user == -1 && kernel == -1 {
 		return 0
 	}
-	k, kf := s.part(kernel, event.FactKernelLost, event.FactKernelTruncated, kernelPart)
 	u, uf := s.part(user, event.FactUserLost, event.FactUserTruncated, "user stacks not captured")
+	return s.intern(u, uf, kernel)
+}
+
+// idInline is id for a user stack whose frames came inline (its bucket in
+// the stacks map held another stack).
+func (s *stackTable) idInline(user []uint64, kernel int32) uint64 {
+	var uf event.FactFlags
+	if len(user) >= maxStackDepth {
+		uf = event.FactUserTruncated
+	}
+	s.inline++
+	return s.intern(user, uf, kernel)
+}
+
+func (s *stackTable) intern(u []uint64, uf event.FactFlags, kernel int32) uint64 {
+	k, kf := s.part(kernel, event.FactKernelLost, event.FactKernelTruncated, kernelPart)
 	flags := kf | uf
 	h := s.hash(k, u, flags)
 	for _, e := range s.ids[h] {
@@ -212,11 +236,16 @@ func equal(a, b []uint64) bool {
 // stats adds the table's counters to st.
 func (s *stackTable) stats(st *event.Stats) {
 	st.Add(event.CountInfo, "stacks (distinct)", s.next)
+	if s.inline != 0 {
+		st.Add(event.CountInfo, "user stacks sent inline (their stacks-map bucket held another stack)", s.inline)
+	}
+	// A stack part not captured leaves its event without it: the event
+	// is there, what it lacks is counted with the other unresolved things.
 	for why, n := range s.lost {
-		st.Add(event.CountLost, why, n)
+		st.Add(event.CountUnresolved, why, n)
 	}
 	if s.readErrs != 0 {
-		st.Add(event.CountLost, fmt.Sprintf("stacks not read from the stacks map (first: %v)", s.firstRead), s.readErrs)
+		st.Add(event.CountUnresolved, fmt.Sprintf("stacks not read from the stacks map (first: %v)", s.firstRead), s.readErrs)
 	}
 	if s.noKsym != 0 {
 		st.Add(event.CountUnresolved, "kernel frames outside every kernel symbol known at record time (/proc/kallsyms)", s.noKsym)

@@ -120,10 +120,49 @@ func TestStackTable(t *testing.T) {
 	}
 	var s event.Stats
 	st.stats(&s)
-	if s.Get(event.CountLost, "user stacks not captured: no stack to walk (a kernel thread's user stack, or a fault while walking)") != 1 {
+	if s.Get(event.CountUnresolved, "user stacks not captured: no stack to walk (a kernel thread's user stack, or a fault while walking)") != 1 {
 		t.Errorf("stats %+v", s)
 	}
 	if s.Get(event.CountUnresolved, "kernel frames outside every kernel symbol known at record time (/proc/kallsyms)") == 0 {
 		t.Errorf("kernel frames without symbols not counted: %+v", s)
+	}
+}
+
+// TestInlineStack: a user stack sent inline (its stacks-map bucket held
+// another stack) goes to the event the kernel sent it for, with its
+// frames, and the stack record's decoder refuses a frame count larger
+// than the record.
+func TestInlineStack(t *testing.T) {
+	sink := &memSink{}
+	tr := newTracker(sink, 0, nil)
+	tr.stacks = newStackTable(func(int32) ([]uint64, error) { return nil, errors.New("not in the map") }, tr.fact, nil)
+	b := make([]byte, stackHdrSize+3*8)
+	b[0] = recStack
+	le.PutUint64(b[16:], 77)
+	le.PutUint32(b[24:], 3)
+	for i := range 3 {
+		le.PutUint64(b[stackHdrSize+8*i:], uint64(0x1000+i))
+	}
+	if err := tr.handle(b); err != nil {
+		t.Fatal(err)
+	}
+	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 77, UStack: errEEXIST, KStack: -1}
+	tr.syscall(&r, true)
+	if len(sink.events) != 1 || sink.events[0].Stack == 0 {
+		t.Fatalf("events %+v", sink.events)
+	}
+	var st *event.Fact
+	for i := range sink.facts {
+		if sink.facts[i].Kind == event.FactStack {
+			st = &sink.facts[i]
+		}
+	}
+	if st == nil || st.Handle != sink.events[0].Stack || len(st.User) != 3 || st.User[2] != 0x1002 || st.Flags != 0 {
+		t.Fatalf("stack fact %+v", st)
+	}
+	le.PutUint32(b[24:], 4)
+	var sr stackRec
+	if err := sr.decode(b); err == nil {
+		t.Error("a stack record claiming more frames than it holds decoded")
 	}
 }

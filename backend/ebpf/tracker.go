@@ -92,8 +92,10 @@ type tracker struct {
 	stacks             *stackTable
 	mods               *moduleTable
 	readMaps           func(pid uint32) ([]byte, error)
-	execPath           map[uint32]string // the program each process last exec'd (absolute)
-	ksymErr            string            // why the kernel's symbols could not be read
+	execPath           map[uint32]string   // the program each process last exec'd (absolute)
+	inlineStacks       map[uint64][]uint64 // user stacks sent inline, by event ID, until the event
+	inlineOrphans      uint64
+	ksymErr            string // why the kernel's symbols could not be read
 	mapsGone, mapsErrs uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
@@ -105,14 +107,15 @@ type tracker struct {
 
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 	t := &tracker{
-		sink:     sink,
-		table:    fdtable.New(),
-		origin:   origin,
-		oDirect:  oDirect(runtime.GOARCH),
-		pending:  make(map[uint32]*pendingPaths),
-		comms:    make(map[uint32]*commEntry),
-		gone:     make(map[uint32]goneProc),
-		execPath: make(map[uint32]string),
+		sink:         sink,
+		table:        fdtable.New(),
+		origin:       origin,
+		oDirect:      oDirect(runtime.GOARCH),
+		pending:      make(map[uint32]*pendingPaths),
+		comms:        make(map[uint32]*commEntry),
+		gone:         make(map[uint32]goneProc),
+		execPath:     make(map[uint32]string),
+		inlineStacks: make(map[uint64][]uint64),
 	}
 	t.table.Probe = probe
 	t.table.Emit = t.fact
@@ -197,6 +200,15 @@ func (t *tracker) handle(b []byte) error {
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
 				t.uringRecord(&t.uring)
+			}
+		case recStack:
+			var sr stackRec
+			if err = sr.decode(b); err == nil {
+				if len(t.inlineStacks) >= maxInlineStacks {
+					t.inlineOrphans += uint64(len(t.inlineStacks))
+					clear(t.inlineStacks)
+				}
+				t.inlineStacks[sr.ID] = sr.IPs
 			}
 		case recExecMaps:
 			var em execMapsRec
@@ -311,7 +323,12 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 	}
 	ok := e.Status == event.StatusOK
 	if t.stacks != nil {
-		e.Stack = t.stacks.id(r.UStack, r.KStack)
+		if ips, ok := t.inlineStacks[r.ID]; ok && r.UStack == errEEXIST {
+			delete(t.inlineStacks, r.ID)
+			e.Stack = t.stacks.idInline(ips, r.KStack)
+		} else {
+			e.Stack = t.stacks.id(r.UStack, r.KStack)
+		}
 	}
 	if r.SFlags&sfCause != 0 {
 		e.CausedIOs = r.NrBios
@@ -1066,6 +1083,9 @@ func (t *tracker) stats(s *event.Stats) {
 	}
 	if t.stacks != nil {
 		t.stacks.stats(s)
+	}
+	if n := t.inlineOrphans + uint64(len(t.inlineStacks)); n != 0 {
+		s.Add(event.CountUnpaired, "inline user stacks whose event never came", n)
 	}
 	if t.ksymErr != "" {
 		s.Add(event.CountUnresolved, "kernel frames not named: /proc/kallsyms: "+t.ksymErr, 1)

@@ -302,6 +302,14 @@ struct {
 	__type(value, struct exec_rec);
 } exec_scratch SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_rec);
+} stack_scratch SEC(".maps");
+
+
 struct uring_inflight {
 	__u64 id;
 	__u64 ts;
@@ -493,6 +501,40 @@ static __always_inline long emit_path(struct inflight *v, __u32 tid, __u8 index,
 	if (bpf_ringbuf_output(&rb, p, size, wakeup_flags()) < 0)
 		count(C_LOST_PATH);
 	return 0;
+}
+
+#define EEXIST 17
+
+/* user_stack returns the calling code's stack ID in the stacks map; when
+ * its bucket holds another stack (-EEXIST), it sends the frames inline as
+ * a stack_rec for event id, ahead of the event's record, and still
+ * returns -EEXIST (the record says so, user space pairs them). */
+static __always_inline __s32 user_stack(void *ctx, __u64 id, __u32 cpu)
+{
+	__s32 sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (sid != -EEXIST)
+		return sid;
+	__u32 zero = 0;
+	struct stack_rec *sr = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!sr)
+		return sid;
+	long n = bpf_get_stack(ctx, sr->ips, sizeof(sr->ips), BPF_F_USER_STACK);
+	if (n <= 0)
+		return sid;
+	sr->h.type = REC_STACK;
+	sr->h.pad = 0;
+	sr->h.kind = 0;
+	sr->h.cpu = cpu;
+	sr->h.time = 0;
+	sr->id = id;
+	sr->nr = n / 8;
+	sr->pad = 0;
+	__u64 size = offsetof(struct stack_rec, ips) + (__u64)n;
+	if (size > sizeof(*sr))
+		size = sizeof(*sr);
+	if (bpf_ringbuf_output(&rb, sr, size, wakeup_flags()) < 0)
+		count(C_LOST_STACK);
+	return sid;
 }
 
 /* ---- System calls ---- */
@@ -727,6 +769,14 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		}
 	}
 
+	/* --stacks: the calling code's stack (taken before the record is
+	 * reserved: a stack sent inline goes ahead of it). The kernel's here
+	 * would only be the system call entry path, the same for every call:
+	 * the kernel stacks that say something are the block I/O's. */
+	__s32 ustack = -1;
+	if (cfg_stacks & STACKS_USER)
+		ustack = user_stack(ctx, v->id, v->cpu);
+
 	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
 		count(C_LOST_SYSCALL);
@@ -802,13 +852,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			}
 		}
 	}
-	/* --stacks: the calling code's stack. The kernel's here would only be
-	 * the system call entry path, the same for every call: the kernel
-	 * stacks that say something are the block I/O's (blockio). */
-	r->ustack = -1;
+	r->ustack = ustack;
 	r->kstack = -1;
-	if (cfg_stacks & STACKS_USER)
-		r->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	/* The thread's name goes out once (user space keeps it per thread),
 	 * and again after an exec or a rename. */
 	if (!v->comm_sent) {

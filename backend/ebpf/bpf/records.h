@@ -22,6 +22,7 @@ enum rec_type {
 	REC_URING = 6,   /* one io_uring request, submission and completion */
 	REC_AIO = 7,     /* one Linux AIO (libaio) request, io_submit to its reaping */
 	REC_EXEC_MAPS = 8, /* --stacks: the code exec mapped (the program's and its interpreter's text) */
+	REC_STACK = 9,   /* --stacks: a stack sent inline, its stacks-map bucket held another */
 };
 
 /* struct syscall_rec.sflags */
@@ -125,6 +126,17 @@ struct exec_maps_rec {
 	struct code_map exe, interp;
 };
 
+/* A user stack sent with its event (the event ID), before it, when
+ * bpf_get_stackid found its bucket in the stacks map taken by another
+ * stack: the event's record then says -EEXIST and the frames are here. */
+struct stack_rec {
+	struct rec_hdr h;
+	__u64 id;     /* the event's ID */
+	__u32 nr;     /* frames */
+	__u32 pad;
+	__u64 ips[127]; /* MAX_STACK_DEPTH: innermost first */
+};
+
 struct exit_rec {
 	struct rec_hdr h;
 	__u32 pid, tid;
@@ -220,6 +232,7 @@ enum counter {
 	C_AIO_FULL,         /* AIO request not tracked: in-flight map full */
 	C_AIO_OVER_CAP,     /* AIO requests beyond AIO_CAP in one io_submit */
 	C_AIO_REAP_OVER_CAP, /* AIO completions beyond AIO_REAP_CAP in one reap */
+	C_LOST_STACK,       /* inline stacks lost: ring buffer full */
 	C_MAX,
 };
 
@@ -247,6 +260,7 @@ IOTRACE_OFF(exec_rec, data, 56);
 IOTRACE_OFF(exit_rec, code, 32);
 _Static_assert(sizeof(struct exit_rec) == 40, "exit_rec size");
 _Static_assert(sizeof(struct exec_maps_rec) == 104, "exec_maps_rec size");
+IOTRACE_OFF(stack_rec, ips, 32);
 IOTRACE_OFF(uring_rec, user_data, 40);
 IOTRACE_OFF(uring_rec, res, 64);
 IOTRACE_OFF(uring_rec, opcode, 76);
