@@ -23,13 +23,15 @@ type blockioBioInfo struct {
 	QueueBytes  uint32
 	PartBytes   uint32
 	InoDev      uint32
-	Pad2        uint32
+	Opf         uint32
 	Pid         uint32
 	Tid         uint32
 	Cpu         uint32
 	Flags       uint16
 	Pad         uint16
 	Comm        [16]int8
+	Dev         uint32
+	Pad3        uint32
 }
 
 type blockioBlockRec struct {

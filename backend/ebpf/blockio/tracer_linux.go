@@ -292,6 +292,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		r = Record{
 			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
 			Sector: info.QueueSector, Inode: info.Inode, Bytes: info.QueueBytes,
+			Opf: info.Opf, Dev: info.Dev,
 			InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
 		}
 		for i, c := range info.Comm {
