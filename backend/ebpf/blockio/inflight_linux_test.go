@@ -127,3 +127,20 @@ func TestInFlightAtStop(t *testing.T) {
 		t.Errorf("%q = %d, want >= 1; stats %+v", StatInFlight, counted, r.t.Stats())
 	}
 }
+
+// TestRecursionMissesReadable: the runs the kernel skips (a program
+// nested on one CPU, e.g. a completion interrupting a completion) are
+// read for every attached program, so such a loss reaches the stats
+// instead of leaving bios silently "in flight".
+func TestRecursionMissesReadable(t *testing.T) {
+	r := startTracer(t, Options{})
+	if len(r.t.attached) == 0 {
+		t.Fatal("no attached programs listed")
+	}
+	for _, a := range r.t.attached {
+		if _, err := a.prog.Stats(); err != nil {
+			t.Errorf("%s: program stats unreadable: %v", a.name, err)
+		}
+	}
+	r.stop(t)
+}

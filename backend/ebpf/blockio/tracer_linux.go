@@ -28,7 +28,10 @@ type Tracer struct {
 	// detached in that order so that bios queued before the stop can
 	// still complete.
 	queueSide, doneSide []link.Link
-	rd                  *ringbuf.Reader
+	// attached lists the programs attached, for their recursion-miss
+	// counts (runs the kernel skipped).
+	attached []attach
+	rd       *ringbuf.Reader
 
 	dec *Decoder
 
@@ -162,6 +165,7 @@ func Open(opts Options) (*Tracer, error) {
 			t.closeAll()
 			return nil, fmt.Errorf("blockio: attach raw tracepoint %s: %w", a.name, err)
 		}
+		t.attached = append(t.attached, a)
 		if a.queue {
 			t.queueSide = append(t.queueSide, l)
 		} else {
@@ -366,7 +370,13 @@ func (t *Tracer) kernelStats() event.Stats {
 			}
 		}
 	}
-	return counterStats(perCPU, t.filtered)
+	s := counterStats(perCPU, t.filtered)
+	for _, a := range t.attached {
+		if st, err := a.prog.Stats(); err == nil && st.RecursionMisses != 0 {
+			s.Add(event.CountLost, StatMissed+a.name, st.RecursionMisses)
+		}
+	}
+	return s
 }
 
 // Facts returns the devices known so far (those listed at Open, and those
