@@ -23,7 +23,7 @@ type blockioBioInfo struct {
 	QueueBytes  uint32
 	PartBytes   uint32
 	InoDev      uint32
-	Pad2        uint32
+	Opf         uint32
 	Pid         uint32
 	Tid         uint32
 	Cpu         uint32
@@ -32,6 +32,8 @@ type blockioBioInfo struct {
 	Comm        [16]int8
 	Ustack      int32
 	Kstack      int32
+	Dev         uint32
+	Pad3        uint32
 }
 
 type blockioBlockRec struct {

@@ -47,6 +47,11 @@ const (
 	StatDirtyFull   = "block dirtied inodes not remembered"
 	StatInFlight    = "block bios without completion (in flight at stop)"
 	StatMalformed   = "block records malformed"
+	// StatMissed prefixes a tracepoint name: runs of its program the
+	// kernel skipped because the program was already running on that CPU
+	// (a completion interrupting another completion). A skipped
+	// block_rq_complete leaves its bios in flight until stop.
+	StatMissed = "block tracepoint runs skipped by the kernel (nested on one CPU): "
 )
 
 // counterStats turns per-CPU kernel counter values (perCPU[cpu][index])

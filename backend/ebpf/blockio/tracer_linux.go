@@ -28,7 +28,10 @@ type Tracer struct {
 	// detached in that order so that bios queued before the stop can
 	// still complete.
 	queueSide, doneSide []link.Link
-	rd                  *ringbuf.Reader
+	// attached lists the programs attached, for their recursion-miss
+	// counts (runs the kernel skipped).
+	attached []attach
+	rd       *ringbuf.Reader
 
 	dec *Decoder
 
@@ -171,6 +174,7 @@ func Open(opts Options) (*Tracer, error) {
 			t.closeAll()
 			return nil, fmt.Errorf("blockio: attach raw tracepoint %s: %w", a.name, err)
 		}
+		t.attached = append(t.attached, a)
 		if a.queue {
 			t.queueSide = append(t.queueSide, l)
 		} else {
@@ -302,6 +306,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		r = Record{
 			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
 			Sector: info.QueueSector, Inode: info.Inode, Bytes: info.QueueBytes,
+			Opf: info.Opf, Dev: info.Dev, UStack: info.Ustack, KStack: info.Kstack,
 			InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
 		}
 		for i, c := range info.Comm {
@@ -375,7 +380,13 @@ func (t *Tracer) kernelStats() event.Stats {
 			}
 		}
 	}
-	return counterStats(perCPU, t.filtered)
+	s := counterStats(perCPU, t.filtered)
+	for _, a := range t.attached {
+		if st, err := a.prog.Stats(); err == nil && st.RecursionMisses != 0 {
+			s.Add(event.CountLost, StatMissed+a.name, st.RecursionMisses)
+		}
+	}
+	return s
 }
 
 // Facts returns the devices known so far (those listed at Open, and those

@@ -115,12 +115,14 @@ struct bio_info {
 	__u32 queue_bytes;     /* bytes when queued (or split) */
 	__u32 part_bytes;  /* bytes completed by earlier partial completions */
 	__u32 ino_dev;
-	__u32 pad2;
+	__u32 opf; /* bi_opf when queued: for a bio still in flight at stop */
 	__u32 pid, tid, cpu;
 	__u16 flags;
 	__u16 pad;
 	char comm[BLK_COMM_LEN];
 	__s32 ustack, kstack;
+	__u32 dev; /* bd_dev when queued: for a bio still in flight at stop */
+	__u32 pad3;
 };
 
 struct {
@@ -276,6 +278,8 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	bi.cpu = bpf_get_smp_processor_id();
 	bi.queue_sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
 	bi.queue_bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+	bi.opf = BPF_CORE_READ(bio, bi_opf);
+	bi.dev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
 
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
