@@ -205,6 +205,13 @@ type iotraceUringInflight struct {
 	Ustack   int32
 }
 
+type iotraceWbCause struct {
+	_   structs.HostLayout
+	Id  uint64
+	Tid uint32
+	Pad uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -225,6 +232,7 @@ const (
 	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
 	iotraceMapUringInflight      = "uring_inflight"
+	iotraceMapWbWorks            = "wb_works"
 	iotraceProgDioBegin          = "dio_begin"
 	iotraceProgDioComplete       = "dio_complete"
 	iotraceProgDioQueued         = "dio_queued"
@@ -238,6 +246,9 @@ const (
 	iotraceProgTaskRename        = "task_rename"
 	iotraceProgUringComplete     = "uring_complete"
 	iotraceProgUringSubmit       = "uring_submit"
+	iotraceProgWbQueue           = "wb_queue"
+	iotraceProgWbStart           = "wb_start"
+	iotraceProgWbWritten         = "wb_written"
 	iotraceVarCfgCause           = "cfg_cause"
 	iotraceVarCfgFilterComm      = "cfg_filter_comm"
 	iotraceVarCfgFilterPids      = "cfg_filter_pids"
@@ -304,6 +315,9 @@ type iotraceProgramSpecs struct {
 	TaskRename    *ebpf.ProgramSpec `ebpf:"task_rename"`
 	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
 	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	WbQueue       *ebpf.ProgramSpec `ebpf:"wb_queue"`
+	WbStart       *ebpf.ProgramSpec `ebpf:"wb_start"`
+	WbWritten     *ebpf.ProgramSpec `ebpf:"wb_written"`
 }
 
 // iotraceMapSpecs contains maps before they are loaded into the kernel.
@@ -326,6 +340,7 @@ type iotraceMapSpecs struct {
 	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
 	SysKinds      *ebpf.MapSpec `ebpf:"sys_kinds"`
 	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
+	WbWorks       *ebpf.MapSpec `ebpf:"wb_works"`
 }
 
 // iotraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -379,6 +394,7 @@ type iotraceMaps struct {
 	Stacks        *ebpf.Map `ebpf:"stacks"`
 	SysKinds      *ebpf.Map `ebpf:"sys_kinds"`
 	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
+	WbWorks       *ebpf.Map `ebpf:"wb_works"`
 }
 
 func (m *iotraceMaps) Close() error {
@@ -399,6 +415,7 @@ func (m *iotraceMaps) Close() error {
 		m.Stacks,
 		m.SysKinds,
 		m.UringInflight,
+		m.WbWorks,
 	)
 }
 
@@ -434,6 +451,9 @@ type iotracePrograms struct {
 	TaskRename    *ebpf.Program `ebpf:"task_rename"`
 	UringComplete *ebpf.Program `ebpf:"uring_complete"`
 	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
+	WbQueue       *ebpf.Program `ebpf:"wb_queue"`
+	WbStart       *ebpf.Program `ebpf:"wb_start"`
+	WbWritten     *ebpf.Program `ebpf:"wb_written"`
 }
 
 func (p *iotracePrograms) Close() error {
@@ -451,6 +471,9 @@ func (p *iotracePrograms) Close() error {
 		p.TaskRename,
 		p.UringComplete,
 		p.UringSubmit,
+		p.WbQueue,
+		p.WbStart,
+		p.WbWritten,
 	)
 }
 

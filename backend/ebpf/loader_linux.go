@@ -230,11 +230,15 @@ func (p *probes) attach(ac attachConfig) error {
 		}
 	}
 	if ac.iowait {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.SchedSwitch})
-		if err != nil {
-			return fmt.Errorf("ebpf: attach sched_switch (tp_btf): %w", err)
+		// sched_switch: reads that waited for I/O in flight; the
+		// writeback programs: the flusher's work a sync call waits for.
+		for _, prog := range []*ebpf.Program{p.objs.SchedSwitch, p.objs.WbWritten, p.objs.WbStart, p.objs.WbQueue} {
+			l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+			if err != nil {
+				return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)
+			}
+			p.others = append(p.others, l)
 		}
-		p.others = append(p.others, l)
 	}
 	if ac.uring {
 		for _, x := range []struct {

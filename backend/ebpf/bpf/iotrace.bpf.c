@@ -1141,6 +1141,26 @@ int dump_inflight(struct bpf_iter__task *ctx)
 #define PF_IO_WORKER 0x00000010
 #define ASYNC_URING 1 /* key: struct io_kiocb * */
 #define ASYNC_AIO 2   /* key: user address of the struct iocb, with the tgid */
+#define ASYNC_WB 3    /* key: struct wb_writeback_work *; tgid: the syncing thread's tid */
+
+/* Writeback works a traced system call queued (sync, syncfs: the work
+ * items sync_inodes_sb and writeback_inodes_sb hand the flusher and wait
+ * for), with the call's event ID and thread. */
+struct wb_cause {
+	__u64 id;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64); /* struct wb_writeback_work * */
+	__type(value, struct wb_cause);
+} wb_works SEC(".maps");
+
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
 
 /* The block I/O cause of an asynchronous request. A thread's cause (in
  * cur_syscall) names one request while the thread works on exactly that
@@ -1346,13 +1366,25 @@ static __always_inline void async_cause_end(struct task_struct *t)
 				v->bio_bytes += bytes;
 				v->caused = 1;
 			}
-		} else {
+		} else if (as->cause.kind == ASYNC_AIO) {
 			struct aio_key k = { .iocb = as->cause.key, .tgid = as->cause.tgid };
 			struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
 			if (v && v->id == as->cause.id) {
 				v->nr_bios += nr;
 				v->bio_bytes += bytes;
 				v->caused = 1;
+			}
+		} else if (as->cause.kind == ASYNC_WB) {
+			/* The syncing call waits for its works: add the flusher's
+			 * bios to its counts while it is still in that call. */
+			struct task_struct *s = bpf_task_from_pid(as->cause.tgid);
+			if (s) {
+				struct thread_state *ss = thread_state(s, 0);
+				if (ss && ss->cause.id == as->cause.id) {
+					__sync_fetch_and_add(&ss->cause.nr_bios, nr);
+					__sync_fetch_and_add(&ss->cause.bio_bytes, bytes);
+				}
+				bpf_task_release(s);
 			}
 		}
 		st->cause.id = 0;
@@ -1732,4 +1764,49 @@ static __always_inline void aio_exit(__u32 tgid)
 		return;
 	bpf_for_each_map_elem(&aio_inflight, aio_exit_one, &tgid, 0);
 	bpf_map_delete_elem(&aio_tgids, &tgid);
+}
+
+/* ---- Writeback a traced system call waits for ---- */
+
+/* A traced call (sync, syncfs) queues a writeback work for the flusher. */
+SEC("tp_btf/writeback_queue")
+int BPF_PROG(wb_queue, void *wb, void *work)
+{
+	if (!cfg_cause)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thread_state *st = thread_state(t, 0);
+	if (!st || !st->call.kind || st->cause.id != st->call.id)
+		return 0;
+	struct wb_cause c = { .id = st->cause.id, .tid = t->pid };
+	__u64 k = (__u64)work;
+	bpf_map_update_elem(&wb_works, &k, &c, BPF_ANY);
+	return 0;
+}
+
+/* The flusher runs that work: its bios are the call's. */
+SEC("tp_btf/writeback_start")
+int BPF_PROG(wb_start, void *wb, void *work)
+{
+	if (!cfg_cause)
+		return 0;
+	__u64 k = (__u64)work;
+	struct wb_cause *c = bpf_map_lookup_elem(&wb_works, &k);
+	if (c)
+		async_cause_begin(bpf_get_current_task_btf(), ASYNC_WB, k, c->tid, c->id, 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/writeback_written")
+int BPF_PROG(wb_written, void *wb, void *work)
+{
+	if (!cfg_cause)
+		return 0;
+	__u64 k = (__u64)work;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
+	if (as && as->cause.id && as->cause.kind == ASYNC_WB && as->cause.key == k)
+		async_cause_end(t);
+	bpf_map_delete_elem(&wb_works, &k);
+	return 0;
 }
