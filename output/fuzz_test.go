@@ -3,13 +3,15 @@ package output
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/iotrace/iotrace/internal/synth"
 )
 
 // FuzzReadJSONL feeds arbitrary bytes to the jsonl reader: it must never
-// panic, must end every stream it began, and what it reads must survive
+// panic, must read the same trace and return the same error with the
+// schema decoder as with go-json for every line, must end every stream it began, and what it reads must survive
 // being written and read again unchanged.
 func FuzzReadJSONL(f *testing.F) {
 	var buf bytes.Buffer
@@ -27,6 +29,14 @@ func FuzzReadJSONL(f *testing.F) {
 		first := synth.NewRecorder()
 		err := ReadJSONL(context.Background(), bytes.NewReader(data), "fuzz", first)
 		tr := first.Trace()
+		generic := synth.NewRecorder()
+		errG := readJSONL(context.Background(), bytes.NewReader(data), "fuzz", generic, false)
+		if fmt.Sprint(err) != fmt.Sprint(errG) {
+			t.Fatalf("schema decoder: %v\ngo-json only: %v", err, errG)
+		}
+		if err := synth.Compare(generic.Trace(), tr); err != nil {
+			t.Fatalf("schema decoder and go-json only read different traces: %v", err)
+		}
 		if tr.Began != tr.Ended {
 			t.Fatalf("began %v, ended %v (err %v)", tr.Began, tr.Ended, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -133,8 +134,26 @@ type jsonRecord struct {
 // or truncated file delivers everything before the damage, then End with
 // what the trailer would have held so far, and returns an error naming
 // the line and byte offset. name names r in errors.
+//
+// Event lines are decoded by a decoder written for this schema
+// (eventDecoder); header, fact and trailer lines, and any event line that
+// decoder declines, by go-json into jsonRecord.
 func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) error {
+	return readJSONL(ctx, r, name, sink, true)
+}
+
+// eventLinePrefix is how the writer begins every event line: only such
+// lines are offered to the fast decoder.
+var eventLinePrefix = []byte(`{"type":"event"`)
+
+// readJSONL is ReadJSONL; with fast false every line takes the generic
+// path (for the differential tests and benchmarks).
+func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, fast bool) error {
 	br := bufio.NewReaderSize(r, 256<<10)
+	var dec *eventDecoder
+	if fast {
+		dec = newEventDecoder()
+	}
 	var (
 		off       int64
 		line      int
@@ -164,6 +183,17 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			firstBad = err
 		}
 		bad++
+	}
+	// accept delivers a decoded event unless its id was just seen.
+	accept := func(ev *event.Event) error {
+		if first, dup := ids.seen(ev.ID, line); dup {
+			return fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
+		}
+		if end := ev.End(); end > lastEnd {
+			lastEnd = end
+		}
+		sinkErr = sink.Event(ev)
+		return nil
 	}
 	for {
 		if line&1023 == 0 {
@@ -202,6 +232,21 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
 			break
 		}
+		var lineErr error
+		if dec != nil && begun && bytes.HasPrefix(text, eventLinePrefix) && dec.event(text, &ev) {
+			lineErr = accept(&ev)
+			if lineErr != nil {
+				badLine(lineErr)
+			}
+			if sinkErr != nil {
+				break
+			}
+			off += int64(len(raw))
+			if err != nil {
+				break // EOF after a last line without '\n'
+			}
+			continue
+		}
 		rec = jsonRecord{}
 		if err := unmarshalLine(text, &rec); err == nil {
 			err = rec.restoreBytes()
@@ -219,7 +264,6 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 			off += int64(len(raw))
 			continue
 		}
-		var lineErr error
 		switch rec.Type {
 		case "header":
 			if begun {
@@ -238,14 +282,7 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 				lineErr = fail("%v", err)
 				break
 			}
-			if first, dup := ids.seen(ev.ID, line); dup {
-				lineErr = fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
-				break
-			}
-			if end := ev.End(); end > lastEnd {
-				lastEnd = end
-			}
-			sinkErr = sink.Event(&ev)
+			lineErr = accept(&ev)
 		case "fact":
 			if err := rec.fact(&fact); err != nil {
 				lineErr = fail("%v", err)
@@ -421,26 +458,18 @@ func (r *jsonRecord) event(e *event.Event) error {
 
 func (r *jsonRecord) fact(f *event.Fact) error {
 	*f = event.Fact{}
-	found := false
-	for k := event.FactUnknown; k < 32; k++ {
-		if k.String() == r.Kind {
-			f.Kind, found = k, true
-			break
-		}
-	}
+	names := factNames()
+	k, found := names.kinds[r.Kind]
 	if !found {
 		return fmt.Errorf("unknown fact kind %q", r.Kind)
 	}
+	f.Kind = k
 	if r.Space != "" {
-		found = false
-		for s := event.SpaceNone; s < 32; s++ {
-			if s.String() == r.Space {
-				f.Space, found = s, true
-			}
-		}
+		s, found := names.spaces[r.Space]
 		if !found {
 			return fmt.Errorf("unknown handle space %q", r.Space)
 		}
+		f.Space = s
 	}
 	dev, err := parseDevice(r.Dev)
 	if err != nil {
@@ -473,6 +502,27 @@ func addrList(a []hexNum) []uint64 {
 	}
 	return out
 }
+
+// factNames maps the names of the fact kinds and handle spaces (those of
+// the first 32 values) back to their values, built once: String() of a
+// value without a name formats one, too slow for every fact line.
+var factNames = sync.OnceValue(func() (t struct {
+	kinds  map[string]event.FactKind
+	spaces map[string]event.HandleSpace
+}) {
+	t.kinds = make(map[string]event.FactKind)
+	t.spaces = make(map[string]event.HandleSpace)
+	for k := event.FactKind(31); ; k-- { // the first value of a name wins
+		t.kinds[k.String()] = k
+		if k == event.FactUnknown {
+			break
+		}
+	}
+	for s := event.SpaceNone; s < 32; s++ { // the last value of a name wins, as before
+		t.spaces[s.String()] = s
+	}
+	return t
+})
 
 // recentIDs remembers the event IDs of the last recentIDWindow events, with
 // their lines: a line repeated within the window (a duplicated line or

@@ -34,23 +34,6 @@ func TestJSONLRoundTripsSynth(t *testing.T) {
 	}
 }
 
-// BenchmarkJSONLRead measures reading jsonl back, per event.
-func BenchmarkJSONLRead(b *testing.B) {
-	tr := synth.Trace(synth.Options{Events: 10000})
-	var buf bytes.Buffer
-	if err := tr.Replay(NewJSONL(&buf)); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
-	b.SetBytes(int64(len(data)) / int64(len(tr.Events)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i += len(tr.Events) {
-		if err := ReadJSONL(context.Background(), bytes.NewReader(data), "bench", discard{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // TestTextAndCSVOneLinePerEvent renders every synthetic trace as text and
 // csv: exactly one text line and one csv record per event, whatever the
 // paths, names and notes hold (newlines, quotes, commas, unicode).

@@ -1,0 +1,864 @@
+package output
+
+import (
+	"encoding/base64"
+	"unicode/utf8"
+
+	"github.com/iotrace/iotrace/event"
+)
+
+// eventDecoder decodes the event lines of iotrace's own jsonl (the fixed
+// schema [JSONL.Event] writes, docs/events.md) in one pass over the line:
+// keys are matched by a switch on their bytes, numbers and strings are
+// parsed in place, short strings are interned, and enum names (source,
+// layer, op, status, flags, dev) are looked up in small per-reader caches
+// filled by the same parse functions the generic path uses. It is written
+// by hand because events are the hot path of reading jsonl back and a
+// general JSON decoder (go-json, see unmarshalLine) spends most of its time
+// on generality this schema does not need.
+//
+// It never rejects a line: it decodes the line or declines it. Anything
+// outside the plain form — a key with an escape, an upper-case or non-ASCII
+// letter, a repeated key, a null, a number with a fraction, exponent,
+// leading zero or out of range, a string with a lone surrogate or bytes that
+// are not UTF-8, a key that belongs to another object type, a bad value of
+// any kind — makes it decline, and the reader decodes the line with the
+// generic path, which accepts it or names what is wrong. Header, fact and
+// trailer lines (a few per trace) always take the generic path. So the fast
+// path can only change speed: FuzzJSONLEventLine checks that whatever it
+// accepts, the generic path accepts with the identical event.
+type eventDecoder struct {
+	strs     map[string]string
+	sources  map[string]event.Source
+	layers   map[string]event.Layer
+	ops      map[string]event.Op
+	statuses map[string]event.Status
+	flags    map[string]event.Flags
+	devs     map[string]event.Device
+	scratch  []byte // unescaped strings
+	b64      []byte // decoded KEY_b64 bytes
+}
+
+const (
+	maxInterned    = 1 << 14 // strings kept before the cache is emptied
+	maxInternedLen = 256     // longer strings are not interned
+	maxEnumCache   = 256     // enum spellings kept per cache
+	maxSkipDepth   = 64      // nesting of an unknown value before declining
+)
+
+func newEventDecoder() *eventDecoder {
+	return &eventDecoder{
+		strs:     make(map[string]string, 256),
+		sources:  make(map[string]event.Source),
+		layers:   make(map[string]event.Layer),
+		ops:      make(map[string]event.Op),
+		statuses: make(map[string]event.Status),
+		flags:    make(map[string]event.Flags),
+		devs:     make(map[string]event.Device),
+	}
+}
+
+// Bits of the event keys seen on a line: a repeated key declines.
+const (
+	kType = iota
+	kID
+	kSource
+	kLayer
+	kOp
+	kNative
+	kNativeB64
+	kTime
+	kDuration
+	kWait
+	kCPU
+	kPid
+	kTid
+	kProcStart
+	kComm
+	kCommB64
+	kPath
+	kPathB64
+	kPath2
+	kPath2B64
+	kFD
+	kFileObject
+	kFileKey
+	kInode
+	kOffset
+	kSize
+	kBytes
+	kStatus
+	kCode
+	kFlags
+	kOpenFlags
+	kMode
+	kDisposition
+	kPriority
+	kIOFlags
+	kInfo
+	kDev
+	kSector
+	kRequest
+	kCause
+	kCausedIOs
+	kCausedBytes
+	kNote
+	kNoteB64
+	kStack
+)
+
+// strClass marks the bytes a string scan stops at: '"', '\\', control
+// characters and every byte of a multi-byte UTF-8 sequence.
+var strClass = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+	}
+	return
+}()
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// event decodes line into e and reports whether it did; on false e holds
+// garbage and the line must be decoded by the generic path.
+func (d *eventDecoder) event(b []byte, e *event.Event) bool {
+	e.Reset()
+	var (
+		seen                        uint64
+		typed                       bool
+		src, layer, op, status, dev []byte // raw enum strings, nil when absent
+		nativeB64, commB64, pathB64 string
+		path2B64, noteB64           string
+		str                         []byte
+		ok                          bool
+		n                           uint64
+		s                           int64
+	)
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return false // no type
+	}
+	for {
+		// key
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		j := i + 1
+		for j < len(b) && !strClass[b[j]] {
+			j++
+		}
+		if j >= len(b) || b[j] != '"' {
+			return false // escape, non-ASCII or control character in a key
+		}
+		key := b[i+1 : j]
+		i = skipSpace(b, j+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return false
+		}
+		bit := -1
+		switch string(key) {
+		case "type":
+			bit = kType
+			if str, i, _, ok = d.str(b, i); !ok || string(str) != "event" {
+				return false
+			}
+			typed = true
+		case "id":
+			bit = kID
+			if e.ID, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "source":
+			bit = kSource
+			if src, i, ok = d.strKeep(b, i); !ok {
+				return false
+			}
+		case "layer":
+			bit = kLayer
+			if layer, i, ok = d.strKeep(b, i); !ok {
+				return false
+			}
+		case "op":
+			bit = kOp
+			if op, i, ok = d.strKeep(b, i); !ok {
+				return false
+			}
+		case "status":
+			bit = kStatus
+			if status, i, ok = d.strKeep(b, i); !ok {
+				return false
+			}
+		case "dev":
+			bit = kDev
+			if dev, i, ok = d.strKeep(b, i); !ok {
+				return false
+			}
+		case "native":
+			bit = kNative
+			if e.Native, i, ok = d.strValue(b, i); !ok {
+				return false
+			}
+		case "comm":
+			bit = kComm
+			if e.Comm, i, ok = d.strValue(b, i); !ok {
+				return false
+			}
+		case "path":
+			bit = kPath
+			if e.Path, i, ok = d.strValue(b, i); !ok {
+				return false
+			}
+		case "path2":
+			bit = kPath2
+			if e.Path2, i, ok = d.strValue(b, i); !ok {
+				return false
+			}
+		case "note":
+			bit = kNote
+			if e.Note, i, ok = d.strValue(b, i); !ok {
+				return false
+			}
+		case "native_b64":
+			bit = kNativeB64
+			if nativeB64, i, ok = d.b64Value(b, i); !ok {
+				return false
+			}
+		case "comm_b64":
+			bit = kCommB64
+			if commB64, i, ok = d.b64Value(b, i); !ok {
+				return false
+			}
+		case "path_b64":
+			bit = kPathB64
+			if pathB64, i, ok = d.b64Value(b, i); !ok {
+				return false
+			}
+		case "path2_b64":
+			bit = kPath2B64
+			if path2B64, i, ok = d.b64Value(b, i); !ok {
+				return false
+			}
+		case "note_b64":
+			bit = kNoteB64
+			if noteB64, i, ok = d.b64Value(b, i); !ok {
+				return false
+			}
+		case "time":
+			bit = kTime
+			if e.Time, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "duration":
+			bit = kDuration
+			if e.Duration, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "wait":
+			bit = kWait
+			if e.Wait, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "proc_start":
+			bit = kProcStart
+			if e.ProcStart, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "offset":
+			bit = kOffset
+			if e.Offset, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "bytes":
+			bit = kBytes
+			if e.Bytes, i, ok = parseInt(b, i); !ok {
+				return false
+			}
+		case "fd":
+			bit = kFD
+			if s, i, ok = parseInt(b, i); !ok || s < -1<<31 || s > 1<<31-1 {
+				return false
+			}
+			e.FD = int32(s)
+		case "cpu", "pid", "tid", "code", "open_flags", "mode", "io_flags", "info", "caused_ios":
+			if n, i, ok = parseUint(b, i); !ok || n > 1<<32-1 {
+				return false
+			}
+			switch string(key) {
+			case "cpu":
+				bit, e.CPU = kCPU, uint32(n)
+			case "pid":
+				bit, e.Pid = kPid, uint32(n)
+			case "tid":
+				bit, e.Tid = kTid, uint32(n)
+			case "code":
+				bit, e.Code = kCode, uint32(n)
+			case "open_flags":
+				bit, e.OpenFlags = kOpenFlags, uint32(n)
+			case "mode":
+				bit, e.Mode = kMode, uint32(n)
+			case "io_flags":
+				bit, e.IOFlags = kIOFlags, uint32(n)
+			case "info":
+				bit, e.Info = kInfo, uint32(n)
+			case "caused_ios":
+				bit, e.CausedIOs = kCausedIOs, uint32(n)
+			}
+		case "disposition", "priority":
+			if n, i, ok = parseUint(b, i); !ok || n > 255 {
+				return false
+			}
+			if key[0] == 'd' {
+				bit, e.Disposition = kDisposition, uint8(n)
+			} else {
+				bit, e.Priority = kPriority, uint8(n)
+			}
+		case "inode":
+			bit = kInode
+			if e.Inode, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "size":
+			bit = kSize
+			if e.Size, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "sector":
+			bit = kSector
+			if e.Sector, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "cause":
+			bit = kCause
+			if e.Cause, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "caused_bytes":
+			bit = kCausedBytes
+			if e.CausedBytes, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "file_object":
+			bit = kFileObject
+			if e.FileObject, i, ok = parseHexNum(b, i); !ok {
+				return false
+			}
+		case "file_key":
+			bit = kFileKey
+			if e.FileKey, i, ok = parseHexNum(b, i); !ok {
+				return false
+			}
+		case "request":
+			bit = kRequest
+			if e.Request, i, ok = parseHexNum(b, i); !ok {
+				return false
+			}
+		case "stack":
+			bit = kStack
+			if e.Stack, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+		case "flags":
+			bit = kFlags
+			if e.Flags, i, ok = d.flagList(b, i); !ok {
+				return false
+			}
+		case "os", "os_version", "hostname", "hostname_b64", "cpus", "pointer_size",
+			"start_wall", "clock", "clock_freq", "clock_origin", "command", "command_b64",
+			"tool", "kind", "rundown", "ended", "space", "ppid", "handle", "name",
+			"name_b64", "image", "image_b64", "detail", "detail_b64", "end", "counters",
+			"file_offset", "vaddr", "kernel", "user":
+			return false // a field of another object type: the generic path checks it
+		default:
+			for _, c := range key {
+				if 'A' <= c && c <= 'Z' {
+					return false // may match a field case-insensitively
+				}
+			}
+			if i, ok = skipValue(b, i, 0); !ok {
+				return false
+			}
+		}
+		if bit >= 0 {
+			if seen&(1<<bit) != 0 {
+				return false
+			}
+			seen |= 1 << bit
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			i++
+			break
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+	}
+	if !typed || skipSpace(b, i) != len(b) {
+		return false
+	}
+	// Enums: absent fields are "" as in the generic path.
+	if e.Source, ok = d.source(src); !ok {
+		return false
+	}
+	if e.Layer, ok = d.layer(layer); !ok {
+		return false
+	}
+	if e.Op, ok = d.op(op); !ok {
+		return false
+	}
+	if e.Status, ok = d.status(status); !ok {
+		return false
+	}
+	if e.Dev, ok = d.dev(dev); !ok {
+		return false
+	}
+	for _, f := range [...]struct {
+		dst *string
+		b64 string
+	}{{&e.Native, nativeB64}, {&e.Comm, commB64}, {&e.Path, pathB64}, {&e.Path2, path2B64}, {&e.Note, noteB64}} {
+		if f.b64 != "" {
+			*f.dst = f.b64
+		}
+	}
+	return true
+}
+
+// str reads the JSON string at b[i]. Without escapes or non-ASCII bytes
+// the result is a slice of b; else it is unescaped into d.scratch (valid
+// until the next call) and esc is true. Control characters, bytes that
+// are not UTF-8, bad escapes and lone surrogates decline.
+func (d *eventDecoder) str(b []byte, i int) (v []byte, next int, esc, ok bool) {
+	if b[i] != '"' {
+		return nil, i, false, false
+	}
+	i++
+	j := i
+	for j < len(b) && !strClass[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' {
+		return b[i:j], j + 1, false, true
+	}
+	out := append(d.scratch[:0], b[i:j]...)
+	for j < len(b) {
+		c := b[j]
+		switch {
+		case c == '"':
+			d.scratch = out
+			return out, j + 1, true, true
+		case c < 0x20:
+			return nil, j, false, false
+		case c == '\\':
+			if j+1 >= len(b) {
+				return nil, j, false, false
+			}
+			switch b[j+1] {
+			case '"', '\\', '/':
+				out = append(out, b[j+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(b, j+2)
+				if !ok {
+					return nil, j, false, false
+				}
+				j += 6
+				if 0xd800 <= r && r < 0xdc00 {
+					// a high surrogate must be followed by a low one
+					if j+1 >= len(b) || b[j] != '\\' || b[j+1] != 'u' {
+						return nil, j, false, false
+					}
+					lo, ok := hex4(b, j+2)
+					if !ok || lo < 0xdc00 || lo >= 0xe000 {
+						return nil, j, false, false
+					}
+					r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
+					j += 6
+				} else if 0xdc00 <= r && r < 0xe000 {
+					return nil, j, false, false
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return nil, j, false, false
+			}
+			j += 2
+		case c >= 0x80:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return nil, j, false, false
+			}
+			out = append(out, b[j:j+size]...)
+			j += size
+		default:
+			k := j + 1
+			for k < len(b) && !strClass[b[k]] {
+				k++
+			}
+			out = append(out, b[j:k]...)
+			j = k
+		}
+	}
+	return nil, j, false, false
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// strKeep is str with a result that stays valid for the whole line.
+func (d *eventDecoder) strKeep(b []byte, i int) ([]byte, int, bool) {
+	v, i, esc, ok := d.str(b, i)
+	if esc {
+		v = append([]byte(nil), v...)
+	}
+	return v, i, ok
+}
+
+// strValue reads a string field's value, interned when short.
+func (d *eventDecoder) strValue(b []byte, i int) (string, int, bool) {
+	v, i, _, ok := d.str(b, i)
+	if !ok {
+		return "", i, false
+	}
+	return d.intern(v), i, true
+}
+
+func (d *eventDecoder) intern(v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	if len(v) > maxInternedLen {
+		return string(v)
+	}
+	if s, ok := d.strs[string(v)]; ok {
+		return s
+	}
+	if len(d.strs) >= maxInterned {
+		clear(d.strs)
+	}
+	s := string(v)
+	d.strs[s] = s
+	return s
+}
+
+// b64Value reads a KEY_b64 field: the exact bytes of a string that is not
+// UTF-8, in standard base64 ("" when the field is empty, as the generic
+// path treats it).
+func (d *eventDecoder) b64Value(b []byte, i int) (string, int, bool) {
+	v, i, _, ok := d.str(b, i)
+	if !ok {
+		return "", i, false
+	}
+	if len(v) == 0 {
+		return "", i, true
+	}
+	out, err := base64.StdEncoding.AppendDecode(d.b64[:0], v)
+	if err != nil {
+		return "", i, false
+	}
+	d.b64 = out
+	return string(out), i, true
+}
+
+// parseUint reads a JSON number that is a uint64 without fraction,
+// exponent or leading zero; what follows is left to the caller.
+func parseUint(b []byte, i int) (uint64, int, bool) {
+	if i >= len(b) || b[i] < '0' || b[i] > '9' {
+		return 0, i, false
+	}
+	if b[i] == '0' {
+		if i+1 < len(b) && '0' <= b[i+1] && b[i+1] <= '9' {
+			return 0, i, false
+		}
+		return 0, i + 1, true
+	}
+	var n uint64
+	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		c := uint64(b[i] - '0')
+		if n > (1<<64-1-c)/10 {
+			return 0, i, false
+		}
+		n = n*10 + c
+	}
+	return n, i, true
+}
+
+// parseInt reads a JSON number that is an int64 (not "-0").
+func parseInt(b []byte, i int) (int64, int, bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	n, i, ok := parseUint(b, i)
+	switch {
+	case !ok:
+		return 0, i, false
+	case neg && n == 0:
+		return 0, i, false
+	case neg && n <= 1<<63:
+		return -int64(n), i, true
+	case !neg && n <= 1<<63-1:
+		return int64(n), i, true
+	}
+	return 0, i, false
+}
+
+// parseHexNum reads a kernel address: a JSON number or "0x" and 1 to 16
+// hex digits in a string (what the writer's hexNZ writes).
+func parseHexNum(b []byte, i int) (uint64, int, bool) {
+	if b[i] != '"' {
+		return parseUint(b, i)
+	}
+	if i+3 >= len(b) || b[i+1] != '0' || b[i+2] != 'x' {
+		return 0, i, false
+	}
+	i += 3
+	var n uint64
+	digits := 0
+	for ; i < len(b) && b[i] != '"'; i++ {
+		c := b[i]
+		var v byte
+		switch {
+		case '0' <= c && c <= '9':
+			v = c - '0'
+		case 'a' <= c && c <= 'f':
+			v = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, i, false
+		}
+		if digits++; digits > 16 {
+			return 0, i, false
+		}
+		n = n<<4 | uint64(v)
+	}
+	if digits == 0 || i >= len(b) {
+		return 0, i, false
+	}
+	return n, i + 1, true
+}
+
+// flagList reads the "flags" array of flag names.
+func (d *eventDecoder) flagList(b []byte, i int) (event.Flags, int, bool) {
+	if b[i] != '[' {
+		return 0, i, false
+	}
+	i = skipSpace(b, i+1)
+	var fl event.Flags
+	if i < len(b) && b[i] == ']' {
+		return 0, i + 1, true
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return 0, i, false
+		}
+		v, j, _, ok := d.str(b, i)
+		if !ok {
+			return 0, j, false
+		}
+		bit, ok := lookup(d.flags, v, func(s string) (event.Flags, bool) { return parseFlag(s) })
+		if !ok {
+			return 0, j, false
+		}
+		fl |= bit
+		i = skipSpace(b, j)
+		if i >= len(b) {
+			break
+		}
+		if b[i] == ']' {
+			return fl, i + 1, true
+		}
+		if b[i] != ',' {
+			return 0, i, false
+		}
+		i = skipSpace(b, i+1)
+	}
+	return 0, i, false
+}
+
+// skipValue passes over one JSON value of a key the decoder does not know,
+// checking its grammar strictly.
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > maxSkipDepth {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		var d eventDecoder // only its scratch is used
+		_, i, _, ok := d.str(b, i)
+		return i, ok
+	case c == '{' || c == '[':
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == end {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return i, false
+				}
+				if i, ok = skipValue(b, i, depth+1); !ok {
+					return i, false
+				}
+				i = skipSpace(b, i)
+				if i >= len(b) || b[i] != ':' {
+					return i, false
+				}
+				i = skipSpace(b, i+1)
+			}
+			if i, ok = skipValue(b, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return i, false
+			}
+			if b[i] == end {
+				return i + 1, true
+			}
+			if b[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(b, i+1)
+		}
+	case c == '-' || ('0' <= c && c <= '9'):
+		return skipNumber(b, i)
+	}
+	for _, lit := range [...]string{"true", "false", "null"} {
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			return i + len(lit), true
+		}
+	}
+	return i, false
+}
+
+// skipNumber passes over a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(b []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return i, false
+	}
+	if b[i] == '0' {
+		i++
+	} else {
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		var ok bool
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		var ok bool
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// lookup finds v in the cache m, or parses it and remembers the result.
+func lookup[T any](m map[string]T, v []byte, parse func(string) (T, bool)) (T, bool) {
+	if x, ok := m[string(v)]; ok {
+		return x, true
+	}
+	x, ok := parse(string(v))
+	if ok && len(m) < maxEnumCache {
+		m[string(v)] = x
+	}
+	return x, ok
+}
+
+func okOf[T any](x T, err error) (T, bool) { return x, err == nil }
+
+func (d *eventDecoder) source(v []byte) (event.Source, bool) {
+	return lookup(d.sources, v, func(s string) (event.Source, bool) { return okOf(event.ParseSource(s)) })
+}
+
+func (d *eventDecoder) layer(v []byte) (event.Layer, bool) {
+	return lookup(d.layers, v, func(s string) (event.Layer, bool) {
+		l, err := event.ParseLayer(s)
+		if err != nil && s == "unknown" {
+			return event.LayerUnknown, true
+		}
+		return l, err == nil
+	})
+}
+
+func (d *eventDecoder) op(v []byte) (event.Op, bool) {
+	return lookup(d.ops, v, func(s string) (event.Op, bool) { return okOf(event.ParseOp(s)) })
+}
+
+func (d *eventDecoder) status(v []byte) (event.Status, bool) {
+	return lookup(d.statuses, v, func(s string) (event.Status, bool) { return okOf(event.ParseStatus(s)) })
+}
+
+func (d *eventDecoder) dev(v []byte) (event.Device, bool) {
+	return lookup(d.devs, v, func(s string) (event.Device, bool) { return okOf(parseDevice(s)) })
+}

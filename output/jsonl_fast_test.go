@@ -1,0 +1,200 @@
+package output
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
+)
+
+// genericEvent decodes line as the generic path does (go-json into
+// jsonRecord, the KEY_b64 bytes restored, an event built from it).
+func genericEvent(line []byte) (event.Event, error) {
+	var rec jsonRecord
+	ev := event.New()
+	if err := unmarshalLine(line, &rec); err != nil {
+		return ev, err
+	}
+	if err := rec.restoreBytes(); err != nil {
+		return ev, err
+	}
+	if rec.Type != "event" {
+		return ev, fmt.Errorf("type %q, not an event", rec.Type)
+	}
+	err := rec.event(&ev)
+	return ev, err
+}
+
+// checkLine decodes line with the fast decoder (twice, the second time
+// from its warm caches) and, when it accepts, checks that the generic path
+// accepts the line with the identical event. It reports whether the fast
+// decoder accepted.
+func checkLine(t *testing.T, d *eventDecoder, line []byte) bool {
+	t.Helper()
+	var fast event.Event
+	if !d.event(line, &fast) {
+		var again event.Event
+		if d.event(line, &again) {
+			t.Fatalf("declined, then accepted %q", line)
+		}
+		return false
+	}
+	var again event.Event
+	if !d.event(line, &again) || again != fast {
+		t.Fatalf("second decoding differs for %q:\n%+v\n%+v", line, fast, again)
+	}
+	gen, err := genericEvent(line)
+	if err != nil {
+		t.Fatalf("fast decoder accepted a line the generic path rejects (%v): %q\nfast: %+v", err, line, fast)
+	}
+	if gen != fast {
+		t.Fatalf("fast and generic decoders differ on %q:\nfast:    %+v\ngeneric: %+v", line, fast, gen)
+	}
+	return true
+}
+
+// FuzzJSONLEventLine is the differential test of the fast event decoder:
+// on any line it accepts, the generic go-json path must accept the line
+// and produce the identical event. A line it declines is decoded by the
+// generic path in the reader, so there the two cannot disagree.
+func FuzzJSONLEventLine(f *testing.F) {
+	for _, l := range writerEventLines(f) {
+		f.Add(l)
+	}
+	for _, l := range trickyLines {
+		f.Add([]byte(l.line))
+	}
+	d := newEventDecoder()
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkLine(t, d, line)
+		checkLine(t, newEventDecoder(), line)
+	})
+}
+
+// writerEventLines returns the event lines the writer produces for the
+// synthetic traces: every field, both OSes, names that are not UTF-8 or
+// hold quotes, control characters and astral-plane letters.
+func writerEventLines(t testing.TB) [][]byte {
+	var buf bytes.Buffer
+	for _, tr := range []*synth.Recorded{
+		synth.AllFieldsTrace(),
+		synth.Trace(synth.Options{Events: 3000, Seed: 1}),
+		synth.Trace(synth.Options{OS: "windows", Events: 3000, Seed: 2}),
+	} {
+		if err := tr.Replay(NewJSONL(&buf)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewJSONL(&buf)
+	h := event.Header{OS: "linux"}
+	must(t, w.Begin(&h))
+	for i, s := range []string{"/tmp/caf\xe9-\xff.log", "a\"b\\c\x01\x1f\x7f", "snow ☃ and 𝄞 \U0010ffff", "tab\tnl\nret\r", "<script>&"} {
+		e := event.New()
+		e.ID, e.Layer, e.Op, e.Status, e.Pid, e.Comm, e.Path, e.Path2, e.Note, e.Native = uint64(i+1), event.LayerFile, event.OpRename, event.StatusOK, 1, s, s, s+"2", s, s
+		must(t, w.Event(&e))
+	}
+	must(t, w.End(&event.Trailer{}))
+	var lines [][]byte
+	for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if bytes.HasPrefix(l, eventLinePrefix) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// trickyLines: JSON the writer does not produce but a hand-edited or
+// other tool's file may hold; accept says whether the fast decoder takes
+// the line itself (else the generic path decides).
+var trickyLines = []struct {
+	line   string
+	accept bool
+}{
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, true},
+	{` { "type" : "event" , "id" : 1 , "op" : "read" , "layer":"file","source":"ebpf","status":"ok" } `, true},
+	{`{"type":"ev\u0065nt","id":2,"source":"ebpf","layer":"file","op":"read","status":"ok","path":"\/a\u00e9\ud834\udd1e\n"}`, true},
+	{`{"type":"event","id":3,"source":"ebpf","layer":"file","op":"read","status":"ok","error":"EIO","dev_name":"sda","x":{"a":[1,-2.5e+3,true,false,null,{"b":"\""}]}}`, true},
+	{`{"type":"event","id":4,"source":"ebpf","layer":"file","op":"read","status":"ok","path":"x","path_b64":"/w=="}`, true},
+	{`{"type":"event","id":5,"source":"etl-file","layer":"file","op":"read","status":"ok","file_key":"0xFFFFFFFFFFFFFFFF","request":12}`, true},
+	{`{"type":"event","id":6,"source":"ebpf","layer":"unknown","op":"READ","status":"ok","flags":[],"dev":"disk1"}`, true},
+	{`{"type":"event","id":7,"source":"ebpf","layer":"file","op":"read","status":"ok","fd":-2147483648,"offset":-9223372036854775808}`, true},
+	{`{"type":"event","ID":1,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"id":2,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"fd":null,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"time":-0,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1.0,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":01,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":18446744073709551616,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"priority":256,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"path":"\ud834","source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{"{\"type\":\"event\",\"id\":1,\"path\":\"\xff\",\"source\":\"ebpf\",\"layer\":\"file\",\"op\":\"read\",\"status\":\"ok\"}", false},
+	{`{"type":"event","id":1,"path_b64":"!!","source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"name":"x","source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"nope","status":"ok"}`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok","flags":["nope"]}`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok","x":[1,]}`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok"} x`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok"`, false},
+	{`{"type":"event","id":1,"source":"ebpf","layer":"file","op":"read","status":"ok","file_key":"0x"}`, false},
+	{`{"type":"fact","kind":"name"}`, false},
+	{`{"id":1,"source":"ebpf","layer":"file","op":"read","status":"ok"}`, false},
+}
+
+// TestEventDecoderTakesWriterLines: every event line the writer produces
+// is decoded by the fast decoder (the generic path is only the fallback),
+// identically to the generic path.
+func TestEventDecoderTakesWriterLines(t *testing.T) {
+	d := newEventDecoder()
+	lines := writerEventLines(t)
+	for _, l := range lines {
+		if !checkLine(t, d, l) {
+			t.Errorf("fast decoder declines a line the writer wrote: %q", l)
+		}
+	}
+	if len(lines) < 6000 {
+		t.Fatalf("only %d event lines", len(lines))
+	}
+}
+
+// TestEventDecoderTrickyLines: JSON beyond what the writer writes is either
+// decoded the same as the generic path, or declined.
+func TestEventDecoderTrickyLines(t *testing.T) {
+	d := newEventDecoder()
+	for _, l := range trickyLines {
+		if got := checkLine(t, d, []byte(l.line)); got != l.accept {
+			t.Errorf("fast decoder accepts %v, want %v: %s", got, l.accept, l.line)
+		}
+	}
+}
+
+// TestJSONLFastAndGenericReadersAgree reads whole traces, intact and
+// damaged, with and without the fast decoder: the same trace is delivered
+// and the same error returned.
+func TestJSONLFastAndGenericReadersAgree(t *testing.T) {
+	var buf bytes.Buffer
+	if err := synth.Trace(synth.Options{Events: 2000, Seed: 4}).Replay(NewJSONL(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	intact := buf.String()
+	lines := strings.SplitAfter(intact, "\n")
+	damaged := strings.Join(lines[:50], "") + lines[49] + `{"type":"event","id":1,"op"` + "\n" +
+		strings.Replace(strings.Join(lines[50:], ""), `"status":"ok"`, `"status":"maybe"`, 3)
+	for name, in := range map[string]string{"intact": intact, "damaged": damaged, "truncated": intact[:len(intact)/2]} {
+		fast, generic := synth.NewRecorder(), synth.NewRecorder()
+		errF := readJSONL(context.Background(), strings.NewReader(in), "t", fast, true)
+		errG := readJSONL(context.Background(), strings.NewReader(in), "t", generic, false)
+		if fmt.Sprint(errF) != fmt.Sprint(errG) {
+			t.Errorf("%s: fast reader: %v\ngeneric reader: %v", name, errF, errG)
+		}
+		if err := synth.Compare(generic.Trace(), fast.Trace()); err != nil {
+			t.Errorf("%s: traces differ: %v", name, err)
+		}
+		if name == "damaged" && (errF == nil || !strings.Contains(errF.Error(), "3 more damaged lines")) {
+			t.Errorf("damaged: %v", errF)
+		}
+	}
+}
