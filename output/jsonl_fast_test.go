@@ -198,3 +198,29 @@ func TestJSONLFastAndGenericReadersAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentIDs: the repeated-ID window against a plain map model, over
+// more IDs than the window holds (evictions, colliding homes).
+func TestRecentIDs(t *testing.T) {
+	var r recentIDs
+	model := map[uint64]int{}
+	var order []uint64
+	rnd := uint64(1)
+	for line := 1; line <= 5*recentIDWindow; line++ {
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		id := rnd >> 45 // many repeats
+		first, dup := r.seen(id, line)
+		want, wantDup := model[id]
+		if dup != wantDup || (dup && first != want) {
+			t.Fatalf("line %d id %d: seen %d %v, want %d %v", line, id, first, dup, want, wantDup)
+		}
+		if !dup {
+			model[id] = line
+			order = append(order, id)
+			if len(order) > recentIDWindow {
+				delete(model, order[0])
+				order = order[1:]
+			}
+		}
+	}
+}
