@@ -35,17 +35,24 @@ func traceCmd(t *testing.T, args []string, layers ...event.Layer) *memSink {
 	return sink
 }
 
-// buildAIO compiles testdata/aio/aio.c.
-func buildAIO(t *testing.T) string {
+// buildC compiles the C program src (under testdata) with gcc and the
+// flags given (-O2 -Wall when none) into a new directory, and returns it.
+func buildC(t *testing.T, src string, flags ...string) string {
 	t.Helper()
 	requireTool(t, "gcc")
-	bin := filepath.Join(t.TempDir(), "aio")
-	out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "testdata/aio/aio.c").CombinedOutput()
+	if len(flags) == 0 {
+		flags = []string{"-O2", "-Wall"}
+	}
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	out, err := exec.Command("gcc", append(flags, "-o", bin, src)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("build testdata/aio/aio.c: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", src, err, out)
 	}
 	return bin
 }
+
+// buildAIO compiles testdata/aio/aio.c.
+func buildAIO(t *testing.T) string { return buildC(t, "testdata/aio/aio.c") }
 
 // checkCauses checks that every read's block I/O links to it: the bios
 // whose Cause is the read's ID carry its bytes, come from its process and

@@ -3,7 +3,6 @@ package ebpf
 import (
 	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -165,11 +164,7 @@ func TestCacheCategoriesColdWarm(t *testing.T) {
 // call, were in flight during it (#19).
 func TestReadWaitsForReadahead(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	requireTool(t, "gcc")
-	bin := filepath.Join(t.TempDir(), "willneed")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "testdata/cache/willneed.c").CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/cache/willneed.c: %v\n%s", err, out)
-	}
+	bin := buildC(t, "testdata/cache/willneed.c")
 	f, ino := coldFile(t, 4<<20) // within what one WILLNEED reads ahead (8 MiB here)
 	s := traceCmd(t, []string{bin, f}, event.LayerFile, event.LayerBlock)
 	adv := find(s.events, byNative("fadvise64"), byPath(f))

@@ -2,7 +2,6 @@ package ebpf
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -15,13 +14,8 @@ import (
 // thread had when it made the call.
 func TestCommAfterRenameAndExec(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	requireTool(t, "gcc")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "renamer")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", bin, "testdata/comm/rename.c").CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/comm/rename.c: %v\n%s", err, out)
-	}
-	f := filepath.Join(dir, "data")
+	bin := buildC(t, "testdata/comm/rename.c")
+	f := filepath.Join(t.TempDir(), "data")
 	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +26,7 @@ func TestCommAfterRenameAndExec(t *testing.T) {
 			comms = append(comms, e.Comm)
 		}
 	}
-	want := []string{"renamer", "renamed-thread", "cat"}
+	want := []string{"rename", "renamed-thread", "cat"}
 	if len(comms) != len(want) {
 		t.Fatalf("opens of %s by %q, want %q", f, comms, want)
 	}

@@ -1,7 +1,6 @@
 package ebpf
 
 import (
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -15,13 +14,8 @@ import (
 // event, which counts them, and carry the file's inode (#19).
 func TestSyncfsLinksItsWriteback(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	requireTool(t, "gcc")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "syncfs")
-	if out, err := exec.Command("gcc", "-O1", "-o", bin, "testdata/sync/syncfs.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	f := filepath.Join(dir, "dirty")
+	bin := buildC(t, "testdata/sync/syncfs.c")
+	f := filepath.Join(t.TempDir(), "dirty")
 	s := traceCmd(t, []string{bin, f, "syncfs"}, event.LayerFile, event.LayerBlock)
 	calls := find(s.events, byNative("syncfs"))
 	if len(calls) != 1 {
