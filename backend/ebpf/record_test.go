@@ -170,13 +170,22 @@ func FuzzTrackerHandle(f *testing.F) {
 	f.Add(pathRecord(kOpenat, 2, 1, 0, "/etc/passwd"))
 	f.Add(forkRecord(10, 1, 2, 5, cfFilesShared, "x"))
 	f.Add(execRecord(10, 2, "/bin/sh", "sh\x00-c\x00", "sh"))
+	stack := make([]byte, stackHdrSize+16)
+	stack[0] = recStack
+	le.PutUint32(stack[24:], 2)
+	f.Add(stack)
+	aio := make([]byte, aioSize)
+	aio[0] = recAIO
+	f.Add(aio)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr := newTestTracker(&memSink{})
+		// With --stacks: stack IDs are looked up (and not found).
+		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, tr.fact, nil)
 		_ = tr.handle(b)
-		// The same bytes as a path and a syscall of every kind.
+		// The same bytes as a record of every type.
 		if len(b) >= hdrSize {
 			c := append([]byte(nil), b...)
-			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing} {
+			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack} {
 				c[0] = typ
 				_ = tr.handle(c)
 			}
