@@ -89,14 +89,15 @@ type tracker struct {
 	decodeErrors, unknownKinds uint64
 	// stacks and mods are set with --stacks (stacks.go, modules.go);
 	// readMaps reads /proc/PID/maps.
-	stacks             *stackTable
-	mods               *moduleTable
-	readMaps           func(pid uint32) ([]byte, error)
-	execPath           map[uint32]string   // the program each process last exec'd (absolute)
-	inlineStacks       map[uint64][]uint64 // user stacks sent inline, by event ID, until the event
-	inlineOrphans      uint64
-	ksymErr            string // why the kernel's symbols could not be read
-	mapsGone, mapsErrs uint64
+	stacks         *stackTable
+	mods           *moduleTable
+	readMaps       func(pid uint32) ([]byte, error)
+	execPath       map[uint32]string   // the program each process last exec'd (absolute)
+	inlineStacks   map[uint64][]uint64 // user stacks sent inline, by event ID, until the event
+	inlineOrphans  uint64
+	ksymErr        string // why the kernel's symbols could not be read
+	execMapsMissed uint64 // exec'd programs/interpreters not recorded as modules
+	mapsErrs       uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
 	aioUnreaped, fixedFiles  uint64
@@ -192,6 +193,7 @@ func (t *tracker) handle(b []byte) error {
 				t.remember(t.exit.Pid, t.time(t.exit.Time))
 				if t.mods != nil {
 					t.mods.gone(t.exit.Pid, t.time(t.exit.Time))
+					delete(t.execPath, t.exit.Pid)
 				}
 				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
 				delete(t.comms, t.exit.Tid)
@@ -1093,8 +1095,8 @@ func (t *tracker) stats(s *event.Stats) {
 	if t.mods != nil {
 		t.mods.stats(s)
 	}
-	if t.mapsGone != 0 {
-		s.Add(event.CountUnresolved, "processes whose modules were not read after exec (gone before the tracer read /proc/PID/maps: their user frames stay unnamed)", t.mapsGone)
+	if t.execMapsMissed != 0 {
+		s.Add(event.CountUnresolved, "exec'd programs or interpreters not recorded as modules (no path, or the file there is not the one the kernel mapped: their user frames stay unnamed)", t.execMapsMissed)
 	}
 	if t.mapsErrs != 0 {
 		s.Add(event.CountUnresolved, "/proc/PID/maps files not read whole", t.mapsErrs)
@@ -1139,7 +1141,7 @@ func (t *tracker) execMaps(r *execMapsRec) {
 		}
 		ino, dev, ok := procfs.FileID(x.path)
 		if x.path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
-			t.mapsGone++
+			t.execMapsMissed++
 			continue
 		}
 		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path)
