@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/iotrace/iotrace/event"
@@ -133,7 +134,7 @@ func (s *stackTable) intern(u []uint64, uf event.FactFlags, kernel int32) uint64
 	flags := kf | uf
 	h := s.hash(k, u, flags)
 	for _, e := range s.ids[h] {
-		if e.flags == flags && equal(e.kernel, k) && equal(e.user, u) {
+		if e.flags == flags && slices.Equal(e.kernel, k) && slices.Equal(e.user, u) {
 			return e.id
 		}
 	}
@@ -219,18 +220,6 @@ func (s *stackTable) hash(k, u []uint64, flags event.FactFlags) uint64 {
 	binary.LittleEndian.PutUint64(b[:], uint64(flags))
 	h.Write(b[:])
 	return h.Sum64()
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // stats adds the table's counters to st.
