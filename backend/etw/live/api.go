@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 )
 
 // Kernel enable flags (EVENT_TRACE_PROPERTIES.EnableFlags, EVENT_TRACE_FLAG_*).
@@ -73,8 +75,8 @@ var SystemTraceControlGUID = GUID{0x9e814aad, 0x3204, 0x11d2, [8]byte{0x9a, 0x82
 var lostEventGUID = GUID{0x6a399ae0, 0x4bc6, 0x4de9, [8]byte{0x87, 0x0b, 0x36, 0x57, 0xf8, 0x94, 0x7e, 0x7e}}
 
 // MarkerGUID identifies the marker events `iotrace mark` writes into
-// running iotrace sessions.
-var MarkerGUID = GUID{0x1f0e5f21, 0x6d0b, 0x4c1e, [8]byte{0x9a, 0x4e, 0x69, 0x6f, 0x74, 0x72, 0x63, 0x65}}
+// running iotrace sessions: iotrace's own provider (ownprovider).
+var MarkerGUID = GUID(ownprovider.GUID)
 
 // Errno is a Win32 error code returned by the ETW API.
 type Errno uint32

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/etw"
 	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -642,27 +642,10 @@ func reportExit(exit *childExit, opts *backend.Options, stats *event.Stats) {
 }
 
 // markerText decodes the UTF-16 text of a marker event.
-func markerText(b []byte) string {
-	u := make([]uint16, 0, len(b)/2)
-	for i := 0; i+1 < len(b); i += 2 {
-		c := uint16(b[i]) | uint16(b[i+1])<<8
-		if c == 0 {
-			break
-		}
-		u = append(u, c)
-	}
-	return string(utf16.Decode(u))
-}
+func markerText(b []byte) string { return ownprovider.DecodeMarker(b) }
 
 // markerPayload encodes marker text as UTF-16 with a terminating NUL.
-func markerPayload(text string) []byte {
-	u := utf16.Encode([]rune(text))
-	b := make([]byte, 0, 2*len(u)+2)
-	for _, c := range u {
-		b = append(b, byte(c), byte(c>>8))
-	}
-	return append(b, 0, 0)
-}
+func markerPayload(text string) []byte { return ownprovider.Marker(text) }
 
 // SendMark writes a marker with text into every running iotrace session
 // whose owner is alive, and returns how many it reached.
@@ -682,7 +665,7 @@ func SendMark(api API, text string) (int, error) {
 		if _, ok := OwnerPid(s.Name); !ok || strings.HasSuffix(s.Name, "-rundown") || Stale(s.Name, procs, 0) {
 			continue
 		}
-		if err := api.TraceEvent(s.Handle, MarkerGUID, 1, payload); err != nil {
+		if err := api.TraceEvent(s.Handle, MarkerGUID, ownprovider.OpcodeMarker, payload); err != nil {
 			errs = append(errs, fmt.Errorf("session %q: %w", s.Name, err))
 			continue
 		}
