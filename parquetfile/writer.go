@@ -9,8 +9,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -25,9 +24,6 @@ type Options struct {
 // DefaultRowGroupRows is the row group size when Options leave it 0:
 // about 10 MB of buffered column data for a typical trace.
 const DefaultRowGroupRows = 64 << 10
-
-// batchRows is how many rows are handed to the encoder at once.
-const batchRows = 1024
 
 // endedProcs bounds how many exited processes keep their command line and
 // image for events that arrive after the exit fact (writeback, late
@@ -50,6 +46,27 @@ type proc struct {
 	image, cmdline string
 }
 
+// procCacheSize is the number of entries of Writer.procCache.
+const procCacheSize = 256
+
+type procSlot struct {
+	k  event.ProcessKey
+	p  proc
+	ok bool
+}
+
+// procSlotOf returns k's entry of the cache.
+func (w *Writer) procSlotOf(k event.ProcessKey) *procSlot {
+	return &w.procCache[(k.Pid^uint32(k.Start)^uint32(k.Start>>32))%procCacheSize]
+}
+
+// uncache drops k from the process cache.
+func (w *Writer) uncache(k event.ProcessKey) {
+	if s := w.procSlotOf(k); s.k == k {
+		s.ok = false
+	}
+}
+
 type device struct {
 	id, name string // "8:0", "sda"
 }
@@ -57,28 +74,22 @@ type device struct {
 // Writer is an event.Sink that writes a Parquet file to an io.Writer. Its
 // End writes the footer; it never closes the io.Writer.
 type Writer struct {
-	w     *parquet.GenericWriter[row]
-	id    row // identity columns, copied into every row
-	start int64
-	batch []row
-	// Nullable column storage for the batch (rows point into these).
-	fds     []int32
-	offsets []int64
-	bytes   []int64
-	sectors []uint64
+	f      *fileWriter
+	rgRows int // rows per row group
+	n      int // rows in the row group being filled
+	cols   columns
+	all    []column
+	start  int64
 
 	flags map[event.Flags]string // Flags.String, which allocates, once per value
 	procs map[event.ProcessKey]proc
-	// lastKey and last cache the process of the previous event (events
-	// come in runs of one process); lastOK says the cache is valid.
-	lastKey event.ProcessKey
-	last    proc
-	lastOK  bool
+	// procCache caches procs by a hash of the key: events come in runs
+	// of a handful of processes, and a map lookup was 7 % of the writer.
+	procCache [procCacheSize]procSlot
 	ended   []event.ProcessKey // ring of exited processes, oldest at endAt
 	endAt   int
 	devs    map[event.Device]device
 
-	rows   uint64
 	footer bool // End wrote the footer
 	err    error
 }
@@ -89,37 +100,19 @@ func New(w io.Writer, opts Options) *Writer {
 	if n <= 0 {
 		n = DefaultRowGroupRows
 	}
-	o := []parquet.WriterOption{
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
-		parquet.MaxRowsPerRowGroup(n),
-		parquet.CreatedBy("iotrace", "", ""),
+	wr := &Writer{
+		rgRows: int(n),
+		flags:  make(map[event.Flags]string),
+		procs:  make(map[event.ProcessKey]proc),
+		devs:   make(map[event.Device]device),
 	}
-	// Min/max bounds of free-text columns cost 10 % of the writer's time
-	// and prune nothing (every page holds many paths); they are kept for
-	// the columns queries filter on (host, op, layer, times, sizes).
-	for _, c := range []string{"native", "flags", "comm", "image", "cmdline", "path", "path2", "dev_name", "note"} {
-		o = append(o, parquet.SkipPageBounds(c))
+	wr.all = wr.cols.init(int(min(n, 1<<20)))
+	specs := make([]*colSpec, len(wr.all))
+	for i, c := range wr.all {
+		specs[i] = c.spec()
 	}
-	// Bounds stay in the column index (what engines prune pages with);
-	// repeating them in every data page header cost 11 % of the writer.
-	// Ids and times are delta-encoded (increasing or slowly changing);
-	// integers with few distinct values in a row group (pids, flags,
-	// sizes, fds, inodes) are dictionary-encoded (the row tags): zstd
-	// then has a half to a tenth of the bytes to compress
-	// (docs/benchmarks.md).
-	o = append(o, parquet.DataPageStatistics(false))
-	pw := parquet.NewGenericWriter[row](w, o...)
-	return &Writer{
-		w:       pw,
-		batch:   make([]row, 0, batchRows),
-		fds:     make([]int32, batchRows),
-		offsets: make([]int64, batchRows),
-		bytes:   make([]int64, batchRows),
-		sectors: make([]uint64, batchRows),
-		flags:   make(map[event.Flags]string),
-		procs:   make(map[event.ProcessKey]proc),
-		devs:    make(map[event.Device]device),
-	}
+	wr.f = newFileWriter(w, specs)
+	return wr
 }
 
 // TraceID returns the id written in the trace_id column for a trace with
@@ -148,15 +141,11 @@ func micros(ns int64) int64 {
 // Begin implements event.Sink.
 func (w *Writer) Begin(h *event.Header) error {
 	w.start = h.StartWall
-	w.id = row{
-		Host:         h.Hostname,
-		OS:           h.OS,
-		OSVersion:    h.OSVersion,
-		TraceID:      TraceID(h),
-		TraceStart:   micros(h.StartWall),
-		TraceStartNS: h.StartWall,
-		Source:       h.Source.String(),
-	}
+	c := &w.cols
+	c.host.s, c.os.s, c.osVersion.s = h.Hostname, h.OS, h.OSVersion
+	c.traceID.s = TraceID(h)
+	c.traceStart.i, c.traceStartNS.i = micros(h.StartWall), h.StartWall
+	c.source.s = h.Source.String()
 	return nil
 }
 
@@ -165,8 +154,8 @@ func (w *Writer) Begin(h *event.Header) error {
 func (w *Writer) Fact(f *event.Fact) error {
 	switch f.Kind {
 	case event.FactProcess:
-		w.lastOK = false
 		k := event.ProcessKey{Pid: f.Pid, Start: f.ProcStart}
+		w.uncache(k)
 		if f.End {
 			w.forget(k)
 			return nil
@@ -200,6 +189,7 @@ func (w *Writer) forget(k event.ProcessKey) {
 	old := w.ended[w.endAt]
 	if old != k {
 		delete(w.procs, old)
+		w.uncache(old)
 	}
 	w.ended[w.endAt] = k
 	w.endAt = (w.endAt + 1) % endedProcs
@@ -210,106 +200,100 @@ func (w *Writer) Event(e *event.Event) error {
 	if w.err != nil {
 		return w.err
 	}
-	i := len(w.batch)
-	w.batch = append(w.batch, w.id)
-	r := &w.batch[i]
-	r.ID = int64(e.ID)
-	r.TimeNS = e.Time
-	r.TS = micros(w.start + e.Time)
-	r.DurationNS = e.Duration
-	r.WaitNS = e.Wait
-	r.Layer = e.Layer.String()
-	r.Op = e.Op.String()
-	r.Native = e.Native
-	r.Status = e.Status.String()
-	r.Code = int64(e.Code)
-	r.Failed = e.Failed()
+	c := &w.cols
+	c.id.add(int64(e.ID))
+	c.timeNS.add(e.Time)
+	c.ts.add(micros(w.start + e.Time))
+	c.durationNS.add(e.Duration)
+	c.waitNS.add(e.Wait)
+	c.layer.add(e.Layer.String())
+	c.op.add(e.Op.String())
+	c.native.add(e.Native)
+	c.status.add(e.Status.String())
+	c.code.add(int64(e.Code))
+	c.failed.add(e.Failed())
+	flags := ""
 	if e.Flags != 0 {
 		s, ok := w.flags[e.Flags]
 		if !ok {
 			s = e.Flags.String()
 			w.flags[e.Flags] = s
 		}
-		r.Flags = s
+		flags = s
 	}
+	c.flags.add(flags)
 
-	r.CPU = int64(e.CPU)
-	r.Pid = int64(e.Pid)
-	r.Tid = int64(e.Tid)
-	r.ProcStartNS = e.ProcStart
-	r.Comm = e.Comm
-	if k := e.Process(); w.lastOK && k == w.lastKey {
-		r.Image, r.Cmdline = w.last.image, w.last.cmdline
-	} else {
-		p := w.procs[k]
-		w.lastKey, w.last, w.lastOK = k, p, true
-		r.Image, r.Cmdline = p.image, p.cmdline
+	c.cpu.add(int64(e.CPU))
+	c.pid.add(int64(e.Pid))
+	c.tid.add(int64(e.Tid))
+	c.procStartNS.add(e.ProcStart)
+	c.comm.add(e.Comm)
+	k := e.Process()
+	ps := w.procSlotOf(k)
+	if !ps.ok || ps.k != k {
+		*ps = procSlot{k, w.procs[k], true}
 	}
+	c.image.addOpt(ps.p.image)
+	c.cmdline.addOpt(ps.p.cmdline)
 
-	r.Path = e.Path
-	r.Path2 = e.Path2
-	if e.FD >= 0 {
-		w.fds[i] = e.FD
-		r.FD = &w.fds[i]
-	}
-	r.FileObject = e.FileObject
-	r.FileKey = e.FileKey
-	r.Inode = e.Inode
-	if e.Offset >= 0 {
-		w.offsets[i] = e.Offset
-		r.Offset = &w.offsets[i]
-	}
-	r.Size = e.Size
-	if e.Bytes >= 0 {
-		w.bytes[i] = e.Bytes
-		r.Bytes = &w.bytes[i]
-	}
-	r.OpenFlags = int64(e.OpenFlags)
-	r.Mode = int64(e.Mode)
-	r.IOFlags = int64(e.IOFlags)
-	r.Info = int64(e.Info)
-	r.Disposition = int32(e.Disposition)
-	r.Priority = int32(e.Priority)
+	c.path.addOpt(e.Path)
+	c.path2.addOpt(e.Path2)
+	c.fd.addOpt(int64(e.FD), e.FD >= 0)
+	c.fileObject.addOpt(int64(e.FileObject), e.FileObject != 0)
+	c.fileKey.addOpt(int64(e.FileKey), e.FileKey != 0)
+	c.inode.addOpt(int64(e.Inode), e.Inode != 0)
+	c.offset.addOpt(e.Offset, e.Offset >= 0)
+	c.size.add(int64(e.Size))
+	c.bytes.addOpt(e.Bytes, e.Bytes >= 0)
+	c.openFlags.add(int64(e.OpenFlags))
+	c.mode.add(int64(e.Mode))
+	c.ioFlags.add(int64(e.IOFlags))
+	c.info.add(int64(e.Info))
+	c.disposition.add(int64(int32(e.Disposition)))
+	c.priority.add(int64(int32(e.Priority)))
 
+	var d device
 	if !e.Dev.IsZero() {
-		d, ok := w.devs[e.Dev]
-		if !ok {
+		var ok bool
+		if d, ok = w.devs[e.Dev]; !ok {
 			d.id = e.Dev.String()
 			w.devs[e.Dev] = d
 		}
-		r.Dev, r.DevName = d.id, d.name
 	}
-	if e.Layer == event.LayerBlock {
-		w.sectors[i] = e.Sector
-		r.Sector = &w.sectors[i]
-	}
-	r.Request = e.Request
-	r.Cause = int64(e.Cause)
-	r.CausedIOs = int64(e.CausedIOs)
-	r.CausedBytes = int64(e.CausedBytes)
-	r.Note = e.Note
+	c.dev.addOpt(d.id)
+	c.devName.addOpt(d.name)
+	c.sector.addOpt(int64(e.Sector), e.Layer == event.LayerBlock)
+	c.request.addOpt(int64(e.Request), e.Request != 0)
+	c.cause.addOpt(int64(e.Cause), e.Cause != 0)
+	c.causedIOs.add(int64(e.CausedIOs))
+	c.causedBytes.add(int64(e.CausedBytes))
+	c.note.addOpt(e.Note)
 
-	if len(w.batch) == cap(w.batch) {
+	w.n++
+	if w.n == w.rgRows {
 		return w.flush()
 	}
 	return nil
 }
 
+// flush writes the rows buffered as a row group.
 func (w *Writer) flush() error {
-	if len(w.batch) == 0 {
+	if w.n == 0 || w.err != nil {
 		return w.err
 	}
-	n, err := w.w.Write(w.batch)
-	w.rows += uint64(n)
-	w.batch = w.batch[:0]
-	if err != nil && w.err == nil {
-		w.err = fmt.Errorf("write parquet rows after row %d: %w", w.rows, err)
+	w.f.rowGroup(w.all, w.n)
+	for _, c := range w.all {
+		c.reset()
+	}
+	w.n = 0
+	if w.f.err != nil {
+		w.err = fmt.Errorf("write parquet rows after row %d: %w", w.f.rows, w.f.err)
 	}
 	return w.err
 }
 
 // Rows returns the number of rows written so far.
-func (w *Writer) Rows() uint64 { return w.rows + uint64(len(w.batch)) }
+func (w *Writer) Rows() uint64 { return uint64(w.f.rows) + uint64(w.n) }
 
 type counter struct {
 	Kind  string `json:"kind"`
@@ -331,11 +315,14 @@ func (w *Writer) End(t *event.Trailer) error {
 	if err != nil {
 		return err
 	}
-	w.w.SetKeyValueMetadata(MetaSchema, strconv.Itoa(SchemaVersion))
-	w.w.SetKeyValueMetadata(MetaStats, string(stats))
-	w.w.SetKeyValueMetadata(MetaEnd, strconv.FormatInt(t.End, 10))
-	if err := w.w.Close(); err != nil {
-		return fmt.Errorf("write parquet footer after %d rows: %w", w.rows, err)
+	w.f.footer([]format.KeyValue{
+		{Key: MetaSchema, Value: strconv.Itoa(SchemaVersion)},
+		{Key: MetaStats, Value: string(stats)},
+		{Key: MetaEnd, Value: strconv.FormatInt(t.End, 10)},
+	})
+	if w.f.err != nil {
+		w.err = fmt.Errorf("write parquet footer after %d rows: %w", w.f.rows, w.f.err)
+		return w.err
 	}
 	w.footer = true
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -193,4 +194,26 @@ func generate(t *testing.T, events int) *synth.Recorded {
 		t.Fatal(err)
 	}
 	return rec.Trace()
+}
+
+// TestSchemaMatchesModel: the schema the writer declares is the one the
+// tests' row model describes (names, order, types, optionality).
+func TestSchemaMatchesModel(t *testing.T) {
+	var buf bytes.Buffer
+	w := New(&buf, Options{})
+	if err := w.Begin(&event.Header{Hostname: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.End(&event.Trailer{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(s string) string { return s[strings.Index(s, "{"):] }
+	got, want := strip(f.Schema().String()), strip(parquet.SchemaOf(row{}).String())
+	if got != want {
+		t.Errorf("schema written:\n%s\nmodel:\n%s", got, want)
+	}
 }

@@ -1,9 +1,12 @@
 package parquetfile
 
-// SchemaVersion is the version of the row schema (docs/parquet.md).
-const SchemaVersion = 1
-
-// row is one event. Field order is column order. Optional columns are
+// row is one event as the tests read it back with parquet-go's reader:
+// the test's own model of the schema (docs/parquet.md), kept apart from
+// the writer's column table (schema.go); TestSchemaMatchesModel checks
+// that the two agree.
+//
+// The comments below were the writer's until it wrote columns itself.
+// Field order is column order. Optional columns are
 // pointers (null when nil) or strings/ints tagged optional (null when
 // empty or zero: an empty path, no cause).
 //
