@@ -86,9 +86,9 @@ type Writer struct {
 	// procCache caches procs by a hash of the key: events come in runs
 	// of a handful of processes, and a map lookup was 7 % of the writer.
 	procCache [procCacheSize]procSlot
-	ended   []event.ProcessKey // ring of exited processes, oldest at endAt
-	endAt   int
-	devs    map[event.Device]device
+	ended     []event.ProcessKey // ring of exited processes, oldest at endAt
+	endAt     int
+	devs      map[event.Device]device
 
 	footer bool // End wrote the footer
 	err    error
