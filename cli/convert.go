@@ -113,6 +113,9 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 		case "folded":
 			tab = sf.table()
 			sink = stackprof.NewFolded(w, tab, weight)
+		case "parquet":
+			tab = sf.table()
+			sink = parquetfile.New(w, parquetfile.Options{Stack: tab.FrameStrings})
 		default:
 			sink, err = newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 			if err != nil {
@@ -153,8 +156,6 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 		return tracefile.NewWriter(w, tracefile.WriterOptions{}), nil
 	case "perfetto": // Chrome / Perfetto trace-event JSON (engineer G)
 		return perfetto.New(w, perfetto.Options{}), nil
-	case "parquet":
-		return parquetfile.New(w, parquetfile.Options{}), nil
 	}
 	if format != "text" {
 		o.Facts = true // jsonl is the lossless form; csv ignores facts

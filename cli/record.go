@@ -13,6 +13,7 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/parquetfile"
+	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/rotate"
 	"github.com/iotrace/iotrace/tracefile"
@@ -191,8 +192,11 @@ func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, p
 	if err != nil {
 		return err
 	}
-	pw := parquetfile.New(out, parquetfile.Options{})
-	return recordLive(cmd, opts, f, resolve.NewResolver(pw), func(err error) error {
+	// Frames are named from the modules' files on this machine (matched
+	// by build ID), as they load.
+	tab := stacks.New(stacks.Options{})
+	pw := parquetfile.New(out, parquetfile.Options{Stack: tab.FrameStrings})
+	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), func(err error) error {
 		if !pw.Ended() {
 			// No footer: a Parquet reader cannot read it. Keep the rows
 			// for whoever wants them, and say where.

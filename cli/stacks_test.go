@@ -287,3 +287,31 @@ func TestStacksSurviveConvert(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertParquetStacks: the Parquet stack column holds each event's
+// frames named as print --stacks names them, innermost first, and is null
+// for the event without a stack; DuckDB reads it as a list.
+func TestConvertParquetStacks(t *testing.T) {
+	dir := testenv.TempDir(t)
+	bin := stacktest.BuildProg(t, dir, 1)
+	path := progTrace(t, bin)
+	pq := filepath.Join(dir, "s.parquet")
+	if _, errOut, code := runCLI(t, "convert", path, "-o", pq); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	res := duckDB(t, "SELECT id, len(stack) AS n, list_aggregate(stack, 'string_agg', ' <- ') AS frames, stack IS NULL AS none FROM read_parquet('"+pq+"') ORDER BY id")
+	rows := res[0]
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4: %v", len(rows), rows)
+	}
+	named := 0
+	for _, r := range rows {
+		fr, _ := r["frames"].(string)
+		if regexp.MustCompile(`^(\[k\] ksys_write <- )?write_block \(prog\.c:\d+\) <- inner_fn \(prog\.c:\d+\) <- outer_fn \(prog\.c:\d+\) <- main \(prog\.c:\d+\)$`).MatchString(fr) {
+			named++
+		}
+	}
+	if named != 3 || rows[3]["none"] != true || !strings.HasPrefix(rows[2]["frames"].(string), "[k] ksys_write <- write_block") {
+		t.Errorf("stack column: %v", rows)
+	}
+}

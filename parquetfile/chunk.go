@@ -72,6 +72,7 @@ type fileWriter struct {
 	compress bool
 
 	schema    []format.SchemaElement
+	leaves    int
 	rowGroups []format.RowGroup
 	rows      int64
 }
@@ -84,7 +85,7 @@ func newFileWriter(w io.Writer, specs []*colSpec) *fileWriter {
 	if err != nil {
 		panic(err) // only for invalid options
 	}
-	f := &fileWriter{w: w, zstd: z}
+	f := &fileWriter{w: w, zstd: z, leaves: len(specs)}
 	f.schema = schemaOf(specs)
 	return f
 }
@@ -142,8 +143,13 @@ func (f *fileWriter) dataPage(rows int, enc format.Encoding, body []byte, sz *pa
 // version 1 data page holds them: a 4-byte length, then the RLE/bit-packed
 // hybrid of bit width 1.
 func (f *fileWriter) appendLevels(dst []byte, def []uint8) []byte {
+	return f.appendLevelsWidth(dst, def, 1)
+}
+
+// appendLevelsWidth is appendLevels for levels of bit width bw.
+func (f *fileWriter) appendLevelsWidth(dst []byte, def []uint8, bw int) []byte {
 	var err error
-	f.levels, err = (&rle.Encoding{BitWidth: 1}).EncodeLevels(f.levels, def)
+	f.levels, err = (&rle.Encoding{BitWidth: bw}).EncodeLevels(f.levels, def)
 	if err != nil { // only for a level above 1
 		panic(err)
 	}
@@ -183,7 +189,7 @@ func (f *fileWriter) meta(s *colSpec, rows int, start, dictOff, dataOff int64, s
 	m := format.ColumnMetaData{
 		Type:                  s.physical(),
 		Encoding:              encs,
-		PathInSchema:          []string{s.name},
+		PathInSchema:          s.path(),
 		Codec:                 format.Zstd,
 		NumValues:             int64(rows),
 		TotalUncompressedSize: sz.uncomp,
@@ -366,6 +372,36 @@ func (c *strColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 	return f.meta(&c.colSpec, rows, start, dictOff, dataOff, sz, st, encs...)
 }
 
+// chunk writes the lists' elements, dictionary-encoded, with their
+// repetition and definition levels.
+func (c *listColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
+	start := f.off
+	var sz pageSizes
+	var dictOff int64
+	body := f.appendLevelsWidth(f.body[:0], c.rep, 1)
+	body = f.appendLevelsWidth(body, c.def, 2)
+	enc := format.Plain
+	if len(c.vals) > 0 {
+		f.idx = f.sdict.build(c.vals, f.idx)
+		dictOff = f.off
+		f.enc = appendPlainStrings(f.enc[:0], f.sdict.vals)
+		f.dictPage(len(f.sdict.vals), f.enc, &sz)
+		body = f.appendIndexes(body, f.idx, len(f.sdict.vals))
+		enc = format.RLEDictionary
+	}
+	f.body = body
+	dataOff := f.off
+	levels := len(c.def)
+	f.dataPage(levels, enc, body, &sz)
+	st := format.Statistics{NullCount: int64(levels - len(c.vals))}
+	encs := []format.Encoding{enc, format.RLE}
+	if enc == format.RLEDictionary {
+		encs = append(encs, format.Plain)
+	}
+	cc := f.meta(&c.colSpec, levels, start, dictOff, dataOff, sz, st, encs...)
+	return cc
+}
+
 // chunk writes a dictionary of the one value and a single RLE run of
 // index 0.
 func (c *constColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
@@ -402,6 +438,15 @@ func (c *constColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 func schemaOf(specs []*colSpec) []format.SchemaElement {
 	out := []format.SchemaElement{{Name: "iotrace_event", NumChildren: thrift.New(int32(len(specs)))}}
 	for _, s := range specs {
+		if s.list {
+			out = append(out,
+				format.SchemaElement{Name: s.name, RepetitionType: thrift.New(format.Optional), NumChildren: thrift.New(int32(1)),
+					LogicalType: format.LogicalType{Value: &format.ListType{}}, ConvertedType: thrift.New(deprecated.List)},
+				format.SchemaElement{Name: "list", RepetitionType: thrift.New(format.Repeated), NumChildren: thrift.New(int32(1))},
+				format.SchemaElement{Name: "element", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(format.Required),
+					LogicalType: format.LogicalType{Value: &format.StringType{}}, ConvertedType: thrift.New(deprecated.UTF8)})
+			continue
+		}
 		e := format.SchemaElement{Name: s.name, Type: thrift.New(s.physical()), RepetitionType: thrift.New(format.Required)}
 		if s.optional {
 			e.RepetitionType = thrift.New(format.Optional)
@@ -463,7 +508,7 @@ func (f *fileWriter) footer(kv []format.KeyValue) {
 	if f.off == 0 {
 		f.write([]byte(magic))
 	}
-	orders := make([]format.ColumnOrder, len(f.schema)-1)
+	orders := make([]format.ColumnOrder, f.leaves)
 	for i := range orders {
 		orders[i].Value = &format.TypeDefinedOrder{}
 	}

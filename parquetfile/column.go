@@ -43,6 +43,11 @@ type colSpec struct {
 	// nothing and cost time).
 	bounds bool
 
+	// list makes the column a LIST of required strings (typeString):
+	// optional group NAME (LIST) { repeated group list { required
+	// binary element (STRING) } }.
+	list bool
+
 	// rawChunks counts down the chunks still written uncompressed
 	// (fileWriter.rowGroup).
 	rawChunks int
@@ -129,6 +134,35 @@ func (c *strColumn) addOpt(v string) {
 func (c *strColumn) reset() {
 	clear(c.vals) // let the strings go
 	c.vals, c.def = c.vals[:0], c.def[:0]
+}
+
+// listColumn holds an optional list of strings per row.
+type listColumn struct {
+	colSpec
+	vals []string // the elements of every row's list
+	rep  []uint8  // per element (or per null or empty list): 0 starts a row
+	def  []uint8  // 0: null list, 1: empty list, 2: an element
+}
+
+// addList adds a row's list: null when l is nil.
+func (c *listColumn) addList(l []string) {
+	switch {
+	case l == nil:
+		c.rep, c.def = append(c.rep, 0), append(c.def, 0)
+	case len(l) == 0:
+		c.rep, c.def = append(c.rep, 0), append(c.def, 1)
+	default:
+		c.vals = append(c.vals, l...)
+		for i := range l {
+			c.rep = append(c.rep, min(uint8(i), 1))
+			c.def = append(c.def, 2)
+		}
+	}
+}
+
+func (c *listColumn) reset() {
+	clear(c.vals)
+	c.vals, c.rep, c.def = c.vals[:0], c.rep[:0], c.def[:0]
 }
 
 // constColumn is a required column with the same value on every row of the
@@ -333,4 +367,12 @@ func (d *strDict) put(p uintptr, n int, sl int32) {
 		h = (h + 1) & mask
 	}
 	d.slot[h], d.ptrs[h], d.lens[h] = sl, p, n
+}
+
+// path returns the column's path in the schema.
+func (s *colSpec) path() []string {
+	if s.list {
+		return []string{s.name, "list", "element"}
+	}
+	return []string{s.name}
 }

@@ -26,8 +26,11 @@ func TestRoundTripEveryRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := rec.Trace()
+			for i := range tr.Events {
+				tr.Events[i].Stack = uint64(i % 5)
+			}
 			var buf bytes.Buffer
-			if err := tr.Replay(New(&buf, Options{RowGroupRows: 7_000})); err != nil {
+			if err := tr.Replay(New(&buf, Options{RowGroupRows: 7_000, Stack: testStack})); err != nil {
 				t.Fatal(err)
 			}
 			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -107,7 +110,7 @@ func expectedRows(tr *synth.Recorded) []row {
 			OpenFlags: int64(e.OpenFlags), Mode: int64(e.Mode), IOFlags: int64(e.IOFlags), Info: int64(e.Info),
 			Disposition: int32(e.Disposition), Priority: int32(e.Priority),
 			Request: e.Request, Cause: int64(e.Cause), CausedIOs: int64(e.CausedIOs), CausedBytes: int64(e.CausedBytes),
-			Note: e.Note,
+			Note: e.Note, Stack: expectedStack(e),
 		}
 		if e.Flags != 0 {
 			r.Flags = e.Flags.String()
@@ -159,14 +162,45 @@ func diffRow(got, want *row) string {
 	ptr("offset", show(g.Offset), show(w.Offset))
 	ptr("bytes", show(g.Bytes), show(w.Bytes))
 	ptr("sector", show(g.Sector), show(w.Sector))
+	if !reflect.DeepEqual(g.Stack, w.Stack) {
+		d += fmt.Sprintf(" stack=%q (nil %v) want %q (nil %v);", g.Stack, g.Stack == nil, w.Stack, w.Stack == nil)
+	}
 	g.FD, w.FD, g.Offset, w.Offset, g.Bytes, w.Bytes, g.Sector, w.Sector = nil, nil, nil, nil, nil, nil, nil, nil
+	g.Stack, w.Stack = nil, nil
 	gv, wv := reflect.ValueOf(g), reflect.ValueOf(w)
 	for i := 0; i < gv.NumField(); i++ {
+		if gv.Type().Field(i).Name == "Stack" {
+			continue
+		}
 		if a, b := gv.Field(i).Interface(), wv.Field(i).Interface(); a != b {
 			d += fmt.Sprintf(" %s=%v want %v;", gv.Type().Field(i).Name, a, b)
 		}
 	}
 	return d
+}
+
+// testStack names stacks for the round trip: none for stack 0 (no
+// stack), a null list for 1 (a stack the namer does not know), an empty
+// list for 2, and frames that repeat across events (the dictionary) or
+// not (the id) for the others.
+func testStack(e *event.Event) []string {
+	switch e.Stack {
+	case 1:
+		return nil
+	case 2:
+		return []string{}
+	case 3:
+		return []string{"[k] vfs_read", "read", "main (a.c:7)"}
+	}
+	return []string{fmt.Sprintf("f%d", e.ID), "[k] vfs_write"}
+}
+
+// expectedStack is the stack column testStack gives e.
+func expectedStack(e *event.Event) []string {
+	if e.Stack == 0 {
+		return nil
+	}
+	return testStack(e)
 }
 
 func show[T any](p *T) string {

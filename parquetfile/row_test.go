@@ -85,4 +85,7 @@ type row struct {
 	CausedBytes int64   `parquet:"caused_bytes,dict"`
 
 	Note string `parquet:"note,optional"`
+
+	// Since version 2.
+	Stack []string `parquet:"stack,list,optional"`
 }

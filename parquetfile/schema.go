@@ -1,7 +1,7 @@
 package parquetfile
 
 // SchemaVersion is the version of the row schema (docs/parquet.md).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // columns are the schema's columns, in column order (docs/parquet.md), and
 // the values of the row group being filled.
@@ -45,6 +45,9 @@ type columns struct {
 	sector, request, cause intColumn
 	causedIOs, causedBytes intColumn
 	note                   strColumn
+
+	// Since version 2: the event\'s stack.
+	stack listColumn
 }
 
 // init sets every column's spec, preallocates room for n rows and returns
@@ -127,5 +130,7 @@ func (c *columns) init(n int) []column {
 	ints(&c.causedIOs, "caused_ios", typeInt64, req, encDict, true)
 	ints(&c.causedBytes, "caused_bytes", typeInt64, req, encDict, true)
 	strs(&c.note, "note", opt, false)
+	c.stack.colSpec = colSpec{name: "stack", typ: typeString, optional: true, list: true, enc: encDict}
+	all = append(all, &c.stack)
 	return all
 }

@@ -19,6 +19,10 @@ type Options struct {
 	// RowGroupRows is the number of rows per row group; 0 means
 	// DefaultRowGroupRows. Memory grows with it.
 	RowGroupRows int64
+	// Stack names the frames of an event's stack, innermost first, for
+	// the stack column (nil: the event has none). Nil leaves the column
+	// null.
+	Stack func(e *event.Event) []string
 }
 
 // DefaultRowGroupRows is the row group size when Options leave it 0:
@@ -76,6 +80,7 @@ type device struct {
 type Writer struct {
 	f      *fileWriter
 	rgRows int // rows per row group
+	stack  func(*event.Event) []string
 	n      int // rows in the row group being filled
 	cols   columns
 	all    []column
@@ -102,6 +107,7 @@ func New(w io.Writer, opts Options) *Writer {
 	}
 	wr := &Writer{
 		rgRows: int(n),
+		stack:  opts.Stack,
 		flags:  make(map[event.Flags]string),
 		procs:  make(map[event.ProcessKey]proc),
 		devs:   make(map[event.Device]device),
@@ -268,6 +274,11 @@ func (w *Writer) Event(e *event.Event) error {
 	c.causedIOs.add(int64(e.CausedIOs))
 	c.causedBytes.add(int64(e.CausedBytes))
 	c.note.addOpt(e.Note)
+	var frames []string
+	if e.Stack != 0 && w.stack != nil {
+		frames = w.stack(e)
+	}
+	c.stack.addList(frames)
 
 	w.n++
 	if w.n == w.rgRows {

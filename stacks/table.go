@@ -79,6 +79,7 @@ type Table struct {
 	ksyms    []ksym
 	ksorted  bool
 	cache    map[cacheKey]*Stack
+	strs     map[*Stack][]string // FrameStrings' renderings
 	counts   map[string]uint64
 	resolved uint64
 }
@@ -91,8 +92,32 @@ func New(opts Options) *Table {
 		modules: map[event.ProcessKey][]mapping{},
 		gen:     map[event.ProcessKey]uint64{},
 		cache:   map[cacheKey]*Stack{},
+		strs:    map[*Stack][]string{},
 		counts:  map[string]uint64{},
 	}
+}
+
+// FrameStrings returns e's stack as Frames does, each frame rendered by
+// FrameString; nil when e has no stack. A stack is rendered once: events
+// with the same stack in the same process get the same slice, which the
+// caller must not modify.
+func (t *Table) FrameStrings(e *event.Event) []string {
+	st := t.Frames(e)
+	if st == nil {
+		return nil
+	}
+	if s, ok := t.strs[st]; ok {
+		return s
+	}
+	s := make([]string, len(st.Frames))
+	for i, fr := range st.Frames {
+		s[i] = FrameString(fr)
+	}
+	if len(t.strs) > 1<<20 {
+		clear(t.strs)
+	}
+	t.strs[st] = s
+	return s
 }
 
 const (
