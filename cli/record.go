@@ -13,9 +13,9 @@ import (
 	"github.com/iotrace/iotrace/filter"
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/parquetfile"
-	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/resolve"
 	"github.com/iotrace/iotrace/rotate"
+	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
