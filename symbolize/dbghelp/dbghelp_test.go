@@ -14,6 +14,58 @@ import (
 	"github.com/iotrace/iotrace/symbolize/peid"
 )
 
+// The fixture: testdata/modules.exe and modules.pdb, built from
+// ../pdb/testdata/modules.c by
+//
+//	clang --target=x86_64-pc-windows-msvc -O1 -g -gcodeview -c modules.c -o m.obj
+//	lld-link /entry:mainCRTStartup /subsystem:console /nodefaultlib /debug /machine:x64 \
+//	  /pdb:modules.pdb /pdbaltpath:modules.pdb /out:modules.exe m.obj
+//
+// Its identity as `llvm-pdbutil dump -summary modules.pdb` prints it: GUID
+// {E9A561C0-0FB7-F726-4C4C-44205044422E}, age 1 (and `llvm-readobj
+// --coff-debug-directory modules.exe` the same, with PDB name
+// modules.pdb). `llvm-pdbutil dump -publics` puts inner_fn at 0001:0000
+// and outer_fn at 0001:0016 (decimal offsets), and `llvm-readobj
+// --sections modules.exe` .text at RVA 0x1000.
+const (
+	fixtureKey = "E9A561C00FB7F7264C4C44205044422E1"
+	fixtureID  = "pdb:modules.pdb/" + fixtureKey
+	innerRVA   = 0x1000
+	outerRVA   = 0x1010
+)
+
+// TestFixture: the image and PDB of testdata are one build, with the
+// identity and addresses above, read with packages peid and pdb.
+func TestFixture(t *testing.T) {
+	exe, err := os.ReadFile("testdata/modules.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peid.Read(bytes.NewReader(exe), int64(len(exe)))
+	if err != nil || !id.HasPDB {
+		t.Fatalf("%+v: %v", id, err)
+	}
+	if got := "pdb:" + id.PDBName + "/" + pdb.SymStoreKey(id.PDBGUID, id.PDBAge); got != fixtureID {
+		t.Errorf("image identity %s, want %s", got, fixtureID)
+	}
+	pf, err := os.ReadFile("testdata/modules.pdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pdb.Parse(bytes.NewReader(pf), int64(len(pf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pdb.SymStoreKey(p.GUID, p.Age); got != fixtureKey {
+		t.Errorf("PDB key %s, want %s", got, fixtureKey)
+	}
+	for rva, want := range map[uint32]string{innerRVA: "inner_fn", outerRVA: "outer_fn"} {
+		if s, off, ok := p.Lookup(rva); !ok || s.Name != want || off != 0 {
+			t.Errorf("rva %#x: %+v+%d, want %s", rva, s, off, want)
+		}
+	}
+}
+
 func TestParseID(t *testing.T) {
 	guid := [16]byte{0xb2, 0x48, 0x0d, 0xf0, 0x5a, 0xbb, 0xbe, 0xc9, 0x4c, 0x4c, 0x44, 0x20, 0x50, 0x44, 0x42, 0x2e}
 	for _, age := range []uint32{1, 0x2a, 0xffffffff} {
