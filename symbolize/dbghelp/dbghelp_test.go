@@ -337,3 +337,24 @@ func TestResolveBases(t *testing.T) {
 		t.Errorf("%d modules loaded", len(f.mods))
 	}
 }
+
+// FuzzParseID: any string gives an identity or an error, never a panic;
+// an accepted identity's key reads back to the same identity.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{fixtureID, "pdb:ntkrnlmp.pdb/" + guidHex + "FFFFFFFF", "pdb:x/", "pdb:a.pdb/" + guidHex, "gnu:00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseID("pdb:" + id.Name + "/" + id.Key())
+		if err != nil || back != id {
+			t.Fatalf("%q: %+v, read back %+v (%v)", s, id, back, err)
+		}
+		if cv := id.CodeView(); len(cv) != 25+len(id.Name) || string(cv[:4]) != "RSDS" {
+			t.Fatalf("%q: CodeView % x", s, cv)
+		}
+	})
+}
