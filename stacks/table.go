@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/symbolize"
@@ -124,8 +125,14 @@ func (t *Table) Fact(f *event.Fact) {
 			}
 			return
 		}
+		id := f.Detail
+		if strings.HasPrefix(f.Image, "pdb:") {
+			// A Windows module is named from its PDB: the CodeView
+			// identity is the one symbol files are matched by.
+			id = f.Image
+		}
 		m := mapping{from: f.Time, to: maxTime, mod: symbolize.Module{
-			Path: f.Name, ID: f.Detail, Start: f.Handle, End: f.Handle + f.Size, Offset: f.Offset,
+			Path: f.Name, ID: id, Start: f.Handle, End: f.Handle + f.Size, Offset: f.Offset,
 			Vaddr: f.Vaddr, VaddrKnown: f.Flags&event.FactVaddr != 0,
 		}}
 		if f.Rundown {
