@@ -305,6 +305,9 @@ func (t *Table) AddStats(s *event.Stats) {
 	if t.resolved > 0 {
 		s.Add(event.CountInfo, "stack frames named", t.resolved)
 	}
+	if n, err := t.sym.PEFailures(); n > 0 {
+		s.Add(event.CountInfo, fmt.Sprintf("stack frames of Windows modules not looked up through dbghelp (%v)", err), n)
+	}
 }
 
 // FrameString renders a frame for people: "inner_fn (a.c:12)",

@@ -49,8 +49,17 @@ func (s *Symbolizer) resolvePE(f Frame, m *Module, addr uint64) (Frame, Reason, 
 		f.Function, f.File, f.Line = res.Function, res.File, res.Line
 		return f, Resolved, true
 	}
-	if res.Outcome == dbghelp.Failed && s.peErr == nil {
-		s.peErr = res.Err
+	if res.Outcome == dbghelp.Failed {
+		s.peFailed++
+		if s.peErr == nil {
+			s.peErr = res.Err
+		}
 	}
 	return f, peReason(res.Outcome), false
 }
+
+// PEFailures returns how many frames of Windows modules the system
+// symbol engine could not be asked about (dbghelp.dll missing or failing,
+// a malformed identity), and the first error; those frames went to the
+// PDB reader.
+func (s *Symbolizer) PEFailures() (uint64, error) { return s.peFailed, s.peErr }

@@ -99,6 +99,9 @@ func TestPEResolverFallback(t *testing.T) {
 		if n != 1 {
 			t.Errorf("engine %v: %d frames counted, want 1", c.outcome, n)
 		}
+		if n, err := s.PEFailures(); (n == 1) != (c.outcome == dbghelp.Failed) || (err != nil) != (n == 1) {
+			t.Errorf("engine %v: PEFailures %d, %v", c.outcome, n, err)
+		}
 		probs := strings.Join(s.Problems(), "\n")
 		if got := strings.Contains(probs, "no dbghelp.dll"); got != (c.outcome == dbghelp.Failed) {
 			t.Errorf("engine %v: problems %q", c.outcome, probs)

@@ -129,8 +129,9 @@ type Symbolizer struct {
 	pe     PEResolver
 	// peErr is why the system symbol engine could not be used (first
 	// error), closePE ends its session.
-	peErr   error
-	closePE func() error
+	peErr    error
+	peFailed uint64
+	closePE  func() error
 }
 
 // New returns a Symbolizer.
