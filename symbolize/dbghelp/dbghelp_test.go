@@ -122,19 +122,40 @@ func TestCodeView(t *testing.T) {
 	}
 }
 
-func TestCVMisc(t *testing.T) {
+func TestDebugDirs(t *testing.T) {
 	cv := Identity{Name: "a.pdb", Age: 3}.CodeView()
 	le := binary.LittleEndian
-	b := CVMisc(cv, 8, 0x11223344, 0x5000)
-	// MODLOAD_CVMISC on 64-bit: oCV@0, cCV@8 (size_t), oMisc@16,
-	// cMisc@24, dtImage@32, cImage@36; 40 bytes.
-	if le.Uint32(b[0:]) != 40 || le.Uint64(b[8:]) != uint64(len(cv)) || le.Uint32(b[16:]) != 0 ||
-		le.Uint64(b[24:]) != 0 || le.Uint32(b[32:]) != 0x11223344 || le.Uint32(b[36:]) != 0x5000 || !bytes.Equal(b[40:], cv) {
-		t.Errorf("64-bit CVMISC % x", b)
+	b := DebugDirs(cv, 0x11223344)
+	// IMAGE_DEBUG_DIRECTORY: Characteristics@0, TimeDateStamp@4,
+	// Major@8, Minor@10, Type@12, SizeOfData@16, AddressOfRawData@20,
+	// PointerToRawData@24; 28 bytes, the record after it.
+	if len(b) != 28+len(cv) || le.Uint32(b[0:]) != 0 || le.Uint32(b[4:]) != 0x11223344 || le.Uint32(b[8:]) != 0 ||
+		le.Uint32(b[12:]) != 2 || le.Uint32(b[16:]) != uint32(len(cv)) || le.Uint32(b[20:]) != 0 ||
+		le.Uint32(b[24:]) != 28 || !bytes.Equal(b[28:], cv) {
+		t.Errorf("debug directory % x", b)
 	}
-	b = CVMisc(cv, 4, 0x11223344, 0x5000)
-	if le.Uint32(b[0:]) != 24 || le.Uint32(b[4:]) != uint32(len(cv)) || le.Uint32(b[16:]) != 0x11223344 || le.Uint32(b[20:]) != 0x5000 || !bytes.Equal(b[24:], cv) {
-		t.Errorf("32-bit CVMISC % x", b)
+	// The same layout as the image's own debug directory entry (peid's
+	// fixture: lld-link's entry, SizeOfData 0x28, Type 2).
+	exe, err := os.ReadFile("../peid/testdata/modules.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(exe, []byte("RSDS"))
+	if i < 0 {
+		t.Fatal("no RSDS record")
+	}
+	var entry []byte
+	for j := 0; j+28 <= len(exe); j += 4 {
+		if le.Uint32(exe[j+12:]) == 2 && le.Uint32(exe[j+16:]) == 0x28 && le.Uint32(exe[j+24:]) == uint32(i) {
+			entry = exe[j : j+28]
+		}
+	}
+	if entry == nil {
+		t.Fatal("no CodeView debug directory entry pointing at the record")
+	}
+	got := DebugDirs(exe[i:i+0x28], le.Uint32(entry[4:]))
+	if !bytes.Equal(got[:20], entry[:20]) {
+		t.Errorf("entry\n got % x\nwant % x", got[:28], entry)
 	}
 }
 

@@ -61,22 +61,26 @@ func (f *fakeAPI) SetSearchPath(p string) error {
 	return nil
 }
 
-// decodeCVMisc reads a 64-bit DBHHEADER_CVMISC blob back.
-func decodeCVMisc(data []byte) (name string, guid [16]byte, age uint32, err error) {
-	if len(data) < 40 {
-		return "", guid, 0, errors.New("short CVMISC")
-	}
+// decodeDebugDirs reads DBHHEADER_DEBUGDIRS data back as dbghelp
+// would: the first CodeView entry's record, at PointerToRawData.
+func decodeDebugDirs(data []byte) (name string, guid [16]byte, age uint32, err error) {
 	le := binary.LittleEndian
-	o, n := le.Uint32(data), le.Uint64(data[8:])
-	if uint64(o)+n > uint64(len(data)) || n < 25 {
-		return "", guid, 0, errors.New("CV record out of bounds")
+	for d := data; len(d) >= 28; d = d[28:] {
+		if le.Uint32(d[12:]) != 2 {
+			continue
+		}
+		n, o := uint64(le.Uint32(d[16:])), uint64(le.Uint32(d[24:]))
+		if o+n > uint64(len(data)) || n < 25 {
+			return "", guid, 0, errors.New("CodeView record out of bounds")
+		}
+		cv := data[o : o+n]
+		if string(cv[:4]) != "RSDS" || cv[len(cv)-1] != 0 {
+			return "", guid, 0, fmt.Errorf("not an RSDS record: %q", cv)
+		}
+		copy(guid[:], cv[4:20])
+		return string(bytes.TrimRight(cv[24:], "\x00")), guid, le.Uint32(cv[20:]), nil
 	}
-	cv := data[o : uint64(o)+n]
-	if string(cv[:4]) != "RSDS" || cv[len(cv)-1] != 0 {
-		return "", guid, 0, fmt.Errorf("not an RSDS record: %q", cv)
-	}
-	copy(guid[:], cv[4:20])
-	return string(bytes.TrimRight(cv[24:], "\x00")), guid, le.Uint32(cv[20:]), nil
+	return "", guid, 0, errors.New("no CodeView debug directory entry")
 }
 
 func (f *fakeAPI) LoadModule(image string, base uint64, size uint32, kind uint32, data []byte) (uint64, error) {
@@ -89,10 +93,10 @@ func (f *fakeAPI) LoadModule(image string, base uint64, size uint32, kind uint32
 			return 0, fmt.Errorf("module at %#x overlaps the one at %#x", base, b)
 		}
 	}
-	if kind != HeaderCVMisc {
+	if kind != HeaderDebugDirs {
 		return 0, fmt.Errorf("debug data kind %d", kind)
 	}
-	name, guid, age, err := decodeCVMisc(data)
+	name, guid, age, err := decodeDebugDirs(data)
 	if err != nil {
 		return 0, err
 	}

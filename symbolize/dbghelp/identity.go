@@ -91,42 +91,31 @@ func (id Identity) CodeView() []byte {
 
 // Kinds of debug data handed to dbghelp with a module (MODLOAD_DATA.ssig).
 const (
-	// HeaderCVMisc: the data is a MODLOAD_CVMISC followed by the records
-	// it points to (DBHHEADER_CVMISC), what a minidump's module list
-	// gives a debugger for an image it does not have.
-	HeaderCVMisc = 2
+	// HeaderDebugDirs: the data is an array of IMAGE_DEBUG_DIRECTORY
+	// entries followed by the records they point to
+	// (DBHHEADER_DEBUGDIRS): the image's debug directory, which is what
+	// the debugger engine and trace readers hand dbghelp for an image that
+	// is not on the machine.
+	HeaderDebugDirs = 1
 )
 
-// CVMisc is the DBHHEADER_CVMISC data for a module: a MODLOAD_CVMISC
-// (oCV, cCV, oMisc, cMisc, dtImage, cImage, with size_t fields of
-// ptrSize bytes and natural alignment) followed by the CodeView record,
-// oCV bytes from the start. timestamp and size are the image's
-// TimeDateStamp and SizeOfImage when known (0 otherwise).
-func CVMisc(cv []byte, ptrSize int, timestamp, size uint32) []byte {
+// debugDirSize is the size of an IMAGE_DEBUG_DIRECTORY.
+const debugDirSize = 28
+
+// DebugDirs is the DBHHEADER_DEBUGDIRS data for a module whose image is
+// not at hand: one IMAGE_DEBUG_DIRECTORY of type CodeView (2), with the
+// image's TimeDateStamp (0 when unknown), SizeOfData the record's length
+// and PointerToRawData its offset in the data, followed by the record.
+func DebugDirs(cv []byte, timestamp uint32) []byte {
 	le := binary.LittleEndian
-	var hdr []byte
-	putSize := func(v uint64) {
-		if ptrSize == 8 {
-			for len(hdr)%8 != 0 {
-				hdr = append(hdr, 0)
-			}
-			hdr = le.AppendUint64(hdr, v)
-		} else {
-			hdr = le.AppendUint32(hdr, uint32(v))
-		}
-	}
-	hdrLen := 24 // 32-bit: six DWORD-sized fields
-	if ptrSize == 8 {
-		hdrLen = 40
-	}
-	hdr = le.AppendUint32(hdr, uint32(hdrLen)) // oCV
-	putSize(uint64(len(cv)))                   // cCV
-	hdr = le.AppendUint32(hdr, 0)              // oMisc
-	putSize(0)                                 // cMisc
-	hdr = le.AppendUint32(hdr, timestamp)      // dtImage
-	hdr = le.AppendUint32(hdr, size)           // cImage
-	for len(hdr) < hdrLen {
-		hdr = append(hdr, 0)
-	}
-	return append(hdr, cv...)
+	b := make([]byte, 0, debugDirSize+len(cv))
+	b = le.AppendUint32(b, 0)               // Characteristics
+	b = le.AppendUint32(b, timestamp)       // TimeDateStamp
+	b = le.AppendUint16(b, 0)               // MajorVersion
+	b = le.AppendUint16(b, 0)               // MinorVersion
+	b = le.AppendUint32(b, 2)               // Type: IMAGE_DEBUG_TYPE_CODEVIEW
+	b = le.AppendUint32(b, uint32(len(cv))) // SizeOfData
+	b = le.AppendUint32(b, 0)               // AddressOfRawData: not mapped
+	b = le.AppendUint32(b, debugDirSize)    // PointerToRawData
+	return append(b, cv...)
 }

@@ -21,7 +21,7 @@ type API interface {
 	SetSearchPath(path string) error
 	// LoadModule loads the symbols of the module named image (a path or
 	// a base name; the file need not exist) at base for size bytes, with
-	// debug data of kind (HeaderCVMisc) describing its PDB
+	// debug data of kind (HeaderDebugDirs) describing its PDB
 	// (SymLoadModuleExW). It returns the base dbghelp loaded it at.
 	LoadModule(image string, base uint64, size uint32, kind uint32, data []byte) (uint64, error)
 	// ModuleInfo describes the module loaded at base
@@ -258,8 +258,8 @@ func (r *Resolver) load(id, path string, size uint64) *module {
 	if image == "" {
 		image = strings.TrimSuffix(ident.Name, ".pdb") + ".dll"
 	}
-	data := CVMisc(ident.CodeView(), ptrSize, 0, uint32(size))
-	got, err := r.api.LoadModule(image, base, uint32(size), HeaderCVMisc, data)
+	data := DebugDirs(ident.CodeView(), 0)
+	got, err := r.api.LoadModule(image, base, uint32(size), HeaderDebugDirs, data)
 	if err != nil || got == 0 {
 		if err == nil {
 			err = errors.New("no module loaded")
