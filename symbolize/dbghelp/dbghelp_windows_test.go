@@ -91,3 +91,41 @@ func TestDbghelpImageGone(t *testing.T) {
 		t.Errorf("got %+v (%v), want outer_fn", res, res.Err)
 	}
 }
+
+// TestDbghelpNTSymbolPath: without --symbols, the PDB is found through
+// _NT_SYMBOL_PATH (here the store entry's directory), and only there.
+func TestDbghelpNTSymbolPath(t *testing.T) {
+	dir := store(t)
+	exe, err := os.ReadFile("testdata/modules.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "app", "modules.exe")
+	if err := os.MkdirAll(filepath.Dir(img), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  string
+		want Outcome
+	}{
+		{filepath.Join(dir, "store", "modules.pdb", fixtureKey), Named},
+		{filepath.Join(dir, "elsewhere"), NoPDB},
+	} {
+		r := New(Options{Getenv: func(k string) string {
+			if k == "_NT_SYMBOL_PATH" {
+				return c.env
+			}
+			return ""
+		}})
+		res := r.Resolve(fixtureID, img, 0x3000, outerRVA+2)
+		if res.Outcome != c.want || (c.want == Named) != (res.Function == "outer_fn") {
+			t.Errorf("_NT_SYMBOL_PATH=%s: %+v (%v), want %v", c.env, res, res.Err, c.want)
+		}
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
