@@ -21,7 +21,8 @@ func addStackFlags(cmd *cobra.Command, o *stackFlags, show string) {
 		fs.BoolVar(&o.show, "stacks", false, show)
 	}
 	fs.StringArrayVar(&o.symbols, "symbols", nil, "a directory of symbol files for the trace's modules, searched first "+
-		"(debuginfod's cache layout BUILDID/debuginfo, or .build-id/xx/rest.debug); repeatable")
+		"(debuginfod's cache layout BUILDID/debuginfo, or .build-id/xx/rest.debug; Windows PDBs in symbol-store layout NAME.pdb/GUIDAGE/NAME.pdb, "+
+		"and on Windows through dbghelp, before _NT_SYMBOL_PATH); repeatable")
 }
 
 // table returns the stack table that names frames from the trace's

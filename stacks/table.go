@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/symbolize"
@@ -149,8 +150,14 @@ func (t *Table) Fact(f *event.Fact) {
 			}
 			return
 		}
+		id := f.Detail
+		if strings.HasPrefix(f.Image, "pdb:") {
+			// A Windows module is named from its PDB: the CodeView
+			// identity is the one symbol files are matched by.
+			id = f.Image
+		}
 		m := mapping{from: f.Time, to: maxTime, mod: symbolize.Module{
-			Path: f.Name, ID: f.Detail, Start: f.Handle, End: f.Handle + f.Size, Offset: f.Offset,
+			Path: f.Name, ID: id, Start: f.Handle, End: f.Handle + f.Size, Offset: f.Offset,
 			Vaddr: f.Vaddr, VaddrKnown: f.Flags&event.FactVaddr != 0,
 		}}
 		if f.Rundown {
@@ -322,6 +329,9 @@ func (t *Table) AddStats(s *event.Stats) {
 	}
 	if t.resolved > 0 {
 		s.Add(event.CountInfo, "stack frames named", t.resolved)
+	}
+	if n, err := t.sym.PEFailures(); n > 0 {
+		s.Add(event.CountInfo, fmt.Sprintf("stack frames of Windows modules not looked up through dbghelp (%v)", err), n)
 	}
 }
 

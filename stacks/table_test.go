@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/iotrace/iotrace/internal/synth"
 	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/symbolize"
+	"github.com/iotrace/iotrace/symbolize/dbghelp"
 )
 
 // TestSynthStacks: frames come from the trace's own facts: kernel
@@ -121,3 +123,33 @@ func (eventFunc) Begin(*event.Header) error    { return nil }
 func (f eventFunc) Event(e *event.Event) error { f(e); return nil }
 func (eventFunc) Fact(*event.Fact) error       { return nil }
 func (eventFunc) End(*event.Trailer) error     { return nil }
+
+// peNamer names every address it is asked about after the identity and
+// RVA, to show what the table hands to the symbolizer's PE resolver.
+type peNamer struct{ asked []string }
+
+func (p *peNamer) Resolve(id, path string, size, rva uint64) dbghelp.Result {
+	p.asked = append(p.asked, fmt.Sprintf("%s %s %#x %#x", id, path, size, rva))
+	return dbghelp.Result{Function: "fn", Outcome: dbghelp.Named}
+}
+
+// TestWindowsModuleIdentity: a Windows module fact carries its PE
+// identity in Detail and its PDB identity in Image; frames in it are
+// named by the PDB identity.
+func TestWindowsModuleIdentity(t *testing.T) {
+	pe := &peNamer{}
+	tab := New(Options{Symbols: symbolize.Options{PE: pe, DebugDirs: []string{}, NoModulePath: true}})
+	const pdbID = "pdb:app.pdb/F00D48B2BB5AC9BE4C4C44205044422E1"
+	tab.Fact(&event.Fact{Kind: event.FactModule, Pid: 10, ProcStart: 5, Rundown: true, Handle: 0x140000000, Size: 0x3000,
+		Name: `C:\app\app.exe`, Detail: "pe:6B068FB83000", Image: pdbID})
+	tab.Fact(&event.Fact{Kind: event.FactStack, Handle: 1, User: []uint64{0x140001013}})
+	e := event.New()
+	e.Pid, e.ProcStart, e.Stack, e.Time = 10, 5, 1, 100
+	st := tab.Frames(&e)
+	if st == nil || len(st.Frames) != 1 || st.Frames[0].Function != "fn" {
+		t.Fatalf("%+v", st)
+	}
+	if want := pdbID + ` C:\app\app.exe 0x3000 0x1012`; len(pe.asked) != 1 || pe.asked[0] != want {
+		t.Errorf("asked %q, want %q", pe.asked, want)
+	}
+}

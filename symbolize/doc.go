@@ -18,7 +18,10 @@
 // (PDBID, read from the image with package peid): its public symbols come
 // from a PDB in a --symbols directory in symbol-store layout
 // (NAME.pdb/GUIDAGE/NAME.pdb) whose own GUID and age match, read by
-// package pdb, on any OS.
+// package pdb, on any OS. On Windows the system's symbol engine is asked
+// first (package dbghelp: every function of a full PDB, source lines,
+// _NT_SYMBOL_PATH), through the optional PEResolver the Windows build
+// plugs in (Options.PE); elsewhere there is none.
 //
 // ELF symbol tables, DWARF line tables and Go's pclntab are read with the
 // standard library (debug/elf, debug/dwarf, debug/gosym); C++ and Rust

@@ -112,6 +112,10 @@ type Options struct {
 	// NoModulePath skips the module's own path (by default used last,
 	// when its identity matches).
 	NoModulePath bool
+	// PE names Windows modules first, before the PDB reader; nil means
+	// the system's: dbghelp.dll on Windows (package dbghelp), none
+	// elsewhere.
+	PE PEResolver
 }
 
 // Symbolizer names addresses. It caches the files it opens (by path) and
@@ -122,6 +126,12 @@ type Symbolizer struct {
 	byID   map[string]*symFile // by identity: the file chosen for it (nil: none)
 	reason map[string]Reason   // by identity: why none was chosen
 	counts [numReasons]uint64
+	pe     PEResolver
+	// peErr is why the system symbol engine could not be used (first
+	// error), closePE ends its session.
+	peErr    error
+	peFailed uint64
+	closePE  func() error
 }
 
 // New returns a Symbolizer.
@@ -129,7 +139,20 @@ func New(opts Options) *Symbolizer {
 	if opts.DebugDirs == nil {
 		opts.DebugDirs = []string{"/usr/lib/debug"}
 	}
-	return &Symbolizer{opts: opts, files: map[string]*symFile{}, byID: map[string]*symFile{}, reason: map[string]Reason{}}
+	s := &Symbolizer{opts: opts, files: map[string]*symFile{}, byID: map[string]*symFile{}, reason: map[string]Reason{}, pe: opts.PE}
+	if s.pe == nil {
+		s.pe = systemPE(s)
+	}
+	return s
+}
+
+// Close ends the system symbol engine's session, if one was opened (it
+// is also ended when the Symbolizer is garbage collected).
+func (s *Symbolizer) Close() error {
+	if s.closePE == nil {
+		return nil
+	}
+	return s.closePE()
 }
 
 // Counts returns how many frames were left unnamed, by reason (Resolved
@@ -156,23 +179,30 @@ func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
 	if m.ID == "" {
 		return s.done(f, NoID)
 	}
+	// A Windows module: the system's symbol engine first; when it cannot
+	// name the frame, the PDB reader, and the more telling of the two
+	// reasons is counted.
+	f, peWhy, ok := s.resolvePE(f, m, addr)
+	if ok {
+		return s.done(f, Resolved)
+	}
 	sf, why := s.fileFor(m)
 	if sf == nil {
-		return s.done(f, why)
+		return s.done(f, max(why, peWhy))
 	}
 	if sf.pdb != nil {
 		// A Windows image is mapped whole from its base: the offset
 		// from Start is the RVA.
 		rva := addr - m.Start
 		if rva > math.MaxUint32 {
-			return s.done(f, NoSymbol)
+			return s.done(f, max(NoSymbol, peWhy))
 		}
 		if len(sf.pdb.Publics) == 0 {
-			return s.done(f, NoSymbols)
+			return s.done(f, max(NoSymbols, peWhy))
 		}
 		sym, _, ok := sf.pdb.Lookup(uint32(rva))
 		if !ok {
-			return s.done(f, NoSymbol)
+			return s.done(f, max(NoSymbol, peWhy))
 		}
 		f.Function = sym.Name
 		return s.done(f, Resolved)
@@ -363,6 +393,9 @@ func (s *Symbolizer) Problems() []string {
 	sortFunc(rs, func(a, b rc) int { return cmp.Compare(b.n, a.n) })
 	for _, x := range rs {
 		out = append(out, fmt.Sprintf("%d %s", x.n, x.r))
+	}
+	if s.peErr != nil {
+		out = append(out, fmt.Sprintf("Windows symbols: %v (the PDB reader was used instead)", s.peErr))
 	}
 	return out
 }
