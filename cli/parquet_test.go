@@ -247,6 +247,19 @@ func TestParquetDuckDBLinuxRecording(t *testing.T) {
 	if n, opens := num(t, res[0][0]["n"]), num(t, res[0][0]["opens"]); n == 0 || opens != 1 || !strings.Contains(errs, fmt.Sprintf("(%d rows)", n)) {
 		t.Errorf("record -o .parquet: %d rows, %d opens of %s by cat; stderr: %s", n, opens, data, errs)
 	}
+
+	// With --stacks, the stack column names the frames as they load
+	// (here the dynamic loader's reads of libc, and cat's own).
+	spq := filepath.Join(dir, "stacks.parquet")
+	if _, errs, code := runIotrace(t, "record", "-o", spq, "--stacks", "user", "--", "sh", "-c", "cat "+data+" > /dev/null"); code != 0 {
+		t.Fatalf("record -o .parquet --stacks: exit %d: %s", code, errs)
+	}
+	res = duckDB(t, "SELECT count(*) AS reads, count(*) FILTER (WHERE stack IS NOT NULL) AS stacks, "+
+		"count(*) FILTER (WHERE list_contains(list_transform(stack, f -> f LIKE '_dl_map_object%'), true)) AS named "+
+		"FROM read_parquet('"+spq+"') WHERE comm = 'cat' AND op = 'read'")
+	if r := res[0][0]; num(t, r["reads"]) == 0 || num(t, r["stacks"]) != num(t, r["reads"]) || num(t, r["named"]) == 0 {
+		t.Errorf("record -o .parquet --stacks: cat's reads and their stacks: %v", r)
+	}
 }
 
 // docsDuckDBQueries returns the statements of the DuckDB block of
