@@ -79,11 +79,21 @@ func checkCauses(t *testing.T, sink *memSink, reads []event.Event) {
 			t.Errorf("bio %d (op %v, process %+v) caused by read %d of process %+v", e.ID, e.Op, e.Process(), r.ID, r.Process())
 		}
 	}
+	bad := false
 	for _, r := range reads {
 		if bytes[r.ID] != uint64(r.Bytes) || r.CausedBytes != bytes[r.ID] || r.CausedIOs != ios[r.ID] || r.CausedIOs == 0 {
-			t.Errorf("%s at offset %d (%d bytes): its bios carry %d bytes in %d I/Os; it says it caused %d bytes in %d",
-				r.Native, r.Offset, r.Bytes, bytes[r.ID], ios[r.ID], r.CausedBytes, r.CausedIOs)
+			t.Errorf("%s at offset %d (%d bytes, id %#x): its bios carry %d bytes in %d I/Os; it says it caused %d bytes in %d",
+				r.Native, r.Offset, r.Bytes, r.ID, bytes[r.ID], ios[r.ID], r.CausedBytes, r.CausedIOs)
+			bad = true
 		}
+	}
+	if bad {
+		for _, e := range sink.events {
+			if e.Layer == event.LayerBlock && e.Pid == reads[0].Pid {
+				t.Logf("block event %#x: cause %#x, %s, sector %d, %d bytes, flags %s", e.ID, e.Cause, e.Op, e.Sector, e.Size, e.Flags)
+			}
+		}
+		t.Logf("stats: %+v", sink.trailer.Stats.Sorted())
 	}
 }
 
