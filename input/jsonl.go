@@ -65,11 +65,10 @@ func (r *jsonlReader) Close() error {
 	return r.f.Close()
 }
 
-// ScanFacts delivers every fact of the trace to fn. Damage is left for
-// Run to report.
+// ScanFacts delivers every fact of the trace to fn, passing over event
+// lines without decoding them. Damage is left for Run to report.
 func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
-	_ = output.ReadJSONL(ctx, r.section(), r.name, factSink(fn))
-	return ctx.Err()
+	return output.ScanJSONLFacts(ctx, r.section(), r.name, fn)
 }
 
 // jsonlTraceStarts returns the byte offsets at which the traces of a jsonl
@@ -144,11 +143,3 @@ func splitJSONL(path string) ([]Reader, error) {
 	}
 	return out, nil
 }
-
-// factSink passes facts to a function and ignores the rest.
-type factSink func(*event.Fact) error
-
-func (factSink) Begin(*event.Header) error  { return nil }
-func (factSink) Event(*event.Event) error   { return nil }
-func (f factSink) Fact(x *event.Fact) error { return f(x) }
-func (factSink) End(*event.Trailer) error   { return nil }

@@ -139,19 +139,101 @@ type jsonRecord struct {
 // (eventDecoder); header, fact and trailer lines, and any event line that
 // decoder declines, by go-json into jsonRecord.
 func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) error {
-	return readJSONL(ctx, r, name, sink, true)
+	return readJSONL(ctx, r, name, sink, readFast)
 }
+
+// ScanJSONLFacts delivers the facts of the jsonl trace in r to fn, in file
+// order, for a pre-pass over the facts before [ReadJSONL] replays the
+// trace. Event lines are passed over without being decoded where that is
+// certain not to change what is read (see [plainEventLine]); the others
+// are decoded as ReadJSONL decodes them. Damage is not reported here:
+// the error is fn's, ctx's, or a read error, and the replay counts and
+// names every damaged line once.
+func ScanJSONLFacts(ctx context.Context, r io.Reader, name string, fn func(*event.Fact) error) error {
+	err := readJSONL(ctx, r, name, factFunc(fn), readFacts)
+	var fe factErr
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// factFunc is a sink that passes facts to a function and ignores the rest;
+// the function's error comes back from readJSONL as a factErr.
+type factFunc func(*event.Fact) error
+
+func (factFunc) Begin(*event.Header) error { return nil }
+func (factFunc) Event(*event.Event) error  { return nil }
+func (f factFunc) Fact(x *event.Fact) error {
+	if err := f(x); err != nil {
+		return factErr{err}
+	}
+	return nil
+}
+func (factFunc) End(*event.Trailer) error { return nil }
+
+type factErr struct{ err error }
+
+func (e factErr) Error() string { return e.err.Error() }
+func (e factErr) Unwrap() error { return e.err }
 
 // eventLinePrefix is how the writer begins every event line: only such
 // lines are offered to the fast decoder.
 var eventLinePrefix = []byte(`{"type":"event"`)
 
-// readJSONL is ReadJSONL; with fast false every line takes the generic
-// path (for the differential tests and benchmarks).
-func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, fast bool) error {
+// plainEventLine reports whether text (a line without its surrounding
+// space) is certainly an event line for the generic path too, so that a
+// pass that needs only the other lines may skip it: it begins with the
+// writer's eventLinePrefix, has no backslash (so every '"' delimits a
+// string and no key is spelled with escapes), and holds no other string
+// "type" in any ASCII letter case (go-json, like encoding/json, takes the
+// last of repeated keys and matches keys without regard to case; no rune
+// outside ASCII folds to t, y, p or e). A line that fails the test is
+// decoded; one that passes may still be damaged, which the replay reports.
+func plainEventLine(text []byte) bool {
+	if !bytes.HasPrefix(text, eventLinePrefix) {
+		return false
+	}
+	rest := text[len(eventLinePrefix):]
+	if bytes.IndexByte(rest, '\\') >= 0 {
+		return false
+	}
+	// A "type" string in any case holds a y or Y two bytes after its
+	// opening quote: look at those few places only.
+	for _, y := range [2]byte{'y', 'Y'} {
+		for at := 0; ; {
+			k := bytes.IndexByte(rest[at:], y)
+			if k < 0 {
+				break
+			}
+			k += at
+			at = k + 1
+			if k >= 2 && k+3 < len(rest) && rest[k-2] == '"' && rest[k+3] == '"' &&
+				rest[k-1]|0x20 == 't' && rest[k+1]|0x20 == 'p' && rest[k+2]|0x20 == 'e' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readMode says how readJSONL decodes lines.
+type readMode int
+
+const (
+	readFast    readMode = iota // event lines through the schema decoder
+	readGeneric                 // every line through go-json (differential tests, benchmarks)
+	readFacts                   // fast, and plain event lines skipped (ScanJSONLFacts)
+)
+
+// readJSONL is ReadJSONL in the given mode.
+func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, mode readMode) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var dec *eventDecoder
-	if fast {
+	if mode != readGeneric {
 		dec = newEventDecoder()
 	}
 	var (
@@ -186,6 +268,9 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 	}
 	// accept delivers a decoded event unless its id was just seen.
 	accept := func(ev *event.Event) error {
+		if mode == readFacts {
+			return nil
+		}
 		if first, dup := ids.seen(ev.ID, line); dup {
 			return fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
 		}
@@ -232,6 +317,13 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
 			break
 		}
+		if mode == readFacts && begun && plainEventLine(text) {
+			off += int64(len(raw))
+			if err != nil {
+				break // EOF after a last line without '\n'
+			}
+			continue
+		}
 		var lineErr error
 		if dec != nil && begun && bytes.HasPrefix(text, eventLinePrefix) && dec.event(text, &ev) {
 			lineErr = accept(&ev)
@@ -263,6 +355,12 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 			badLine(fail("%v", err))
 			off += int64(len(raw))
 			continue
+		}
+		if !begun && rec.Type != "header" {
+			// It begins as a header does, but a repeated "type" key
+			// makes it another object: nothing may come before Begin.
+			damageErr = fail("not an iotrace jsonl trace: the first line is a %q object, not the header", rec.Type)
+			break
 		}
 		switch rec.Type {
 		case "header":
