@@ -268,21 +268,40 @@ func TestJSONLFastAndGenericReadersAgree(t *testing.T) {
 }
 
 // TestRecentIDs: the repeated-ID window against a plain map model, over
-// more IDs than the window holds (evictions, colliding homes).
+// more IDs than the window holds (evictions, chains that leave the
+// window), for IDs drawn at random with many repeats, counting up, with
+// eBPF's CPU and kind bits, and chosen to collide in the first hash (which
+// must switch the table to the second).
 func TestRecentIDs(t *testing.T) {
-	var r recentIDs
-	model := map[uint64]int{}
-	var order []uint64
-	rnd := uint64(1)
-	for line := 1; line <= 5*recentIDWindow; line++ {
-		rnd = rnd*6364136223846793005 + 1442695040888963407
-		id := rnd >> 45 // many repeats
-		first, dup := r.seen(id, line)
-		want, wantDup := model[id]
-		if dup != wantDup || (dup && first != want) {
-			t.Fatalf("line %d id %d: seen %d %v, want %d %v", line, id, first, dup, want, wantDup)
-		}
-		if !dup {
+	for _, g := range []struct {
+		name    string
+		id      func(rnd uint64, line int) uint64
+		rehash  bool
+		repeats bool
+	}{
+		{"random", func(rnd uint64, _ int) uint64 { return rnd >> 45 }, false, true},
+		{"counting", func(_ uint64, line int) uint64 { return uint64(line) }, false, false},
+		{"counting with repeats", func(rnd uint64, line int) uint64 { return uint64(line) - rnd>>47 }, false, true},
+		{"ebpf", func(rnd uint64, line int) uint64 { return (uint64(line)<<12|rnd>>62)<<2 | 1 }, false, false},
+		{"colliding", func(rnd uint64, line int) uint64 { k := uint64(line) % (1 << 14); return k<<14 | k }, true, true},
+	} {
+		var r recentIDs
+		model := map[uint64]int{}
+		var order []uint64
+		rnd := uint64(1)
+		dups := 0
+		for line := 1; line <= 5*recentIDWindow; line++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			id := g.id(rnd, line)
+			first, dup := r.seen(id, line)
+			want, wantDup := model[id]
+			if dup != wantDup || (dup && first != want) {
+				t.Fatalf("%s: line %d id %d: seen %d %v, want %d %v", g.name, line, id, first, dup, want, wantDup)
+			}
+			if dup {
+				dups++
+				continue
+			}
 			model[id] = line
 			order = append(order, id)
 			if len(order) > recentIDWindow {
@@ -290,5 +309,33 @@ func TestRecentIDs(t *testing.T) {
 				order = order[1:]
 			}
 		}
+		if (dups > 0) != g.repeats {
+			t.Errorf("%s: %d repeats", g.name, dups)
+		}
+		if (r.mult != 0) != g.rehash {
+			t.Errorf("%s: multiplicative hash %v, want %v", g.name, r.mult != 0, g.rehash)
+		}
+	}
+}
+
+// BenchmarkRecentIDs: the repeated-line check per event, for IDs that
+// count up (synthetic and ETW traces) and eBPF IDs (a sequence above CPU
+// and kind bits, CPUs interleaved).
+func BenchmarkRecentIDs(b *testing.B) {
+	for _, g := range []struct {
+		name string
+		id   func(i uint64) uint64
+	}{
+		{"counting", func(i uint64) uint64 { return i + 1 }},
+		{"ebpf", func(i uint64) uint64 { return ((i/4)<<12|i%4)<<2 | 1 }},
+	} {
+		b.Run(g.name, func(b *testing.B) {
+			var r recentIDs
+			for i := range uint64(b.N) {
+				if _, dup := r.seen(g.id(i), int(i)); dup {
+					b.Fatal("repeat")
+				}
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	gojson "github.com/goccy/go-json"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -625,33 +626,92 @@ var factNames = sync.OnceValue(func() (t struct {
 // recentIDs remembers the event IDs of the last recentIDWindow events, with
 // their lines: a line repeated within the window (a duplicated line or
 // block of lines) is caught without memory growing with the trace.
+//
+// It is a hash table chained through a ring of the window's entries,
+// written for this job because it is on the path of every event line and
+// a map of the window cost more than the rest of the line's bookkeeping
+// (a lookup, a delete and an insert per event, all cache misses). Entry n
+// (counted from 1) lives in ring[n%recentIDWindow] and links to the
+// previous entry of its bucket, always an older one, so a chain ends at
+// the first link that left the window: nothing is ever deleted, and an
+// insert writes one ring slot and one bucket head.
+//
+// The bucket of an ID is first a fold of its bits that keeps IDs that
+// count up (in their low bits, or above eBPF's CPU and kind bits) in
+// neighbouring buckets, which keeps the table's working set small. A chain
+// longer than maxRecentChain (IDs chosen to collide) switches the table to
+// a multiplicative hash with a random odd multiplier, rebuilt from the
+// ring, so that no input makes every lookup walk the window.
 type recentIDs struct {
-	line map[uint64]int
-	ring []uint64
-	at   int
+	head []uint64 // per bucket: the newest entry's number, 0 for none
+	ring []recentID
+	n    uint64 // entries so far
+	mult uint64 // 0: the fold; else the multiplier
 }
 
-const recentIDWindow = 1 << 16
+type recentID struct {
+	id, prev uint64 // prev: the number of the bucket's previous entry
+	line     int
+}
+
+const (
+	recentIDWindow = 1 << 16
+	recentIDBits   = 16 // log2 of the number of buckets
+	maxRecentChain = 32
+)
+
+func (r *recentIDs) bucket(id uint64) uint64 {
+	if r.mult != 0 {
+		return (id * r.mult) >> (64 - recentIDBits)
+	}
+	return (id ^ id>>14 ^ id>>28 ^ id>>42 ^ id>>56) & (1<<recentIDBits - 1)
+}
 
 // seen records id at line; it reports the earlier line when id is among
 // the recent ones.
 func (r *recentIDs) seen(id uint64, line int) (int, bool) {
-	if r.line == nil {
-		r.line = make(map[uint64]int, recentIDWindow)
-		r.ring = make([]uint64, 0, recentIDWindow)
+	if r.head == nil {
+		r.head = make([]uint64, 1<<recentIDBits)
+		r.ring = make([]recentID, recentIDWindow)
 	}
-	if first, ok := r.line[id]; ok {
-		return first, true
+	b := r.bucket(id)
+	// Entries numbered above oldest are in the window.
+	oldest := uint64(0)
+	if r.n > recentIDWindow {
+		oldest = r.n - recentIDWindow
 	}
-	if len(r.ring) < recentIDWindow {
-		r.ring = append(r.ring, id)
-	} else {
-		delete(r.line, r.ring[r.at])
-		r.ring[r.at] = id
-		r.at = (r.at + 1) % recentIDWindow
+	steps := 0
+	for e := r.head[b]; e > oldest; steps++ {
+		x := &r.ring[e%recentIDWindow]
+		if x.id == id {
+			return x.line, true
+		}
+		e = x.prev
 	}
-	r.line[id] = line
+	r.n++
+	r.ring[r.n%recentIDWindow] = recentID{id: id, prev: r.head[b], line: line}
+	r.head[b] = r.n
+	if steps > maxRecentChain && r.mult == 0 {
+		r.rehash()
+	}
 	return 0, false
+}
+
+// rehash switches to the multiplicative hash and rebuilds the chains of
+// the entries in the window, oldest first.
+func (r *recentIDs) rehash() {
+	r.mult = rand.Uint64() | 1
+	clear(r.head)
+	first := uint64(1)
+	if r.n > recentIDWindow {
+		first = r.n - recentIDWindow + 1
+	}
+	for e := first; e <= r.n; e++ {
+		x := &r.ring[e%recentIDWindow]
+		b := r.bucket(x.id)
+		x.prev = r.head[b]
+		r.head[b] = e
+	}
 }
 
 // restoreBytes puts back the exact bytes of the strings that were not valid
