@@ -136,9 +136,9 @@ type jsonRecord struct {
 // what the trailer would have held so far, and returns an error naming
 // the line and byte offset. name names r in errors.
 //
-// Event lines are decoded by a decoder written for this schema
-// (eventDecoder); header, fact and trailer lines, and any event line that
-// decoder declines, by go-json into jsonRecord.
+// Event and fact lines are decoded by a decoder written for this schema
+// (eventDecoder); header and trailer lines, and any line that decoder
+// declines, by go-json into jsonRecord.
 func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) error {
 	return readJSONL(ctx, r, name, sink, readFast)
 }
@@ -331,6 +331,17 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, m
 			if lineErr != nil {
 				badLine(lineErr)
 			}
+			if sinkErr != nil {
+				break
+			}
+			off += int64(len(raw))
+			if err != nil {
+				break // EOF after a last line without '\n'
+			}
+			continue
+		}
+		if dec != nil && begun && bytes.HasPrefix(text, factLinePrefix) && dec.fact(text, &fact) {
+			sinkErr = sink.Fact(&fact)
 			if sinkErr != nil {
 				break
 			}
