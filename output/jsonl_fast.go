@@ -146,6 +146,14 @@ var strClass = func() (t [256]bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i // the writer writes no space: the common case, inlined
+	}
+	return skipSpaceLoop(b, i)
+}
+
+//go:noinline
+func skipSpaceLoop(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -652,7 +660,16 @@ func parseUint(b []byte, i int) (uint64, int, bool) {
 		}
 		return 0, i + 1, true
 	}
+	// 19 digits cannot overflow; a 20th is checked.
 	var n uint64
+	end := min(len(b), i+19)
+	for ; i < end; i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			return n, i, true
+		}
+		n = n*10 + uint64(c)
+	}
 	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
 		c := uint64(b[i] - '0')
 		if n > (1<<64-1-c)/10 {
