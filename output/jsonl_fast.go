@@ -24,10 +24,12 @@ import (
 // leading zero or out of range, a string with a lone surrogate or bytes that
 // are not UTF-8, a key that belongs to another object type, a bad value of
 // any kind — makes it decline, and the reader decodes the line with the
-// generic path, which accepts it or names what is wrong. Header, fact and
-// trailer lines (a few per trace) always take the generic path. So the fast
-// path can only change speed: FuzzJSONLEventLine checks that whatever it
-// accepts, the generic path accepts with the identical event.
+// generic path, which accepts it or names what is wrong. Fact lines get
+// the same treatment (eventDecoder.fact, jsonl_fact_fast.go); header and
+// trailer lines (one each per trace) always take the generic path. So the
+// fast path can only change speed: FuzzJSONLEventLine and
+// FuzzJSONLFactLine check that whatever it accepts, the generic path
+// accepts with the identical event or fact.
 type eventDecoder struct {
 	strs     map[string]string
 	slots    [internSlots]string // direct-mapped in front of strs
