@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
 )
 
 // FuzzReadJSONL feeds arbitrary bytes to the jsonl reader: it must never
 // panic, must read the same trace and return the same error with the
-// schema decoder as with go-json for every line, must end every stream it began, and what it reads must survive
+// schema decoder as with go-json for every line, must deliver the same
+// facts to the fact pre-pass (ScanJSONLFacts, which skips plain event
+// lines), must end every stream it began, and what it reads must survive
 // being written and read again unchanged.
 func FuzzReadJSONL(f *testing.F) {
 	var buf bytes.Buffer
@@ -30,12 +35,30 @@ func FuzzReadJSONL(f *testing.F) {
 		err := ReadJSONL(context.Background(), bytes.NewReader(data), "fuzz", first)
 		tr := first.Trace()
 		generic := synth.NewRecorder()
-		errG := readJSONL(context.Background(), bytes.NewReader(data), "fuzz", generic, false)
+		errG := readJSONL(context.Background(), bytes.NewReader(data), "fuzz", generic, readGeneric)
 		if fmt.Sprint(err) != fmt.Sprint(errG) {
 			t.Fatalf("schema decoder: %v\ngo-json only: %v", err, errG)
 		}
 		if err := synth.Compare(generic.Trace(), tr); err != nil {
 			t.Fatalf("schema decoder and go-json only read different traces: %v", err)
+		}
+		var facts, scanned []event.Fact
+		_ = readJSONL(context.Background(), bytes.NewReader(data), "fuzz", factFunc(func(f *event.Fact) error {
+			facts = append(facts, *f)
+			return nil
+		}), readFast)
+		errS := ScanJSONLFacts(context.Background(), bytes.NewReader(data), "fuzz", func(f *event.Fact) error {
+			scanned = append(scanned, *f)
+			return nil
+		})
+		if errS != nil {
+			t.Fatalf("fact pre-pass: %v", errS)
+		}
+		if !reflect.DeepEqual(facts, scanned) {
+			t.Fatalf("the fact pre-pass delivers %d facts, the reader %d:\n%+v\n%+v", len(scanned), len(facts), scanned, facts)
+		}
+		if err != nil && strings.Contains(err.Error(), "synth.Recorder") {
+			t.Fatalf("the reader breaks the sink's order: %v", err)
 		}
 		if tr.Began != tr.Ended {
 			t.Fatalf("began %v, ended %v (err %v)", tr.Began, tr.Ended, err)

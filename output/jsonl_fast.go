@@ -2,6 +2,7 @@ package output
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"unicode/utf8"
 
 	"github.com/iotrace/iotrace/event"
@@ -23,18 +24,21 @@ import (
 // leading zero or out of range, a string with a lone surrogate or bytes that
 // are not UTF-8, a key that belongs to another object type, a bad value of
 // any kind — makes it decline, and the reader decodes the line with the
-// generic path, which accepts it or names what is wrong. Header, fact and
-// trailer lines (a few per trace) always take the generic path. So the fast
-// path can only change speed: FuzzJSONLEventLine checks that whatever it
-// accepts, the generic path accepts with the identical event.
+// generic path, which accepts it or names what is wrong. Fact lines get
+// the same treatment (eventDecoder.fact, jsonl_fact_fast.go); header and
+// trailer lines (one each per trace) always take the generic path. So the
+// fast path can only change speed: FuzzJSONLEventLine and
+// FuzzJSONLFactLine check that whatever it accepts, the generic path
+// accepts with the identical event or fact.
 type eventDecoder struct {
 	strs     map[string]string
-	sources  map[string]event.Source
-	layers   map[string]event.Layer
-	ops      map[string]event.Op
-	statuses map[string]event.Status
-	flags    map[string]event.Flags
-	devs     map[string]event.Device
+	slots    [internSlots]string // direct-mapped in front of strs
+	sources  enumCache[event.Source]
+	layers   enumCache[event.Layer]
+	ops      enumCache[event.Op]
+	statuses enumCache[event.Status]
+	flags    enumCache[event.Flags]
+	devs     enumCache[event.Device]
 	scratch  []byte // unescaped strings
 	b64      []byte // decoded KEY_b64 bytes
 }
@@ -44,18 +48,43 @@ const (
 	maxInternedLen = 256     // longer strings are not interned
 	maxEnumCache   = 256     // enum spellings kept per cache
 	maxSkipDepth   = 64      // nesting of an unknown value before declining
+	internBits     = 12      // log2 of the direct-mapped intern slots
+	internSlots    = 1 << internBits
+	enumBits       = 6
+	enumSlots      = 1 << enumBits
 )
 
-func newEventDecoder() *eventDecoder {
-	return &eventDecoder{
-		strs:     make(map[string]string, 256),
-		sources:  make(map[string]event.Source),
-		layers:   make(map[string]event.Layer),
-		ops:      make(map[string]event.Op),
-		statuses: make(map[string]event.Status),
-		flags:    make(map[string]event.Flags),
-		devs:     make(map[string]event.Device),
+// enumCache maps the spellings of an enum's values to the values: a
+// direct-mapped table (a hit costs a cheap hash and one comparison) in
+// front of a map of every spelling parsed so far.
+type enumCache[T any] struct {
+	m    map[string]T
+	keys [enumSlots]string
+	vals [enumSlots]T
+	// the empty spelling (an absent field), parsed once
+	empty               T
+	emptyOK, emptyKnown bool
+}
+
+// cheapHash mixes the length and the first and last bytes of v: enough to
+// spread the strings of a trace over direct-mapped slots, whose hits are
+// confirmed by comparing the whole string.
+func cheapHash(v []byte) uint64 {
+	n := len(v)
+	var a, b uint64
+	switch {
+	case n >= 8:
+		a, b = binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[n-8:])
+	case n >= 4:
+		a, b = uint64(binary.LittleEndian.Uint32(v)), uint64(binary.LittleEndian.Uint32(v[n-4:]))
+	case n > 0:
+		a = uint64(v[0]) | uint64(v[n/2])<<8 | uint64(v[n-1])<<16
 	}
+	return (a ^ (b+uint64(n))*0x9e3779b97f4a7c15) * 0xff51afd7ed558ccd
+}
+
+func newEventDecoder() *eventDecoder {
+	return &eventDecoder{strs: make(map[string]string, 256)}
 }
 
 // Bits of the event keys seen on a line: a repeated key declines.
@@ -119,6 +148,14 @@ var strClass = func() (t [256]bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i // the writer writes no space: the common case, inlined
+	}
+	return skipSpaceLoop(b, i)
+}
+
+//go:noinline
+func skipSpaceLoop(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -441,11 +478,16 @@ func (d *eventDecoder) event(b []byte, e *event.Event) bool {
 	return true
 }
 
-// str reads the JSON string at b[i]. Without escapes or non-ASCII bytes
-// the result is a slice of b; else it is unescaped into d.scratch (valid
-// until the next call) and esc is true. Control characters, bytes that
-// are not UTF-8, bad escapes and lone surrogates decline.
+// str reads the JSON string at b[i] (scanString into d.scratch).
 func (d *eventDecoder) str(b []byte, i int) (v []byte, next int, esc, ok bool) {
+	return scanString(&d.scratch, b, i)
+}
+
+// scanString reads the JSON string at b[i]. Without escapes or non-ASCII
+// bytes the result is a slice of b; else it is unescaped into *scratch
+// (valid until the next call) and esc is true. Control characters, bytes
+// that are not UTF-8, bad escapes and lone surrogates decline.
+func scanString(scratch *[]byte, b []byte, i int) (v []byte, next int, esc, ok bool) {
 	if b[i] != '"' {
 		return nil, i, false, false
 	}
@@ -457,12 +499,12 @@ func (d *eventDecoder) str(b []byte, i int) (v []byte, next int, esc, ok bool) {
 	if j < len(b) && b[j] == '"' {
 		return b[i:j], j + 1, false, true
 	}
-	out := append(d.scratch[:0], b[i:j]...)
+	out := append((*scratch)[:0], b[i:j]...)
 	for j < len(b) {
 		c := b[j]
 		switch {
 		case c == '"':
-			d.scratch = out
+			*scratch = out
 			return out, j + 1, true, true
 		case c < 0x20:
 			return nil, j, false, false
@@ -573,14 +615,19 @@ func (d *eventDecoder) intern(v []byte) string {
 	if len(v) > maxInternedLen {
 		return string(v)
 	}
-	if s, ok := d.strs[string(v)]; ok {
-		return s
+	slot := &d.slots[cheapHash(v)>>(64-internBits)]
+	if *slot == string(v) {
+		return *slot
 	}
-	if len(d.strs) >= maxInterned {
-		clear(d.strs)
+	s, ok := d.strs[string(v)]
+	if !ok {
+		if len(d.strs) >= maxInterned {
+			clear(d.strs)
+		}
+		s = string(v)
+		d.strs[s] = s
 	}
-	s := string(v)
-	d.strs[s] = s
+	*slot = s
 	return s
 }
 
@@ -615,7 +662,16 @@ func parseUint(b []byte, i int) (uint64, int, bool) {
 		}
 		return 0, i + 1, true
 	}
+	// 19 digits cannot overflow; a 20th is checked.
 	var n uint64
+	end := min(len(b), i+19)
+	for ; i < end; i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			return n, i, true
+		}
+		n = n*10 + uint64(c)
+	}
 	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
 		c := uint64(b[i] - '0')
 		if n > (1<<64-1-c)/10 {
@@ -700,7 +756,7 @@ func (d *eventDecoder) flagList(b []byte, i int) (event.Flags, int, bool) {
 		if !ok {
 			return 0, j, false
 		}
-		bit, ok := lookup(d.flags, v, func(s string) (event.Flags, bool) { return parseFlag(s) })
+		bit, ok := lookup(&d.flags, v, func(s string) (event.Flags, bool) { return parseFlag(s) })
 		if !ok {
 			return 0, j, false
 		}
@@ -728,8 +784,8 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		var d eventDecoder // only its scratch is used
-		_, i, _, ok := d.str(b, i)
+		var scratch []byte
+		_, i, _, ok := scanString(&scratch, b, i)
 		return i, ok
 	case c == '{' || c == '[':
 		end := byte('}')
@@ -823,26 +879,43 @@ func skipNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
-// lookup finds v in the cache m, or parses it and remembers the result.
-func lookup[T any](m map[string]T, v []byte, parse func(string) (T, bool)) (T, bool) {
-	if x, ok := m[string(v)]; ok {
-		return x, true
+// lookup finds v in the cache c, or parses it and remembers the result.
+func lookup[T any](c *enumCache[T], v []byte, parse func(string) (T, bool)) (T, bool) {
+	if len(v) == 0 {
+		if !c.emptyKnown {
+			c.empty, c.emptyOK = parse("")
+			c.emptyKnown = true
+		}
+		return c.empty, c.emptyOK
 	}
-	x, ok := parse(string(v))
-	if ok && len(m) < maxEnumCache {
-		m[string(v)] = x
+	h := cheapHash(v) >> (64 - enumBits)
+	if c.keys[h] == string(v) {
+		return c.vals[h], true
 	}
-	return x, ok
+	x, ok := c.m[string(v)]
+	if !ok {
+		if x, ok = parse(string(v)); !ok {
+			return x, false
+		}
+		if c.m == nil {
+			c.m = make(map[string]T)
+		}
+		if len(c.m) < maxEnumCache {
+			c.m[string(v)] = x
+		}
+	}
+	c.keys[h], c.vals[h] = string(v), x
+	return x, true
 }
 
 func okOf[T any](x T, err error) (T, bool) { return x, err == nil }
 
 func (d *eventDecoder) source(v []byte) (event.Source, bool) {
-	return lookup(d.sources, v, func(s string) (event.Source, bool) { return okOf(event.ParseSource(s)) })
+	return lookup(&d.sources, v, func(s string) (event.Source, bool) { return okOf(event.ParseSource(s)) })
 }
 
 func (d *eventDecoder) layer(v []byte) (event.Layer, bool) {
-	return lookup(d.layers, v, func(s string) (event.Layer, bool) {
+	return lookup(&d.layers, v, func(s string) (event.Layer, bool) {
 		l, err := event.ParseLayer(s)
 		if err != nil && s == "unknown" {
 			return event.LayerUnknown, true
@@ -852,13 +925,13 @@ func (d *eventDecoder) layer(v []byte) (event.Layer, bool) {
 }
 
 func (d *eventDecoder) op(v []byte) (event.Op, bool) {
-	return lookup(d.ops, v, func(s string) (event.Op, bool) { return okOf(event.ParseOp(s)) })
+	return lookup(&d.ops, v, func(s string) (event.Op, bool) { return okOf(event.ParseOp(s)) })
 }
 
 func (d *eventDecoder) status(v []byte) (event.Status, bool) {
-	return lookup(d.statuses, v, func(s string) (event.Status, bool) { return okOf(event.ParseStatus(s)) })
+	return lookup(&d.statuses, v, func(s string) (event.Status, bool) { return okOf(event.ParseStatus(s)) })
 }
 
 func (d *eventDecoder) dev(v []byte) (event.Device, bool) {
-	return lookup(d.devs, v, func(s string) (event.Device, bool) { return okOf(parseDevice(s)) })
+	return lookup(&d.devs, v, func(s string) (event.Device, bool) { return okOf(parseDevice(s)) })
 }

@@ -57,9 +57,73 @@ func checkLine(t *testing.T, d *eventDecoder, line []byte) bool {
 	return true
 }
 
+// checkPlain: a line plainEventLine lets the fact pre-pass skip is not a
+// fact, nor any other type, for the generic path.
+func checkPlain(t *testing.T, line []byte) {
+	t.Helper()
+	text := bytes.TrimSpace(line)
+	if !plainEventLine(text) {
+		return
+	}
+	var rec jsonRecord
+	if err := unmarshalLine(text, &rec); err == nil && rec.Type != "event" {
+		t.Fatalf("plainEventLine skips a line of type %q: %q", rec.Type, line)
+	}
+}
+
+// disguisedFacts begin as the writer begins event lines but are facts for
+// go-json (the last of repeated keys counts; keys match in any case).
+var disguisedFacts = []string{
+	`{"type":"event","type":"fact","kind":"device","dev":"8:0","name":"sda"}`,
+	`{"type":"event","TYPE":"fact","kind":"device","dev":"8:0","name":"sda"}`,
+	`{"type":"event" ,"tyPe":"fact","kind":"device","dev":"8:0","name":"sda"}`,
+	`{"type":"event","typ\u0065":"fact","kind":"device","dev":"8:0","name":"sda"}`,
+	`{"type":"event","path":"\"type\"","Type" : "fact","kind":"device","dev":"8:0","name":"sda"}`,
+}
+
+// TestPlainEventLine: the writer's event lines are skipped by the fact
+// pre-pass; lines that are facts for go-json are not.
+func TestPlainEventLine(t *testing.T) {
+	lines := writerEventLines(t)
+	plain := 0
+	for _, l := range lines {
+		checkPlain(t, l)
+		if plainEventLine(l) {
+			plain++
+		}
+	}
+	if plain < len(lines)*9/10 {
+		t.Errorf("only %d of %d writer event lines are plain", plain, len(lines))
+	}
+	for _, l := range disguisedFacts {
+		var rec jsonRecord
+		if err := unmarshalLine([]byte(l), &rec); err != nil || rec.Type != "fact" {
+			t.Fatalf("%s: type %q, %v; the test needs a fact", l, rec.Type, err)
+		}
+		if plainEventLine([]byte(l)) {
+			t.Errorf("a fact is taken for a plain event line: %s", l)
+		}
+	}
+	for _, l := range []struct {
+		line  string
+		plain bool
+	}{
+		{`{"type":"event","path":"/usr/share/type","id":1}`, true},
+		{`{"type":"event","path":"type","id":1}`, false}, // a value, but the test stays simple
+		{`{"type":"event","path":"/a/\"x\"","id":1}`, false},
+		{`{"type":"fact","kind":"device"}`, false},
+		{`{"type":"eventful","id":1}`, false},
+	} {
+		if plainEventLine([]byte(l.line)) != l.plain {
+			t.Errorf("plainEventLine %v, want %v: %s", !l.plain, l.plain, l.line)
+		}
+	}
+}
+
 // FuzzJSONLEventLine is the differential test of the fast event decoder:
 // on any line it accepts, the generic go-json path must accept the line
-// and produce the identical event. A line it declines is decoded by the
+// and produce the identical event. It also checks that a line the fact
+// pre-pass skips (plainEventLine) is not a fact for the generic path. A line it declines is decoded by the
 // generic path in the reader, so there the two cannot disagree.
 func FuzzJSONLEventLine(f *testing.F) {
 	for _, l := range writerEventLines(f) {
@@ -68,10 +132,14 @@ func FuzzJSONLEventLine(f *testing.F) {
 	for _, l := range trickyLines {
 		f.Add([]byte(l.line))
 	}
+	for _, l := range disguisedFacts {
+		f.Add([]byte(l))
+	}
 	d := newEventDecoder()
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkLine(t, d, line)
 		checkLine(t, newEventDecoder(), line)
+		checkPlain(t, line)
 	})
 }
 
@@ -185,8 +253,8 @@ func TestJSONLFastAndGenericReadersAgree(t *testing.T) {
 		strings.Replace(strings.Join(lines[50:], ""), `"status":"ok"`, `"status":"maybe"`, 3)
 	for name, in := range map[string]string{"intact": intact, "damaged": damaged, "truncated": intact[:len(intact)/2]} {
 		fast, generic := synth.NewRecorder(), synth.NewRecorder()
-		errF := readJSONL(context.Background(), strings.NewReader(in), "t", fast, true)
-		errG := readJSONL(context.Background(), strings.NewReader(in), "t", generic, false)
+		errF := readJSONL(context.Background(), strings.NewReader(in), "t", fast, readFast)
+		errG := readJSONL(context.Background(), strings.NewReader(in), "t", generic, readGeneric)
 		if fmt.Sprint(errF) != fmt.Sprint(errG) {
 			t.Errorf("%s: fast reader: %v\ngeneric reader: %v", name, errF, errG)
 		}
@@ -200,21 +268,40 @@ func TestJSONLFastAndGenericReadersAgree(t *testing.T) {
 }
 
 // TestRecentIDs: the repeated-ID window against a plain map model, over
-// more IDs than the window holds (evictions, colliding homes).
+// more IDs than the window holds (evictions, chains that leave the
+// window), for IDs drawn at random with many repeats, counting up, with
+// eBPF's CPU and kind bits, and chosen to collide in the first hash (which
+// must switch the table to the second).
 func TestRecentIDs(t *testing.T) {
-	var r recentIDs
-	model := map[uint64]int{}
-	var order []uint64
-	rnd := uint64(1)
-	for line := 1; line <= 5*recentIDWindow; line++ {
-		rnd = rnd*6364136223846793005 + 1442695040888963407
-		id := rnd >> 45 // many repeats
-		first, dup := r.seen(id, line)
-		want, wantDup := model[id]
-		if dup != wantDup || (dup && first != want) {
-			t.Fatalf("line %d id %d: seen %d %v, want %d %v", line, id, first, dup, want, wantDup)
-		}
-		if !dup {
+	for _, g := range []struct {
+		name    string
+		id      func(rnd uint64, line int) uint64
+		rehash  bool
+		repeats bool
+	}{
+		{"random", func(rnd uint64, _ int) uint64 { return rnd >> 45 }, false, true},
+		{"counting", func(_ uint64, line int) uint64 { return uint64(line) }, false, false},
+		{"counting with repeats", func(rnd uint64, line int) uint64 { return uint64(line) - rnd>>47 }, false, true},
+		{"ebpf", func(rnd uint64, line int) uint64 { return (uint64(line)<<12|rnd>>62)<<2 | 1 }, false, false},
+		{"colliding", func(rnd uint64, line int) uint64 { k := uint64(line) % (1 << 14); return k<<14 | k }, true, true},
+	} {
+		var r recentIDs
+		model := map[uint64]int{}
+		var order []uint64
+		rnd := uint64(1)
+		dups := 0
+		for line := 1; line <= 5*recentIDWindow; line++ {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			id := g.id(rnd, line)
+			first, dup := r.seen(id, line)
+			want, wantDup := model[id]
+			if dup != wantDup || (dup && first != want) {
+				t.Fatalf("%s: line %d id %d: seen %d %v, want %d %v", g.name, line, id, first, dup, want, wantDup)
+			}
+			if dup {
+				dups++
+				continue
+			}
 			model[id] = line
 			order = append(order, id)
 			if len(order) > recentIDWindow {
@@ -222,5 +309,33 @@ func TestRecentIDs(t *testing.T) {
 				order = order[1:]
 			}
 		}
+		if (dups > 0) != g.repeats {
+			t.Errorf("%s: %d repeats", g.name, dups)
+		}
+		if (r.mult != 0) != g.rehash {
+			t.Errorf("%s: multiplicative hash %v, want %v", g.name, r.mult != 0, g.rehash)
+		}
+	}
+}
+
+// BenchmarkRecentIDs: the repeated-line check per event, for IDs that
+// count up (synthetic and ETW traces) and eBPF IDs (a sequence above CPU
+// and kind bits, CPUs interleaved).
+func BenchmarkRecentIDs(b *testing.B) {
+	for _, g := range []struct {
+		name string
+		id   func(i uint64) uint64
+	}{
+		{"counting", func(i uint64) uint64 { return i + 1 }},
+		{"ebpf", func(i uint64) uint64 { return ((i/4)<<12|i%4)<<2 | 1 }},
+	} {
+		b.Run(g.name, func(b *testing.B) {
+			var r recentIDs
+			for i := range uint64(b.N) {
+				if _, dup := r.seen(g.id(i), int(i)); dup {
+					b.Fatal("repeat")
+				}
+			}
+		})
 	}
 }

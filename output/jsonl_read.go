@@ -9,6 +9,7 @@ import (
 	"fmt"
 	gojson "github.com/goccy/go-json"
 	"io"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,23 +136,105 @@ type jsonRecord struct {
 // what the trailer would have held so far, and returns an error naming
 // the line and byte offset. name names r in errors.
 //
-// Event lines are decoded by a decoder written for this schema
-// (eventDecoder); header, fact and trailer lines, and any event line that
-// decoder declines, by go-json into jsonRecord.
+// Event and fact lines are decoded by a decoder written for this schema
+// (eventDecoder); header and trailer lines, and any line that decoder
+// declines, by go-json into jsonRecord.
 func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) error {
-	return readJSONL(ctx, r, name, sink, true)
+	return readJSONL(ctx, r, name, sink, readFast)
 }
+
+// ScanJSONLFacts delivers the facts of the jsonl trace in r to fn, in file
+// order, for a pre-pass over the facts before [ReadJSONL] replays the
+// trace. Event lines are passed over without being decoded where that is
+// certain not to change what is read (see [plainEventLine]); the others
+// are decoded as ReadJSONL decodes them. Damage is not reported here:
+// the error is fn's, ctx's, or a read error, and the replay counts and
+// names every damaged line once.
+func ScanJSONLFacts(ctx context.Context, r io.Reader, name string, fn func(*event.Fact) error) error {
+	err := readJSONL(ctx, r, name, factFunc(fn), readFacts)
+	var fe factErr
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// factFunc is a sink that passes facts to a function and ignores the rest;
+// the function's error comes back from readJSONL as a factErr.
+type factFunc func(*event.Fact) error
+
+func (factFunc) Begin(*event.Header) error { return nil }
+func (factFunc) Event(*event.Event) error  { return nil }
+func (f factFunc) Fact(x *event.Fact) error {
+	if err := f(x); err != nil {
+		return factErr{err}
+	}
+	return nil
+}
+func (factFunc) End(*event.Trailer) error { return nil }
+
+type factErr struct{ err error }
+
+func (e factErr) Error() string { return e.err.Error() }
+func (e factErr) Unwrap() error { return e.err }
 
 // eventLinePrefix is how the writer begins every event line: only such
 // lines are offered to the fast decoder.
 var eventLinePrefix = []byte(`{"type":"event"`)
 
-// readJSONL is ReadJSONL; with fast false every line takes the generic
-// path (for the differential tests and benchmarks).
-func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, fast bool) error {
+// plainEventLine reports whether text (a line without its surrounding
+// space) is certainly an event line for the generic path too, so that a
+// pass that needs only the other lines may skip it: it begins with the
+// writer's eventLinePrefix, has no backslash (so every '"' delimits a
+// string and no key is spelled with escapes), and holds no other string
+// "type" in any ASCII letter case (go-json, like encoding/json, takes the
+// last of repeated keys and matches keys without regard to case; no rune
+// outside ASCII folds to t, y, p or e). A line that fails the test is
+// decoded; one that passes may still be damaged, which the replay reports.
+func plainEventLine(text []byte) bool {
+	if !bytes.HasPrefix(text, eventLinePrefix) {
+		return false
+	}
+	rest := text[len(eventLinePrefix):]
+	if bytes.IndexByte(rest, '\\') >= 0 {
+		return false
+	}
+	// A "type" string in any case holds a y or Y two bytes after its
+	// opening quote: look at those few places only.
+	for _, y := range [2]byte{'y', 'Y'} {
+		for at := 0; ; {
+			k := bytes.IndexByte(rest[at:], y)
+			if k < 0 {
+				break
+			}
+			k += at
+			at = k + 1
+			if k >= 2 && k+3 < len(rest) && rest[k-2] == '"' && rest[k+3] == '"' &&
+				rest[k-1]|0x20 == 't' && rest[k+1]|0x20 == 'p' && rest[k+2]|0x20 == 'e' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readMode says how readJSONL decodes lines.
+type readMode int
+
+const (
+	readFast    readMode = iota // event lines through the schema decoder
+	readGeneric                 // every line through go-json (differential tests, benchmarks)
+	readFacts                   // fast, and plain event lines skipped (ScanJSONLFacts)
+)
+
+// readJSONL is ReadJSONL in the given mode.
+func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, mode readMode) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var dec *eventDecoder
-	if fast {
+	if mode != readGeneric {
 		dec = newEventDecoder()
 	}
 	var (
@@ -186,6 +269,9 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 	}
 	// accept delivers a decoded event unless its id was just seen.
 	accept := func(ev *event.Event) error {
+		if mode == readFacts {
+			return nil
+		}
 		if first, dup := ids.seen(ev.ID, line); dup {
 			return fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
 		}
@@ -232,12 +318,30 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
 			break
 		}
+		if mode == readFacts && begun && plainEventLine(text) {
+			off += int64(len(raw))
+			if err != nil {
+				break // EOF after a last line without '\n'
+			}
+			continue
+		}
 		var lineErr error
 		if dec != nil && begun && bytes.HasPrefix(text, eventLinePrefix) && dec.event(text, &ev) {
 			lineErr = accept(&ev)
 			if lineErr != nil {
 				badLine(lineErr)
 			}
+			if sinkErr != nil {
+				break
+			}
+			off += int64(len(raw))
+			if err != nil {
+				break // EOF after a last line without '\n'
+			}
+			continue
+		}
+		if dec != nil && begun && bytes.HasPrefix(text, factLinePrefix) && dec.fact(text, &fact) {
+			sinkErr = sink.Fact(&fact)
 			if sinkErr != nil {
 				break
 			}
@@ -263,6 +367,12 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, f
 			badLine(fail("%v", err))
 			off += int64(len(raw))
 			continue
+		}
+		if !begun && rec.Type != "header" {
+			// It begins as a header does, but a repeated "type" key
+			// makes it another object: nothing may come before Begin.
+			damageErr = fail("not an iotrace jsonl trace: the first line is a %q object, not the header", rec.Type)
+			break
 		}
 		switch rec.Type {
 		case "header":
@@ -527,33 +637,92 @@ var factNames = sync.OnceValue(func() (t struct {
 // recentIDs remembers the event IDs of the last recentIDWindow events, with
 // their lines: a line repeated within the window (a duplicated line or
 // block of lines) is caught without memory growing with the trace.
+//
+// It is a hash table chained through a ring of the window's entries,
+// written for this job because it is on the path of every event line and
+// a map of the window cost more than the rest of the line's bookkeeping
+// (a lookup, a delete and an insert per event, all cache misses). Entry n
+// (counted from 1) lives in ring[n%recentIDWindow] and links to the
+// previous entry of its bucket, always an older one, so a chain ends at
+// the first link that left the window: nothing is ever deleted, and an
+// insert writes one ring slot and one bucket head.
+//
+// The bucket of an ID is first a fold of its bits that keeps IDs that
+// count up (in their low bits, or above eBPF's CPU and kind bits) in
+// neighbouring buckets, which keeps the table's working set small. A chain
+// longer than maxRecentChain (IDs chosen to collide) switches the table to
+// a multiplicative hash with a random odd multiplier, rebuilt from the
+// ring, so that no input makes every lookup walk the window.
 type recentIDs struct {
-	line map[uint64]int
-	ring []uint64
-	at   int
+	head []uint64 // per bucket: the newest entry's number, 0 for none
+	ring []recentID
+	n    uint64 // entries so far
+	mult uint64 // 0: the fold; else the multiplier
 }
 
-const recentIDWindow = 1 << 16
+type recentID struct {
+	id, prev uint64 // prev: the number of the bucket's previous entry
+	line     int
+}
+
+const (
+	recentIDWindow = 1 << 16
+	recentIDBits   = 16 // log2 of the number of buckets
+	maxRecentChain = 32
+)
+
+func (r *recentIDs) bucket(id uint64) uint64 {
+	if r.mult != 0 {
+		return (id * r.mult) >> (64 - recentIDBits)
+	}
+	return (id ^ id>>14 ^ id>>28 ^ id>>42 ^ id>>56) & (1<<recentIDBits - 1)
+}
 
 // seen records id at line; it reports the earlier line when id is among
 // the recent ones.
 func (r *recentIDs) seen(id uint64, line int) (int, bool) {
-	if r.line == nil {
-		r.line = make(map[uint64]int, recentIDWindow)
-		r.ring = make([]uint64, 0, recentIDWindow)
+	if r.head == nil {
+		r.head = make([]uint64, 1<<recentIDBits)
+		r.ring = make([]recentID, recentIDWindow)
 	}
-	if first, ok := r.line[id]; ok {
-		return first, true
+	b := r.bucket(id)
+	// Entries numbered above oldest are in the window.
+	oldest := uint64(0)
+	if r.n > recentIDWindow {
+		oldest = r.n - recentIDWindow
 	}
-	if len(r.ring) < recentIDWindow {
-		r.ring = append(r.ring, id)
-	} else {
-		delete(r.line, r.ring[r.at])
-		r.ring[r.at] = id
-		r.at = (r.at + 1) % recentIDWindow
+	steps := 0
+	for e := r.head[b]; e > oldest; steps++ {
+		x := &r.ring[e%recentIDWindow]
+		if x.id == id {
+			return x.line, true
+		}
+		e = x.prev
 	}
-	r.line[id] = line
+	r.n++
+	r.ring[r.n%recentIDWindow] = recentID{id: id, prev: r.head[b], line: line}
+	r.head[b] = r.n
+	if steps > maxRecentChain && r.mult == 0 {
+		r.rehash()
+	}
 	return 0, false
+}
+
+// rehash switches to the multiplicative hash and rebuilds the chains of
+// the entries in the window, oldest first.
+func (r *recentIDs) rehash() {
+	r.mult = rand.Uint64() | 1
+	clear(r.head)
+	first := uint64(1)
+	if r.n > recentIDWindow {
+		first = r.n - recentIDWindow + 1
+	}
+	for e := first; e <= r.n; e++ {
+		x := &r.ring[e%recentIDWindow]
+		b := r.bucket(x.id)
+		x.prev = r.head[b]
+		r.head[b] = e
+	}
 }
 
 // restoreBytes puts back the exact bytes of the strings that were not valid
