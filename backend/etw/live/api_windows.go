@@ -212,6 +212,19 @@ func (winAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) 
 	return errno(err)
 }
 
+func (winAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
+	if len(ids) > MaxStackTracingEvents {
+		return fmt.Errorf("stack tracing on %d events: at most %d", len(ids), MaxStackTracingEvents)
+	}
+	var p *ClassicEventID
+	if len(ids) > 0 {
+		p = &ids[0]
+	}
+	err := traceSetInformation(h, TraceStackTracingInfo, p, uint32(len(ids))*uint32(unsafe.Sizeof(ClassicEventID{})))
+	runtime.KeepAlive(ids)
+	return errno(err)
+}
+
 // procPreciseTime is GetSystemTimePreciseAsFileTime, which Windows 7
 // lacks (calling it there would panic).
 var procPreciseTime = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetSystemTimePreciseAsFileTime")

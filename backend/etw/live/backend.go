@@ -176,6 +176,9 @@ func startConsumed(api API, cfg *SessionConfig, c Consumer, warn func(string)) (
 	if err != nil {
 		return nil, err
 	}
+	if err := enableStacks(api, h, cfg.Name, cfg.StackEvents); err != nil {
+		return nil, err
+	}
 	s := &session{api: api, name: cfg.Name, handle: h, done: make(chan error, 1)}
 	unregister := registerActive(s.name, func() { s.stopSession() })
 	th, lh, err := api.OpenTrace(OpenSpec{SessionName: cfg.Name}, c)
@@ -271,9 +274,6 @@ func newGUID() GUID {
 // done, opts.Duration elapses, the traced command exits, or the session
 // dies. It always stops the sessions it started.
 func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink) error {
-	if err := checkStacks(opts); err != nil {
-		return err
-	}
 	api, err := b.api()
 	if err != nil {
 		return err
@@ -396,6 +396,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	mcfg := &SessionConfig{Name: name, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
 		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
 		FlushTimer: cfg.FlushTimer, ClockType: cfg.ClockType, Guid: newGUID()}
+	if opts.Stacks != backend.StacksNone {
+		mcfg.StackEvents = StackEvents()
+	}
 	ms, err := startConsumed(api, mcfg, q, warn)
 	if err != nil {
 		return err
@@ -418,7 +421,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		return qpc
 	}
 	consumed := make(chan error, 1)
-	go func() { consumed <- consume(q, ro, now, pl, out) }()
+	sf := newStackFilter(opts.Stacks)
+	go func() { consumed <- consume(q, ro, now, pl, out, sf) }()
 	procDone := make(chan error, 1)
 	orig := ms.done
 	ms.done = procDone // finish waits on the relay
@@ -498,6 +502,10 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	stats.Add(event.CountLost, StatRTLostEvents, q.lostRT.Load())
 	stats.Add(event.CountDropped, StatQueueOverflow, q.overflow.Load())
 	stats.Add(event.CountDropped, StatAfterClose, q.late.Load())
+	if sf != nil {
+		stats.Add(event.CountInfo, StatStackWalks, sf.walks)
+		stats.Add(event.CountInfo, StatStackWalksNoPart, sf.noPart)
+	}
 	if ro != nil {
 		stats.Add(event.CountInfo, StatReorderLate, ro.late)
 		stats.Add(event.CountInfo, StatReorderForced, ro.forced)
@@ -525,15 +533,18 @@ const reorderTick = 100 * time.Millisecond
 // consume feeds queued records to the pipeline, in time order through ro
 // (nil: in arrival order); markers go straight to the sink, in order.
 // now returns the session clock.
-func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *liveSink) error {
+func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *liveSink, sf *stackFilter) error {
 	var err error
 	push := func(it *item) {
 		if err != nil {
 			return // the sink failed: drain without delivering
 		}
-		if it.rec.Provider == record.GUID(MarkerGUID) {
+		switch {
+		case it.rec.Provider == record.GUID(MarkerGUID):
 			err = out.marker(&it.rec)
-		} else {
+		case sf != nil && isStackWalk(&it.rec) && !sf.apply(&it.rec):
+			// none of the frames asked for
+		default:
 			err = pl.Push(&it.rec)
 		}
 	}
@@ -694,9 +705,6 @@ type Child interface {
 // rundown). It returns the session's final status (events and buffers
 // lost).
 func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path string) (SessionStatus, error) {
-	if err := checkStacks(opts); err != nil {
-		return SessionStatus{}, err
-	}
 	api, err := b.api()
 	if err != nil {
 		return SessionStatus{}, err
@@ -714,8 +722,17 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	scfg := &SessionConfig{Name: name, LogFile: path, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
 		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
 		ClockType: cfg.ClockType, Guid: newGUID()}
+	if opts.Stacks != backend.StacksNone {
+		scfg.StackEvents = StackEvents()
+		if opts.Stacks != backend.StacksBoth {
+			warn("--stacks: Windows walks kernel and user frames together; the .etl file keeps both (trace, not record, keeps only the part asked for)")
+		}
+	}
 	h, err := startSession(api, scfg, warn)
 	if err != nil {
+		return SessionStatus{}, err
+	}
+	if err := enableStacks(api, h, name, scfg.StackEvents); err != nil {
 		return SessionStatus{}, err
 	}
 	s := &session{api: api, name: name, handle: h}
@@ -786,14 +803,4 @@ func Sessions(api API) ([]SessionStatus, error) {
 		return nil, fmt.Errorf("list ETW sessions: %w", err)
 	}
 	return all, nil
-}
-
-// checkStacks refuses --stacks: stack walks of FileIo/DiskIo events are
-// not captured on Windows yet, and a trace that silently lacks them
-// would say less than asked.
-func checkStacks(opts backend.Options) error {
-	if opts.Stacks != backend.StacksNone {
-		return fmt.Errorf("etw: --stacks: call stacks are not captured on Windows yet: %w", backend.ErrNotSupported)
-	}
-	return nil
 }

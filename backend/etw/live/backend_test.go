@@ -539,16 +539,3 @@ func TestRecordETLChecksItsFile(t *testing.T) {
 		}
 	}
 }
-
-// TestStacksRefused: --stacks is refused with ErrNotSupported (no session
-// is started) rather than giving a trace without the stacks asked for.
-func TestStacksRefused(t *testing.T) {
-	f := newFakeAPI()
-	err := runFake(t, f, Config{}, backend.Options{Stacks: backend.StacksUser}, &memSink{}, time.Second)
-	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "--stacks") {
-		t.Fatalf("Run with --stacks: %v", err)
-	}
-	if _, err := New(Config{API: f}).RecordETL(context.Background(), backend.Options{Stacks: backend.StacksBoth}, testenv.TempDir(t)+"/x.etl"); !errors.Is(err, backend.ErrNotSupported) {
-		t.Fatalf("RecordETL with --stacks: %v", err)
-	}
-}

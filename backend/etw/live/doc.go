@@ -31,6 +31,12 @@
 //     RealTimeBuffersLost and LogBuffersLost, RT_LostEvent notices and
 //     queue overflow in the trailer's Stats.
 //
+// With --stacks, the main session (or the recording session) is asked
+// for the kernel's stack walks on the FileIo requests and the DiskIo
+// events (TraceSetInformation; stacks.go says what user, kernel and both
+// mean on Windows); the StackWalk records go through the pipeline, which
+// joins them to their events.
+//
 // [Backend.RecordETL] records to an .etl file instead (file-mode session).
 // [Sessions], [StopStale] and [SendMark] serve `iotrace sessions` and
 // `iotrace mark`.

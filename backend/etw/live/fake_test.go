@@ -52,9 +52,19 @@ type fakeAPI struct {
 	// images are the executables' paths ProcessImage gives; a pid not
 	// in it is one Windows refuses to tell (protected, System).
 	images map[uint32]string
+	// stackCalls are the SetStackTracing calls; stackErr fails them.
+	stackCalls []stackCall
+	stackErr   error
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
+}
+
+// stackCall is one SetStackTracing call: the session (by name) and the
+// events.
+type stackCall struct {
+	session string
+	ids     []ClassicEventID
 }
 
 type fakeSession struct {
@@ -265,6 +275,22 @@ func (f *fakeAPI) Processes() ([]Process, error) {
 	return append([]Process(nil), f.procs...), nil
 }
 func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+
+// SetStackTracing records the call against the session it names.
+func (f *fakeAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stackErr != nil {
+		return f.stackErr
+	}
+	for _, s := range f.sessions {
+		if s.handle == h {
+			f.stackCalls = append(f.stackCalls, stackCall{session: s.cfg.Name, ids: append([]ClassicEventID(nil), ids...)})
+			return nil
+		}
+	}
+	return ErrInvalidParameter
+}
 func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
