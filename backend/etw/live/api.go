@@ -244,6 +244,9 @@ type API interface {
 	// list turns stack tracing off (TraceSetInformation,
 	// TraceStackTracingInfo). Call it after StartTrace.
 	SetStackTracing(h SessionHandle, ids []ClassicEventID) error
+	// OpenImage opens an executable image file (a Win32 path, or an NT
+	// path under \\?\GLOBALROOT) to read its identity.
+	OpenImage(path string) (ImageFile, error)
 }
 
 // TraceStackTracingInfo is the TRACE_INFO_CLASS of TraceSetInformation

@@ -256,6 +256,28 @@ func (winAPI) FileSize(path string) (int64, error) {
 	return st.Size(), nil
 }
 
+func (winAPI) OpenImage(path string) (ImageFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &winImage{File: f, size: st.Size(), mod: st.ModTime().UnixNano()}, nil
+}
+
+// winImage is an image file opened for reading its headers.
+type winImage struct {
+	*os.File
+	size, mod int64
+}
+
+func (f *winImage) Size() int64    { return f.size }
+func (f *winImage) ModTime() int64 { return f.mod }
+
 func (winAPI) Processes() ([]Process, error) {
 	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
 	if err != nil {

@@ -314,7 +314,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		hdr.Clock = event.Clock{Kind: event.ClockCycles}
 	}
 	var facts []event.Fact
-	if vols, err := api.Volumes(); err != nil {
+	vols, err := api.Volumes()
+	if err != nil {
 		warn(fmt.Sprintf("volume map: %v (paths stay \\Device\\HarddiskVolumeN\\...)", err))
 	} else {
 		for nt, dos := range vols {
@@ -422,7 +423,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	consumed := make(chan error, 1)
 	sf := newStackFilter(opts.Stacks)
-	go func() { consumed <- consume(q, ro, now, pl, out, sf) }()
+	var ir *imageResolver
+	if opts.Stacks != backend.StacksNone {
+		// The modules' PDB identities name the frames: read them only
+		// when there are frames to name.
+		ir = newImageResolver(api, vols)
+	}
+	go func() { consumed <- consume(q, ro, now, pl, out, sf, ir, cfg.StopTimeout) }()
 	procDone := make(chan error, 1)
 	orig := ms.done
 	ms.done = procDone // finish waits on the relay
@@ -502,6 +509,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	stats.Add(event.CountLost, StatRTLostEvents, q.lostRT.Load())
 	stats.Add(event.CountDropped, StatQueueOverflow, q.overflow.Load())
 	stats.Add(event.CountDropped, StatAfterClose, q.late.Load())
+	if ir != nil {
+		ir.stats(&stats)
+	}
 	if sf != nil {
 		stats.Add(event.CountInfo, StatStackWalks, sf.walks)
 		stats.Add(event.CountInfo, StatStackWalksNoPart, sf.noPart)
@@ -532,15 +542,18 @@ const reorderTick = 100 * time.Millisecond
 
 // consume feeds queued records to the pipeline, in time order through ro
 // (nil: in arrival order); markers go straight to the sink, in order.
-// now returns the session clock.
-func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *liveSink, sf *stackFilter) error {
+// now returns the session clock. sf (nil: none) trims stack walks; ir
+// (nil: none) puts each loaded image's identity after its Image record,
+// waiting at most drainTimeout for the last ones at the end.
+func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *liveSink, sf *stackFilter,
+	ir *imageResolver, drainTimeout time.Duration) error {
 	var err error
 	push := func(it *item) {
 		if err != nil {
 			return // the sink failed: drain without delivering
 		}
 		switch {
-		case it.rec.Provider == record.GUID(MarkerGUID):
+		case it.rec.Provider == record.GUID(MarkerGUID) && it.rec.Opcode == ownprovider.OpcodeMarker:
 			err = out.marker(&it.rec)
 		case sf != nil && isStackWalk(&it.rec) && !sf.apply(&it.rec):
 			// none of the frames asked for
@@ -551,9 +564,19 @@ func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *l
 	if ro == nil {
 		for it := range q.work {
 			push(it)
+			if ir != nil {
+				if id := ir.lookupNow(&it.rec); id != nil {
+					push(id)
+				}
+			}
 			q.done(it)
 		}
 		return err
+	}
+	var identities <-chan *item // nil: never ready
+	if ir != nil {
+		ir.start()
+		identities = ir.out
 	}
 	tick := time.NewTicker(reorderTick)
 	defer tick.Stop()
@@ -561,17 +584,30 @@ func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *l
 		select {
 		case it, ok := <-q.work:
 			if !ok {
+				if ir != nil {
+					ir.drain(drainTimeout, ro.add)
+				}
 				ro.releaseAll(push)
 				return err
+			}
+			if ir != nil {
+				ir.submit(&it.rec)
 			}
 			q.done(ro.swap(it))
 			if ro.held() > ro.limit {
 				ro.release(now(), push)
 			}
+		case id := <-identities:
+			ro.add(id)
 		case <-tick.C:
 			ro.release(now(), push)
 		}
 	}
+}
+
+// recordPusher takes decoded-to-be records: the etw pipeline.
+type recordPusher interface {
+	Push(r *record.Record) error
 }
 
 // clockTicks converts d to ticks of the session clock.

@@ -225,8 +225,10 @@ func kindOf(name string) event.CounterKind {
 	switch name {
 	case StatQueueOverflow:
 		return event.CountDropped
-	case StatRundownRecords, StatReceived, StatMarkers:
+	case StatRundownRecords, StatReceived, StatMarkers, StatImageIdentities, StatImageNoPDB, StatStackWalks, StatStackWalksNoPart:
 		return event.CountInfo
+	case StatImageUnreadable, StatImageMismatch, StatImageDropped, StatImageUnfinished:
+		return event.CountUnresolved
 	}
 	return event.CountLost
 }

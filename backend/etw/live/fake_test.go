@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -55,6 +56,9 @@ type fakeAPI struct {
 	// stackCalls are the SetStackTracing calls; stackErr fails them.
 	stackCalls []stackCall
 	stackErr   error
+	// imageFiles are the files OpenImage serves; opened the paths asked.
+	imageFiles map[string][]byte
+	opened     []string
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
@@ -275,6 +279,27 @@ func (f *fakeAPI) Processes() ([]Process, error) {
 	return append([]Process(nil), f.procs...), nil
 }
 func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+
+// fakeImage is an image file of the fake.
+type fakeImage struct {
+	*bytes.Reader
+	mod int64
+}
+
+func (f *fakeImage) ModTime() int64 { return f.mod }
+func (f *fakeImage) Close() error   { return nil }
+
+// OpenImage serves the files in imageFiles; others do not exist.
+func (f *fakeAPI) OpenImage(path string) (ImageFile, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened = append(f.opened, path)
+	b, ok := f.imageFiles[path]
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+	}
+	return &fakeImage{Reader: bytes.NewReader(b), mod: 1}, nil
+}
 
 // SetStackTracing records the call against the session it names.
 func (f *fakeAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {

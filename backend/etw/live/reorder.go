@@ -54,13 +54,18 @@ func (r *reorderer) swap(it *item) *item {
 	} else {
 		back = &item{}
 	}
+	r.add(it)
+	return back
+}
+
+// add holds it, an item that is not the queue's (one the backend made).
+func (r *reorderer) add(it *item) {
 	r.seq++
 	it.seq = r.seq
 	if r.released && it.rec.Timestamp < r.last {
 		r.late++
 	}
 	heap.Push(&r.h, it)
-	return back
 }
 
 // release calls fn, in timestamp order, for every held item logged at

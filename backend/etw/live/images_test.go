@@ -1,0 +1,269 @@
+package live
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize/peid"
+)
+
+// testPE is an x64 image linked by lld-link with /debug (symbolize/peid's
+// fixture): llvm-readobj --coff-debug-directory prints its CodeView
+// record, GUID 91 95 3A 73 C2 C6 E5 94 4C 4C 44 20 50 44 42 2E, age 1,
+// /tmp/pdbt/x.pdb.
+func testPE(t testing.TB) ([]byte, peid.Identity) {
+	b, err := os.ReadFile("../../../symbolize/peid/testdata/modules.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peid.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil || !id.HasPDB {
+		t.Fatalf("test PE: %+v %v", id, err)
+	}
+	return b, id
+}
+
+// withoutPDB returns a copy of the PE whose CodeView record is not RSDS.
+func withoutPDB(b []byte) []byte {
+	c := append([]byte(nil), b...)
+	i := bytes.Index(c, []byte("RSDS"))
+	copy(c[i:], "NB10")
+	return c
+}
+
+// imageRecord builds a version 3, 64-bit Image record as Windows logs it.
+func imageRecord(op uint8, ts int64, pid uint32, base, size uint64, stamp uint32, name string) record.Record {
+	b := make([]byte, 56)
+	binary.LittleEndian.PutUint64(b[0:], base)
+	binary.LittleEndian.PutUint64(b[8:], size)
+	binary.LittleEndian.PutUint32(b[16:], pid)
+	binary.LittleEndian.PutUint32(b[20:], 0xc0ffee) // checksum
+	binary.LittleEndian.PutUint32(b[24:], stamp)
+	binary.LittleEndian.PutUint64(b[32:], base)
+	b = ownprovider.AppendWString(b, name)
+	return record.Record{Kind: record.KindClassic, Provider: kernel.GUIDImage, Opcode: op, Version: 3, PointerSize: 8,
+		ThreadID: 11, ProcessID: pid, Timestamp: ts, CPU: 1, UserData: b, FileOffset: -1, Buffer: -1}
+}
+
+func TestParseImageLoadFixture(t *testing.T) {
+	all, _ := fixtureRecords(t, stackFixture)
+	n := 0
+	for i := range all {
+		r := &all[i]
+		if r.Provider != kernel.GUIDImage || (r.Opcode != kernel.OpcodeImageLoad && r.Opcode != kernel.OpcodeImageDCStart) {
+			continue
+		}
+		im, ok := parseImageLoad(r)
+		if !ok || im.base == 0 || im.size == 0 || im.name[0] != '\\' {
+			t.Fatalf("record %d (v%d): %+v %v", i, r.Version, im, ok)
+		}
+		n++
+	}
+	if n < 100 {
+		t.Errorf("%d image loads", n)
+	}
+	// Short and foreign records are refused, never a panic.
+	r := imageRecord(kernel.OpcodeImageLoad, 1, 2, 3, 4, 5, `\x`)
+	for k := 0; k < 56; k++ {
+		c := r
+		c.UserData = r.UserData[:k]
+		if _, ok := parseImageLoad(&c); ok {
+			t.Fatalf("%d bytes parsed", k)
+		}
+	}
+	r.Opcode = kernel.OpcodeImageUnload
+	if _, ok := parseImageLoad(&r); ok {
+		t.Error("unload parsed")
+	}
+}
+
+func TestImageFilePath(t *testing.T) {
+	vols := map[string]string{`\Device\HarddiskVolume1`: "D:", `\Device\HarddiskVolume3`: "C:"}
+	for in, want := range map[string]string{
+		`\Device\HarddiskVolume3\Windows\System32\ntdll.dll`: `C:\Windows\System32\ntdll.dll`,
+		`\device\harddiskvolume1\a.dll`:                      `D:\a.dll`,
+		`\Device\HarddiskVolume10\b.dll`:                     `\\?\GLOBALROOT\Device\HarddiskVolume10\b.dll`,
+		`\SystemRoot\system32\ntoskrnl.exe`:                  `\\?\GLOBALROOT\SystemRoot\system32\ntoskrnl.exe`,
+		`\??\C:\drivers\x.sys`:                               `C:\drivers\x.sys`,
+		`C:\already\win32.dll`:                               `C:\already\win32.dll`,
+	} {
+		if got := imageFilePath(in, vols); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
+
+// recorder is a pipeline that keeps what it is given.
+type recorder struct {
+	mu   sync.Mutex
+	recs []record.Record
+}
+
+func (r *recorder) Push(rec *record.Record) error {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec.Clone())
+	r.mu.Unlock()
+	return nil
+}
+
+// TestImageIdentityInStream: each image load whose file carries a
+// CodeView record is followed in the stream the pipeline consumes by
+// iotrace's OpcodeImage record, with the same timestamp and context, the
+// image's base, size and name and the file's PDB identity; files that
+// cannot be read, that differ from the loaded image, or have no PDB
+// record are counted; each file version is read once.
+func TestImageIdentityInStream(t *testing.T) {
+	pe, id := testPE(t)
+	f := newFakeAPI()
+	f.imageFiles = map[string][]byte{
+		`C:\app\mod.exe`: pe,
+		`\\?\GLOBALROOT\SystemRoot\system32\drivers\m.sys`: pe,
+		`C:\app\nopdb.dll`: withoutPDB(pe),
+	}
+	size := uint64(id.SizeOfImage)
+	in := []record.Record{
+		imageRecord(kernel.OpcodeImageDCStart, 100, 4, 0xfffff80000100000, size, id.TimeDateStamp, `\SystemRoot\system32\drivers\m.sys`),
+		imageRecord(kernel.OpcodeImageDCStart, 101, 900, 0x140000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+		imageRecord(kernel.OpcodeImageLoad, 200, 901, 0x7ff600000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+		imageRecord(kernel.OpcodeImageLoad, 300, 901, 0x7ff700000000, 0x9000, 7, `\Device\HarddiskVolume3\app\gone.dll`),
+		imageRecord(kernel.OpcodeImageLoad, 400, 901, 0x7ff800000000, size, id.TimeDateStamp+1, `\Device\HarddiskVolume3\app\mod.exe`),
+		imageRecord(kernel.OpcodeImageLoad, 500, 901, 0x7ff900000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\nopdb.dll`),
+		imageRecord(kernel.OpcodeImageUnload, 600, 901, 0x7ff600000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+	}
+	for _, reorder := range []bool{true, false} {
+		q := newQueue(64)
+		for i := range in {
+			if reorder {
+				deliver(q, &in[len(in)-1-i]) // arrival order reversed: the window sorts
+			} else {
+				deliver(q, &in[i])
+			}
+		}
+		q.closeWork()
+		var ro *reorderer
+		if reorder {
+			ro = newReorderer(1<<40, 0)
+		}
+		ir := newImageResolver(f, f.vols)
+		pl := &recorder{}
+		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}))
+		if err := consume(q, ro, func() int64 { return 0 }, pl, out, nil, ir, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		type want struct {
+			pid  uint32
+			base uint64
+			name string
+		}
+		wants := map[int64]want{
+			100: {4, 0xfffff80000100000, `\SystemRoot\system32\drivers\m.sys`},
+			101: {900, 0x140000000, `\Device\HarddiskVolume3\app\mod.exe`},
+			200: {901, 0x7ff600000000, `\Device\HarddiskVolume3\app\mod.exe`},
+		}
+		got := 0
+		for i, r := range pl.recs {
+			if r.Provider != ownprovider.GUID {
+				continue
+			}
+			prev := pl.recs[i-1]
+			w, ok := wants[r.Timestamp]
+			if !ok || r.Opcode != ownprovider.OpcodeImage || prev.Provider != kernel.GUIDImage || prev.Timestamp != r.Timestamp ||
+				r.ProcessID != prev.ProcessID || r.ThreadID != prev.ThreadID || r.Kind != record.KindClassic || r.PointerSize != 8 {
+				t.Fatalf("reorder %v: record %d %+v after %+v", reorder, i, r, prev)
+			}
+			im, err := ownprovider.DecodeImage(r.UserData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if im.ProcessID != w.pid || im.Base != w.base || im.Size != size || im.FileName != w.name || im.PdbName != id.PDBName ||
+				im.Age != id.PDBAge || im.PdbGUID != record.GUIDFromBytes(id.PDBGUID[:]) || im.TimeDateStamp != id.TimeDateStamp || im.CheckSum != id.CheckSum {
+				t.Errorf("reorder %v: identity %+v", reorder, im)
+			}
+			if im.PdbGUID.String() != "733a9591-c6c2-94e5-4c4c-44205044422e" {
+				t.Errorf("GUID %s", im.PdbGUID)
+			}
+			got++
+		}
+		if got != 3 || len(pl.recs) != len(in)+3 {
+			t.Errorf("reorder %v: %d identities in %d records", reorder, got, len(pl.recs))
+		}
+		for i := 1; i < len(pl.recs) && reorder; i++ {
+			if pl.recs[i].Timestamp < pl.recs[i-1].Timestamp {
+				t.Errorf("out of order at %d", i)
+			}
+		}
+		var st event.Stats
+		ir.stats(&st)
+		for name, v := range map[string]uint64{StatImageIdentities: 3, StatImageUnreadable: 1, StatImageMismatch: 1,
+			StatImageNoPDB: 1, StatImageDropped: 0, StatImageUnfinished: 0} {
+			if g := st.Get(kindOf(name), name); g != v {
+				t.Errorf("reorder %v: %s = %d, want %d", reorder, name, g, v)
+			}
+		}
+	}
+}
+
+// TestImageIdentitiesLive: a live trace with --stacks reads the images the
+// session reports, counted in the trailer; without --stacks no file is
+// opened.
+func TestImageIdentitiesLive(t *testing.T) {
+	pe, id := testPE(t)
+	for _, stacks := range []backend.Stacks{backend.StacksBoth, backend.StacksNone} {
+		f := newFakeAPI()
+		f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
+		f.mainEvents = []record.Record{
+			imageRecord(kernel.OpcodeImageLoad, 10, 900, 0x140000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+			imageRecord(kernel.OpcodeImageLoad, 20, 900, 0x150000000, 0x1000, 5, `\Device\HarddiskVolume3\app\gone.dll`),
+		}
+		sink := &memSink{}
+		if err := runFake(t, f, Config{}, backend.Options{Stacks: stacks}, sink, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		st := sink.trailer.Stats
+		if stacks == backend.StacksNone {
+			if len(f.opened) != 0 || st.Get(event.CountInfo, StatImageIdentities) != 0 {
+				t.Errorf("without --stacks: opened %v", f.opened)
+			}
+			continue
+		}
+		if st.Get(event.CountInfo, StatImageIdentities) != 1 || st.Get(event.CountUnresolved, StatImageUnreadable) != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	}
+}
+
+// BenchmarkImageIdentity measures one image lookup: a cached file
+// version (open and stat, as every load of a DLL already seen) and a
+// first read (PE headers and debug directory).
+func BenchmarkImageIdentity(b *testing.B) {
+	pe, id := testPE(b)
+	f := newFakeAPI()
+	f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
+	r := imageRecord(kernel.OpcodeImageLoad, 10, 900, 0x140000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`)
+	b.Run("cached", func(b *testing.B) {
+		ir := newImageResolver(f, f.vols)
+		for i := 0; i < b.N; i++ {
+			if ir.lookupNow(&r) == nil {
+				b.Fatal("no identity")
+			}
+		}
+	})
+	b.Run("first", func(b *testing.B) {
+		ir := newImageResolver(f, f.vols)
+		for i := 0; i < b.N; i++ {
+			clear(ir.cache)
+			if ir.lookupNow(&r) == nil {
+				b.Fatal("no identity")
+			}
+		}
+	})
+}
