@@ -709,7 +709,7 @@ func SendMark(api API, text string) (int, error) {
 	n := 0
 	var errs []error
 	for _, s := range all {
-		if _, ok := OwnerPid(s.Name); !ok || strings.HasSuffix(s.Name, "-rundown") || Stale(s.Name, procs, 0) {
+		if _, ok := OwnerPid(s.Name); !ok || helperSession(s.Name) || Stale(s.Name, procs, 0) {
 			continue
 		}
 		if err := api.TraceEvent(s.Handle, MarkerGUID, ownprovider.OpcodeMarker, payload); err != nil {
@@ -764,6 +764,7 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 			warn("--stacks: Windows walks kernel and user frames together; the .etl file keeps both (trace, not record, keeps only the part asked for)")
 		}
 	}
+	vols, verr := api.Volumes()
 	h, err := startSession(api, scfg, warn)
 	if err != nil {
 		return SessionStatus{}, err
@@ -775,6 +776,25 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	unregister := registerActive(name, s.stopSession)
 	defer unregister()
 	defer s.stopSession()
+
+	// What a reader of the file needs besides the kernel's events
+	// (recordown.go).
+	if verr != nil {
+		warn(fmt.Sprintf("volume map: %v (paths in %s stay \\Device\\HarddiskVolumeN\\... when read)", verr, path))
+	} else if _, err := writeVolumes(api, h, vols); err != nil {
+		warn(fmt.Sprintf("%v (paths in %s stay \\Device\\HarddiskVolumeN\\... when read)", err, path))
+	}
+	var imgs *imageRecorder
+	if opts.Stacks != backend.StacksNone {
+		if !systemLogger {
+			warn("Windows 7: the images' PDB identities are not recorded (the kernel has one session, and it records): read on another machine, the file's frames may stay module+offset")
+		} else if imgs, err = startImageRecorder(api, h, pid, cfg.ClockType, vols, cfg.StopTimeout, warn); err != nil {
+			warn(fmt.Sprintf("image identities not recorded: %v: read on another machine, the file's frames may stay module+offset", err))
+			imgs = nil
+		} else {
+			defer imgs.finish()
+		}
+	}
 	var child Child
 	var childDone <-chan childExit
 	if len(opts.Command) > 0 {
@@ -808,6 +828,9 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	}
 	if child != nil && exit == nil {
 		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
+	}
+	if imgs != nil {
+		warn(fmt.Sprintf("%s: %s", path, imgs.finish())) // before the recording stops
 	}
 	s.stopSession()
 	var discard event.Stats

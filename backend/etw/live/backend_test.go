@@ -488,7 +488,7 @@ func TestConvertRoundTrip(t *testing.T) {
 }
 
 func TestOwnerPid(t *testing.T) {
-	for name, want := range map[string]int64{"iotrace-12": 12, "iotrace-12-rundown": 12, "iotrace-": -1, "iotrace-x": -1,
+	for name, want := range map[string]int64{"iotrace-12": 12, "iotrace-12-rundown": 12, "iotrace-12-images": 12, "iotrace-12-images-rundown": -1, "iotrace-": -1, "iotrace-x": -1,
 		"iotrace-+3": -1, "NT Kernel Logger": -1, "iotrace-99999999999": -1} {
 		pid, ok := OwnerPid(name)
 		if ok != (want >= 0) || ok && int64(pid) != want {

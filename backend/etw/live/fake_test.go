@@ -28,6 +28,10 @@ type fakeAPI struct {
 	startErrs map[string][]error
 	// events are delivered by ProcessTrace, per session kind.
 	mainEvents, rundownEvents []record.Record
+	// imageEvents are delivered to the image-load companion session.
+	imageEvents []record.Record
+	// traced are the TraceEvent calls.
+	traced []traced
 	// dieAfter > 0: the main session's ProcessTrace returns after that
 	// many events, as if the session were stopped from outside.
 	dieAfter int
@@ -62,6 +66,14 @@ type fakeAPI struct {
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
+}
+
+// traced is one TraceEvent call.
+type traced struct {
+	session string
+	guid    GUID
+	opcode  uint8
+	data    []byte
 }
 
 // stackCall is one SetStackTracing call: the session (by name) and the
@@ -196,6 +208,8 @@ func (f *fakeAPI) ProcessTrace(h TraceHandle) error {
 	events := f.mainEvents
 	if rundown {
 		events = f.rundownEvents
+	} else if s != nil && s.cfg.EnableFlags == FlagImageLoad {
+		events = f.imageEvents
 	}
 	dieAfter, hang := f.dieAfter, f.rundownHang && rundown
 	f.mu.Unlock()
@@ -239,6 +253,10 @@ func (f *fakeAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []by
 	defer f.mu.Unlock()
 	for _, s := range f.sessions {
 		if s.handle == h {
+			f.traced = append(f.traced, traced{session: s.cfg.Name, guid: guid, opcode: opcode, data: append([]byte(nil), data...)})
+			if s.consumer == nil {
+				return nil // a file-mode session: written to its file
+			}
 			s.inject <- record.Record{Kind: record.KindClassic, Provider: record.GUID(guid), Opcode: opcode,
 				PointerSize: 8, Flags: eventHeaderFlagClassicHeader | eventHeaderFlag64BitHeader,
 				ThreadID: 77, ProcessID: 78, Timestamp: f.qpc + 5_000_000, UserData: data}

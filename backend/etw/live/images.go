@@ -176,6 +176,7 @@ type imageResolver struct {
 	// counters, under mu; pending are the jobs handed over and not
 	// answered yet.
 	read, noPDB, unreadable, mismatch, dropped, unfinished, pending uint64
+	closed                                                          bool // no more jobs
 }
 
 func newImageResolver(api API, vols map[string]string) *imageResolver {
@@ -192,7 +193,9 @@ func (ir *imageResolver) start() {
 			for j := range ir.jobs {
 				it := ir.answer(&j)
 				ir.mu.Lock()
-				ir.pending--
+				if ir.pending > 0 { // 0: given up on (counted)
+					ir.pending--
+				}
 				ir.mu.Unlock()
 				if it != nil {
 					ir.out <- it
@@ -222,6 +225,10 @@ func (ir *imageResolver) submit(r *record.Record) {
 	}
 	ir.mu.Lock()
 	defer ir.mu.Unlock()
+	if ir.closed {
+		ir.unfinished++
+		return
+	}
 	select {
 	case ir.jobs <- j:
 		ir.pending++
@@ -241,12 +248,32 @@ func (ir *imageResolver) lookupNow(r *record.Record) *item {
 	return ir.answer(&j)
 }
 
+// closeJobs stops taking jobs; ir.out is closed once the workers have
+// answered the jobs already handed over.
+func (ir *imageResolver) closeJobs() {
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
+	if ir.closed {
+		return
+	}
+	ir.closed = true
+	close(ir.jobs)
+	go func() { ir.wg.Wait(); close(ir.out) }()
+}
+
+// giveUp counts the lookups not answered yet as unfinished.
+func (ir *imageResolver) giveUp() {
+	ir.mu.Lock()
+	ir.unfinished += ir.pending
+	ir.pending = 0
+	ir.mu.Unlock()
+}
+
 // drain stops taking jobs and passes every answer still to come to fn,
 // waiting at most timeout for the workers; the lookups not answered by
 // then are counted.
 func (ir *imageResolver) drain(timeout time.Duration, fn func(*item)) {
-	close(ir.jobs)
-	go func() { ir.wg.Wait(); close(ir.out) }()
+	ir.closeJobs()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -269,9 +296,7 @@ func (ir *imageResolver) drain(timeout time.Duration, fn func(*item)) {
 					break late
 				}
 			}
-			ir.mu.Lock()
-			ir.unfinished += ir.pending
-			ir.mu.Unlock()
+			ir.giveUp()
 			return
 		}
 	}

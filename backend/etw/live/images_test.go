@@ -2,8 +2,11 @@ package live
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -266,4 +269,103 @@ func BenchmarkImageIdentity(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRecordETLOwnEvents: record -o t.etl writes the volume map into the
+// recording session as it starts and, with --stacks, the identity of each
+// image its companion session reports (loaded before or during the
+// recording), all as iotrace's own provider events that ownprovider
+// decodes; the companion is stopped with the recording.
+func TestRecordETLOwnEvents(t *testing.T) {
+	pe, id := testPE(t)
+	for _, c := range []struct {
+		name   string
+		stacks backend.Stacks
+		win7   bool
+	}{{"stacks", backend.StacksBoth, false}, {"no stacks", backend.StacksNone, false}, {"windows 7", backend.StacksBoth, true}} {
+		f := newFakeAPI()
+		if c.win7 {
+			f.os = [3]uint32{6, 1, 7601}
+		}
+		f.vols = map[string]string{`\Device\HarddiskVolume3`: "C:", `\Device\HarddiskVolume1`: "D:"}
+		f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
+		f.imageEvents = []record.Record{
+			imageRecord(kernel.OpcodeImageDCStart, 10, 900, 0x140000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+			imageRecord(kernel.OpcodeImageLoad, 20, 901, 0x7ff600000000, 0x9000, 5, `\Device\HarddiskVolume3\app\gone.dll`),
+			imageRecord(kernel.OpcodeImageLoad, 30, 902, 0x150000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+		}
+		var warns []string
+		opts := backend.Options{Stacks: c.stacks, Duration: time.Millisecond, Warn: func(s string) { warns = append(warns, s) }}
+		if _, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\own.etl`); err != nil {
+			t.Fatal(err)
+		}
+		rec := SessionName(4242)
+		if c.win7 {
+			rec = KernelLoggerName
+		}
+		var vols []ownprovider.Volume
+		var imgs []ownprovider.Image
+		for _, e := range f.traced {
+			if e.session != rec || e.guid != MarkerGUID {
+				t.Fatalf("%s: TraceEvent into %q (%v)", c.name, e.session, e.guid)
+			}
+			switch e.opcode {
+			case ownprovider.OpcodeVolume:
+				v, err := ownprovider.DecodeVolume(e.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vols = append(vols, v)
+			case ownprovider.OpcodeImage:
+				im, err := ownprovider.DecodeImage(e.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				imgs = append(imgs, im)
+			default:
+				t.Fatalf("opcode %d", e.opcode)
+			}
+		}
+		if len(vols) != 2 || vols[0] != (ownprovider.Volume{NtPath: `\Device\HarddiskVolume1`, DosPath: "D:"}) ||
+			vols[1] != (ownprovider.Volume{NtPath: `\Device\HarddiskVolume3`, DosPath: "C:"}) {
+			t.Errorf("%s: volumes %+v", c.name, vols)
+		}
+		companion := false
+		for _, s := range f.started {
+			companion = companion || s.Name == ImagesName(4242)
+			if s.Name == ImagesName(4242) && (s.LogFile != "" || s.EnableFlags != FlagImageLoad || !s.SystemLogger) {
+				t.Errorf("companion session %+v", s)
+			}
+		}
+		if len(f.sessions) != 0 {
+			t.Errorf("%s: sessions left running: %v", c.name, f.sessions)
+		}
+		all := strings.Join(warns, "\n")
+		if c.stacks == backend.StacksNone || c.win7 {
+			if companion || len(imgs) != 0 {
+				t.Errorf("%s: companion %v, %d identities", c.name, companion, len(imgs))
+			}
+			if c.win7 && !strings.Contains(all, "not recorded") {
+				t.Errorf("%s: warnings %q", c.name, warns)
+			}
+			continue
+		}
+		if !companion || len(imgs) != 2 {
+			t.Fatalf("%s: companion %v, identities %+v", c.name, companion, imgs)
+		}
+		sort.Slice(imgs, func(i, j int) bool { return imgs[i].ProcessID < imgs[j].ProcessID })
+		for i, w := range []struct {
+			pid  uint32
+			base uint64
+		}{{900, 0x140000000}, {902, 0x150000000}} {
+			im := imgs[i]
+			if im.ProcessID != w.pid || im.Base != w.base || im.FileName != `\Device\HarddiskVolume3\app\mod.exe` || !im.HasPDB() ||
+				im.PdbName != id.PDBName || im.Age != id.PDBAge || im.PdbGUID != record.GUIDFromBytes(id.PDBGUID[:]) {
+				t.Errorf("identity %d: %+v", i, im)
+			}
+		}
+		if !strings.Contains(all, "2 image identities written") || !strings.Contains(all, "1 images whose file could not be read") {
+			t.Errorf("summary: %q", warns)
+		}
+	}
 }
