@@ -369,3 +369,18 @@ func TestRecordETLOwnEvents(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseImageLoad: any payload of any version and pointer size is
+// parsed or refused, never a panic, and what is parsed lies in it.
+func FuzzParseImageLoad(f *testing.F) {
+	r := imageRecord(kernel.OpcodeImageLoad, 1, 2, 0x140000000, 0x5000, 7, `\Device\HarddiskVolume3\a.dll`)
+	f.Add(r.UserData, uint16(3), uint8(8))
+	f.Add(r.UserData[:40], uint16(1), uint8(4))
+	f.Fuzz(func(t *testing.T, b []byte, version uint16, ptr uint8) {
+		rec := record.Record{Provider: kernel.GUIDImage, Opcode: kernel.OpcodeImageDCStart, Version: version, PointerSize: int(ptr), UserData: b}
+		im, ok := parseImageLoad(&rec)
+		if ok && (im.name == "" || 2*len([]rune(im.name)) > len(b)) {
+			t.Fatalf("name %q from %d bytes", im.name, len(b))
+		}
+	})
+}

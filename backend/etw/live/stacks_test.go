@@ -232,3 +232,20 @@ func TestStackFilter(t *testing.T) {
 		t.Error("a filter for --stacks none")
 	}
 }
+
+// FuzzStackFilter: any StackWalk payload is trimmed or passed on, never a
+// panic, and trimming only removes frames.
+func FuzzStackFilter(f *testing.F) {
+	f.Add(walkPayload(8, 0xfffff80001234567, 0x7ff612340000), uint8(1), uint8(8))
+	f.Add(walkPayload(4, 0x82001000, 0x401000), uint8(2), uint8(4))
+	f.Fuzz(func(t *testing.T, b []byte, s, ptr uint8) {
+		flt := newStackFilter(backend.Stacks(s % 4))
+		if flt == nil {
+			return
+		}
+		r := record.Record{Provider: record.GUID(StackWalkGUID), Opcode: OpcodeStackWalk, PointerSize: int(ptr), UserData: append([]byte(nil), b...)}
+		if flt.apply(&r) && len(r.UserData) > len(b) {
+			t.Fatalf("%d bytes grew to %d", len(b), len(r.UserData))
+		}
+	})
+}
