@@ -40,7 +40,7 @@ type Config struct {
 	// 5 s).
 	StopTimeout time.Duration
 	// QueueSize is the number of events in flight between the ETW thread
-	// and the decoder (default 65,536).
+	// and the decoder (default 65,536; twice that with --stacks).
 	QueueSize int
 	// NoRundown skips the rundown session (names of files opened before
 	// the trace then stay unresolved).
@@ -54,7 +54,8 @@ type Config struct {
 	// second); negative passes events on in arrival order.
 	ReorderWindow time.Duration
 	// ReorderLimit bounds the events held for reordering (default
-	// 524,288); beyond it the oldest go out early (counted).
+	// 524,288; twice that with --stacks); beyond it the oldest go out
+	// early (counted).
 	ReorderLimit int
 }
 
@@ -132,6 +133,16 @@ func (b *Backend) defaults(opts *backend.Options) Config {
 	}
 	if c.ReorderWindow == 0 {
 		c.ReorderWindow = time.Duration(c.FlushTimer)*time.Second + time.Second
+	}
+	if opts.Stacks != backend.StacksNone {
+		// A stack walk follows most events: room for twice as many in
+		// flight and in the reorder window.
+		if c.QueueSize == 0 {
+			c.QueueSize = 2 * defaultQueueSize
+		}
+		if c.ReorderLimit == 0 {
+			c.ReorderLimit = 2 * defaultReorderLimit
+		}
 	}
 	return c
 }

@@ -249,3 +249,16 @@ func FuzzStackFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestStacksDefaults: with --stacks, twice the events in flight and held
+// for reordering (a walk follows most events); an explicit size stays.
+func TestStacksDefaults(t *testing.T) {
+	c := New(Config{}).defaults(&backend.Options{Stacks: backend.StacksUser})
+	if c.QueueSize != 2*defaultQueueSize || c.ReorderLimit != 2*defaultReorderLimit {
+		t.Errorf("with stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
+	}
+	c = New(Config{QueueSize: 10}).defaults(&backend.Options{})
+	if c.QueueSize != 10 || c.ReorderLimit != 0 {
+		t.Errorf("without stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
+	}
+}
