@@ -33,7 +33,7 @@
 //
 // With --stacks, the main session (or the recording session) is asked
 // for the kernel's stack walks on the FileIo requests and the DiskIo
-// events (TraceSetInformation; stacks.go says what user, kernel and both
+// Init events (TraceSetInformation; stacks.go says what user, kernel and both
 // mean on Windows); the StackWalk records go through the pipeline, which
 // joins them to their events; and each loaded image's PDB identity is
 // read from its file and put after its Image record as iotrace's own

@@ -46,9 +46,11 @@ const (
 )
 
 // StackEvents returns the kernel events --stacks walks the stack of: the
-// FileIo requests the pipeline turns into events, and the DiskIo
-// completions and their Init events (the Init's stack is the issuer's;
-// a completion's is whatever the interrupt found running).
+// FileIo requests the pipeline turns into events and the DiskIo Init
+// events (the issuer's stack, which the pipeline gives the disk I/O). Not
+// the disk completions: they run in interrupt context, their stack is
+// whatever the interrupt found running, and the pipeline keeps the
+// Init's; a walk there would cost as much and be dropped.
 func StackEvents() []ClassicEventID {
 	var ids []ClassicEventID
 	add := func(g record.GUID, ops ...uint8) {
@@ -61,9 +63,7 @@ func StackEvents() []ClassicEventID {
 		kernel.OpcodeSetInfo, kernel.OpcodeDelete, kernel.OpcodeRename, kernel.OpcodeDirEnum, kernel.OpcodeFlush,
 		kernel.OpcodeQueryInfo, kernel.OpcodeFSControl, kernel.OpcodeDirNotify, kernel.OpcodeDeletePath,
 		kernel.OpcodeRenamePath, kernel.OpcodeSetLinkPath)
-	add(kernel.GUIDDiskIo,
-		kernel.OpcodeDiskRead, kernel.OpcodeDiskWrite, kernel.OpcodeDiskFlushBuffers,
-		kernel.OpcodeDiskReadInit, kernel.OpcodeDiskWriteInit, kernel.OpcodeDiskFlushInit)
+	add(kernel.GUIDDiskIo, kernel.OpcodeDiskReadInit, kernel.OpcodeDiskWriteInit, kernel.OpcodeDiskFlushInit)
 	return ids
 }
 
