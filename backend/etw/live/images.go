@@ -54,7 +54,7 @@ const (
 	StatImageIdentities = "etw: image identities read from the images' files (PDB GUID, age and name)"
 	StatImageNoPDB      = "etw: images without a CodeView PDB record (no identity to give)"
 	StatImageUnreadable = "etw: images whose file could not be read (gone, access denied, not a PE): their frames stay module+offset"
-	StatImageMismatch   = "etw: images whose file on disk differs from the loaded image (time stamp or size): no PDB identity given"
+	StatImageMismatch   = "etw: images whose file on disk differs from the loaded image (PE time stamp, or size): no PDB identity given"
 	StatImageDropped    = "etw: image identity lookups dropped (too many pending): their frames stay module+offset"
 	StatImageUnfinished = "etw: image identity lookups not finished when the trace stopped"
 )
@@ -343,7 +343,10 @@ func (ir *imageResolver) answer(j *imageJob) *item {
 		ir.unreadable++
 		return nil
 	case j.load.timeDateStamp != 0 && res.id.TimeDateStamp != j.load.timeDateStamp,
-		j.load.size != 0 && uint64(res.id.SizeOfImage) != j.load.size:
+		j.load.timeDateStamp == 0 && j.load.size != 0 && uint64(res.id.SizeOfImage) != j.load.size:
+		// The time stamp (a content hash in reproducible builds) tells
+		// the version; the mapped size only when the event has none (a
+		// view may be rounded up to a page).
 		ir.mismatch++
 		return nil
 	case !res.id.HasPDB:

@@ -140,6 +140,7 @@ func TestImageIdentityInStream(t *testing.T) {
 		imageRecord(kernel.OpcodeImageLoad, 300, 901, 0x7ff700000000, 0x9000, 7, `\Device\HarddiskVolume3\app\gone.dll`),
 		imageRecord(kernel.OpcodeImageLoad, 400, 901, 0x7ff800000000, size, id.TimeDateStamp+1, `\Device\HarddiskVolume3\app\mod.exe`),
 		imageRecord(kernel.OpcodeImageLoad, 500, 901, 0x7ff900000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\nopdb.dll`),
+		imageRecord(kernel.OpcodeImageLoad, 550, 901, 0x7ffa00000000, size+0x1000, 0, `\Device\HarddiskVolume3\app\mod.exe`),
 		imageRecord(kernel.OpcodeImageUnload, 600, 901, 0x7ff600000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
 	}
 	for _, reorder := range []bool{true, false} {
@@ -206,7 +207,7 @@ func TestImageIdentityInStream(t *testing.T) {
 		}
 		var st event.Stats
 		ir.stats(&st)
-		for name, v := range map[string]uint64{StatImageIdentities: 3, StatImageUnreadable: 1, StatImageMismatch: 1,
+		for name, v := range map[string]uint64{StatImageIdentities: 3, StatImageUnreadable: 1, StatImageMismatch: 2,
 			StatImageNoPDB: 1, StatImageDropped: 0, StatImageUnfinished: 0} {
 			if g := st.Get(kindOf(name), name); g != v {
 				t.Errorf("reorder %v: %s = %d, want %d", reorder, name, g, v)
