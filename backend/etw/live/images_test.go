@@ -385,3 +385,18 @@ func FuzzParseImageLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestMarkSkipsHelperSessions: `iotrace mark` writes into the recording
+// or tracing session, never into its rundown or image-load companions.
+func TestMarkSkipsHelperSessions(t *testing.T) {
+	f := newFakeAPI()
+	for _, name := range []string{SessionName(4242), RundownName(4242), ImagesName(4242)} {
+		if _, err := f.StartTrace(&SessionConfig{Name: name, LogFile: `C:\t\` + name + ".etl"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := SendMark(f, "m")
+	if err != nil || n != 1 || len(f.traced) != 1 || f.traced[0].session != SessionName(4242) {
+		t.Fatalf("marked %d (%v): %+v", n, err, f.traced)
+	}
+}
