@@ -400,3 +400,22 @@ func TestMarkSkipsHelperSessions(t *testing.T) {
 		t.Fatalf("marked %d (%v): %+v", n, err, f.traced)
 	}
 }
+
+// TestRecordETLNoCompanion: when Windows has no kernel session left for
+// the image-load companion, the recording goes on, with the volume map,
+// and says that the identities are not recorded.
+func TestRecordETLNoCompanion(t *testing.T) {
+	f := newFakeAPI()
+	f.startErrs[ImagesName(4242)] = []error{ErrNoSystemResources}
+	var warns []string
+	opts := backend.Options{Stacks: backend.StacksBoth, Duration: time.Millisecond, Warn: func(s string) { warns = append(warns, s) }}
+	if _, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\n.etl`); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.traced) != 1 || f.traced[0].opcode != ownprovider.OpcodeVolume || len(f.sessions) != 0 {
+		t.Errorf("traced %+v, sessions %v", f.traced, f.sessions)
+	}
+	if all := strings.Join(warns, "\n"); !strings.Contains(all, "image identities not recorded") || !strings.Contains(all, "8 kernel sessions") {
+		t.Errorf("warnings %q", warns)
+	}
+}
