@@ -268,3 +268,27 @@ func TestStacksDefaults(t *testing.T) {
 		t.Errorf("without stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
 	}
 }
+
+// BenchmarkStackFilter: trimming one 32-frame walk (16 kernel, 16 user
+// frames) to its user part, as --stacks user does for every walk.
+func BenchmarkStackFilter(b *testing.B) {
+	var addrs []uint64
+	for i := 0; i < 16; i++ {
+		addrs = append(addrs, 0xfffff80001000000+uint64(i)*0x100)
+	}
+	for i := 0; i < 16; i++ {
+		addrs = append(addrs, 0x7ff600000000+uint64(i)*0x100)
+	}
+	src := walkPayload(8, addrs...)
+	buf := make([]byte, len(src))
+	f := newStackFilter(backend.StacksUser)
+	r := record.Record{Provider: record.GUID(StackWalkGUID), Opcode: OpcodeStackWalk, PointerSize: 8}
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		copy(buf, src)
+		r.UserData = buf
+		if !isStackWalk(&r) || !f.apply(&r) || len(r.UserData) != 16+16*8 {
+			b.Fatal("not trimmed")
+		}
+	}
+}
