@@ -584,7 +584,16 @@ func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *li
 		}
 		return err
 	}
-	var identities <-chan *item // nil: never ready
+	var identities <-chan imageAnswer // nil: never ready
+	answer := func(a imageAnswer) {
+		ro.answered(a.seq)
+		if a.it != nil {
+			if ro.released && a.it.rec.Timestamp < ro.last {
+				ir.late()
+			}
+			ro.add(a.it)
+		}
+	}
 	if ir != nil {
 		ir.start()
 		identities = ir.out
@@ -596,20 +605,21 @@ func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *li
 		case it, ok := <-q.work:
 			if !ok {
 				if ir != nil {
-					ir.drain(drainTimeout, ro.add)
+					ir.drain(drainTimeout, answer)
 				}
 				ro.releaseAll(push)
 				return err
 			}
-			if ir != nil {
-				ir.submit(&it.rec)
+			back := ro.swap(it)
+			if ir != nil && ir.submit(&it.rec, it.seq) {
+				ro.hold(it)
 			}
-			q.done(ro.swap(it))
+			q.done(back)
 			if ro.held() > ro.limit {
 				ro.release(now(), push)
 			}
-		case id := <-identities:
-			ro.add(id)
+		case a := <-identities:
+			answer(a)
 		case <-tick.C:
 			ro.release(now(), push)
 		}

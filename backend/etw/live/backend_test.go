@@ -227,7 +227,7 @@ func kindOf(name string) event.CounterKind {
 		return event.CountDropped
 	case StatRundownRecords, StatReceived, StatMarkers, StatImageIdentities, StatImageNoPDB, StatStackWalks, StatStackWalksNoPart:
 		return event.CountInfo
-	case StatImageUnreadable, StatImageMismatch, StatImageDropped, StatImageUnfinished:
+	case StatImageUnreadable, StatImageMismatch, StatImageDropped, StatImageUnfinished, StatImageLate:
 		return event.CountUnresolved
 	}
 	return event.CountLost

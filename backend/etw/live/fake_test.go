@@ -63,6 +63,8 @@ type fakeAPI struct {
 	// imageFiles are the files OpenImage serves; opened the paths asked.
 	imageFiles map[string][]byte
 	opened     []string
+	// openGate, when set, makes OpenImage wait until it is closed.
+	openGate chan struct{}
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
@@ -309,6 +311,12 @@ func (f *fakeImage) Close() error   { return nil }
 
 // OpenImage serves the files in imageFiles; others do not exist.
 func (f *fakeAPI) OpenImage(path string) (ImageFile, error) {
+	f.mu.Lock()
+	gate := f.openGate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate // a slow disk
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened = append(f.opened, path)

@@ -31,8 +31,9 @@ import (
 // on the decoder's: the decoder hands each image over (bounded: beyond
 // maxImageJobs pending, lookups are dropped and counted) and the workers'
 // records enter the reorder window, where their timestamp puts them right
-// after their image (a record that comes back after the window is passed
-// on late, counted with the other late events). Identities are cached per
+// after their image. The image is held there until its answer comes (and
+// the events after it with it), for at most one more window; an identity
+// that comes later still is passed on late and counted. Identities are cached per
 // (path, size, modification time): a DLL loaded by every process is read
 // once. A file that cannot be read (gone, access denied, not a PE), or
 // whose headers differ from the loaded image's (replaced on disk since),
@@ -57,6 +58,7 @@ const (
 	StatImageMismatch   = "etw: images whose file on disk differs from the loaded image (PE time stamp, or size): no PDB identity given"
 	StatImageDropped    = "etw: image identity lookups dropped (too many pending): their frames stay module+offset"
 	StatImageUnfinished = "etw: image identity lookups not finished when the trace stopped"
+	StatImageLate       = "etw: image identities read after their image had been decoded (too slow to read): the module has no PDB identity"
 )
 
 // maxImageJobs bounds the image lookups waiting for a worker.
@@ -161,6 +163,14 @@ type imageIdentity struct {
 type imageJob struct {
 	load imageLoad
 	hdr  record.Record // Image record header (no payload)
+	seq  uint64        // the Image record's arrival number in the reorderer
+}
+
+// imageAnswer is a worker's answer to the job of arrival number seq: the
+// record to put after the image, or nil when there is none to give.
+type imageAnswer struct {
+	seq uint64
+	it  *item
 }
 
 // imageResolver reads image identities off the decoder's goroutine.
@@ -168,20 +178,20 @@ type imageResolver struct {
 	api   API
 	vols  map[string]string
 	jobs  chan imageJob
-	out   chan *item // records to put in the stream, closed when the workers are done
+	out   chan imageAnswer // closed when the workers are done
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	cache map[imageKey]imageIdentity
 	gone  map[string]bool // paths that could not be opened
 	// counters, under mu; pending are the jobs handed over and not
 	// answered yet.
-	read, noPDB, unreadable, mismatch, dropped, unfinished, pending uint64
-	closed                                                          bool // no more jobs
+	read, noPDB, unreadable, mismatch, dropped, unfinished, pending, lateIDs uint64
+	closed                                                                   bool // no more jobs
 }
 
 func newImageResolver(api API, vols map[string]string) *imageResolver {
 	return &imageResolver{api: api, vols: vols, cache: map[imageKey]imageIdentity{}, gone: map[string]bool{},
-		jobs: make(chan imageJob, maxImageJobs), out: make(chan *item, maxImageJobs+imageWorkers)}
+		jobs: make(chan imageJob, maxImageJobs), out: make(chan imageAnswer, maxImageJobs+imageWorkers)}
 }
 
 // start runs the workers.
@@ -197,9 +207,7 @@ func (ir *imageResolver) start() {
 					ir.pending--
 				}
 				ir.mu.Unlock()
-				if it != nil {
-					ir.out <- it
-				}
+				ir.out <- imageAnswer{seq: j.seq, it: it}
 			}
 		}()
 	}
@@ -216,24 +224,28 @@ func job(r *record.Record) (imageJob, bool) {
 	return j, true
 }
 
-// submit hands the Image record r to the workers, if it is an image load;
-// it never blocks (a full queue drops the lookup, counted).
-func (ir *imageResolver) submit(r *record.Record) {
+// submit hands the Image record r (arrival number seq) to the workers, if
+// it is an image load, and reports whether an answer will come; it never
+// blocks (a full queue drops the lookup, counted).
+func (ir *imageResolver) submit(r *record.Record, seq uint64) bool {
 	j, ok := job(r)
 	if !ok {
-		return
+		return false
 	}
+	j.seq = seq
 	ir.mu.Lock()
 	defer ir.mu.Unlock()
 	if ir.closed {
 		ir.unfinished++
-		return
+		return false
 	}
 	select {
 	case ir.jobs <- j:
 		ir.pending++
+		return true
 	default:
 		ir.dropped++
+		return false
 	}
 }
 
@@ -272,26 +284,26 @@ func (ir *imageResolver) giveUp() {
 // drain stops taking jobs and passes every answer still to come to fn,
 // waiting at most timeout for the workers; the lookups not answered by
 // then are counted.
-func (ir *imageResolver) drain(timeout time.Duration, fn func(*item)) {
+func (ir *imageResolver) drain(timeout time.Duration, fn func(imageAnswer)) {
 	ir.closeJobs()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		select {
-		case it, ok := <-ir.out:
+		case a, ok := <-ir.out:
 			if !ok {
 				return
 			}
-			fn(it)
+			fn(a)
 		case <-deadline.C:
 		late:
 			for {
 				select {
-				case it, ok := <-ir.out:
+				case a, ok := <-ir.out:
 					if !ok {
 						break late
 					}
-					fn(it)
+					fn(a)
 				default:
 					break late
 				}
@@ -372,6 +384,14 @@ func ownRecord(hdr *record.Record, opcode uint8, payload []byte) record.Record {
 		UserData: payload, FileOffset: -1, Buffer: -1}
 }
 
+// late counts an identity that came after its image had gone to the
+// decoder.
+func (ir *imageResolver) late() {
+	ir.mu.Lock()
+	ir.lateIDs++
+	ir.mu.Unlock()
+}
+
 // stats adds the counters to s.
 func (ir *imageResolver) stats(s *event.Stats) {
 	ir.mu.Lock()
@@ -382,4 +402,5 @@ func (ir *imageResolver) stats(s *event.Stats) {
 	s.Add(event.CountUnresolved, StatImageMismatch, ir.mismatch)
 	s.Add(event.CountUnresolved, StatImageDropped, ir.dropped)
 	s.Add(event.CountUnresolved, StatImageUnfinished, ir.unfinished)
+	s.Add(event.CountUnresolved, StatImageLate, ir.lateIDs)
 }

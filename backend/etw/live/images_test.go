@@ -419,3 +419,74 @@ func TestRecordETLNoCompanion(t *testing.T) {
 		t.Errorf("warnings %q", warns)
 	}
 }
+
+// TestImageHeldForItsIdentity: when reading an image's file takes longer
+// than the reorder window, the image (and what follows it) is held for
+// one more window so that its identity still comes right after it; past
+// that, it goes on without and a late identity is counted.
+func TestImageHeldForItsIdentity(t *testing.T) {
+	pe, id := testPE(t)
+	size := uint64(id.SizeOfImage)
+	for _, slow := range []bool{false, true} {
+		f := newFakeAPI()
+		f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
+		f.openGate = make(chan struct{})
+		in := []record.Record{
+			imageRecord(kernel.OpcodeImageLoad, 100, 900, 0x140000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+			imageRecord(kernel.OpcodeImageUnload, 200, 900, 0x140000000, size, id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+		}
+		q := newQueue(16)
+		for i := range in {
+			deliver(q, &in[i])
+		}
+		// The session clock stands past the window of both records
+		// (1000 ticks), within the extra window; slow: past it too.
+		clock := int64(1500)
+		if slow {
+			clock = 5000
+		}
+		ro := newReorderer(1000, 0)
+		ir := newImageResolver(f, f.vols)
+		pl := &recorder{}
+		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}))
+		done := make(chan error, 1)
+		go func() { done <- consume(q, ro, func() int64 { return clock }, pl, out, nil, ir, 5*time.Second) }()
+		// Several release ticks with the file still unread (slow: until
+		// both records are out).
+		held := 0
+		for start := time.Now(); ; {
+			time.Sleep(reorderTick)
+			pl.mu.Lock()
+			held = len(pl.recs)
+			pl.mu.Unlock()
+			waited := time.Since(start)
+			if slow && held == 2 || !slow && waited >= 3*reorderTick || waited > 10*time.Second {
+				break
+			}
+		}
+		close(f.openGate)
+		time.Sleep(3 * reorderTick)
+		q.closeWork()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var got []uint8
+		for _, r := range pl.recs {
+			got = append(got, r.Opcode)
+		}
+		var st event.Stats
+		ir.stats(&st)
+		late := st.Get(event.CountUnresolved, StatImageLate)
+		if !slow {
+			want := []uint8{kernel.OpcodeImageLoad, ownprovider.OpcodeImage, kernel.OpcodeImageUnload}
+			if held != 0 || string(got) != string(want) || late != 0 || ro.gaveUp != 0 {
+				t.Errorf("held %d before the answer; order %v, want %v; late %d, gave up %d", held, got, want, late, ro.gaveUp)
+			}
+			continue
+		}
+		want := []uint8{kernel.OpcodeImageLoad, kernel.OpcodeImageUnload, ownprovider.OpcodeImage}
+		if held != 2 || string(got) != string(want) || late != 1 || ro.gaveUp != 1 {
+			t.Errorf("slow: released %d before the answer; order %v, want %v; late %d, gave up %d", held, got, want, late, ro.gaveUp)
+		}
+	}
+}

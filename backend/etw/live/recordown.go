@@ -84,7 +84,7 @@ func (c *imageRecorder) Event(er *EventRecord) {
 	var buf []byte
 	var ext []record.ExtItem
 	Convert(er, &rec, &buf, &ext)
-	c.ir.submit(&rec)
+	c.ir.submit(&rec, 0)
 }
 
 // startImageRecorder starts the companion session of the recording
@@ -94,8 +94,11 @@ func startImageRecorder(api API, rec SessionHandle, pid uint32, clock uint32, vo
 	c.ir.start()
 	go func() {
 		defer close(c.wdone)
-		for it := range c.ir.out {
-			err := api.TraceEvent(rec, MarkerGUID, ownprovider.OpcodeImage, it.data)
+		for a := range c.ir.out {
+			if a.it == nil {
+				continue // no identity to give (counted)
+			}
+			err := api.TraceEvent(rec, MarkerGUID, ownprovider.OpcodeImage, a.it.data)
 			c.mu.Lock()
 			if err != nil {
 				c.failed++
