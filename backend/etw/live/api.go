@@ -147,6 +147,9 @@ type SessionConfig struct {
 	ClockType uint32
 	// Guid is the session GUID (Wnode.Guid) of a system-logger session.
 	Guid GUID
+	// StackEvents are the kernel events the session walks the stack of
+	// (set with SetStackTracing once the session is started).
+	StackEvents []ClassicEventID
 }
 
 // SessionStatus is what ControlTrace and QueryAllTraces report about a
@@ -236,6 +239,30 @@ type API interface {
 	// Volumes maps NT device paths ("\Device\HarddiskVolume3") to drive
 	// letters ("C:") (QueryDosDeviceW).
 	Volumes() (map[string]string, error)
+	// SetStackTracing asks session h for a stack walk (a StackWalk event
+	// following the event) on each of the kernel events ids; an empty
+	// list turns stack tracing off (TraceSetInformation,
+	// TraceStackTracingInfo). Call it after StartTrace.
+	SetStackTracing(h SessionHandle, ids []ClassicEventID) error
+	// OpenImage opens an executable image file (a Win32 path, or an NT
+	// path under \\?\GLOBALROOT) to read its identity.
+	OpenImage(path string) (ImageFile, error)
+}
+
+// TraceStackTracingInfo is the TRACE_INFO_CLASS of TraceSetInformation
+// that sets the kernel events to walk the stack of.
+const TraceStackTracingInfo = 3
+
+// MaxStackTracingEvents is the most events TraceSetInformation takes in
+// one TraceStackTracingInfo list.
+const MaxStackTracingEvents = 256
+
+// ClassicEventID is CLASSIC_EVENT_ID: a kernel event by its class GUID
+// and event type (opcode).
+type ClassicEventID struct {
+	EventGUID GUID
+	Type      uint8
+	Reserved  [7]uint8
 }
 
 // The extended data pointer of an item is a ULONGLONG; read and write it

@@ -212,6 +212,19 @@ func (winAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) 
 	return errno(err)
 }
 
+func (winAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
+	if len(ids) > MaxStackTracingEvents {
+		return fmt.Errorf("stack tracing on %d events: at most %d", len(ids), MaxStackTracingEvents)
+	}
+	var p *ClassicEventID
+	if len(ids) > 0 {
+		p = &ids[0]
+	}
+	err := traceSetInformation(h, TraceStackTracingInfo, p, uint32(len(ids))*uint32(unsafe.Sizeof(ClassicEventID{})))
+	runtime.KeepAlive(ids)
+	return errno(err)
+}
+
 // procPreciseTime is GetSystemTimePreciseAsFileTime, which Windows 7
 // lacks (calling it there would panic).
 var procPreciseTime = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetSystemTimePreciseAsFileTime")
@@ -242,6 +255,28 @@ func (winAPI) FileSize(path string) (int64, error) {
 	}
 	return st.Size(), nil
 }
+
+func (winAPI) OpenImage(path string) (ImageFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &winImage{File: f, size: st.Size(), mod: st.ModTime().UnixNano()}, nil
+}
+
+// winImage is an image file opened for reading its headers.
+type winImage struct {
+	*os.File
+	size, mod int64
+}
+
+func (f *winImage) Size() int64    { return f.size }
+func (f *winImage) ModTime() int64 { return f.mod }
 
 func (winAPI) Processes() ([]Process, error) {
 	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)

@@ -40,7 +40,7 @@ type Config struct {
 	// 5 s).
 	StopTimeout time.Duration
 	// QueueSize is the number of events in flight between the ETW thread
-	// and the decoder (default 65,536).
+	// and the decoder (default 65,536; twice that with --stacks).
 	QueueSize int
 	// NoRundown skips the rundown session (names of files opened before
 	// the trace then stay unresolved).
@@ -54,7 +54,8 @@ type Config struct {
 	// second); negative passes events on in arrival order.
 	ReorderWindow time.Duration
 	// ReorderLimit bounds the events held for reordering (default
-	// 524,288); beyond it the oldest go out early (counted).
+	// 524,288; twice that with --stacks); beyond it the oldest go out
+	// early (counted).
 	ReorderLimit int
 }
 
@@ -133,6 +134,16 @@ func (b *Backend) defaults(opts *backend.Options) Config {
 	if c.ReorderWindow == 0 {
 		c.ReorderWindow = time.Duration(c.FlushTimer)*time.Second + time.Second
 	}
+	if opts.Stacks != backend.StacksNone {
+		// A stack walk follows most events: room for twice as many in
+		// flight and in the reorder window.
+		if c.QueueSize == 0 {
+			c.QueueSize = 2 * defaultQueueSize
+		}
+		if c.ReorderLimit == 0 {
+			c.ReorderLimit = 2 * defaultReorderLimit
+		}
+	}
 	return c
 }
 
@@ -174,6 +185,9 @@ type session struct {
 func startConsumed(api API, cfg *SessionConfig, c Consumer, warn func(string)) (*session, error) {
 	h, err := startSession(api, cfg, warn)
 	if err != nil {
+		return nil, err
+	}
+	if err := enableStacks(api, h, cfg.Name, cfg.StackEvents); err != nil {
 		return nil, err
 	}
 	s := &session{api: api, name: cfg.Name, handle: h, done: make(chan error, 1)}
@@ -271,9 +285,6 @@ func newGUID() GUID {
 // done, opts.Duration elapses, the traced command exits, or the session
 // dies. It always stops the sessions it started.
 func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink) error {
-	if err := checkStacks(opts); err != nil {
-		return err
-	}
 	api, err := b.api()
 	if err != nil {
 		return err
@@ -314,7 +325,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		hdr.Clock = event.Clock{Kind: event.ClockCycles}
 	}
 	var facts []event.Fact
-	if vols, err := api.Volumes(); err != nil {
+	vols, err := api.Volumes()
+	if err != nil {
 		warn(fmt.Sprintf("volume map: %v (paths stay \\Device\\HarddiskVolumeN\\...)", err))
 	} else {
 		for nt, dos := range vols {
@@ -396,6 +408,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	mcfg := &SessionConfig{Name: name, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
 		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
 		FlushTimer: cfg.FlushTimer, ClockType: cfg.ClockType, Guid: newGUID()}
+	if opts.Stacks != backend.StacksNone {
+		mcfg.StackEvents = StackEvents()
+	}
 	ms, err := startConsumed(api, mcfg, q, warn)
 	if err != nil {
 		return err
@@ -418,7 +433,14 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		return qpc
 	}
 	consumed := make(chan error, 1)
-	go func() { consumed <- consume(q, ro, now, pl, out) }()
+	sf := newStackFilter(opts.Stacks)
+	var ir *imageResolver
+	if opts.Stacks != backend.StacksNone {
+		// The modules' PDB identities name the frames: read them only
+		// when there are frames to name.
+		ir = newImageResolver(api, vols)
+	}
+	go func() { consumed <- consume(q, ro, now, pl, out, sf, ir, cfg.StopTimeout) }()
 	procDone := make(chan error, 1)
 	orig := ms.done
 	ms.done = procDone // finish waits on the relay
@@ -498,6 +520,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	stats.Add(event.CountLost, StatRTLostEvents, q.lostRT.Load())
 	stats.Add(event.CountDropped, StatQueueOverflow, q.overflow.Load())
 	stats.Add(event.CountDropped, StatAfterClose, q.late.Load())
+	if ir != nil {
+		ir.stats(&stats)
+	}
+	if sf != nil {
+		stats.Add(event.CountInfo, StatStackWalks, sf.walks)
+		stats.Add(event.CountInfo, StatStackWalksNoPart, sf.noPart)
+	}
 	if ro != nil {
 		stats.Add(event.CountInfo, StatReorderLate, ro.late)
 		stats.Add(event.CountInfo, StatReorderForced, ro.forced)
@@ -524,25 +553,50 @@ const reorderTick = 100 * time.Millisecond
 
 // consume feeds queued records to the pipeline, in time order through ro
 // (nil: in arrival order); markers go straight to the sink, in order.
-// now returns the session clock.
-func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *liveSink) error {
+// now returns the session clock. sf (nil: none) trims stack walks; ir
+// (nil: none) puts each loaded image's identity after its Image record,
+// waiting at most drainTimeout for the last ones at the end.
+func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *liveSink, sf *stackFilter,
+	ir *imageResolver, drainTimeout time.Duration) error {
 	var err error
 	push := func(it *item) {
 		if err != nil {
 			return // the sink failed: drain without delivering
 		}
-		if it.rec.Provider == record.GUID(MarkerGUID) {
+		switch {
+		case it.rec.Provider == record.GUID(MarkerGUID) && it.rec.Opcode == ownprovider.OpcodeMarker:
 			err = out.marker(&it.rec)
-		} else {
+		case sf != nil && isStackWalk(&it.rec) && !sf.apply(&it.rec):
+			// none of the frames asked for
+		default:
 			err = pl.Push(&it.rec)
 		}
 	}
 	if ro == nil {
 		for it := range q.work {
 			push(it)
+			if ir != nil {
+				if id := ir.lookupNow(&it.rec); id != nil {
+					push(id)
+				}
+			}
 			q.done(it)
 		}
 		return err
+	}
+	var identities <-chan imageAnswer // nil: never ready
+	answer := func(a imageAnswer) {
+		ro.answered(a.seq)
+		if a.it != nil {
+			if ro.released && a.it.rec.Timestamp < ro.last {
+				ir.late()
+			}
+			ro.add(a.it)
+		}
+	}
+	if ir != nil {
+		ir.start()
+		identities = ir.out
 	}
 	tick := time.NewTicker(reorderTick)
 	defer tick.Stop()
@@ -550,17 +604,31 @@ func consume(q *queue, ro *reorderer, now func() int64, pl *etw.Pipeline, out *l
 		select {
 		case it, ok := <-q.work:
 			if !ok {
+				if ir != nil {
+					ir.drain(drainTimeout, answer)
+				}
 				ro.releaseAll(push)
 				return err
 			}
-			q.done(ro.swap(it))
+			back := ro.swap(it)
+			if ir != nil && ir.submit(&it.rec, it.seq) {
+				ro.hold(it)
+			}
+			q.done(back)
 			if ro.held() > ro.limit {
 				ro.release(now(), push)
 			}
+		case a := <-identities:
+			answer(a)
 		case <-tick.C:
 			ro.release(now(), push)
 		}
 	}
+}
+
+// recordPusher takes decoded-to-be records: the etw pipeline.
+type recordPusher interface {
+	Push(r *record.Record) error
 }
 
 // clockTicks converts d to ticks of the session clock.
@@ -662,7 +730,7 @@ func SendMark(api API, text string) (int, error) {
 	n := 0
 	var errs []error
 	for _, s := range all {
-		if _, ok := OwnerPid(s.Name); !ok || strings.HasSuffix(s.Name, "-rundown") || Stale(s.Name, procs, 0) {
+		if _, ok := OwnerPid(s.Name); !ok || helperSession(s.Name) || Stale(s.Name, procs, 0) {
 			continue
 		}
 		if err := api.TraceEvent(s.Handle, MarkerGUID, ownprovider.OpcodeMarker, payload); err != nil {
@@ -694,9 +762,6 @@ type Child interface {
 // rundown). It returns the session's final status (events and buffers
 // lost).
 func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path string) (SessionStatus, error) {
-	if err := checkStacks(opts); err != nil {
-		return SessionStatus{}, err
-	}
 	api, err := b.api()
 	if err != nil {
 		return SessionStatus{}, err
@@ -714,14 +779,43 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	scfg := &SessionConfig{Name: name, LogFile: path, EnableFlags: cfg.Flags, SystemLogger: systemLogger,
 		BufferSizeKB: cfg.BufferSizeKB, MinBuffers: cfg.MinBuffers, MaxBuffers: cfg.MaxBuffers,
 		ClockType: cfg.ClockType, Guid: newGUID()}
+	if opts.Stacks != backend.StacksNone {
+		scfg.StackEvents = StackEvents()
+		if opts.Stacks != backend.StacksBoth {
+			warn("--stacks: Windows walks kernel and user frames together; the .etl file keeps both (trace, not record, keeps only the part asked for)")
+		}
+	}
+	vols, verr := api.Volumes()
 	h, err := startSession(api, scfg, warn)
 	if err != nil {
+		return SessionStatus{}, err
+	}
+	if err := enableStacks(api, h, name, scfg.StackEvents); err != nil {
 		return SessionStatus{}, err
 	}
 	s := &session{api: api, name: name, handle: h}
 	unregister := registerActive(name, s.stopSession)
 	defer unregister()
 	defer s.stopSession()
+
+	// What a reader of the file needs besides the kernel's events
+	// (recordown.go).
+	if verr != nil {
+		warn(fmt.Sprintf("volume map: %v (paths in %s stay \\Device\\HarddiskVolumeN\\... when read)", verr, path))
+	} else if _, err := writeVolumes(api, h, vols); err != nil {
+		warn(fmt.Sprintf("%v (paths in %s stay \\Device\\HarddiskVolumeN\\... when read)", err, path))
+	}
+	var imgs *imageRecorder
+	if opts.Stacks != backend.StacksNone {
+		if !systemLogger {
+			warn("Windows 7: the images' PDB identities are not recorded (the kernel has one session, and it records): read on another machine, the file's frames may stay module+offset")
+		} else if imgs, err = startImageRecorder(api, h, pid, cfg.ClockType, vols, cfg.StopTimeout, warn); err != nil {
+			warn(fmt.Sprintf("image identities not recorded: %v: read on another machine, the file's frames may stay module+offset", err))
+			imgs = nil
+		} else {
+			defer imgs.finish()
+		}
+	}
 	var child Child
 	var childDone <-chan childExit
 	if len(opts.Command) > 0 {
@@ -756,6 +850,9 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	if child != nil && exit == nil {
 		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
+	if imgs != nil {
+		warn(fmt.Sprintf("%s: %s", path, imgs.finish())) // before the recording stops
+	}
 	s.stopSession()
 	var discard event.Stats
 	reportExit(exit, &opts, &discard)
@@ -786,14 +883,4 @@ func Sessions(api API) ([]SessionStatus, error) {
 		return nil, fmt.Errorf("list ETW sessions: %w", err)
 	}
 	return all, nil
-}
-
-// checkStacks refuses --stacks: stack walks of FileIo/DiskIo events are
-// not captured on Windows yet, and a trace that silently lacks them
-// would say less than asked.
-func checkStacks(opts backend.Options) error {
-	if opts.Stacks != backend.StacksNone {
-		return fmt.Errorf("etw: --stacks: call stacks are not captured on Windows yet: %w", backend.ErrNotSupported)
-	}
-	return nil
 }

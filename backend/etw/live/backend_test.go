@@ -225,8 +225,10 @@ func kindOf(name string) event.CounterKind {
 	switch name {
 	case StatQueueOverflow:
 		return event.CountDropped
-	case StatRundownRecords, StatReceived, StatMarkers:
+	case StatRundownRecords, StatReceived, StatMarkers, StatImageIdentities, StatImageNoPDB, StatStackWalks, StatStackWalksNoPart:
 		return event.CountInfo
+	case StatImageUnreadable, StatImageMismatch, StatImageDropped, StatImageUnfinished, StatImageLate:
+		return event.CountUnresolved
 	}
 	return event.CountLost
 }
@@ -486,7 +488,7 @@ func TestConvertRoundTrip(t *testing.T) {
 }
 
 func TestOwnerPid(t *testing.T) {
-	for name, want := range map[string]int64{"iotrace-12": 12, "iotrace-12-rundown": 12, "iotrace-": -1, "iotrace-x": -1,
+	for name, want := range map[string]int64{"iotrace-12": 12, "iotrace-12-rundown": 12, "iotrace-12-images": 12, "iotrace-12-images-rundown": -1, "iotrace-": -1, "iotrace-x": -1,
 		"iotrace-+3": -1, "NT Kernel Logger": -1, "iotrace-99999999999": -1} {
 		pid, ok := OwnerPid(name)
 		if ok != (want >= 0) || ok && int64(pid) != want {
@@ -537,18 +539,5 @@ func TestRecordETLChecksItsFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("empty=%v: err %v, want %q", empty, err, want)
 		}
-	}
-}
-
-// TestStacksRefused: --stacks is refused with ErrNotSupported (no session
-// is started) rather than giving a trace without the stacks asked for.
-func TestStacksRefused(t *testing.T) {
-	f := newFakeAPI()
-	err := runFake(t, f, Config{}, backend.Options{Stacks: backend.StacksUser}, &memSink{}, time.Second)
-	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "--stacks") {
-		t.Fatalf("Run with --stacks: %v", err)
-	}
-	if _, err := New(Config{API: f}).RecordETL(context.Background(), backend.Options{Stacks: backend.StacksBoth}, testenv.TempDir(t)+"/x.etl"); !errors.Is(err, backend.ErrNotSupported) {
-		t.Fatalf("RecordETL with --stacks: %v", err)
 	}
 }

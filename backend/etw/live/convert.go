@@ -22,6 +22,9 @@ type item struct {
 	data []byte
 	ext  []record.ExtItem
 	seq  uint64 // arrival order, for the reorderer
+	// await holds the item (an image load) in the reorderer until its
+	// identity is read (images.go), or for one more window.
+	await bool
 }
 
 // Convert copies the EVENT_RECORD er into the portable record rec, with

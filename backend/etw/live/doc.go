@@ -31,6 +31,15 @@
 //     RealTimeBuffersLost and LogBuffersLost, RT_LostEvent notices and
 //     queue overflow in the trailer's Stats.
 //
+// With --stacks, the main session (or the recording session) is asked
+// for the kernel's stack walks on the FileIo requests and the DiskIo
+// Init events (TraceSetInformation; stacks.go says what user, kernel and both
+// mean on Windows); the StackWalk records go through the pipeline, which
+// joins them to their events; and each loaded image's PDB identity is
+// read from its file and put after its Image record as iotrace's own
+// OpcodeImage record (images.go), so that frames can be named from the
+// right PDB.
+//
 // [Backend.RecordETL] records to an .etl file instead (file-mode session).
 // [Sessions], [StopStale] and [SendMark] serve `iotrace sessions` and
 // `iotrace mark`.

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -27,6 +28,10 @@ type fakeAPI struct {
 	startErrs map[string][]error
 	// events are delivered by ProcessTrace, per session kind.
 	mainEvents, rundownEvents []record.Record
+	// imageEvents are delivered to the image-load companion session.
+	imageEvents []record.Record
+	// traced are the TraceEvent calls.
+	traced []traced
 	// dieAfter > 0: the main session's ProcessTrace returns after that
 	// many events, as if the session were stopped from outside.
 	dieAfter int
@@ -52,9 +57,32 @@ type fakeAPI struct {
 	// images are the executables' paths ProcessImage gives; a pid not
 	// in it is one Windows refuses to tell (protected, System).
 	images map[uint32]string
+	// stackCalls are the SetStackTracing calls; stackErr fails them.
+	stackCalls []stackCall
+	stackErr   error
+	// imageFiles are the files OpenImage serves; opened the paths asked.
+	imageFiles map[string][]byte
+	opened     []string
+	// openGate, when set, makes OpenImage wait until it is closed.
+	openGate chan struct{}
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
+}
+
+// traced is one TraceEvent call.
+type traced struct {
+	session string
+	guid    GUID
+	opcode  uint8
+	data    []byte
+}
+
+// stackCall is one SetStackTracing call: the session (by name) and the
+// events.
+type stackCall struct {
+	session string
+	ids     []ClassicEventID
 }
 
 type fakeSession struct {
@@ -182,6 +210,8 @@ func (f *fakeAPI) ProcessTrace(h TraceHandle) error {
 	events := f.mainEvents
 	if rundown {
 		events = f.rundownEvents
+	} else if s != nil && s.cfg.EnableFlags == FlagImageLoad {
+		events = f.imageEvents
 	}
 	dieAfter, hang := f.dieAfter, f.rundownHang && rundown
 	f.mu.Unlock()
@@ -225,6 +255,10 @@ func (f *fakeAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []by
 	defer f.mu.Unlock()
 	for _, s := range f.sessions {
 		if s.handle == h {
+			f.traced = append(f.traced, traced{session: s.cfg.Name, guid: guid, opcode: opcode, data: append([]byte(nil), data...)})
+			if s.consumer == nil {
+				return nil // a file-mode session: written to its file
+			}
 			s.inject <- record.Record{Kind: record.KindClassic, Provider: record.GUID(guid), Opcode: opcode,
 				PointerSize: 8, Flags: eventHeaderFlagClassicHeader | eventHeaderFlag64BitHeader,
 				ThreadID: 77, ProcessID: 78, Timestamp: f.qpc + 5_000_000, UserData: data}
@@ -265,6 +299,49 @@ func (f *fakeAPI) Processes() ([]Process, error) {
 	return append([]Process(nil), f.procs...), nil
 }
 func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+
+// fakeImage is an image file of the fake.
+type fakeImage struct {
+	*bytes.Reader
+	mod int64
+}
+
+func (f *fakeImage) ModTime() int64 { return f.mod }
+func (f *fakeImage) Close() error   { return nil }
+
+// OpenImage serves the files in imageFiles; others do not exist.
+func (f *fakeAPI) OpenImage(path string) (ImageFile, error) {
+	f.mu.Lock()
+	gate := f.openGate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate // a slow disk
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened = append(f.opened, path)
+	b, ok := f.imageFiles[path]
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+	}
+	return &fakeImage{Reader: bytes.NewReader(b), mod: 1}, nil
+}
+
+// SetStackTracing records the call against the session it names.
+func (f *fakeAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stackErr != nil {
+		return f.stackErr
+	}
+	for _, s := range f.sessions {
+		if s.handle == h {
+			f.stackCalls = append(f.stackCalls, stackCall{session: s.cfg.Name, ids: append([]ClassicEventID(nil), ids...)})
+			return nil
+		}
+	}
+	return ErrInvalidParameter
+}
 func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

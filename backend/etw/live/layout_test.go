@@ -128,7 +128,9 @@ var (
 	cExtItem       = cStruct(
 		cField{"Reserved1", u16}, cField{"ExtType", u16}, cField{"Linkage", u16}, cField{"DataSize", u16},
 		cField{"DataPtr", u64})
-	cEventRecord = cStruct(
+	// CLASSIC_EVENT_ID (evntrace.h): GUID EventGuid; UCHAR Type; UCHAR Reserved[7].
+	cClassicEventID = cStruct(cField{"EventGUID", guid}, cField{"Type", u8}, cField{"Reserved", array(u8, 7)})
+	cEventRecord    = cStruct(
 		cField{"EventHeader", cEventHeader}, cField{"BufferContext", cBufferContext},
 		cField{"ExtendedDataCount", u16}, cField{"UserDataLength", u16}, cField{"ExtendedData", ptr},
 		cField{"UserData", ptr}, cField{"UserContext", ptr})
@@ -165,6 +167,8 @@ var documented = []struct {
 		"EventDescriptor": {40, 40}, "EventDescriptor.Keyword": {48, 48}, "KernelTime": {56, 56}, "ActivityID": {64, 64}}},
 	{"EVENT_HEADER_EXTENDED_DATA_ITEM", cExtItem, EventHeaderExtendedDataItem{}, [2]int{16, 16}, map[string][2]int{
 		"DataSize": {6, 6}, "DataPtr": {8, 8}}},
+	{"CLASSIC_EVENT_ID", cClassicEventID, ClassicEventID{}, [2]int{24, 24}, map[string][2]int{
+		"EventGUID": {0, 0}, "Type": {16, 16}, "Reserved": {17, 17}}},
 	{"WNODE_HEADER", cWnodeHeader, WnodeHeader{}, [2]int{48, 48}, map[string][2]int{"HistoricalContext": {8, 8}, "Flags": {44, 44}}},
 }
 

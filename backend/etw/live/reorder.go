@@ -30,6 +30,10 @@ type reorderer struct {
 	released bool
 	late     uint64 // items that came after later ones had gone out
 	forced   uint64 // items released before their window (limit reached)
+	// awaiting are the items held for an answer (an image's identity) by
+	// arrival number; gaveUp counts those released without it.
+	awaiting map[uint64]*item
+	gaveUp   uint64
 }
 
 // defaultReorderLimit bounds the events held for reordering (about
@@ -54,28 +58,54 @@ func (r *reorderer) swap(it *item) *item {
 	} else {
 		back = &item{}
 	}
+	r.add(it)
+	return back
+}
+
+// add holds it, an item that is not the queue's (one the backend made).
+func (r *reorderer) add(it *item) {
 	r.seq++
 	it.seq = r.seq
 	if r.released && it.rec.Timestamp < r.last {
 		r.late++
 	}
 	heap.Push(&r.h, it)
-	return back
 }
 
 // release calls fn, in timestamp order, for every held item logged at
 // or before now minus the window, and for the oldest ones beyond the
 // limit. fn must not keep the item.
+//
+// An item awaiting an answer (await) is held for one more window, and
+// every later one with it, unless the limit is reached.
 func (r *reorderer) release(now int64, fn func(*item)) {
 	for len(r.h) > 0 {
 		it := r.h[0]
-		if it.rec.Timestamp > now-r.window {
+		if it.rec.Timestamp > now-r.window || it.await && it.rec.Timestamp > now-2*r.window {
 			if len(r.h) <= r.limit {
 				return
 			}
 			r.forced++
 		}
 		r.pop(fn)
+	}
+}
+
+// hold marks the held item it (swapped in already) as awaiting an answer.
+func (r *reorderer) hold(it *item) {
+	if r.awaiting == nil {
+		r.awaiting = make(map[uint64]*item)
+	}
+	it.await = true
+	r.awaiting[it.seq] = it
+}
+
+// answered releases the hold on the item of arrival number seq, if it is
+// still held.
+func (r *reorderer) answered(seq uint64) {
+	if it, ok := r.awaiting[seq]; ok {
+		it.await = false
+		delete(r.awaiting, seq)
 	}
 }
 
@@ -88,6 +118,11 @@ func (r *reorderer) releaseAll(fn func(*item)) {
 
 func (r *reorderer) pop(fn func(*item)) {
 	it := heap.Pop(&r.h).(*item)
+	if it.await {
+		it.await = false
+		delete(r.awaiting, it.seq)
+		r.gaveUp++
+	}
 	if !r.released || it.rec.Timestamp > r.last {
 		r.last = it.rec.Timestamp
 	}

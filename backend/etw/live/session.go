@@ -8,14 +8,30 @@ import (
 )
 
 // SessionPrefix starts the name of every session iotrace creates:
-// "iotrace-<pid>" and "iotrace-<pid>-rundown".
+// "iotrace-<pid>", "iotrace-<pid>-rundown" and "iotrace-<pid>-images".
 const SessionPrefix = "iotrace-"
 
 // SessionName returns the name of the main session of process pid.
 func SessionName(pid uint32) string { return SessionPrefix + strconv.FormatUint(uint64(pid), 10) }
 
 // RundownName returns the name of the rundown session of process pid.
-func RundownName(pid uint32) string { return SessionName(pid) + "-rundown" }
+func RundownName(pid uint32) string { return SessionName(pid) + rundownSuffix }
+
+// ImagesName returns the name of the image-load session that accompanies
+// a recording of process pid (record -o t.etl --stacks).
+func ImagesName(pid uint32) string { return SessionName(pid) + imagesSuffix }
+
+// Suffixes of the helper sessions' names.
+const (
+	rundownSuffix = "-rundown"
+	imagesSuffix  = "-images"
+)
+
+// helperSession reports whether name is one of iotrace's helper sessions
+// (rundown, images), which take no markers.
+func helperSession(name string) bool {
+	return strings.HasSuffix(name, rundownSuffix) || strings.HasSuffix(name, imagesSuffix)
+}
 
 // OwnerPid returns the pid in an iotrace session name, and whether name
 // is one.
@@ -24,7 +40,11 @@ func OwnerPid(name string) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
-	s = strings.TrimSuffix(s, "-rundown")
+	if t, ok := strings.CutSuffix(s, rundownSuffix); ok {
+		s = t
+	} else {
+		s = strings.TrimSuffix(s, imagesSuffix)
+	}
 	pid, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || s == "" || s[0] == '+' {
 		return 0, false
@@ -70,7 +90,7 @@ func StopStale(api API, name string) (SessionStatus, error) {
 	if err != nil {
 		return SessionStatus{}, fmt.Errorf("list processes: %w", err)
 	}
-	if !Stale(name, procs, api.Pid()) || name == SessionName(api.Pid()) || name == RundownName(api.Pid()) {
+	if !Stale(name, procs, api.Pid()) || ownSession(name, api.Pid()) {
 		pid, ours := OwnerPid(name)
 		if !ours {
 			return SessionStatus{}, fmt.Errorf("session %q: %w: iotrace stops only its own sessions (iotrace-<pid>); stop others with the tool that started them (logman stop %q -ets)", name, ErrNotOurs, name)
@@ -82,6 +102,11 @@ func StopStale(api API, name string) (SessionStatus, error) {
 		return st, fmt.Errorf("stop session %q: %w", name, err)
 	}
 	return st, nil
+}
+
+// ownSession reports whether name is one of the sessions of process pid.
+func ownSession(name string, pid uint32) bool {
+	return name == SessionName(pid) || name == RundownName(pid) || name == ImagesName(pid)
 }
 
 // startSession starts cfg, handling what goes wrong the way the user
@@ -133,7 +158,7 @@ func cleanupStale(api API, warn func(string)) []string {
 	}
 	var stopped []string
 	for _, s := range all {
-		if Stale(s.Name, procs, api.Pid()) && s.Name != SessionName(api.Pid()) && s.Name != RundownName(api.Pid()) {
+		if Stale(s.Name, procs, api.Pid()) && !ownSession(s.Name, api.Pid()) {
 			if _, err := api.ControlTrace(0, s.Name, ControlStop); err == nil {
 				stopped = append(stopped, s.Name)
 				pid, _ := OwnerPid(s.Name)

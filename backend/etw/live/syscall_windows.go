@@ -13,6 +13,7 @@ package live
 //sys	openTrace(logfile *EventTraceLogfile) (handle TraceHandle, err error) [failretval==invalidProcessTraceHandle] = advapi32.OpenTraceW
 //sys	processTrace(handles *TraceHandle, count uint32, start *int64, end *int64) (ret error) = advapi32.ProcessTrace
 //sys	closeTrace(handle TraceHandle) (ret error) = advapi32.CloseTrace
+//sys	traceSetInformation(handle SessionHandle, class uint32, info *ClassicEventID, length uint32) (ret error) = advapi32.TraceSetInformation
 //sys	traceEvent(handle SessionHandle, header *EventTraceHeader) (ret error) = advapi32.TraceEvent
 //sys	queryPerformanceCounter(counter *int64) (err error) = kernel32.QueryPerformanceCounter
 //sys	queryPerformanceFrequency(freq *int64) (err error) = kernel32.QueryPerformanceFrequency

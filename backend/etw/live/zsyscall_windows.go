@@ -48,6 +48,7 @@ var (
 	procQueryAllTracesW           = modadvapi32.NewProc("QueryAllTracesW")
 	procStartTraceW               = modadvapi32.NewProc("StartTraceW")
 	procTraceEvent                = modadvapi32.NewProc("TraceEvent")
+	procTraceSetInformation       = modadvapi32.NewProc("TraceSetInformation")
 	procQueryPerformanceCounter   = modkernel32.NewProc("QueryPerformanceCounter")
 	procQueryPerformanceFrequency = modkernel32.NewProc("QueryPerformanceFrequency")
 	procSetConsoleCtrlHandler     = modkernel32.NewProc("SetConsoleCtrlHandler")
@@ -104,6 +105,14 @@ func startTrace(handle *SessionHandle, name *uint16, props *EventTraceProperties
 
 func traceEvent(handle SessionHandle, header *EventTraceHeader) (ret error) {
 	r0, _, _ := syscall.SyscallN(procTraceEvent.Addr(), uintptr(handle), uintptr(unsafe.Pointer(header)))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func traceSetInformation(handle SessionHandle, class uint32, info *ClassicEventID, length uint32) (ret error) {
+	r0, _, _ := syscall.SyscallN(procTraceSetInformation.Addr(), uintptr(handle), uintptr(class), uintptr(unsafe.Pointer(info)), uintptr(length))
 	if r0 != 0 {
 		ret = syscall.Errno(r0)
 	}

@@ -1,0 +1,294 @@
+package live
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// stackFixture is a real Windows 8 x64 kernel trace with stack walks on
+// its disk and file events.
+const stackFixture = "perfview_win8_x64_kernel_diskio_fileio-names_clr_compressed.etl"
+
+// stackRecords returns the first n kernel FileIo, DiskIo and StackWalk
+// records of the stack fixture, in time order.
+func stackRecords(t *testing.T, n int) (recs []record.Record, walks int) {
+	all, _ := fixtureRecords(t, stackFixture)
+	for i := range all {
+		r := &all[i]
+		switch {
+		case isStackWalk(r):
+			walks++
+		case r.Provider == kernel.GUIDFileIo || r.Provider == kernel.GUIDDiskIo:
+		default:
+			continue
+		}
+		recs = append(recs, *r)
+		if len(recs) == n {
+			break
+		}
+	}
+	if walks == 0 {
+		t.Fatalf("%s: no StackWalk record among the first %d", stackFixture, len(recs))
+	}
+	return recs, walks
+}
+
+// TestStackWalkRecordsConvert: the StackWalk EVENT_RECORDs a session
+// delivers (classic header, class StackWalk, opcode 32, 64-bit) come out
+// of Convert as the records an .etl file gives: kind, class, opcode,
+// pointer size and payload (timestamp, process, thread, addresses).
+func TestStackWalkRecordsConvert(t *testing.T) {
+	recs, walks := stackRecords(t, 1<<30)
+	var rec record.Record
+	var buf []byte
+	var ext []record.ExtItem
+	n := 0
+	for i := range recs {
+		in := &recs[i]
+		if !isStackWalk(in) {
+			continue
+		}
+		er, keep := eventRecordOf(in)
+		if er.EventHeader.Flags&eventHeaderFlagClassicHeader == 0 || er.EventHeader.Flags&eventHeaderFlag64BitHeader == 0 {
+			t.Fatalf("record %d: EVENT_RECORD flags %#x", i, er.EventHeader.Flags)
+		}
+		Convert(er, &rec, &buf, &ext)
+		_ = keep
+		if rec.Kind != record.KindClassic || !isStackWalk(&rec) || rec.PointerSize != 8 ||
+			string(rec.UserData) != string(in.UserData) || rec.Timestamp != in.Timestamp {
+			t.Fatalf("record %d: %+v\nwant %+v", i, rec, *in)
+		}
+		// The payload's own timestamp is the event's it follows.
+		if len(rec.UserData) < stackWalkHeader+8 || (len(rec.UserData)-stackWalkHeader)%8 != 0 {
+			t.Fatalf("record %d: stack payload of %d bytes", i, len(rec.UserData))
+		}
+		n++
+	}
+	if n != walks || n < 200 {
+		t.Errorf("%d stack walks converted, %d in the fixture", n, walks)
+	}
+}
+
+// TestStacksLive: --stacks asks the main session (not the rundown one)
+// for stack walks on the FileIo requests and the DiskIo Init events, after
+// starting it and before consuming it; every StackWalk record it delivers
+// reaches the decoder.
+func TestStacksLive(t *testing.T) {
+	recs, walks := stackRecords(t, 20000)
+	for _, s := range []backend.Stacks{backend.StacksBoth, backend.StacksUser, backend.StacksKernel} {
+		f := newFakeAPI()
+		f.mainEvents = recs
+		sink := &memSink{}
+		if err := runFake(t, f, Config{QueueSize: 1 << 16}, backend.Options{Stacks: s}, sink, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.stackCalls) != 1 || f.stackCalls[0].session != "iotrace-4242" {
+			t.Fatalf("stacks %v: SetStackTracing calls %+v", s, f.stackCalls)
+		}
+		ids := f.stackCalls[0].ids
+		has := func(g record.GUID, op uint8) bool {
+			for _, id := range ids {
+				if id.EventGUID == GUID(g) && id.Type == op && id.Reserved == [7]uint8{} {
+					return true
+				}
+			}
+			return false
+		}
+		for _, op := range []uint8{kernel.OpcodeCreate, kernel.OpcodeRead, kernel.OpcodeWrite, kernel.OpcodeCleanup,
+			kernel.OpcodeClose, kernel.OpcodeFlush, kernel.OpcodeSetInfo, kernel.OpcodeDelete, kernel.OpcodeRename,
+			kernel.OpcodeDirEnum, kernel.OpcodeQueryInfo, kernel.OpcodeFSControl} {
+			if !has(kernel.GUIDFileIo, op) {
+				t.Errorf("no stacks on FileIo opcode %d", op)
+			}
+		}
+		for _, op := range []uint8{kernel.OpcodeDiskReadInit, kernel.OpcodeDiskWriteInit, kernel.OpcodeDiskFlushInit} {
+			if !has(kernel.GUIDDiskIo, op) {
+				t.Errorf("no stacks on DiskIo opcode %d", op)
+			}
+		}
+		// Not on completions: their stack is the interrupt's, the
+		// pipeline keeps the issuer's.
+		for _, op := range []uint8{kernel.OpcodeDiskRead, kernel.OpcodeDiskWrite, kernel.OpcodeDiskFlushBuffers} {
+			if has(kernel.GUIDDiskIo, op) {
+				t.Errorf("stacks asked on DiskIo completion %d", op)
+			}
+		}
+		if has(kernel.GUIDFileIo, kernel.OpcodeOpEnd) || len(ids) != 19 {
+			t.Errorf("%d events asked for (OpEnd among them: %v)", len(ids), has(kernel.GUIDFileIo, kernel.OpcodeOpEnd))
+		}
+		st := sink.trailer.Stats
+		if got := st.Get(event.CountDropped, StatQueueOverflow); got != 0 {
+			t.Fatalf("queue overflow %d", got)
+		}
+		if got := st.Get(event.CountInfo, StatStackWalks); got != uint64(walks) {
+			t.Errorf("stacks %v: %d stack walks reached the decoder, %d delivered", s, got, walks)
+		}
+		noPart := st.Get(event.CountInfo, StatStackWalksNoPart)
+		if (s == backend.StacksBoth) != (noPart == 0) {
+			t.Errorf("stacks %v: %d walks dropped for lack of frames", s, noPart)
+		}
+	}
+	// No --stacks: no call.
+	f := newFakeAPI()
+	if err := runFake(t, f, Config{}, backend.Options{}, &memSink{}, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.stackCalls) != 0 {
+		t.Errorf("SetStackTracing called without --stacks: %+v", f.stackCalls)
+	}
+}
+
+// TestStacksRefusedBySession: a session that refuses stack tracing is
+// stopped and the error names --stacks and the cause.
+func TestStacksRefusedBySession(t *testing.T) {
+	f := newFakeAPI()
+	f.stackErr = ErrInvalidParameter
+	err := runFake(t, f, Config{}, backend.Options{Stacks: backend.StacksBoth}, &memSink{}, time.Second)
+	if !errors.Is(err, ErrInvalidParameter) || !strings.Contains(err.Error(), "--stacks") {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(f.sessions) != 0 {
+		t.Errorf("sessions left running: %v", f.sessions)
+	}
+	_, err = New(Config{API: f}).RecordETL(context.Background(), backend.Options{Stacks: backend.StacksBoth}, testenv.TempDir(t)+"/x.etl")
+	if !errors.Is(err, ErrInvalidParameter) || len(f.sessions) != 0 {
+		t.Fatalf("RecordETL: %v, sessions %v", err, f.sessions)
+	}
+}
+
+// TestRecordETLStacks: the recording session is asked for the same stack
+// walks; --stacks user says the file keeps both parts.
+func TestRecordETLStacks(t *testing.T) {
+	f := newFakeAPI()
+	var warns []string
+	opts := backend.Options{Stacks: backend.StacksUser, Duration: time.Millisecond, Warn: func(s string) { warns = append(warns, s) }}
+	if _, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\s.etl`); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.stackCalls) != 1 || f.stackCalls[0].session != "iotrace-4242" || len(f.stackCalls[0].ids) != len(StackEvents()) {
+		t.Fatalf("SetStackTracing calls %+v", f.stackCalls)
+	}
+	if !strings.Contains(strings.Join(warns, "\n"), "keeps both") {
+		t.Errorf("warnings %q", warns)
+	}
+}
+
+func walkPayload(p int, addrs ...uint64) []byte {
+	b := make([]byte, stackWalkHeader, stackWalkHeader+p*len(addrs))
+	binary.LittleEndian.PutUint64(b, 12345)
+	binary.LittleEndian.PutUint32(b[8:], 7)
+	binary.LittleEndian.PutUint32(b[12:], 9)
+	for _, a := range addrs {
+		if p == 8 {
+			b = binary.LittleEndian.AppendUint64(b, a)
+		} else {
+			b = binary.LittleEndian.AppendUint32(b, uint32(a))
+		}
+	}
+	return b
+}
+
+func TestStackFilter(t *testing.T) {
+	const k1, k2, u1, u2 = 0xfffff80001234567, 0xfffff80007654321, 0x00007ff612340000, 0x00007ff600001111
+	for _, c := range []struct {
+		s    backend.Stacks
+		p    int
+		in   []uint64
+		want []uint64 // nil: dropped
+	}{
+		{backend.StacksBoth, 8, []uint64{k1, k2, u1, u2}, []uint64{k1, k2, u1, u2}},
+		{backend.StacksUser, 8, []uint64{k1, k2, u1, u2}, []uint64{u1, u2}},
+		{backend.StacksKernel, 8, []uint64{k1, k2, u1, u2}, []uint64{k1, k2}},
+		{backend.StacksUser, 8, []uint64{k1, k2}, nil},
+		{backend.StacksKernel, 8, []uint64{u1}, nil},
+		{backend.StacksUser, 4, []uint64{0x82001000, 0x401000}, []uint64{0x401000}},
+		{backend.StacksKernel, 4, []uint64{0x82001000, 0x401000}, []uint64{0x82001000}},
+	} {
+		f := newStackFilter(c.s)
+		r := record.Record{Provider: record.GUID(StackWalkGUID), Opcode: OpcodeStackWalk, PointerSize: c.p, UserData: walkPayload(c.p, c.in...)}
+		keep := f.apply(&r)
+		if keep != (c.want != nil) {
+			t.Errorf("%v %d-bit %x: keep %v", c.s, c.p*8, c.in, keep)
+			continue
+		}
+		if keep && string(r.UserData) != string(walkPayload(c.p, c.want...)) {
+			t.Errorf("%v %d-bit %x: payload %x, want frames %x", c.s, c.p*8, c.in, r.UserData, c.want)
+		}
+		if !keep && f.noPart != 1 {
+			t.Errorf("dropped walk not counted")
+		}
+	}
+	// Too short to be a stack: passed whole for the decoder to count.
+	f := newStackFilter(backend.StacksUser)
+	r := record.Record{PointerSize: 8, UserData: []byte{1, 2, 3}}
+	if !f.apply(&r) || len(r.UserData) != 3 {
+		t.Error("short record not passed on")
+	}
+	if newStackFilter(backend.StacksNone) != nil {
+		t.Error("a filter for --stacks none")
+	}
+}
+
+// FuzzStackFilter: any StackWalk payload is trimmed or passed on, never a
+// panic, and trimming only removes frames.
+func FuzzStackFilter(f *testing.F) {
+	f.Add(walkPayload(8, 0xfffff80001234567, 0x7ff612340000), uint8(1), uint8(8))
+	f.Add(walkPayload(4, 0x82001000, 0x401000), uint8(2), uint8(4))
+	f.Fuzz(func(t *testing.T, b []byte, s, ptr uint8) {
+		flt := newStackFilter(backend.Stacks(s % 4))
+		if flt == nil {
+			return
+		}
+		r := record.Record{Provider: record.GUID(StackWalkGUID), Opcode: OpcodeStackWalk, PointerSize: int(ptr), UserData: append([]byte(nil), b...)}
+		if flt.apply(&r) && len(r.UserData) > len(b) {
+			t.Fatalf("%d bytes grew to %d", len(b), len(r.UserData))
+		}
+	})
+}
+
+// TestStacksDefaults: with --stacks, twice the events in flight and held
+// for reordering (a walk follows most events); an explicit size stays.
+func TestStacksDefaults(t *testing.T) {
+	c := New(Config{}).defaults(&backend.Options{Stacks: backend.StacksUser})
+	if c.QueueSize != 2*defaultQueueSize || c.ReorderLimit != 2*defaultReorderLimit {
+		t.Errorf("with stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
+	}
+	c = New(Config{QueueSize: 10}).defaults(&backend.Options{})
+	if c.QueueSize != 10 || c.ReorderLimit != 0 {
+		t.Errorf("without stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
+	}
+}
+
+// BenchmarkStackFilter: trimming one 32-frame walk (16 kernel, 16 user
+// frames) to its user part, as --stacks user does for every walk.
+func BenchmarkStackFilter(b *testing.B) {
+	var addrs []uint64
+	for i := 0; i < 16; i++ {
+		addrs = append(addrs, 0xfffff80001000000+uint64(i)*0x100)
+	}
+	for i := 0; i < 16; i++ {
+		addrs = append(addrs, 0x7ff600000000+uint64(i)*0x100)
+	}
+	src := walkPayload(8, addrs...)
+	buf := make([]byte, len(src))
+	f := newStackFilter(backend.StacksUser)
+	r := record.Record{Provider: record.GUID(StackWalkGUID), Opcode: OpcodeStackWalk, PointerSize: 8}
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		copy(buf, src)
+		r.UserData = buf
+		if !isStackWalk(&r) || !f.apply(&r) || len(r.UserData) != 16+16*8 {
+			b.Fatal("not trimmed")
+		}
+	}
+}
