@@ -54,6 +54,7 @@ type fileReq struct {
 	linkOK  bool  // counted in inflight: disk I/O may link to it
 	unsure  bool  // a disk I/O it may have caused never completed
 	doneAt  int64
+	stk     stackParts // its stack, joined while it was pending
 }
 
 // linkable reports whether a request of op can cause disk I/O that we
@@ -306,6 +307,7 @@ func (p *Pipeline) emitReq(r *fileReq) {
 			p.count(StatCacheHits, event.CountInfo, 1)
 		}
 	}
+	p.setStack(e, &r.stk)
 	p.emitFile(e)
 }
 

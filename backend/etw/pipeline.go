@@ -118,6 +118,7 @@ type diskInit struct {
 	op       event.Op
 	ncand    uint8
 	cand     [maxCandidates]*fileReq // file requests it may belong to (link.go)
+	stk      *stackParts             // its stack, joined while it was pending
 }
 
 type procSpan struct {
@@ -170,6 +171,12 @@ type Pipeline struct {
 	images   map[uint32][]imageSeen
 	mainImg  map[event.ProcessKey]*mainImage
 
+	// Stacks (stacks.go) and modules (modules.go).
+	stk       stackState
+	pendMod   pendingModule
+	idsBefore []modIdentity
+	mods      map[modKey]struct{}
+
 	scratch  event.Event
 	fact     event.Fact
 	nextID   uint64
@@ -203,6 +210,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		procInfo: make(map[uint32]procInfo),
 		images:   make(map[uint32][]imageSeen),
 		mainImg:  make(map[event.ProcessKey]*mainImage),
+		mods:     make(map[modKey]struct{}),
 		counts:   make(map[string]uint64),
 		problems: make(map[string]event.CounterKind),
 		qpcFreq:  opts.QPCFreq,
@@ -289,6 +297,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if t > p.lastTime {
 		p.lastTime = t
 	}
+	if p.pendMod.has || len(p.idsBefore) > 0 {
+		p.settleModules(r.Timestamp, false)
+	}
 	switch ev.Kind {
 	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
 		p.onFileName(ev, t)
@@ -302,10 +313,22 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onDiskDone(r, ev, t)
 	case kernel.KindProcess:
 		p.onProcess(ev, t)
+		p.otherStack(r)
 	case kernel.KindThread:
 		p.onThread(ev, t)
+		p.otherStack(r)
 	case kernel.KindImage:
 		p.onImage(r, ev, t)
+		p.onModule(r, ev, t)
+		p.otherStack(r)
+	case kernel.KindStack, kernel.KindStackKeyRef, kernel.KindStackKeyDef:
+		p.onStack(r, ev)
+	case kernel.KindImageID, kernel.KindImageDbgID:
+		p.onIdentityRecord(r, ev)
+	case kernel.KindImageVersion:
+		p.count(StatImageVersions, event.CountInfo, 1)
+	case kernel.KindOwnMarker, kernel.KindOwnVolume, kernel.KindOwnImage:
+		p.onOwn(r, ev, t)
 	case kernel.KindPhysicalDisk, kernel.KindLogicalDisk, kernel.KindComputer,
 		kernel.KindVolumeMapping, kernel.KindSystemPaths:
 		p.onConfig(ev, t)
@@ -335,7 +358,8 @@ var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
 	switch k {
 	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
 		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
-		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths:
+		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
+		kernel.KindStack, kernel.KindStackKeyRef, kernel.KindStackKeyDef, kernel.KindOwnVolume:
 		return true
 	case kernel.KindFileRequest:
 		return op == event.OpOpen || op == event.OpClose
@@ -660,7 +684,9 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 			return p.err
 		}
 	}
+	p.settleModules(0, true)
 	p.flushPending()
+	p.flushStacks()
 	if p.err != nil {
 		return p.err
 	}
