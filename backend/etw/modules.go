@@ -57,8 +57,8 @@ type modIdentity struct {
 // pendingModule is an image event held until its identity records have
 // had their chance to arrive.
 type pendingModule struct {
-	ts  int64
-	f   event.Fact
+	ts    int64
+	f     event.Fact
 	id    modIdentity
 	has   bool
 	known bool // a rundown at the end of a module already emitted
