@@ -40,6 +40,7 @@ const (
 	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
 	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
+	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
 	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
 )
 
@@ -86,14 +87,17 @@ type stackEntry struct {
 
 // stackState is the pipeline's stack state.
 type stackState struct {
-	targets [numTargets]stackTarget
-	next    int
-	pre     map[evKey]*preStack
-	keyDefs map[uint64][]keyDef
-	ids     map[uint64][]stackEntry
-	lastID  uint64
-	seed    maphash.Seed
-	scratch []uint64
+	targets  [numTargets]stackTarget
+	next     int
+	pre      map[evKey]*preStack
+	waitUser map[uint32][]evKey
+	byTime   map[int64]uint32 // the thread of a stack collected at a timestamp
+	take     stackParts
+	keyDefs  map[defKey][]keyDef
+	ids      map[uint64][]stackEntry
+	lastID   uint64
+	seed     maphash.Seed
+	scratch  []uint64
 }
 
 // noteTarget records an event a stack record may follow.
@@ -158,36 +162,95 @@ type keyRef struct {
 	ok  bool
 }
 
-// preStack is the stack of one event, collected in the first pass of a
-// file: the user part of a stack is walked when the thread returns to user
-// mode, so it may come after the event is complete (a disk I/O completes
-// before its issuer returns to user mode).
-type preStack struct {
-	sp         stackParts
-	kref, uref keyRef
-	n          uint64 // stack records
+// userPart is the user part of a stack: frames, or a cache key. One user
+// part may serve several events (see collectStack).
+type userPart struct {
+	frames []uint64
+	ref    keyRef
 }
 
+// preStack is the stack of one event, collected in the first pass of a
+// file.
+type preStack struct {
+	kernel []uint64
+	kref   keyRef
+	hasK   bool
+	user   *userPart
+	shared bool   // user came from another event's stack record
+	n      uint64 // stack records
+}
+
+// maxWaitUser bounds the events of one thread waiting for a user part
+// (the threads of the System process never return to user mode).
+const maxWaitUser = 256
+
 // collectStack keeps a stack record for the second pass.
+//
+// The kernel walks the user part of a stack when the thread returns to
+// user mode: a kernel event's stack comes as a kernel part at the event
+// and a user part at the end of the system call, logged with the
+// timestamp of one event of the call and shared by every kernel event of
+// the thread since its last return to user mode, as TraceEvent assembles
+// them. The user part may come after the event is complete (a disk I/O
+// completes before its issuer returns to user mode): collecting them in
+// the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, ev *kernel.Event) {
 	s := &p.stk
 	if s.pre == nil {
 		s.pre = make(map[evKey]*preStack)
+		s.waitUser = make(map[uint32][]evKey)
+		s.byTime = make(map[int64]uint32)
 	}
 	k := evKey{ts: ev.StackTime, tid: ev.Tid}
 	ps := s.pre[k]
 	if ps == nil {
 		ps = &preStack{}
 		s.pre[k] = ps
+		s.byTime[k.ts] = k.tid
 	}
 	ps.n++
+	var up *userPart
 	switch {
 	case ev.Kind == kernel.KindStack:
-		splitFrames(&ps.sp, ev.Frames.AppendTo(s.scratch[:0]), ev.Frames.PtrSize())
+		ptr := ev.Frames.PtrSize()
+		f := ev.Frames.AppendTo(s.scratch[:0])
+		s.scratch = f
+		i := 0
+		for i < len(f) && kernelAddr(f[i], ptr) {
+			i++
+		}
+		if i > 0 {
+			ps.kernel, ps.hasK = slices.Clone(f[:i]), true
+		}
+		if i < len(f) {
+			up = &userPart{frames: slices.Clone(f[i:])}
+			if i > 0 {
+				// A whole stack: its user part is its own.
+				ps.user, ps.shared = up, false
+				up = nil
+			}
+		}
 	case r.Opcode == kernel.OpcodeStackKeyKernel:
-		ps.kref = keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}
+		ps.kref, ps.hasK = keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}, true
 	default:
-		ps.uref = keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}
+		up = &userPart{ref: keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}}
+	}
+	if up != nil {
+		ps.user, ps.shared = up, false
+		for _, w := range s.waitUser[k.tid] {
+			if o := s.pre[w]; o != nil && w != k && o.user == nil {
+				o.user, o.shared = up, true
+			}
+		}
+		delete(s.waitUser, k.tid)
+		return
+	}
+	if ps.hasK && ps.user == nil {
+		list := s.waitUser[k.tid]
+		if len(list) >= maxWaitUser {
+			list = append(list[:0], list[1:]...)
+		}
+		s.waitUser[k.tid] = append(list, k)
 	}
 }
 
@@ -202,6 +265,14 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 		return nil
 	}
 	k := evKey{ts: r.Timestamp, tid: r.ThreadID}
+	if k.tid == record.NoID {
+		// An event logged without its thread: its timestamp alone.
+		tid, ok := p.stk.byTime[k.ts]
+		if !ok {
+			return nil
+		}
+		k.tid = tid
+	}
 	ps := p.stk.pre[k]
 	if ps == nil {
 		return nil
@@ -212,22 +283,27 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 		return nil
 	}
 	p.count(StatStackRecords, event.CountInfo, ps.n)
-	sp := &ps.sp
+	sp := &p.stk.take
+	*sp = stackParts{has: true, kernel: ps.kernel}
 	if ps.kref.ok {
-		if f, ok := p.keyFrames(ps.kref.key, ps.kref.ts); ok {
+		if f, ok := p.keyFrames(ps.kref.key, true, ps.kref.ts); ok {
 			sp.kernel = f
 		} else {
 			sp.lost |= event.FactKernelLost
 		}
-		sp.has = true
 	}
-	if ps.uref.ok {
-		if f, ok := p.keyFrames(ps.uref.key, ps.uref.ts); ok {
-			sp.user = f
-		} else {
-			sp.lost |= event.FactUserLost
+	if up := ps.user; up != nil {
+		if ps.shared {
+			p.count(StatStackUserShared, event.CountInfo, 1)
 		}
-		sp.has = true
+		sp.user = up.frames
+		if up.ref.ok {
+			if f, ok := p.keyFrames(up.ref.key, false, up.ref.ts); ok {
+				sp.user = f
+			} else {
+				sp.lost |= event.FactUserLost
+			}
+		}
 	}
 	return sp
 }
@@ -252,6 +328,7 @@ func (p *Pipeline) flushStacks() {
 		p.count(StatStacksNoEvent, event.CountInfo, n)
 	}
 	p.stk.pre = nil
+	p.stk.byTime = nil
 }
 
 // onStack handles StackWalk records.
@@ -306,14 +383,14 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	case ev.Kind == kernel.KindStack:
 		splitFrames(sp, ev.Frames.AppendTo(p.stk.scratch[:0]), ptr)
 	case r.Opcode == kernel.OpcodeStackKeyKernel:
-		if f, ok := p.keyFrames(ev.StackKey, r.Timestamp); ok {
+		if f, ok := p.keyFrames(ev.StackKey, true, r.Timestamp); ok {
 			sp.kernel = f
 		} else {
 			sp.lost |= event.FactKernelLost
 		}
 		sp.has = true
 	default:
-		if f, ok := p.keyFrames(ev.StackKey, r.Timestamp); ok {
+		if f, ok := p.keyFrames(ev.StackKey, false, r.Timestamp); ok {
 			sp.user = f
 		} else {
 			sp.lost |= event.FactUserLost
@@ -323,20 +400,34 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	p.count(StatStackRecords, event.CountInfo, 1)
 }
 
+// defKey is a stack cache key in its space: the kernel's and the user
+// part's keys are apart (the same key can stand for a kernel and a user
+// part at once); a definition belongs to the space of its outermost frame.
+type defKey struct {
+	key    uint64
+	kernel bool
+}
+
 // defineKey records a stack cache key's frames.
 func (p *Pipeline) defineKey(r *record.Record, ev *kernel.Event) {
 	s := &p.stk
 	if s.keyDefs == nil {
-		s.keyDefs = make(map[uint64][]keyDef)
+		s.keyDefs = make(map[defKey][]keyDef)
 	}
-	s.keyDefs[ev.StackKey] = append(s.keyDefs[ev.StackKey], keyDef{ts: r.Timestamp,
+	n := ev.Frames.Len()
+	if n == 0 {
+		return
+	}
+	k := defKey{key: ev.StackKey, kernel: kernelAddr(ev.Frames.At(n-1), ev.Frames.PtrSize())}
+	s.keyDefs[k] = append(s.keyDefs[k], keyDef{ts: r.Timestamp,
 		create: r.Opcode == kernel.OpcodeStackKeyCreate, frames: ev.Frames.AppendTo(nil)})
 }
 
-// keyFrames returns the frames key stood for at ts: the first deletion or
-// rundown of the key at or after ts, else the last creation before it.
-func (p *Pipeline) keyFrames(key uint64, ts int64) ([]uint64, bool) {
-	defs := p.stk.keyDefs[key]
+// keyFrames returns the frames key (of the kernel or the user space)
+// stood for at ts: the first deletion or rundown of the key at or after
+// ts, else the last creation before it.
+func (p *Pipeline) keyFrames(key uint64, kernelSide bool, ts int64) ([]uint64, bool) {
+	defs := p.stk.keyDefs[defKey{key: key, kernel: kernelSide}]
 	var created []uint64
 	for i := range defs {
 		d := &defs[i]
