@@ -35,8 +35,8 @@ func recordFor(k Key, data []byte) *record.Record {
 	switch k.Class {
 	case ClassKernelFile, ClassKernelProcess:
 		r.Kind, r.Provider, r.ID = record.KindEvent, classGUID[k.Class], k.Code
-	case ClassSysConfig:
-		r.Kind, r.Provider, r.Opcode = record.KindClassic, GUIDSysConfig, uint8(k.Code)
+	case ClassSysConfig, ClassImageID, ClassOwn:
+		r.Kind, r.Provider, r.Opcode = record.KindClassic, classGUID[k.Class], uint8(k.Code)
 	default:
 		r.Kind, r.Opcode = record.KindSystem, uint8(k.Code)
 		for g, c := range groupClass {
@@ -73,7 +73,13 @@ func FuzzDecode(f *testing.F) {
 			_ = err.Error()
 			return
 		}
-		for _, s := range [][]byte{ev.Name, ev.Name2, ev.ImageFileName} {
+		if n := ev.Frames.Len(); n > 0 {
+			if n*ev.Frames.PtrSize() > len(data) {
+				t.Fatalf("%v: frames beyond the payload", k)
+			}
+			_ = ev.Frames.At(n - 1)
+		}
+		for _, s := range [][]byte{ev.Name, ev.Name2, ev.ImageFileName, ev.PdbName} {
 			if len(s) > len(data) {
 				t.Fatalf("%v: string longer than the payload", k)
 			}
