@@ -35,7 +35,6 @@ const (
 	StatModulesPDB       = "etw: modules with their PDB identity (GUID, age, name)"
 	StatModulesNoPDB     = "etw: modules without a PDB identity (the trace has no ImageID/DbgID_RSDS or iotrace image records for them): frames in them cannot be named from a PDB"
 	StatIdentityNoImage  = "etw: image identity records without their image (ImageID, DbgID_RSDS, iotrace image)"
-	StatImageVersions    = "etw: image FileVersion records (version resources, not used)"
 	StatRundownEndKnown  = "etw: image rundowns at trace end for modules already known (not repeated)"
 	StatMarkers          = "etw: markers"
 	StatOwnDecodeErrors  = "etw: iotrace provider records whose payload does not decode (skipped)"
@@ -51,7 +50,45 @@ type modIdentity struct {
 	hasPDB bool
 	guid   [16]byte
 	age    uint32
-	pdb    string
+	pdbID  string // symbolize.PDBID
+}
+
+// pdbKey finds the PDB identity string of a GUID and age (cache).
+type pdbKey struct {
+	guid [16]byte
+	age  uint32
+}
+
+type pdbEntry struct {
+	name, id string
+}
+
+// pdbID returns symbolize.PDBID(name, guid, age), cached: the same
+// images load in every process.
+func (p *Pipeline) pdbID(name []byte, guid [16]byte, age uint32) string {
+	k := pdbKey{guid, age}
+	if e, ok := p.pdbIDs[k]; ok && e.name == string(name) {
+		return e.id
+	}
+	n := string(name)
+	id := symbolize.PDBID(n, guid, age)
+	if len(p.pdbIDs) < 1<<16 {
+		p.pdbIDs[k] = pdbEntry{name: n, id: id}
+	}
+	return id
+}
+
+// peID returns the "pe:" identity of a TimeDateStamp and size, cached.
+func (p *Pipeline) peID(tds uint32, size uint64) string {
+	k := uint64(tds)<<32 ^ size
+	if s, ok := p.peIDs[k]; ok {
+		return s
+	}
+	s := peID(tds, size)
+	if len(p.peIDs) < 1<<16 {
+		p.peIDs[k] = s
+	}
+	return s
 }
 
 // pendingModule is an image event held until its identity records have
@@ -145,7 +182,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 		f.Name = p.dosPath(ntPath(p.str(ev.Name)))
 	}
 	if ev.TimeDateStamp != 0 {
-		f.Detail = peID(ev.TimeDateStamp, ev.ImageSize)
+		f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)
 	}
 	p.flushModule()
 	p.pendMod = pendingModule{ts: r.Timestamp, f: f, has: true, known: known}
@@ -178,7 +215,7 @@ func (p *Pipeline) mergeIdentity(dst, src *modIdentity) {
 		if dst.hasPDB && (dst.guid != src.guid || dst.age != src.age) {
 			p.count(StatIdentityConflict, event.CountInfo, 1)
 		} else {
-			dst.hasPDB, dst.guid, dst.age, dst.pdb = true, src.guid, src.age, src.pdb
+			dst.hasPDB, dst.guid, dst.age, dst.pdbID = true, src.guid, src.age, src.pdbID
 		}
 	}
 	dst.base, dst.ts = src.base, src.ts
@@ -214,10 +251,10 @@ const maxIdsBefore = 64
 // emitModule completes a module fact with its identity and emits it.
 func (p *Pipeline) emitModule(f *event.Fact, id *modIdentity) {
 	if f.Detail == "" && id.tds != 0 {
-		f.Detail = peID(id.tds, id.size)
+		f.Detail = p.peID(id.tds, id.size)
 	}
-	if id.hasPDB && id.pdb != "" {
-		f.Image = symbolize.PDBID(id.pdb, id.guid, id.age)
+	if id.hasPDB && id.pdbID != "" {
+		f.Image = id.pdbID
 		p.count(StatModulesPDB, event.CountInfo, 1)
 	} else {
 		p.count(StatModulesNoPDB, event.CountInfo, 1)
@@ -233,7 +270,10 @@ func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
 	case kernel.KindImageID:
 		id.tds, id.size = ev.TimeDateStamp, ev.ImageSize
 	case kernel.KindImageDbgID:
-		id.hasPDB, id.guid, id.age, id.pdb = true, ev.PdbGUID, ev.Age, ev.PdbName.String()
+		if len(ev.PdbName) > 0 {
+			id.hasPDB, id.guid, id.age = true, ev.PdbGUID, ev.Age
+			id.pdbID = p.pdbID(ev.PdbName, ev.PdbGUID, ev.Age)
+		}
 	}
 	p.onIdentity(r, &id)
 }
@@ -263,8 +303,10 @@ func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
 		}
 		id := modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size}
 		if im.HasPDB() {
-			id.hasPDB, id.age, id.pdb = true, im.Age, im.PdbName
-			id.guid = guidBytes(im.PdbGUID)
+			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
+			if im.PdbName != "" {
+				id.pdbID = p.pdbID([]byte(im.PdbName), id.guid, id.age)
+			}
 		}
 		p.onIdentity(r, &id)
 	case kernel.KindOwnMarker:

@@ -40,6 +40,10 @@ type Options struct {
 	// or kernel group, id or opcode, version) to the trailer, besides the
 	// one counter per provider it always has.
 	UndecodedDetail bool
+	// NoStacks leaves the stacks of the trace aside (StackWalk records
+	// and stack extended data items are counted, not decoded): for a
+	// reader that shows no stacks.
+	NoStacks bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
@@ -176,6 +180,8 @@ type Pipeline struct {
 	pendMod   pendingModule
 	idsBefore []modIdentity
 	mods      map[modKey]struct{}
+	pdbIDs    map[pdbKey]pdbEntry
+	peIDs     map[uint64]string
 
 	scratch  event.Event
 	fact     event.Fact
@@ -211,6 +217,8 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		images:   make(map[uint32][]imageSeen),
 		mainImg:  make(map[event.ProcessKey]*mainImage),
 		mods:     make(map[modKey]struct{}),
+		pdbIDs:   make(map[pdbKey]pdbEntry),
+		peIDs:    make(map[uint64]string),
 		counts:   make(map[string]uint64),
 		problems: make(map[string]event.CounterKind),
 		qpcFreq:  opts.QPCFreq,
@@ -274,6 +282,15 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return errEnded
 	}
 	p.records++
+	if isStackWalk(r) {
+		if p.opts.NoStacks {
+			p.count(StatStacksOff, event.CountInfo, 1)
+			return nil
+		}
+		if p.mode == modeReplay {
+			return nil // taken by the first pass
+		}
+	}
 	if p.mode == modeCollect && !p.collectWanted(r) {
 		return nil
 	}
@@ -282,6 +299,11 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return p.beginIfReady(r)
 	}
 	if err != nil {
+		if p.mode == modeCollect {
+			// Stack records are decoded in the first pass only: their
+			// errors are kept for the second.
+			p.stk.keepError(r, p.ev.Key, err)
+		}
 		p.count(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
 		p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
 		return p.beginIfReady(r)
@@ -325,8 +347,6 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onStack(r, ev)
 	case kernel.KindImageID, kernel.KindImageDbgID:
 		p.onIdentityRecord(r, ev)
-	case kernel.KindImageVersion:
-		p.count(StatImageVersions, event.CountInfo, 1)
 	case kernel.KindOwnMarker, kernel.KindOwnVolume, kernel.KindOwnImage:
 		p.onOwn(r, ev, t)
 	case kernel.KindPhysicalDisk, kernel.KindLogicalDisk, kernel.KindComputer,
@@ -339,13 +359,26 @@ func (p *Pipeline) Push(r *record.Record) error {
 	return p.err
 }
 
-// countUndecodable counts n records like r that Push would count as
-// undecodable (kernel.MayDecode is false for them), as Push would.
+// pass2Wants reports whether the second pass of a file needs r: records a
+// decoder may know (kernel.MayDecode), but for the stack walks, which the
+// first pass took.
+func pass2Wants(r *record.Record) bool {
+	return kernel.MayDecode(r) && !isStackWalk(r)
+}
+
+// countUndecodable counts n records like r that the second pass does not
+// want (pass2Wants is false for them), as Push would count them.
 func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	if p.err != nil || p.ended {
 		return
 	}
 	p.records += n
+	if isStackWalk(r) {
+		if p.opts.NoStacks {
+			p.count(StatStacksOff, event.CountInfo, n)
+		}
+		return // taken by the first pass
+	}
 	if p.mode != modeCollect {
 		p.dec.CountUnknown(r, n)
 	}
@@ -392,6 +425,9 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 // records: a source may apply it before merging its streams by time.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
+	if c == kernel.ClassStackWalk && p.opts.NoStacks {
+		return false
+	}
 	if pass1Facts.Has(c, code) {
 		return true
 	}

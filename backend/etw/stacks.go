@@ -2,6 +2,7 @@ package etw
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"slices"
 
@@ -41,6 +42,7 @@ const (
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
 	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
 	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
+	StatStacksOff         = "etw: stack records left aside (stacks not wanted)"
 	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
 )
 
@@ -89,9 +91,13 @@ type stackEntry struct {
 type stackState struct {
 	targets  [numTargets]stackTarget
 	next     int
-	pre      map[evKey]*preStack
+	pre      map[evKey]int32 // index in pres
+	pres     []preStack
+	arena    []uint64 // frames kept by the first pass
 	waitUser map[uint32][]evKey
-	byTime   map[int64]uint32 // the thread of a stack collected at a timestamp
+	byTime   map[int64]uint32  // the thread of a stack collected at a timestamp
+	errs     map[string]uint64 // damaged stack records of the first pass, by counter
+	errMsgs  []string
 	take     stackParts
 	keyDefs  map[defKey][]keyDef
 	ids      map[uint64][]stackEntry
@@ -167,6 +173,7 @@ type keyRef struct {
 type userPart struct {
 	frames []uint64
 	ref    keyRef
+	ok     bool
 }
 
 // preStack is the stack of one event, collected in the first pass of a
@@ -175,7 +182,7 @@ type preStack struct {
 	kernel []uint64
 	kref   keyRef
 	hasK   bool
-	user   *userPart
+	user   userPart
 	shared bool   // user came from another event's stack record
 	n      uint64 // stack records
 }
@@ -197,19 +204,20 @@ const maxWaitUser = 256
 func (p *Pipeline) collectStack(r *record.Record, ev *kernel.Event) {
 	s := &p.stk
 	if s.pre == nil {
-		s.pre = make(map[evKey]*preStack)
+		s.pre = make(map[evKey]int32, 1024)
+		s.pres = make([]preStack, 0, 1024)
 		s.waitUser = make(map[uint32][]evKey)
-		s.byTime = make(map[int64]uint32)
 	}
 	k := evKey{ts: ev.StackTime, tid: ev.Tid}
-	ps := s.pre[k]
-	if ps == nil {
-		ps = &preStack{}
-		s.pre[k] = ps
-		s.byTime[k.ts] = k.tid
+	i, ok := s.pre[k]
+	if !ok {
+		i = int32(len(s.pres))
+		s.pres = append(s.pres, preStack{})
+		s.pre[k] = i
 	}
+	ps := &s.pres[i]
 	ps.n++
-	var up *userPart
+	var up userPart
 	switch {
 	case ev.Kind == kernel.KindStack:
 		ptr := ev.Frames.PtrSize()
@@ -220,38 +228,47 @@ func (p *Pipeline) collectStack(r *record.Record, ev *kernel.Event) {
 			i++
 		}
 		if i > 0 {
-			ps.kernel, ps.hasK = slices.Clone(f[:i]), true
+			ps.kernel, ps.hasK = s.keep(f[:i]), true
 		}
 		if i < len(f) {
-			up = &userPart{frames: slices.Clone(f[i:])}
+			up = userPart{frames: s.keep(f[i:]), ok: true}
 			if i > 0 {
 				// A whole stack: its user part is its own.
 				ps.user, ps.shared = up, false
-				up = nil
+				up.ok = false
 			}
 		}
 	case r.Opcode == kernel.OpcodeStackKeyKernel:
 		ps.kref, ps.hasK = keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}, true
 	default:
-		up = &userPart{ref: keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}}
+		up = userPart{ref: keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}, ok: true}
 	}
-	if up != nil {
+	if up.ok {
 		ps.user, ps.shared = up, false
 		for _, w := range s.waitUser[k.tid] {
-			if o := s.pre[w]; o != nil && w != k && o.user == nil {
-				o.user, o.shared = up, true
+			if j, ok := s.pre[w]; ok && w != k && !s.pres[j].user.ok {
+				s.pres[j].user, s.pres[j].shared = up, true
 			}
 		}
-		delete(s.waitUser, k.tid)
+		if l, ok := s.waitUser[k.tid]; ok {
+			s.waitUser[k.tid] = l[:0]
+		}
 		return
 	}
-	if ps.hasK && ps.user == nil {
+	if ps.hasK && !ps.user.ok {
 		list := s.waitUser[k.tid]
 		if len(list) >= maxWaitUser {
 			list = append(list[:0], list[1:]...)
 		}
 		s.waitUser[k.tid] = append(list, k)
 	}
+}
+
+// keep copies frames into the arena of collected frames.
+func (s *stackState) keep(f []uint64) []uint64 {
+	start := len(s.arena)
+	s.arena = append(s.arena, f...)
+	return s.arena[start:len(s.arena):len(s.arena)]
 }
 
 // takeStack returns the stack the first pass collected for the event of
@@ -266,17 +283,15 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 	}
 	k := evKey{ts: r.Timestamp, tid: r.ThreadID}
 	if k.tid == record.NoID {
-		// An event logged without its thread: its timestamp alone.
-		tid, ok := p.stk.byTime[k.ts]
-		if !ok {
-			return nil
-		}
-		k.tid = tid
-	}
-	ps := p.stk.pre[k]
-	if ps == nil {
+		// An event logged without its thread (PERFINFO header): the
+		// events whose stacks iotrace keeps have one.
 		return nil
 	}
+	i, ok := p.stk.pre[k]
+	if !ok {
+		return nil
+	}
+	ps := &p.stk.pres[i]
 	delete(p.stk.pre, k)
 	if !joined {
 		p.count(StatStacksOther, event.CountInfo, ps.n)
@@ -292,7 +307,7 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 			sp.lost |= event.FactKernelLost
 		}
 	}
-	if up := ps.user; up != nil {
+	if up := &ps.user; up.ok {
 		if ps.shared {
 			p.count(StatStackUserShared, event.CountInfo, 1)
 		}
@@ -321,14 +336,13 @@ func (p *Pipeline) otherStack(r *record.Record) {
 // flushStacks counts the collected stacks no event took.
 func (p *Pipeline) flushStacks() {
 	var n uint64
-	for _, ps := range p.stk.pre {
-		n += ps.n
+	for _, i := range p.stk.pre {
+		n += p.stk.pres[i].n
 	}
 	if n > 0 {
 		p.count(StatStacksNoEvent, event.CountInfo, n)
 	}
-	p.stk.pre = nil
-	p.stk.byTime = nil
+	p.stk.pre, p.stk.pres, p.stk.arena = nil, nil, nil
 }
 
 // onStack handles StackWalk records.
@@ -419,8 +433,10 @@ func (p *Pipeline) defineKey(r *record.Record, ev *kernel.Event) {
 		return
 	}
 	k := defKey{key: ev.StackKey, kernel: kernelAddr(ev.Frames.At(n-1), ev.Frames.PtrSize())}
+	f := ev.Frames.AppendTo(s.scratch[:0])
+	s.scratch = f
 	s.keyDefs[k] = append(s.keyDefs[k], keyDef{ts: r.Timestamp,
-		create: r.Opcode == kernel.OpcodeStackKeyCreate, frames: ev.Frames.AppendTo(nil)})
+		create: r.Opcode == kernel.OpcodeStackKeyCreate, frames: s.keep(f)})
 }
 
 // keyFrames returns the frames key (of the kernel or the user space)
@@ -456,8 +472,20 @@ const (
 	extStackKey64   = 18
 )
 
+// isStackWalk reports whether r is a StackWalk record.
+func isStackWalk(r *record.Record) bool {
+	switch r.Kind {
+	case record.KindSystem, record.KindCompact, record.KindPerfInfo:
+		return r.Group == record.GroupStackWalk
+	}
+	return r.Kind == record.KindClassic && r.Provider == kernel.GUIDStackWalk
+}
+
 // extStack takes the stack a manifest event carries inline, if any.
 func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
+	if p.opts.NoStacks {
+		return
+	}
 	for i := range r.Ext {
 		x := &r.Ext[i]
 		switch x.Type {
@@ -533,4 +561,32 @@ func (p *Pipeline) internStack(k, u []uint64, flags event.FactFlags) uint64 {
 	p.fact = event.Fact{Kind: event.FactStack, Handle: s.lastID, Kernel: k, User: u, Flags: flags}
 	p.emitFact(&p.fact)
 	return s.lastID
+}
+
+// keepError keeps the decoding error of a stack record of the first pass
+// for the second, which does not see stack records: a count per counter
+// and the first few messages.
+func (s *stackState) keepError(r *record.Record, k kernel.Key, err error) {
+	if !isStackWalk(r) {
+		return
+	}
+	if s.errs == nil {
+		s.errs = make(map[string]uint64)
+	}
+	s.errs[StatDecodeErrors+": "+k.String()]++
+	if len(s.errMsgs) < maxWarnings {
+		s.errMsgs = append(s.errMsgs, fmt.Sprintf("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err))
+	}
+}
+
+// replayErrors counts (and reports) the errors keepError kept, once the
+// second pass has begun.
+func (s *stackState) replayErrors(p *Pipeline) {
+	for name, n := range s.errs {
+		p.count(name, event.CountDropped, n)
+	}
+	for _, m := range s.errMsgs {
+		p.warn("%s", m)
+	}
+	s.errs, s.errMsgs = nil, nil
 }

@@ -159,9 +159,9 @@ func stackScenario(ptr int) *synth {
 	// A truncated stack: a frame cut short.
 	s.add(record.KindPerfInfo, record.GroupStackWalk, 32, 2, at(31), record.NoID, record.NoID, 0,
 		buf{}.u64(uint64(at(31))).u32(pidSvc).u32(tidSvc).u32(0x1234)[:16+ptr+2])
-	// A process start with its stack: not kept.
-	s.process(at(40), 1, 999, pidSvc, "child.exe", "child")
-	s.stack(at(40), at(40), pidSvc, tidSvc, k1, u1)
+	// A thread start with its stack: not kept.
+	s.thread(at(40), 1, pidSvc, tidSvc+1)
+	s.stack(at(40), at(40), pidSvc, tidSvc+1, k1, u1)
 	// The key rundown at the end.
 	s.keyDef(at(50), 36, 0x10, k2, k1)
 	s.keyDef(at(50), 36, 0x20, k1)

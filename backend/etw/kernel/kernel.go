@@ -164,7 +164,6 @@ const (
 	KindStackKeyDef         // StackWalk KeyCreate/KeyDelete/KeyRundown: a cache key's frames
 	KindImageID             // KernelTraceControl ImageID: an image's PE TimeDateStamp and size
 	KindImageDbgID          // KernelTraceControl DbgID_RSDS: an image's PDB GUID, age and name
-	KindImageVersion        // KernelTraceControl FileVersion: version resources (not used)
 	KindOwnMarker           // iotrace provider marker (payload: ownprovider.DecodeMarker)
 	KindOwnVolume           // iotrace provider volume map (payload: ownprovider.DecodeVolume)
 	KindOwnImage            // iotrace provider image identity (payload: ownprovider.DecodeImage)
