@@ -153,39 +153,55 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	k := modKey{pid: pid, base: ev.ImageBase}
 	known := false
-	f := event.Fact{Kind: event.FactModule, Time: t, Pid: pid, Handle: ev.ImageBase, Size: ev.ImageSize}
+	var start int64
 	if pid != 0 {
-		f.ProcStart = p.procStart(pid, t)
+		start = p.procStart(pid, t)
 	}
 	switch ev.Phase {
 	case kernel.PhaseEnd:
 		if _, ok := p.mods[k]; ok {
 			delete(p.mods, k)
-			f.End = true
-			p.emitFact(&f)
+			p.fact = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase,
+				Size: ev.ImageSize, End: true}
+			p.emitFact(&p.fact)
 		}
 		// Merged traces log the identity of unloaded images too: they
 		// are taken, not counted as orphans.
 		known = true
 	case kernel.PhaseDCEnd:
-		f.Rundown = true
 		if _, ok := p.mods[k]; ok {
 			// Known: its identity records (if any) are taken, not
 			// repeated.
 			p.count(StatRundownEndKnown, event.CountInfo, 1)
 			known = true
 		}
-	case kernel.PhaseDCStart:
-		f.Rundown = true
-	}
-	if len(ev.Name) > 0 {
-		f.Name = p.dosPath(ntPath(p.str(ev.Name)))
-	}
-	if ev.TimeDateStamp != 0 {
-		f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)
 	}
 	p.flushModule()
-	p.pendMod = pendingModule{ts: r.Timestamp, f: f, has: true, known: known}
+	pm := &p.pendMod
+	*pm = pendingModule{ts: r.Timestamp, has: true, known: known}
+	f := &pm.f
+	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,
+		Rundown: ev.Phase == kernel.PhaseDCStart || ev.Phase == kernel.PhaseDCEnd}
+	if !known { // else only its identity records are taken
+		if len(ev.Name) > 0 {
+			f.Name = p.dosPath(ntPath(p.str(ev.Name)))
+		}
+		if ev.TimeDateStamp != 0 {
+			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)
+		}
+	}
+	if p.mode == modeReplay {
+		// A file: its identity records were collected by the first
+		// pass.
+		if id, ok := p.takeIdentity(ev.ImageBase, r.Timestamp); ok {
+			p.mergeIdentity(&pm.id, id)
+		}
+		p.flushModule()
+		if !known {
+			p.mods[k] = struct{}{}
+		}
+		return
+	}
 	// Identities logged before their image (merged traces).
 	n := 0
 	for _, id := range p.idsBefore {
@@ -263,8 +279,10 @@ func (p *Pipeline) emitModule(f *event.Fact, id *modIdentity) {
 	p.emitFact(f)
 }
 
-// onIdentityRecord handles KernelTraceControl ImageID and DbgID_RSDS.
-func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
+// identityOf returns what an identity record (ImageID, DbgID_RSDS,
+// iotrace image) says; ok is false for an iotrace image record that does
+// not decode (counted).
+func (p *Pipeline) identityOf(r *record.Record, ev *kernel.Event) (modIdentity, bool) {
 	id := modIdentity{base: ev.ImageBase}
 	switch ev.Kind {
 	case kernel.KindImageID:
@@ -274,8 +292,88 @@ func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
 			id.hasPDB, id.guid, id.age = true, ev.PdbGUID, ev.Age
 			id.pdbID = p.pdbID(ev.PdbName, ev.PdbGUID, ev.Age)
 		}
+	case kernel.KindOwnImage:
+		im, err := ownprovider.DecodeImage(r.UserData)
+		if err != nil {
+			if p.mode == modeCollect {
+				p.stk.keepError(r, StatOwnDecodeErrors, err)
+			} else {
+				p.ownError(r, err)
+			}
+			return id, false
+		}
+		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size}
+		if im.HasPDB() {
+			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
+			if im.PdbName != "" {
+				id.pdbID = p.pdbID([]byte(im.PdbName), id.guid, id.age)
+			}
+		}
 	}
-	p.onIdentity(r, &id)
+	return id, true
+}
+
+// onIdentityRecord handles an identity record in a live session (a
+// file's first pass takes them: collectIdentity).
+func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
+	if p.mode == modeCollect {
+		return
+	}
+	if id, ok := p.identityOf(r, ev); ok {
+		p.onIdentity(r, &id)
+	}
+}
+
+// idKey finds the identity of an image: its base and the timestamp (raw)
+// its image event and identity records share.
+type idKey struct {
+	base uint64
+	ts   int64
+}
+
+// collectedID is what a file's identity records say about one image.
+type collectedID struct {
+	id modIdentity
+	n  uint64 // records
+}
+
+// collectIdentity keeps an identity record in a file's first pass, in any
+// order: the image event at the same timestamp takes it in the second.
+func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
+	if p.ids1 == nil {
+		p.ids1 = make(map[idKey]int32, 1024)
+	}
+	k := idKey{base: id.base, ts: ts}
+	i, ok := p.ids1[k]
+	if !ok {
+		i = int32(len(p.ids1s))
+		p.ids1s = append(p.ids1s, collectedID{})
+		p.ids1[k] = i
+	}
+	c := &p.ids1s[i]
+	c.n++
+	id.ts = ts
+	p.mergeIdentity(&c.id, id)
+}
+
+// takeIdentity returns the identity collected for an image event (second
+// pass of a file).
+func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
+	k := idKey{base: base, ts: ts}
+	i, ok := p.ids1[k]
+	if !ok {
+		return nil, false
+	}
+	delete(p.ids1, k)
+	return &p.ids1s[i].id, true
+}
+
+// flushIdentities counts the collected identities no image took.
+func (p *Pipeline) flushIdentities() {
+	for _, i := range p.ids1 {
+		p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1s[i].n)
+	}
+	p.ids1, p.ids1s = nil, nil
 }
 
 // onOwn handles iotrace's own provider's events.
@@ -293,22 +391,7 @@ func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
 		p.fact = event.Fact{Kind: event.FactVolume, Time: t, Rundown: true, Name: v.NtPath, Image: v.DosPath}
 		p.emitFact(&p.fact)
 	case kernel.KindOwnImage:
-		if p.mode == modeCollect {
-			return
-		}
-		im, err := ownprovider.DecodeImage(r.UserData)
-		if err != nil {
-			p.ownError(r, err)
-			return
-		}
-		id := modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size}
-		if im.HasPDB() {
-			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
-			if im.PdbName != "" {
-				id.pdbID = p.pdbID([]byte(im.PdbName), id.guid, id.age)
-			}
-		}
-		p.onIdentity(r, &id)
+		p.onIdentityRecord(r, ev)
 	case kernel.KindOwnMarker:
 		if p.mode == modeCollect {
 			return

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/resolve"
@@ -140,6 +141,7 @@ type Pipeline struct {
 
 	dec    *kernel.Decoder
 	ev     kernel.Event
+	kev    kernel.Event // records the first pass takes before the merge
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
 	dos    map[string]string // NT path → DOS path cache
@@ -180,6 +182,8 @@ type Pipeline struct {
 	pendMod   pendingModule
 	idsBefore []modIdentity
 	mods      map[modKey]struct{}
+	ids1      map[idKey]int32 // identities a file's first pass collected (index in ids1s)
+	ids1s     []collectedID
 	pdbIDs    map[pdbKey]pdbEntry
 	peIDs     map[uint64]string
 
@@ -282,14 +286,12 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return errEnded
 	}
 	p.records++
-	if isStackWalk(r) {
-		if p.opts.NoStacks {
-			p.count(StatStacksOff, event.CountInfo, 1)
-			return nil
-		}
-		if p.mode == modeReplay {
-			return nil // taken by the first pass
-		}
+	if p.opts.NoStacks && isStackWalk(r) {
+		p.count(StatStacksOff, event.CountInfo, 1)
+		return nil
+	}
+	if p.mode == modeReplay && takenFirst(r) {
+		return nil // taken by the first pass
 	}
 	if p.mode == modeCollect && !p.collectWanted(r) {
 		return nil
@@ -299,11 +301,6 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return p.beginIfReady(r)
 	}
 	if err != nil {
-		if p.mode == modeCollect {
-			// Stack records are decoded in the first pass only: their
-			// errors are kept for the second.
-			p.stk.keepError(r, p.ev.Key, err)
-		}
 		p.count(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
 		p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
 		return p.beginIfReady(r)
@@ -360,10 +357,62 @@ func (p *Pipeline) Push(r *record.Record) error {
 }
 
 // pass2Wants reports whether the second pass of a file needs r: records a
-// decoder may know (kernel.MayDecode), but for the stack walks, which the
-// first pass took.
+// decoder may know (kernel.MayDecode), but for those the first pass took
+// (takenFirst).
 func pass2Wants(r *record.Record) bool {
-	return kernel.MayDecode(r) && !isStackWalk(r)
+	return kernel.MayDecode(r) && !takenFirst(r)
+}
+
+// takenFirst reports whether the first pass of a file takes r whole, in
+// any order, before the merge by time: stack walks and image identities.
+// The second pass does not see them.
+func takenFirst(r *record.Record) bool {
+	if isStackWalk(r) {
+		return true
+	}
+	if r.Kind != record.KindClassic {
+		return false
+	}
+	switch r.Provider {
+	case kernel.GUIDImageID:
+		return true
+	case ownprovider.GUID:
+		return r.Opcode == ownprovider.OpcodeImage
+	}
+	return false
+}
+
+// takeFirst decodes and keeps a record the first pass takes (takenFirst);
+// records no decoder knows are left to the second pass's counts.
+func (p *Pipeline) takeFirst(r *record.Record) {
+	if isStackWalk(r) {
+		sw, ok, err := kernel.DecodeStackWalk(r)
+		switch {
+		case !ok:
+		case err != nil:
+			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		case sw.Kind == kernel.KindStackKeyDef:
+			p.defineKey(r, sw.StackKey, sw.Frames)
+		default:
+			p.collectStack(r, &sw)
+		}
+		return
+	}
+	ev := &p.kev
+	ok, err := p.dec.Decode(r, ev)
+	if !ok {
+		return
+	}
+	if err != nil {
+		p.stk.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
+		return
+	}
+	switch ev.Kind {
+	case kernel.KindImageID, kernel.KindImageDbgID, kernel.KindOwnImage:
+		if id, ok := p.identityOf(r, ev); ok {
+			p.collectIdentity(r.Timestamp, &id)
+		}
+	}
 }
 
 // countUndecodable counts n records like r that the second pass does not
@@ -373,8 +422,8 @@ func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 		return
 	}
 	p.records += n
-	if isStackWalk(r) {
-		if p.opts.NoStacks {
+	if takenFirst(r) {
+		if p.opts.NoStacks && isStackWalk(r) {
 			p.count(StatStacksOff, event.CountInfo, n)
 		}
 		return // taken by the first pass
@@ -392,7 +441,7 @@ var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
 	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
 		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
 		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
-		kernel.KindStack, kernel.KindStackKeyRef, kernel.KindStackKeyDef, kernel.KindOwnVolume:
+		kernel.KindOwnVolume:
 		return true
 	case kernel.KindFileRequest:
 		return op == event.OpOpen || op == event.OpClose
@@ -425,8 +474,17 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 // records: a source may apply it before merging its streams by time.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	if c == kernel.ClassStackWalk && p.opts.NoStacks {
+	switch c {
+	case kernel.ClassStackWalk:
+		if !p.opts.NoStacks {
+			p.takeFirst(r)
+		}
 		return false
+	case kernel.ClassImageID, kernel.ClassOwn:
+		if takenFirst(r) {
+			p.takeFirst(r)
+			return false
+		}
 	}
 	if pass1Facts.Has(c, code) {
 		return true
@@ -723,6 +781,7 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 	p.settleModules(0, true)
 	p.flushPending()
 	p.flushStacks()
+	p.flushIdentities()
 	if p.err != nil {
 		return p.err
 	}

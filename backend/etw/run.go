@@ -103,6 +103,7 @@ func (p *Pipeline) startReplay() {
 	p.dec = kernel.NewDecoder()
 	p.records = 0
 	p.stk.replayErrors(p)
+	p.stk.sortCollected()
 	p.lastTime = 0
 	p.dos = make(map[string]string)
 }

@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -74,13 +75,6 @@ type stackTarget struct {
 // numTargets is how many recent events a stack is looked for among.
 const numTargets = 32
 
-// keyDef is the frames a stack cache key stood for, until ts.
-type keyDef struct {
-	ts     int64
-	create bool
-	frames []uint64
-}
-
 type stackEntry struct {
 	kernel, user []uint64
 	flags        event.FactFlags
@@ -89,21 +83,26 @@ type stackEntry struct {
 
 // stackState is the pipeline's stack state.
 type stackState struct {
-	targets  [numTargets]stackTarget
-	next     int
-	pre      map[evKey]int32 // index in pres
-	pres     []preStack
-	arena    []uint64 // frames kept by the first pass
-	waitUser map[uint32][]evKey
-	byTime   map[int64]uint32  // the thread of a stack collected at a timestamp
-	errs     map[string]uint64 // damaged stack records of the first pass, by counter
-	errMsgs  []string
-	take     stackParts
-	keyDefs  map[defKey][]keyDef
-	ids      map[uint64][]stackEntry
-	lastID   uint64
-	seed     maphash.Seed
-	scratch  []uint64
+	// A live session: recent events a stack may follow.
+	targets [numTargets]stackTarget
+	next    int
+	// A file's first pass: the stacks, by event, and the key
+	// definitions; the second pass takes them in time order (cur).
+	raw        []rawStack
+	pres       []preStack
+	cur        int
+	waitUser   map[uint32][]int32 // per thread, the events waiting for a user part
+	arena      []uint64           // frames kept
+	defs       []keyDef
+	defsSorted bool
+	take       stackParts
+	// Interned stacks.
+	ids     map[uint64][]stackEntry
+	lastID  uint64
+	seed    maphash.Seed
+	scratch []uint64
+	errs    map[string]uint64 // damaged stack records of the first pass, by counter
+	errMsgs []string
 }
 
 // noteTarget records an event a stack record may follow.
@@ -153,38 +152,26 @@ func splitFrames(sp *stackParts, addrs []uint64, ptr int) {
 	sp.has = true
 }
 
-// evKey is the timestamp (raw) and thread of an event, as its stack
-// records name it.
-type evKey struct {
-	ts  int64
-	tid uint32
-}
-
-// keyRef is a reference to a stack cache key, at the time of the
-// reference record.
-type keyRef struct {
-	key uint64
-	ts  int64
-	ok  bool
-}
-
-// userPart is the user part of a stack: frames, or a cache key. One user
-// part may serve several events (see collectStack).
-type userPart struct {
-	frames []uint64
-	ref    keyRef
+// part is one part (kernel or user) of a collected stack: frames in the
+// arena, or a reference to a cache key.
+type part struct {
+	off, n uint32 // frames: arena[off:off+n]
+	key    uint64 // the cache key of a reference
+	ts     int64  // the time of the reference record
+	isRef  bool
 	ok     bool
 }
 
 // preStack is the stack of one event, collected in the first pass of a
-// file.
+// file. It holds no pointers: a file's thousands of them cost the
+// garbage collector nothing.
 type preStack struct {
-	kernel []uint64
-	kref   keyRef
-	hasK   bool
-	user   userPart
-	shared bool   // user came from another event's stack record
-	n      uint64 // stack records
+	ts         int64 // the event's timestamp (raw) and thread
+	tid        uint32
+	nrec       uint32 // stack records
+	kern, user part
+	shared     bool // user came from another event's stack record
+	taken      bool // an event of the second pass took it
 }
 
 // maxWaitUser bounds the events of one thread waiting for a user part
@@ -201,74 +188,163 @@ const maxWaitUser = 256
 // them. The user part may come after the event is complete (a disk I/O
 // completes before its issuer returns to user mode): collecting them in
 // the first pass gives each event its whole stack.
-func (p *Pipeline) collectStack(r *record.Record, ev *kernel.Event) {
+func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	if s.pre == nil {
-		s.pre = make(map[evKey]int32, 1024)
-		s.pres = make([]preStack, 0, 1024)
-		s.waitUser = make(map[uint32][]evKey)
-	}
-	k := evKey{ts: ev.StackTime, tid: ev.Tid}
-	i, ok := s.pre[k]
-	if !ok {
-		i = int32(len(s.pres))
-		s.pres = append(s.pres, preStack{})
-		s.pre[k] = i
-	}
-	ps := &s.pres[i]
-	ps.n++
-	var up userPart
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, tid: sw.Tid}
 	switch {
-	case ev.Kind == kernel.KindStack:
-		ptr := ev.Frames.PtrSize()
-		f := ev.Frames.AppendTo(s.scratch[:0])
+	case sw.Kind == kernel.KindStack:
+		ptr := sw.Frames.PtrSize()
+		f := sw.Frames.AppendTo(s.scratch[:0])
 		s.scratch = f
 		i := 0
 		for i < len(f) && kernelAddr(f[i], ptr) {
 			i++
 		}
-		if i > 0 {
-			ps.kernel, ps.hasK = s.keep(f[:i]), true
-		}
-		if i < len(f) {
-			up = userPart{frames: s.keep(f[i:]), ok: true}
-			if i > 0 {
-				// A whole stack: its user part is its own.
-				ps.user, ps.shared = up, false
-				up.ok = false
-			}
-		}
-	case r.Opcode == kernel.OpcodeStackKeyKernel:
-		ps.kref, ps.hasK = keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}, true
+		fr := s.keep(f)
+		raw.off, raw.nk, raw.n = fr.off, uint32(i), fr.n
+	case sw.Opcode == kernel.OpcodeStackKeyKernel:
+		raw.key, raw.ref = sw.StackKey, refKernel
 	default:
-		up = userPart{ref: keyRef{key: ev.StackKey, ts: r.Timestamp, ok: true}, ok: true}
+		raw.key, raw.ref = sw.StackKey, refUser
 	}
-	if up.ok {
-		ps.user, ps.shared = up, false
-		for _, w := range s.waitUser[k.tid] {
-			if j, ok := s.pre[w]; ok && w != k && !s.pres[j].user.ok {
-				s.pres[j].user, s.pres[j].shared = up, true
-			}
-		}
-		if l, ok := s.waitUser[k.tid]; ok {
-			s.waitUser[k.tid] = l[:0]
-		}
-		return
+	s.raw = append(s.raw, raw)
+}
+
+// rawStack is a stack record as the first pass takes it, before the
+// merge by time (assemble orders them): frames arena[off:off+n], the
+// first nk of them kernel frames, or a reference to a cache key.
+type rawStack struct {
+	recTS, ts int64 // the record's time; the event's
+	key       uint64
+	off, nk   uint32
+	n, tid    uint32
+	ref       uint8
+}
+
+// Kinds of key references of a rawStack.
+const (
+	refNone uint8 = iota
+	refKernel
+	refUser
+)
+
+// assemble builds the stacks of events from the stack records, in time
+// order.
+func (s *stackState) assemble() {
+	order := make([]tsIndex, len(s.raw))
+	for i := range s.raw {
+		order[i] = tsIndex{ts: s.raw[i].recTS, i: uint64(i)}
 	}
-	if ps.hasK && !ps.user.ok {
-		list := s.waitUser[k.tid]
-		if len(list) >= maxWaitUser {
-			list = append(list[:0], list[1:]...)
+	sortTS(order)
+	s.waitUser = make(map[uint32][]int32)
+	s.pres = make([]preStack, 0, len(s.raw))
+	for _, o := range order {
+		r := &s.raw[o.i]
+		switch r.ref {
+		case refKernel:
+			s.addKernel(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
+		case refUser:
+			s.addUser(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
 		}
-		s.waitUser[k.tid] = append(list, k)
+		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
+		user := part{off: r.off + r.nk, n: r.n - r.nk, ok: r.n > r.nk}
+		switch {
+		case kern.ok && user.ok:
+			// A whole stack: its user part is its own.
+			s.pres = append(s.pres, preStack{ts: r.ts, tid: r.tid, nrec: 1, kern: kern, user: user})
+		case kern.ok:
+			s.addKernel(r.ts, r.tid, kern)
+		case user.ok:
+			s.addUser(r.ts, r.tid, user)
+		}
+	}
+	s.raw = nil
+}
+
+// addKernel collects the kernel part of the stack of the event at ts on
+// tid: the event then waits for its thread's next user part.
+func (s *stackState) addKernel(ts int64, tid uint32, k part) {
+	s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, kern: k})
+	list := s.waitUser[tid]
+	if len(list) >= maxWaitUser {
+		list = append(list[:0], list[1:]...)
+	}
+	s.waitUser[tid] = append(list, int32(len(s.pres)-1))
+}
+
+// addUser collects a user part: the event's own, and that of every kernel
+// event of the thread still waiting for one.
+func (s *stackState) addUser(ts int64, tid uint32, u part) {
+	list := s.waitUser[tid]
+	own := false
+	for _, j := range list {
+		e := &s.pres[j]
+		if e.user.ok {
+			continue
+		}
+		e.user, e.shared = u, true
+		if e.ts == ts && !own {
+			e.shared, own = false, true
+			e.nrec++
+		}
+	}
+	if list != nil {
+		s.waitUser[tid] = list[:0]
+	}
+	if !own {
+		s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, user: u})
 	}
 }
 
 // keep copies frames into the arena of collected frames.
-func (s *stackState) keep(f []uint64) []uint64 {
-	start := len(s.arena)
+func (s *stackState) keep(f []uint64) part {
+	off := len(s.arena)
 	s.arena = append(s.arena, f...)
-	return s.arena[start:len(s.arena):len(s.arena)]
+	return part{off: uint32(off), n: uint32(len(f)), ok: true}
+}
+
+// frames returns the frames of a part that holds frames.
+func (s *stackState) frames(pt part) []uint64 {
+	return s.arena[pt.off : pt.off+pt.n : pt.off+pt.n]
+}
+
+// sortCollected orders the collected stacks by event (the second pass
+// meets the events in time order) and the key definitions by key.
+func (s *stackState) sortCollected() {
+	s.assemble()
+	// Sort small (time, thread and index) keys, then move each stack
+	// once.
+	order := make([]tsIndex, len(s.pres))
+	for i := range s.pres {
+		order[i] = tsIndex{ts: s.pres[i].ts, i: uint64(s.pres[i].tid)<<32 | uint64(i)}
+	}
+	sortTS(order)
+	sorted := make([]preStack, len(s.pres))
+	for j, o := range order {
+		sorted[j] = s.pres[uint32(o.i)]
+	}
+	s.pres = sorted
+	s.cur = 0
+	s.sortDefs()
+	s.waitUser = nil
+}
+
+// tsIndex is a sort key: a time, then i (which ends with an index, so
+// that equal times keep their order).
+type tsIndex struct {
+	ts int64
+	i  uint64
+}
+
+func sortTS(o []tsIndex) {
+	slices.SortFunc(o, func(a, b tsIndex) int {
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
 }
 
 // takeStack returns the stack the first pass collected for the event of
@@ -278,49 +354,68 @@ func (p *Pipeline) takeStack(r *record.Record) *stackParts {
 }
 
 func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
-	if p.mode != modeReplay || len(p.stk.pre) == 0 {
-		return nil
-	}
-	k := evKey{ts: r.Timestamp, tid: r.ThreadID}
-	if k.tid == record.NoID {
+	s := &p.stk
+	if p.mode != modeReplay || len(s.pres) == 0 || r.ThreadID == record.NoID {
 		// An event logged without its thread (PERFINFO header): the
 		// events whose stacks iotrace keeps have one.
 		return nil
 	}
-	i, ok := p.stk.pre[k]
-	if !ok {
+	ts := r.Timestamp
+	for s.cur < len(s.pres) && s.pres[s.cur].ts < ts {
+		s.cur++
+	}
+	var ps preStack
+	found := false
+	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
+		e := &s.pres[j]
+		if e.tid != r.ThreadID || e.taken {
+			continue
+		}
+		e.taken, found = true, true
+		ps.nrec += e.nrec
+		if !ps.kern.ok {
+			ps.kern = e.kern
+		}
+		if !ps.user.ok {
+			ps.user, ps.shared = e.user, e.shared
+		}
+	}
+	if !found {
 		return nil
 	}
-	ps := &p.stk.pres[i]
-	delete(p.stk.pre, k)
 	if !joined {
-		p.count(StatStacksOther, event.CountInfo, ps.n)
+		p.count(StatStacksOther, event.CountInfo, uint64(ps.nrec))
 		return nil
 	}
-	p.count(StatStackRecords, event.CountInfo, ps.n)
-	sp := &p.stk.take
-	*sp = stackParts{has: true, kernel: ps.kernel}
-	if ps.kref.ok {
-		if f, ok := p.keyFrames(ps.kref.key, true, ps.kref.ts); ok {
+	p.count(StatStackRecords, event.CountInfo, uint64(ps.nrec))
+	sp := &s.take
+	*sp = stackParts{has: true}
+	if ps.kern.ok {
+		if f, ok := p.partFrames(ps.kern, true); ok {
 			sp.kernel = f
 		} else {
 			sp.lost |= event.FactKernelLost
 		}
 	}
-	if up := &ps.user; up.ok {
+	if ps.user.ok {
 		if ps.shared {
 			p.count(StatStackUserShared, event.CountInfo, 1)
 		}
-		sp.user = up.frames
-		if up.ref.ok {
-			if f, ok := p.keyFrames(up.ref.key, false, up.ref.ts); ok {
-				sp.user = f
-			} else {
-				sp.lost |= event.FactUserLost
-			}
+		if f, ok := p.partFrames(ps.user, false); ok {
+			sp.user = f
+		} else {
+			sp.lost |= event.FactUserLost
 		}
 	}
 	return sp
+}
+
+// partFrames returns the frames of a collected part.
+func (p *Pipeline) partFrames(pt part, kernelSide bool) ([]uint64, bool) {
+	if !pt.isRef {
+		return p.stk.frames(pt), true
+	}
+	return p.keyFrames(pt.key, kernelSide, pt.ts)
 }
 
 // otherStack counts the stack of an event whose stack iotrace does not
@@ -336,29 +431,25 @@ func (p *Pipeline) otherStack(r *record.Record) {
 // flushStacks counts the collected stacks no event took.
 func (p *Pipeline) flushStacks() {
 	var n uint64
-	for _, i := range p.stk.pre {
-		n += p.stk.pres[i].n
+	for i := range p.stk.pres {
+		if !p.stk.pres[i].taken {
+			n += uint64(p.stk.pres[i].nrec)
+		}
 	}
 	if n > 0 {
 		p.count(StatStacksNoEvent, event.CountInfo, n)
 	}
-	p.stk.pre, p.stk.pres, p.stk.arena = nil, nil, nil
+	p.stk.pres, p.stk.arena, p.stk.defs = nil, nil, nil
 }
 
 // onStack handles StackWalk records.
 func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
-	if ev.Kind == kernel.KindStackKeyDef {
-		if p.mode != modeReplay { // the first pass, or a live session
-			p.defineKey(r, ev)
-		}
-		return
+	if p.mode != modeLive {
+		return // a file's first pass takes them before the merge (takeFirst)
 	}
-	switch p.mode {
-	case modeCollect:
-		p.collectStack(r, ev)
+	if ev.Kind == kernel.KindStackKeyDef {
+		p.defineKey(r, ev.StackKey, ev.Frames)
 		return
-	case modeReplay:
-		return // joined from the first pass's collection (takeStack)
 	}
 	// A live session: the stack follows its event.
 	t := p.findTarget(ev.StackTime, ev.Tid)
@@ -414,51 +505,88 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	p.count(StatStackRecords, event.CountInfo, 1)
 }
 
-// defKey is a stack cache key in its space: the kernel's and the user
-// part's keys are apart (the same key can stand for a kernel and a user
-// part at once); a definition belongs to the space of its outermost frame.
-type defKey struct {
+// keyDef is the frames a stack cache key stood for, until ts. The
+// kernel's and the user part's keys are apart (the same key can stand
+// for a kernel and a user part at once): a definition belongs to the
+// space of its outermost frame.
+type keyDef struct {
 	key    uint64
+	ts     int64
+	frames part
+	seq    uint32 // arrival order, for equal times
 	kernel bool
+	create bool
 }
 
+// maxLiveDefs bounds the key definitions a live session keeps.
+const maxLiveDefs = 1 << 16
+
 // defineKey records a stack cache key's frames.
-func (p *Pipeline) defineKey(r *record.Record, ev *kernel.Event) {
+func (p *Pipeline) defineKey(r *record.Record, key uint64, frames kernel.Frames) {
 	s := &p.stk
-	if s.keyDefs == nil {
-		s.keyDefs = make(map[defKey][]keyDef)
-	}
-	n := ev.Frames.Len()
+	n := frames.Len()
 	if n == 0 {
 		return
 	}
-	k := defKey{key: ev.StackKey, kernel: kernelAddr(ev.Frames.At(n-1), ev.Frames.PtrSize())}
-	f := ev.Frames.AppendTo(s.scratch[:0])
+	if p.mode == modeLive && len(s.defs) >= maxLiveDefs {
+		// A live session keeps the latest half.
+		s.defs = append(s.defs[:0], s.defs[len(s.defs)/2:]...)
+	}
+	f := frames.AppendTo(s.scratch[:0])
 	s.scratch = f
-	s.keyDefs[k] = append(s.keyDefs[k], keyDef{ts: r.Timestamp,
-		create: r.Opcode == kernel.OpcodeStackKeyCreate, frames: s.keep(f)})
+	s.defs = append(s.defs, keyDef{key: key, ts: r.Timestamp, frames: s.keep(f), seq: uint32(len(s.defs)),
+		kernel: kernelAddr(f[n-1], frames.PtrSize()), create: r.Opcode == kernel.OpcodeStackKeyCreate})
+	s.defsSorted = false
+}
+
+// sortDefs orders the key definitions by key, space and time.
+func (s *stackState) sortDefs() {
+	if s.defsSorted {
+		return
+	}
+	slices.SortFunc(s.defs, func(a, b keyDef) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if a.kernel != b.kernel {
+			if a.kernel {
+				return 1
+			}
+			return -1
+		}
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	s.defsSorted = true
 }
 
 // keyFrames returns the frames key (of the kernel or the user space)
 // stood for at ts: the first deletion or rundown of the key at or after
 // ts, else the last creation before it.
 func (p *Pipeline) keyFrames(key uint64, kernelSide bool, ts int64) ([]uint64, bool) {
-	defs := p.stk.keyDefs[defKey{key: key, kernel: kernelSide}]
-	var created []uint64
-	for i := range defs {
-		d := &defs[i]
+	s := &p.stk
+	s.sortDefs()
+	i, _ := slices.BinarySearchFunc(s.defs, key, func(d keyDef, k uint64) int { return cmp.Compare(d.key, k) })
+	var created *keyDef
+	for ; i < len(s.defs) && s.defs[i].key == key; i++ {
+		d := &s.defs[i]
+		if d.kernel != kernelSide {
+			continue
+		}
 		if d.create {
 			if d.ts <= ts {
-				created = d.frames
+				created = d
 			}
 			continue
 		}
 		if d.ts >= ts {
-			return d.frames, true
+			return s.frames(d.frames), true
 		}
 	}
 	if created != nil {
-		return created, true
+		return s.frames(created.frames), true
 	}
 	p.count(StatStackKeyUndefined, event.CountDropped, 1)
 	return nil, false
@@ -563,17 +691,14 @@ func (p *Pipeline) internStack(k, u []uint64, flags event.FactFlags) uint64 {
 	return s.lastID
 }
 
-// keepError keeps the decoding error of a stack record of the first pass
-// for the second, which does not see stack records: a count per counter
-// and the first few messages.
-func (s *stackState) keepError(r *record.Record, k kernel.Key, err error) {
-	if !isStackWalk(r) {
-		return
-	}
+// keepError keeps the decoding error of a record the first pass takes
+// (stack walks, image identities) for the second, which does not see
+// them: a count per counter and the first few messages.
+func (s *stackState) keepError(r *record.Record, counter string, err error) {
 	if s.errs == nil {
 		s.errs = make(map[string]uint64)
 	}
-	s.errs[StatDecodeErrors+": "+k.String()]++
+	s.errs[counter]++
 	if len(s.errMsgs) < maxWarnings {
 		s.errMsgs = append(s.errMsgs, fmt.Sprintf("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err))
 	}

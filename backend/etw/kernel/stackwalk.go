@@ -1,6 +1,10 @@
 package kernel
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/iotrace/iotrace/backend/etw/record"
+)
 
 // StackWalk opcodes (kernel group 0x18, class
 // def2fe46-7bd6-4b80-bd94-f57fe20d0ce3).
@@ -62,26 +66,29 @@ func (f Frames) AppendTo(dst []uint64) []uint64 {
 // stackHead is the length of the fixed part of a Stack or key reference.
 const stackHead = 16
 
-func decodeStack(k Key, b []byte, ev *Event) error {
-	if err := stackHeader(k, b, ev); err != nil {
+// The decoders of StackWalk records fill a StackWalk; the Event decoders
+// of the table wrap them.
+
+func swStack(k Key, b []byte, sw *StackWalk) error {
+	if err := swHeader(k, b, sw); err != nil {
 		return err
 	}
-	return frames(k, b, stackHead, ev)
+	return swFrames(k, b, stackHead, sw)
 }
 
-func stackHeader(k Key, b []byte, ev *Event) error {
+func swHeader(k Key, b []byte, sw *StackWalk) error {
 	if len(b) < stackHead {
 		return &FieldError{Key: k, Field: "EventTimeStamp..StackThread", Offset: 0, Need: stackHead, Len: len(b)}
 	}
-	ev.StackTime = int64(binary.LittleEndian.Uint64(b))
-	ev.Pid = binary.LittleEndian.Uint32(b[8:])
-	ev.Tid = binary.LittleEndian.Uint32(b[12:])
+	sw.StackTime = int64(binary.LittleEndian.Uint64(b))
+	sw.Pid = binary.LittleEndian.Uint32(b[8:])
+	sw.Tid = binary.LittleEndian.Uint32(b[12:])
 	return nil
 }
 
-// frames takes the return addresses from b[off:]: a whole number of
+// swFrames takes the return addresses from b[off:]: a whole number of
 // pointers, at least one.
-func frames(k Key, b []byte, off int, ev *Event) error {
+func swFrames(k Key, b []byte, off int, sw *StackWalk) error {
 	ps := int(k.PtrSize)
 	if ps != 4 && ps != 8 {
 		return &FieldError{Key: k, Field: "frames (pointer size)", Offset: off, Need: 8, Len: len(b)}
@@ -90,30 +97,46 @@ func frames(k Key, b []byte, off int, ev *Event) error {
 	if rest < ps || rest%ps != 0 {
 		return &FieldError{Key: k, Field: "frames", Offset: off + rest - rest%ps, Need: ps, Len: len(b)}
 	}
-	ev.Frames = Frames{b: b[off:], ptr: uint8(ps)}
+	sw.Frames = Frames{b: b[off:], ptr: uint8(ps)}
 	return nil
 }
 
-func decodeStackKeyRef(k Key, b []byte, ev *Event) error {
-	if err := stackHeader(k, b, ev); err != nil {
+func swKeyRef(k Key, b []byte, sw *StackWalk) error {
+	if err := swHeader(k, b, sw); err != nil {
 		return err
 	}
 	ps := int(k.PtrSize)
 	if len(b) < stackHead+ps {
 		return &FieldError{Key: k, Field: "StackKey", Offset: stackHead, Need: ps, Len: len(b)}
 	}
-	ev.StackKey = readPtr(b[stackHead:], ps)
+	sw.StackKey = readPtr(b[stackHead:], ps)
 	return nil
 }
 
-func decodeStackKeyDef(k Key, b []byte, ev *Event) error {
+func swKeyDef(k Key, b []byte, sw *StackWalk) error {
 	ps := int(k.PtrSize)
 	if len(b) < ps {
 		return &FieldError{Key: k, Field: "StackKey", Offset: 0, Need: ps, Len: len(b)}
 	}
-	ev.StackKey = readPtr(b, ps)
-	return frames(k, b, ps, ev)
+	sw.StackKey = readPtr(b, ps)
+	return swFrames(k, b, ps, sw)
 }
+
+// eventFn adapts a StackWalk decoder to the table's Event decoders.
+func eventFn(f func(Key, []byte, *StackWalk) error) func(Key, []byte, *Event) error {
+	return func(k Key, b []byte, ev *Event) error {
+		var sw StackWalk
+		err := f(k, b, &sw)
+		ev.StackTime, ev.Pid, ev.Tid, ev.StackKey, ev.Frames = sw.StackTime, sw.Pid, sw.Tid, sw.StackKey, sw.Frames
+		return err
+	}
+}
+
+var (
+	decodeStack       = eventFn(swStack)
+	decodeStackKeyRef = eventFn(swKeyRef)
+	decodeStackKeyDef = eventFn(swKeyDef)
+)
 
 func readPtr(b []byte, ps int) uint64 {
 	if ps == 4 {
@@ -134,4 +157,40 @@ func addStackWalk(t *table) {
 	t.add(ClassStackWalk, []uint16{OpcodeStackKeyKernel, OpcodeStackKeyUser}, vs, spec{kind: KindStackKeyRef, fn: decodeStackKeyRef})
 	t.add(ClassStackWalk, []uint16{OpcodeStackKeyCreate, OpcodeStackKeyDelete, OpcodeStackKeyRundwn}, vs,
 		spec{kind: KindStackKeyDef, fn: decodeStackKeyDef})
+}
+
+// StackWalk is a decoded StackWalk record (DecodeStackWalk).
+type StackWalk struct {
+	Kind      Kind  // KindStack, KindStackKeyRef or KindStackKeyDef
+	Opcode    uint8 // the record's opcode
+	StackTime int64
+	Pid, Tid  uint32
+	StackKey  uint64
+	Frames    Frames
+}
+
+// DecodeStackWalk decodes a StackWalk record (ClassOf(r) is
+// ClassStackWalk) without the general Event: the hot path of a reader
+// that takes every stack of a file. ok is false for an opcode iotrace
+// does not know; err is a *FieldError for a payload too short.
+func DecodeStackWalk(r *record.Record) (sw StackWalk, ok bool, err error) {
+	k := Key{Class: ClassStackWalk, Code: uint16(r.Opcode), Version: r.Version, PtrSize: uint8(r.PointerSize)}
+	sw.Opcode = r.Opcode
+	if r.Version > 3 {
+		return sw, false, nil
+	}
+	switch r.Opcode {
+	case OpcodeStack:
+		sw.Kind = KindStack
+		err = swStack(k, r.UserData, &sw)
+	case OpcodeStackKeyKernel, OpcodeStackKeyUser:
+		sw.Kind = KindStackKeyRef
+		err = swKeyRef(k, r.UserData, &sw)
+	case OpcodeStackKeyCreate, OpcodeStackKeyDelete, OpcodeStackKeyRundwn:
+		sw.Kind = KindStackKeyDef
+		err = swKeyDef(k, r.UserData, &sw)
+	default:
+		return sw, false, nil
+	}
+	return sw, true, err
 }
