@@ -534,3 +534,60 @@ func inModule(facts []event.Fact, e *event.Event, addr uint64, kernelFrame bool)
 	}
 	return in
 }
+
+// TestLiveIdentityAndStacks pushes records one by one, as a live session
+// does: the iotrace image record right after its Image Load (same
+// timestamp) and the merged-trace records before theirs give the modules
+// their identity; a Stack right after its request joins it.
+func TestLiveIdentityAndStacks(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.volume(1000, `\Device\HarddiskVolume2\`, `C:\`)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.imageID(2000, 0xfffff80021489000, 7634944, 0, 1343269963, "ntkrnlmp.exe")
+	s.dbgID(2000, 0xfffff80021489000, 0, testGUID, 2, "ntkrnlmp.pdb")
+	s.imageV2(2000, 3, 0, 0xfffff80021489000, 7634944, 0, `\SystemRoot\system32\ntoskrnl.exe`)
+	s.imageV2(3000, 10, pidSvc, 0x7ff700000000, 0x20000, 0, `\Device\HarddiskVolume2\Windows\System32\svchost.exe`)
+	im := ownprovider.Image{Base: 0x7ff700000000, Size: 0x20000, ProcessID: pidSvc, TimeDateStamp: 0x5010AC4B,
+		Age: 3, PdbGUID: record.GUIDFromBytes(testGUID[:]), PdbName: "svchost.pdb"}
+	s.classic(3000, ownprovider.GUID, ownprovider.OpcodeImage, ownprovider.Version, pidSvc, tidSvc, im.Encode())
+	s.dbgID(3500, 0x7ff800000000, pidSvc, testGUID, 1, "lost.pdb")
+	s.rw(4000, 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
+	s.stack(4000, 4000, pidSvc, tidSvc, kA, uA)
+	s.opEnd(4100, irpA, 4096, 0)
+	s.stack(4200, 4150, pidSvc, tidSvc, kB) // no event
+	out := &seqSink{}
+	p := NewPipeline(out, Options{ExpectOpEnd: true})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	var mods []event.Fact
+	for _, f := range out.facts {
+		if f.Kind == event.FactModule {
+			mods = append(mods, f)
+		}
+	}
+	if len(mods) != 2 || mods[0].Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" ||
+		mods[0].Detail != "pe:5010AC4B748000" || mods[1].Image != symbolize.PDBID("svchost.pdb", testGUID, 3) ||
+		mods[1].Detail != "pe:5010AC4B20000" || mods[1].Name != `C:\Windows\System32\svchost.exe` {
+		t.Fatalf("modules %+v", mods)
+	}
+	reads := out.byNative("FileIo/Read")
+	if len(reads) != 1 {
+		t.Fatalf("%d reads", len(reads))
+	}
+	f := out.stackOf(t, &reads[0])
+	if !slices.Equal(f.Kernel, []uint64{kA}) || !slices.Equal(f.User, []uint64{uA}) {
+		t.Errorf("stack %+v", f)
+	}
+	st := &out.trailer.Stats
+	if st.Get(event.CountUnresolved, StatIdentityNoImage) != 1 || st.Get(event.CountInfo, StatStacksNoEvent) != 1 {
+		t.Errorf("counters %v", st.Sorted())
+	}
+}
