@@ -367,16 +367,10 @@ func pass2Wants(r *record.Record) bool {
 // any order, before the merge by time: stack walks and image identities.
 // The second pass does not see them.
 func takenFirst(r *record.Record) bool {
-	if isStackWalk(r) {
+	switch kernel.ClassOf(r) {
+	case kernel.ClassStackWalk, kernel.ClassImageID:
 		return true
-	}
-	if r.Kind != record.KindClassic {
-		return false
-	}
-	switch r.Provider {
-	case kernel.GUIDImageID:
-		return true
-	case ownprovider.GUID:
+	case kernel.ClassOwn:
 		return r.Opcode == ownprovider.OpcodeImage
 	}
 	return false
@@ -395,6 +389,22 @@ func (p *Pipeline) takeFirst(r *record.Record) {
 			p.defineKey(r, sw.StackKey, sw.Frames)
 		default:
 			p.collectStack(r, &sw)
+		}
+		return
+	}
+	if kernel.ClassOf(r) == kernel.ClassImageID {
+		im, ok, err := kernel.DecodeImageID(r)
+		switch {
+		case !ok:
+		case err != nil:
+			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		default:
+			id := modIdentity{base: im.ImageBase, tds: im.TimeDateStamp, size: im.ImageSize}
+			if im.HasPDB && len(im.PdbName) > 0 {
+				id.hasPDB, id.guid, id.age = true, im.PdbGUID, im.Age
+				id.pdbID = p.pdbID(im.PdbName, im.PdbGUID, im.Age)
+			}
+			p.collectIdentity(r.Timestamp, &id)
 		}
 		return
 	}

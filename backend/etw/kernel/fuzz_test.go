@@ -66,6 +66,21 @@ func FuzzDecode(f *testing.F) {
 		if !ok {
 			t.Fatalf("no decoder for %v", k)
 		}
+		// The fast paths agree with the table's decoders.
+		switch k.Class {
+		case ClassStackWalk:
+			sw, ok2, err2 := DecodeStackWalk(r)
+			if !ok2 || (err2 == nil) != (err == nil) || err == nil && (sw.StackTime != ev.StackTime ||
+				sw.Tid != ev.Tid || sw.StackKey != ev.StackKey || sw.Frames.Len() != ev.Frames.Len()) {
+				t.Fatalf("%v: DecodeStackWalk %+v %v, Decode %v", k, sw, err2, err)
+			}
+		case ClassImageID:
+			im, ok2, err2 := DecodeImageID(r)
+			if !ok2 || (err2 == nil) != (err == nil) || err == nil && (im.ImageBase != ev.ImageBase ||
+				string(im.PdbName) != string(ev.PdbName) || im.TimeDateStamp != ev.TimeDateStamp) {
+				t.Fatalf("%v: DecodeImageID %+v %v, Decode %v", k, im, err2, err)
+			}
+		}
 		if err != nil {
 			if _, isField := err.(*FieldError); !isField {
 				t.Fatalf("%v: error %T %v, want *FieldError", k, err, err)

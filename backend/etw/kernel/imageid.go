@@ -3,6 +3,8 @@ package kernel
 import (
 	"encoding/binary"
 
+	"github.com/iotrace/iotrace/backend/etw/record"
+
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 )
 
@@ -29,6 +31,13 @@ var (
 )
 
 func decodeDbgIDRSDS(k Key, b []byte, ev *Event) error {
+	var im ImageIdentity
+	err := dbgIDRSDS(k, b, &im)
+	ev.ImageBase, ev.Pid, ev.PdbGUID, ev.Age, ev.PdbName = im.ImageBase, im.ProcessID, im.PdbGUID, im.Age, im.PdbName
+	return err
+}
+
+func dbgIDRSDS(k Key, b []byte, im *ImageIdentity) error {
 	ps := int(k.PtrSize)
 	if ps != 4 && ps != 8 {
 		ps = 8
@@ -37,10 +46,10 @@ func decodeDbgIDRSDS(k Key, b []byte, ev *Event) error {
 	if len(b) < need {
 		return &FieldError{Key: k, Field: "ImageBase..Age", Offset: 0, Need: need, Len: len(b)}
 	}
-	ev.ImageBase = readPtr(b, ps)
-	ev.Pid = binary.LittleEndian.Uint32(b[ps:])
-	copy(ev.PdbGUID[:], b[ps+4:ps+20])
-	ev.Age = binary.LittleEndian.Uint32(b[ps+20:])
+	im.ImageBase = readPtr(b, ps)
+	im.ProcessID = binary.LittleEndian.Uint32(b[ps:])
+	copy(im.PdbGUID[:], b[ps+4:ps+20])
+	im.Age = binary.LittleEndian.Uint32(b[ps+20:])
 	name := b[need:]
 	for i, c := range name {
 		if c == 0 {
@@ -48,7 +57,8 @@ func decodeDbgIDRSDS(k Key, b []byte, ev *Event) error {
 			break
 		}
 	}
-	ev.PdbName = AStr(name)
+	im.PdbName = AStr(name)
+	im.HasPDB = true
 	return nil
 }
 
@@ -73,4 +83,47 @@ func addOwn(t *table) {
 	t.add(ClassOwn, []uint16{ownprovider.OpcodeMarker}, vs, spec{kind: KindOwnMarker})
 	t.add(ClassOwn, []uint16{ownprovider.OpcodeVolume}, vs, spec{kind: KindOwnVolume})
 	t.add(ClassOwn, []uint16{ownprovider.OpcodeImage}, vs, spec{kind: KindOwnImage})
+}
+
+// ImageIdentity is a decoded KernelTraceControl ImageID or DbgID_RSDS
+// record (DecodeImageID).
+type ImageIdentity struct {
+	ImageBase, ImageSize uint64
+	ProcessID            uint32
+	TimeDateStamp        uint32 // ImageID
+	HasPDB               bool   // DbgID_RSDS
+	PdbGUID              [16]byte
+	Age                  uint32
+	PdbName              AStr // aliases the payload
+}
+
+// DecodeImageID decodes an ImageID or DbgID_RSDS record (ClassOf(r) is
+// ClassImageID) without the general Event. ok is false for the other
+// opcodes and unknown versions; err is a *FieldError for a payload too
+// short.
+func DecodeImageID(r *record.Record) (im ImageIdentity, ok bool, err error) {
+	if r.Version > 3 {
+		return im, false, nil
+	}
+	k := Key{Class: ClassImageID, Code: uint16(r.Opcode), Version: r.Version, PtrSize: uint8(r.PointerSize)}
+	b := r.UserData
+	ps := int(k.PtrSize)
+	if ps != 4 && ps != 8 {
+		ps = 8
+	}
+	switch r.Opcode {
+	case OpcodeImageID:
+		need := 2*ps + 8
+		if len(b) < need {
+			return im, true, &FieldError{Key: k, Field: "ImageBase..TimeDateStamp", Offset: 0, Need: need, Len: len(b)}
+		}
+		im.ImageBase, im.ImageSize = readPtr(b, ps), readPtr(b[ps:], ps)
+		im.ProcessID = binary.LittleEndian.Uint32(b[2*ps:])
+		im.TimeDateStamp = binary.LittleEndian.Uint32(b[2*ps+4:])
+		return im, true, nil
+	case OpcodeImageDbgIDRSDS:
+		err := dbgIDRSDS(k, b, &im)
+		return im, true, err
+	}
+	return im, false, nil
 }
