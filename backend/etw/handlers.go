@@ -396,17 +396,18 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 			}
 		}
 	}
+	var sp *stackParts
 	if ok {
-		p.setStack(e, in.stk)
+		sp = in.stk
 	}
 	p.noteTarget(r, targetDone, nil, 0)
 	if ok && in.ncand > 0 {
 		p.link(&in, e)
-		p.emit(e)
+		p.emitStacked(e, sp, false)
 		p.release(&in, true)
 		return
 	}
-	p.emit(e)
+	p.emitStacked(e, sp, false)
 }
 
 func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {

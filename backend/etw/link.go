@@ -307,8 +307,7 @@ func (p *Pipeline) emitReq(r *fileReq) {
 			p.count(StatCacheHits, event.CountInfo, 1)
 		}
 	}
-	p.setStack(e, &r.stk)
-	p.emitFile(e)
+	p.emitStacked(e, &r.stk, true)
 }
 
 // flushLinks settles everything at the end: disk Inits without

@@ -353,6 +353,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if len(p.deferred) > 0 {
 		p.expire(false)
 	}
+	if p.stk.heldN > 0 && p.records%holdCheckEvery == 0 {
+		p.expireHeld(false)
+	}
 	return p.err
 }
 
@@ -790,6 +793,7 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 	}
 	p.settleModules(0, true)
 	p.flushPending()
+	p.expireHeld(true)
 	p.flushStacks()
 	p.flushIdentities()
 	if p.err != nil {

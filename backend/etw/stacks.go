@@ -44,6 +44,7 @@ const (
 	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
 	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
 	StatStacksOff         = "etw: stack records left aside (stacks not wanted)"
+	StatStackUserNever    = "etw: stacks whose user part never came (live: the thread did not return to user mode in time; flagged user-lost)"
 	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
 )
 
@@ -52,6 +53,10 @@ type stackParts struct {
 	kernel, user []uint64
 	has          bool
 	lost         event.FactFlags
+	// waiting (live sessions): the kernel part came, the user part will
+	// come when thread tid returns to user mode.
+	waiting bool
+	tid     uint32
 }
 
 // target kinds: what a stack record may belong to.
@@ -96,6 +101,11 @@ type stackState struct {
 	defs       []keyDef
 	defsSorted bool
 	take       stackParts
+	// A live session: pending events waiting for a user part, and the
+	// events held for one, by thread.
+	liveWait map[uint32][]liveWaiter
+	held     map[uint32][]heldEvent
+	heldN    int
 	// Interned stacks.
 	ids     map[uint64][]stackEntry
 	lastID  uint64
@@ -451,7 +461,11 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		p.defineKey(r, ev.StackKey, ev.Frames)
 		return
 	}
-	// A live session: the stack follows its event.
+	// A live session: the stack follows its event; its user part may
+	// come when the thread returns to user mode (liveUser).
+	if userOnly(r, ev) && p.liveUser(r, ev) {
+		return
+	}
 	t := p.findTarget(ev.StackTime, ev.Tid)
 	if t == nil {
 		p.count(StatStacksNoEvent, event.CountInfo, 1)
@@ -483,6 +497,172 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		p.count(StatStacksOther, event.CountInfo, 1)
 		return
 	}
+	p.liveStackPart(sp, r, ev)
+	p.count(StatStackRecords, event.CountInfo, 1)
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 {
+		// Its user part comes when the thread returns to user mode
+		// (the System process's threads never do).
+		sp.waiting, sp.tid = true, ev.Tid
+		w := liveWaiter{sp: sp}
+		if t.kind == targetFile {
+			w.req, w.id = t.req, t.id
+		}
+		s := &p.stk
+		if s.liveWait == nil {
+			s.liveWait = make(map[uint32][]liveWaiter)
+		}
+		list := s.liveWait[ev.Tid]
+		if len(list) >= maxWaitUser {
+			list = append(list[:0], list[1:]...)
+		}
+		s.liveWait[ev.Tid] = append(list, w)
+	}
+}
+
+// userOnly reports whether a stack record is a user part alone.
+func userOnly(r *record.Record, ev *kernel.Event) bool {
+	if ev.Kind == kernel.KindStackKeyRef {
+		return r.Opcode == kernel.OpcodeStackKeyUser
+	}
+	return ev.Frames.Len() > 0 && !kernelAddr(ev.Frames.At(0), ev.Frames.PtrSize())
+}
+
+// kernelOnly reports whether a stack record is a kernel part alone.
+func kernelOnly(r *record.Record, ev *kernel.Event) bool {
+	if ev.Kind == kernel.KindStackKeyRef {
+		return r.Opcode == kernel.OpcodeStackKeyKernel
+	}
+	n := ev.Frames.Len()
+	return n > 0 && kernelAddr(ev.Frames.At(n-1), ev.Frames.PtrSize())
+}
+
+// liveWaiter is a pending event whose stack waits for its user part.
+type liveWaiter struct {
+	sp  *stackParts
+	req *fileReq // a file request (the fileReq may be reused: id)
+	id  uint64
+}
+
+// heldEvent is an event complete but for the user part of its stack
+// (live sessions).
+type heldEvent struct {
+	e    event.Event
+	sp   stackParts
+	file bool
+}
+
+// Live sessions hold an event whose stack waits for its user part at
+// most this long (trace time) and this many per thread.
+const (
+	maxHoldTime    = 2_000_000_000
+	maxHeldPerTid  = 64
+	holdCheckEvery = 256
+)
+
+// liveUser gives a user part to the kernel events of its thread waiting
+// for one, pending or held; it reports whether any took it.
+func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
+	s := &p.stk
+	tid := ev.Tid
+	waiters, held := s.liveWait[tid], s.held[tid]
+	if len(waiters) == 0 && len(held) == 0 {
+		return false
+	}
+	var up stackParts
+	p.liveStackPart(&up, r, ev)
+	user := slices.Clone(up.user)
+	p.count(StatStackRecords, event.CountInfo, 1)
+	for _, w := range waiters {
+		if w.req != nil && (w.req.ev.ID != w.id || w.req.emitted) {
+			continue
+		}
+		if w.sp.waiting {
+			w.sp.user, w.sp.waiting = user, false
+			w.sp.lost |= up.lost & event.FactUserLost
+		}
+	}
+	delete(s.liveWait, tid)
+	for i := range held {
+		h := &held[i]
+		h.sp.user, h.sp.waiting = user, false
+		h.sp.lost |= up.lost & event.FactUserLost
+		p.releaseHeld(h)
+	}
+	if held != nil {
+		s.heldN -= len(held)
+		delete(s.held, tid)
+	}
+	return true
+}
+
+// emitStacked emits e with its stack, or holds it while its stack waits
+// for its user part (live sessions).
+func (p *Pipeline) emitStacked(e *event.Event, sp *stackParts, file bool) {
+	if sp != nil && sp.waiting && p.mode == modeLive {
+		s := &p.stk
+		if s.held == nil {
+			s.held = make(map[uint32][]heldEvent)
+		}
+		list := s.held[sp.tid]
+		if len(list) >= maxHeldPerTid {
+			p.releaseNoUser(&list[0])
+			list = append(list[:0], list[1:]...)
+			s.heldN--
+		}
+		s.held[sp.tid] = append(list, heldEvent{e: *e, sp: *sp, file: file})
+		s.heldN++
+		return
+	}
+	p.setStack(e, sp)
+	if file {
+		p.emitFile(e)
+	} else {
+		p.emit(e)
+	}
+}
+
+// releaseNoUser emits a held event whose user part never came.
+func (p *Pipeline) releaseNoUser(h *heldEvent) {
+	h.sp.waiting = false
+	h.sp.lost |= event.FactUserLost
+	p.count(StatStackUserNever, event.CountDropped, 1)
+	p.releaseHeld(h)
+}
+
+func (p *Pipeline) releaseHeld(h *heldEvent) {
+	p.setStack(&h.e, &h.sp)
+	if h.file {
+		p.emitFile(&h.e)
+	} else {
+		p.emit(&h.e)
+	}
+}
+
+// expireHeld emits the held events that waited too long (all of them at
+// the end).
+func (p *Pipeline) expireHeld(all bool) {
+	s := &p.stk
+	for tid, list := range s.held {
+		n := 0
+		for i := range list {
+			if all || p.lastTime-list[i].e.End() > maxHoldTime {
+				p.releaseNoUser(&list[i])
+				continue
+			}
+			list[n] = list[i]
+			n++
+		}
+		s.heldN -= len(list) - n
+		if n == 0 {
+			delete(s.held, tid)
+		} else {
+			s.held[tid] = list[:n]
+		}
+	}
+}
+
+// liveStackPart adds a stack record's frames to sp (live sessions).
+func (p *Pipeline) liveStackPart(sp *stackParts, r *record.Record, ev *kernel.Event) {
 	ptr := ev.Frames.PtrSize()
 	switch {
 	case ev.Kind == kernel.KindStack:
@@ -502,7 +682,6 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		}
 		sp.has = true
 	}
-	p.count(StatStackRecords, event.CountInfo, 1)
 }
 
 // keyDef is the frames a stack cache key stood for, until ts. The

@@ -591,3 +591,61 @@ func TestLiveIdentityAndStacks(t *testing.T) {
 		t.Errorf("counters %v", st.Sorted())
 	}
 }
+
+// TestLiveUserPartLater: in a live session the user part of a kernel
+// event's stack comes when its thread returns to user mode, after the
+// event completed: the event is held until then (or until the end, its
+// stack flagged user-lost and counted).
+func TestLiveUserPartLater(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.thread(1000, 3, pidSvc, tidSvc+1)
+	// A read and the disk read it causes, on one thread, one system call.
+	s.rw(2000, 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
+	s.stack(2000, 2000, pidSvc, tidSvc, kA)
+	s.diskInit(2100, 12, tidSvc, pidSvc, irpB)
+	s.stack(2100, 2100, pidSvc, tidSvc, kB, kA)
+	s.diskDone(2500, 10, 0, irpB, fkA, 0, 4096, 100, tidSvc)
+	s.opEnd(2600, irpA, 4096, 0)
+	s.stack(2700, 2000, pidSvc, tidSvc, uA, uB) // the return to user mode
+	// Another thread whose user part never comes.
+	s.diskInit(3000, 12, tidSvc+1, pidSvc, irpStackC)
+	s.stack(3000, 3000, pidSvc, tidSvc+1, kB)
+	s.diskDone(3100, 10, 0, irpStackC, fkA, 0, 4096, 100, tidSvc+1)
+	out := &seqSink{}
+	p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	reads, disks := out.byNative("FileIo/Read"), out.byNative("DiskIo/Read")
+	if len(reads) != 1 || len(disks) != 2 {
+		t.Fatalf("%d reads, %d disk reads", len(reads), len(disks))
+	}
+	if f := out.stackOf(t, &reads[0]); !slices.Equal(f.Kernel, []uint64{kA}) || !slices.Equal(f.User, []uint64{uA, uB}) || f.Flags != 0 {
+		t.Errorf("read stack %+v", f)
+	}
+	var d1, d2 *event.Event
+	for i := range disks {
+		if disks[i].Tid == tidSvc {
+			d1 = &disks[i]
+		} else {
+			d2 = &disks[i]
+		}
+	}
+	if f := out.stackOf(t, d1); !slices.Equal(f.Kernel, []uint64{kB, kA}) || !slices.Equal(f.User, []uint64{uA, uB}) {
+		t.Errorf("disk stack %+v", f)
+	}
+	if f := out.stackOf(t, d2); !slices.Equal(f.Kernel, []uint64{kB}) || len(f.User) != 0 || f.Flags != event.FactUserLost {
+		t.Errorf("disk stack without its user part %+v", f)
+	}
+	if got := out.trailer.Stats.Get(event.CountDropped, StatStackUserNever); got != 1 {
+		t.Errorf("user parts that never came: %d\n%v", got, out.trailer.Stats.Sorted())
+	}
+}
