@@ -25,9 +25,11 @@ import (
 // by iotrace in its own provider's Image events (ownprovider.Image). They
 // are logged with the image's own timestamp, just before (merged traces)
 // or just after (iotrace's live sessions) its Image event. The pipeline
-// pairs them by ImageBase and timestamp: an image is held until a record
-// with a later timestamp arrives, and identities until their image does;
-// an identity whose image never comes is counted.
+// pairs them by ImageBase and timestamp: a file's first pass collects the
+// identities before the merge (collectIdentity) and the second gives them
+// to their images; a live session holds an image until a record with a
+// later timestamp arrives, and identities until their image does. An
+// identity whose image never comes is counted.
 
 // Counter names of module facts and identities.
 const (

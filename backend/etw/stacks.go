@@ -16,17 +16,21 @@ import (
 //
 // The kernel walks the stack of chosen events itself and logs it as a
 // StackWalk event right after the event, with the event's timestamp and
-// thread (EventTimeStamp, StackThread): the pipeline joins a stack to the
-// latest event with both (or with the timestamp alone, for events logged
-// without a thread), as TraceEvent does. With stack caching ("compressed
-// stacks") the stack comes as references to cache keys, one for the kernel
-// part and one for the user part, and the keys' frames come in key
-// definitions, mostly later (when the kernel evicts a key, and at the end
-// of the session for the rest): the first pass of a file collects the
-// definitions, and a reference takes the frames of the first definition
-// of its key at or after it (a key is reused once evicted), else of the
-// last KeyCreate before it. Manifest events (Kernel-File) carry their
-// stack inline, as an extended data item.
+// thread (EventTimeStamp, StackThread): a stack belongs to the event with
+// both, as TraceEvent joins them. The user part of a kernel event's stack
+// is walked when the thread returns to user mode and logged then, shared
+// by the thread's kernel events since its last return. With stack caching
+// ("compressed stacks") the parts come as references to cache keys, and
+// the keys' frames come in key definitions, mostly later (when the kernel
+// evicts a key, and at the end of the session for the rest). Manifest
+// events (Kernel-File) carry their stack inline, as an extended data item.
+//
+// A file's first pass takes every stack record and key definition before
+// the merge by time (takeFirst) and assembles each event's stack
+// (assemble); the second pass gives each event its stack as it meets the
+// event (takeStack), in time order. A live session joins a stack to a
+// recent pending event (noteTarget, findTarget) and holds a complete event
+// whose stack still waits for its user part (emitStacked, liveUser).
 //
 // A stack belongs to the request record of a FileIo or Kernel-File
 // operation and to the Init of a disk I/O: it stays with the pending
