@@ -101,7 +101,7 @@ type stackState struct {
 	pres       []preStack
 	cur        int
 	waitUser   map[uint32][]int32 // per thread, the events waiting for a user part
-	arena      []uint64           // frames kept
+	arena      [][]uint64         // frames kept, by chunk (keep)
 	defs       []keyDef
 	defsSorted bool
 	take       stackParts
@@ -221,11 +221,14 @@ func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	default:
 		raw.key, raw.ref = sw.StackKey, refUser
 	}
+	if s.raw == nil {
+		s.raw = make([]rawStack, 0, 4096)
+	}
 	s.raw = append(s.raw, raw)
 }
 
 // rawStack is a stack record as the first pass takes it, before the
-// merge by time (assemble orders them): frames arena[off:off+n], the
+// merge by time (assemble orders them): n frames kept at off (keep), the
 // first nk of them kernel frames, or a reference to a cache key.
 type rawStack struct {
 	recTS, ts int64 // the record's time; the event's
@@ -263,7 +266,7 @@ func (s *stackState) assemble() {
 			continue
 		}
 		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
-		user := part{off: r.off + r.nk, n: r.n - r.nk, ok: r.n > r.nk}
+		user := part{off: r.off + r.nk, n: r.n - r.nk, ok: r.n > r.nk} // same chunk
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
@@ -312,16 +315,30 @@ func (s *stackState) addUser(ts int64, tid uint32, u part) {
 	}
 }
 
-// keep copies frames into the arena of collected frames.
+// arenaChunk is the size of the arena's chunks, in frames: the arena
+// grows by chunks, never copied (a stack has at most a few hundred
+// frames; a record's payload at most 16,384).
+const arenaChunk = 1 << 16
+
+// keep copies frames into the arena of collected frames. A part's off is
+// the chunk (high 16 bits) and the offset in it (low 16 bits).
 func (s *stackState) keep(f []uint64) part {
-	off := len(s.arena)
-	s.arena = append(s.arena, f...)
-	return part{off: uint32(off), n: uint32(len(f)), ok: true}
+	n := len(s.arena)
+	if n == 0 || len(s.arena[n-1])+len(f) > cap(s.arena[n-1]) {
+		s.arena = append(s.arena, make([]uint64, 0, max(arenaChunk, len(f))))
+		n++
+	}
+	c := &s.arena[n-1]
+	off := len(*c)
+	*c = append(*c, f...)
+	return part{off: uint32(n-1)<<16 | uint32(off), n: uint32(len(f)), ok: true}
 }
 
 // frames returns the frames of a part that holds frames.
 func (s *stackState) frames(pt part) []uint64 {
-	return s.arena[pt.off : pt.off+pt.n : pt.off+pt.n]
+	c := s.arena[pt.off>>16]
+	off := pt.off & 0xffff
+	return c[off : off+pt.n : off+pt.n]
 }
 
 // sortCollected orders the collected stacks by event (the second pass
