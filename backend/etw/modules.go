@@ -344,6 +344,7 @@ type collectedID struct {
 func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 	if p.ids1 == nil {
 		p.ids1 = make(map[idKey]int32, 1024)
+		p.ids1s = make([]collectedID, 0, 1024)
 	}
 	k := idKey{base: id.base, ts: ts}
 	i, ok := p.ids1[k]
