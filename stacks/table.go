@@ -255,6 +255,12 @@ func (t *Table) userFrame(p event.ProcessKey, addr uint64, at int64) symbolize.F
 		look--
 	}
 	m := t.module(p, look, at)
+	if m == nil && p != (event.ProcessKey{}) {
+		// A user part may hold kernel frames: a Windows user-mode
+		// callback (user code calls the kernel, which calls back into
+		// user code) is one user stack with kernel frames inside.
+		m = t.module(event.ProcessKey{}, look, at)
+	}
 	fr := t.sym.Symbolize(m, look)
 	fr.Addr = addr
 	if fr.Module != "" {

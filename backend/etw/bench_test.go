@@ -200,3 +200,27 @@ func BenchmarkDecodeLargest(b *testing.B) {
 	}
 	report(b, len(recs), cpu0)
 }
+
+// BenchmarkPipelineStacks reads the largest fixture (the PerfView trace,
+// 12,280 StackWalk records and 562 inline stacks) with its stacks joined
+// to their events, and BenchmarkPipelineNoStacks with them left aside
+// (Options.NoStacks), side by side for docs/benchmarks.md.
+func BenchmarkPipelineStacks(b *testing.B) { benchStacks(b, false) }
+
+// BenchmarkPipelineNoStacks: see BenchmarkPipelineStacks.
+func BenchmarkPipelineNoStacks(b *testing.B) { benchStacks(b, true) }
+
+func benchStacks(b *testing.B, off bool) {
+	path, bytes, n := largest(b)
+	b.SetBytes(bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cputime.Process()
+	for i := 0; i < b.N; i++ {
+		var d discard
+		if err := ReadFile(context.Background(), path, Options{NoStacks: off}, &d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, n, cpu0)
+}

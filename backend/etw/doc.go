@@ -8,7 +8,11 @@
 // linked to the file request whose thread issued it (event Cause,
 // CausedIOs, CausedBytes; reads that caused none are cache hits), and
 // processes are named after their executables (Image and Kernel-Process
-// events).
+// events). Images become module facts with their PE and PDB identities
+// (Image, KernelTraceControl ImageID/DbgID_RSDS and iotrace's own image
+// events), and the kernel's stack walks (StackWalk, whole or compressed,
+// and manifest events' inline stacks) become stack facts joined to the
+// file requests and disk I/Os they belong to.
 //
 // [ReadFile] reads an .etl file in two passes: the first collects every
 // name, rundown, process, thread and volume fact (file rundowns come at the

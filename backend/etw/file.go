@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
-	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -34,9 +33,9 @@ func FileRecords(r *etl.Reader) Records {
 	return &fileRecords{r: r}
 }
 
-// decodable selects the records a decoder may know: the others are only
-// counted, by kind.
-var decodable = etl.NewSelection(kernel.MayDecode)
+// decodable selects the records the second pass wants (pass2Wants): the
+// others are only counted, by kind.
+var decodable = etl.NewSelection(pass2Wants)
 
 type fileRecords struct {
 	r     *etl.Reader

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -17,7 +18,7 @@ func fuzzRecords(data []byte) []record.Record {
 	var recs []record.Record
 	ts := int64(1000)
 	groups := []uint8{record.GroupEventTrace, record.GroupDiskIo, record.GroupProcess, record.GroupFileIo,
-		record.GroupThread, record.GroupSystemConfig, record.GroupImage}
+		record.GroupThread, record.GroupSystemConfig, record.GroupImage, record.GroupStackWalk}
 	for len(data) >= 8 && len(recs) < 256 {
 		d := data[:8]
 		data = data[8:]
@@ -28,14 +29,24 @@ func fuzzRecords(data []byte) []record.Record {
 			CPU: uint16(d[4] >> 4), UserData: data[:n],
 		}
 		switch d[4] & 7 {
-		case 0, 5, 6:
+		case 0, 5:
 			r.Kind = record.KindSystem
+		case 6:
+			r.Kind = record.KindSystem
+			if d[4]&8 != 0 {
+				// iotrace's own provider.
+				r.Kind, r.Provider, r.Opcode = record.KindClassic, ownprovider.GUID, d[1]%4
+			}
 		case 1:
 			r.Kind, r.ThreadID, r.ProcessID = record.KindPerfInfo, record.NoID, record.NoID
 		case 2:
 			r.Kind, r.Provider, r.ID = record.KindEvent, kernel.GUIDKernelFile, uint16(d[1]%32)
 		case 3:
 			r.Kind, r.Provider = record.KindClassic, kernel.GUIDSysConfig
+			if d[4]&8 != 0 {
+				// KernelTraceControl image identities.
+				r.Provider = kernel.GUIDImageID
+			}
 		case 4, 7:
 			r.Kind, r.Provider, r.ID, r.Version = record.KindEvent, kernel.GUIDKernelProc, uint16(d[1]%16), uint16(d[2]%4)
 		}
@@ -56,7 +67,7 @@ func fuzzSeed(recs []record.Record) []byte {
 			continue
 		}
 		d := make([]byte, 8)
-		d[0] = map[uint8]byte{0: 0, 1: 1, 3: 2, 4: 3, 5: 4, 0x0B: 5, 0x14: 6}[r.Group]
+		d[0] = map[uint8]byte{0: 0, 1: 1, 3: 2, 4: 3, 5: 4, 0x0B: 5, 0x14: 6, 0x18: 7}[r.Group]
 		d[1], d[2], d[3] = r.Opcode, byte(r.Version), byte(r.PointerSize>>3)
 		if r.Kind == record.KindPerfInfo {
 			d[4] = 1
@@ -73,6 +84,8 @@ func fuzzSeed(recs []record.Record) []byte {
 // unique event IDs, and every Cause names a file event of the stream.
 func FuzzPipeline(f *testing.F) {
 	f.Add(fuzzSeed(scenario(8, 3).recs[:12]))
+	f.Add(fuzzSeed(stackScenario(8).recs))
+	f.Add(fuzzSeed(stackScenario(4).recs))
 	f.Add(fuzzSeed(linkScenario(8, 3).recs))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -85,6 +98,7 @@ func FuzzPipeline(f *testing.F) {
 			t.Fatalf("begins %d trailer %v", out.begins, out.trailer)
 		}
 		checkIDs(t, out.events)
+		checkStackFacts(t, &out)
 		// A second pass that leaves out the records no decoder knows
 		// and only counts them gives the same output.
 		var dec sink
@@ -129,16 +143,36 @@ func checkIDs(t *testing.T, evs []event.Event) {
 }
 
 // decodableSlice is a SliceRecords whose EachDecodable reports the records
-// kernel.MayDecode rejects instead of delivering them, as a compacted ETL
-// reader does.
+// the second pass does not want (pass2Wants) instead of delivering them,
+// as a compacted ETL reader does.
 type decodableSlice struct{ SliceRecords }
 
 func (s *decodableSlice) EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(*record.Record, uint64)) error {
 	return s.Each(ctx, func(r *record.Record) error {
-		if !kernel.MayDecode(r) {
+		if !pass2Wants(r) {
 			undecodable(r, 1)
 			return nil
 		}
 		return fn(r)
 	})
+}
+
+// checkStackFacts checks that every stack an event refers to is a stack
+// fact of the stream.
+func checkStackFacts(t *testing.T, s *sink) {
+	t.Helper()
+	ids := map[uint64]bool{}
+	for _, f := range s.facts {
+		if f.Kind == event.FactStack {
+			if f.Handle == 0 || ids[f.Handle] {
+				t.Fatalf("stack fact %d: zero or written twice", f.Handle)
+			}
+			ids[f.Handle] = true
+		}
+	}
+	for _, e := range s.events {
+		if e.Stack != 0 && !ids[e.Stack] {
+			t.Fatalf("event %d refers to stack %d, not in the trace", e.ID, e.Stack)
+		}
+	}
 }

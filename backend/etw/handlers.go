@@ -187,14 +187,27 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 				p.count(StatFileReplaced, event.CountUnpaired, 1)
 				p.finish(old)
 			}
-			r := p.newReq()
-			r.ev = *e
-			p.pendFile[k] = r
-			p.track(r)
+			req := p.newReq()
+			req.ev = *e
+			p.extStack(r, &req.stk)
+			if sp := p.takeStack(r); sp != nil {
+				req.stk = *sp
+			}
+			p.pendFile[k] = req
+			p.track(req)
+			p.noteTarget(r, targetFile, req, 0)
 		} else {
 			e.Flags |= event.FlagNoCompletion
 			p.count(StatFileNoOpEndInTrace, event.CountInfo, 1)
+			if len(r.Ext) > 0 {
+				var sp stackParts
+				p.extStack(r, &sp)
+				p.setStack(e, &sp)
+			} else if sp := p.takeStack(r); sp != nil {
+				p.setStack(e, sp)
+			}
 			p.emitFile(e)
+			p.noteTarget(r, targetDone, nil, 0)
 		}
 	}
 	if ev.Op == event.OpClose && ev.FileObject != 0 {
@@ -273,7 +286,9 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 		issuer = d.ttid
 	}
 	p.candidates(&d, issuer, d.op)
+	d.stk = p.takeStack(r)
 	p.pendDisk[ev.Irp] = d
+	p.noteTarget(r, targetDisk, nil, ev.Irp)
 }
 
 // ticks converts QPC ticks to nanoseconds.
@@ -381,13 +396,18 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 			}
 		}
 	}
+	var sp *stackParts
+	if ok {
+		sp = in.stk
+	}
+	p.noteTarget(r, targetDone, nil, 0)
 	if ok && in.ncand > 0 {
 		p.link(&in, e)
-		p.emit(e)
+		p.emitStacked(e, sp, false)
 		p.release(&in, true)
 		return
 	}
-	p.emit(e)
+	p.emitStacked(e, sp, false)
 }
 
 func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {

@@ -54,6 +54,7 @@ type fileReq struct {
 	linkOK  bool  // counted in inflight: disk I/O may link to it
 	unsure  bool  // a disk I/O it may have caused never completed
 	doneAt  int64
+	stk     stackParts // its stack, joined while it was pending
 }
 
 // linkable reports whether a request of op can cause disk I/O that we
@@ -306,7 +307,7 @@ func (p *Pipeline) emitReq(r *fileReq) {
 			p.count(StatCacheHits, event.CountInfo, 1)
 		}
 	}
-	p.emitFile(e)
+	p.emitStacked(e, &r.stk, true)
 }
 
 // flushLinks settles everything at the end: disk Inits without

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/resolve"
@@ -40,6 +41,10 @@ type Options struct {
 	// or kernel group, id or opcode, version) to the trailer, besides the
 	// one counter per provider it always has.
 	UndecodedDetail bool
+	// NoStacks leaves the stacks of the trace aside (StackWalk records
+	// and stack extended data items are counted, not decoded): for a
+	// reader that shows no stacks.
+	NoStacks bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
@@ -118,6 +123,7 @@ type diskInit struct {
 	op       event.Op
 	ncand    uint8
 	cand     [maxCandidates]*fileReq // file requests it may belong to (link.go)
+	stk      *stackParts             // its stack, joined while it was pending
 }
 
 type procSpan struct {
@@ -135,6 +141,7 @@ type Pipeline struct {
 
 	dec    *kernel.Decoder
 	ev     kernel.Event
+	kev    kernel.Event // records the first pass takes before the merge
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
 	dos    map[string]string // NT path → DOS path cache
@@ -170,6 +177,16 @@ type Pipeline struct {
 	images   map[uint32][]imageSeen
 	mainImg  map[event.ProcessKey]*mainImage
 
+	// Stacks (stacks.go) and modules (modules.go).
+	stk       stackState
+	pendMod   pendingModule
+	idsBefore []modIdentity
+	mods      map[modKey]struct{}
+	ids1      map[idKey]int32 // identities a file's first pass collected (index in ids1s)
+	ids1s     []collectedID
+	pdbIDs    map[pdbKey]pdbEntry
+	peIDs     map[uint64]string
+
 	scratch  event.Event
 	fact     event.Fact
 	nextID   uint64
@@ -203,6 +220,9 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		procInfo: make(map[uint32]procInfo),
 		images:   make(map[uint32][]imageSeen),
 		mainImg:  make(map[event.ProcessKey]*mainImage),
+		mods:     make(map[modKey]struct{}),
+		pdbIDs:   make(map[pdbKey]pdbEntry),
+		peIDs:    make(map[uint64]string),
 		counts:   make(map[string]uint64),
 		problems: make(map[string]event.CounterKind),
 		qpcFreq:  opts.QPCFreq,
@@ -266,6 +286,13 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return errEnded
 	}
 	p.records++
+	if p.opts.NoStacks && isStackWalk(r) {
+		p.count(StatStacksOff, event.CountInfo, 1)
+		return nil
+	}
+	if p.mode == modeReplay && takenFirst(r) {
+		return nil // taken by the first pass
+	}
 	if p.mode == modeCollect && !p.collectWanted(r) {
 		return nil
 	}
@@ -289,6 +316,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if t > p.lastTime {
 		p.lastTime = t
 	}
+	if p.pendMod.has || len(p.idsBefore) > 0 {
+		p.settleModules(r.Timestamp, false)
+	}
 	switch ev.Kind {
 	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
 		p.onFileName(ev, t)
@@ -302,10 +332,20 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onDiskDone(r, ev, t)
 	case kernel.KindProcess:
 		p.onProcess(ev, t)
+		p.otherStack(r)
 	case kernel.KindThread:
 		p.onThread(ev, t)
+		p.otherStack(r)
 	case kernel.KindImage:
 		p.onImage(r, ev, t)
+		p.onModule(r, ev, t)
+		p.otherStack(r)
+	case kernel.KindStack, kernel.KindStackKeyRef, kernel.KindStackKeyDef:
+		p.onStack(r, ev)
+	case kernel.KindImageID, kernel.KindImageDbgID:
+		p.onIdentityRecord(r, ev)
+	case kernel.KindOwnMarker, kernel.KindOwnVolume, kernel.KindOwnImage:
+		p.onOwn(r, ev, t)
 	case kernel.KindPhysicalDisk, kernel.KindLogicalDisk, kernel.KindComputer,
 		kernel.KindVolumeMapping, kernel.KindSystemPaths:
 		p.onConfig(ev, t)
@@ -313,16 +353,94 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if len(p.deferred) > 0 {
 		p.expire(false)
 	}
+	if p.stk.heldN > 0 && p.records%holdCheckEvery == 0 {
+		p.expireHeld(false)
+	}
 	return p.err
 }
 
-// countUndecodable counts n records like r that Push would count as
-// undecodable (kernel.MayDecode is false for them), as Push would.
+// pass2Wants reports whether the second pass of a file needs r: records a
+// decoder may know (kernel.MayDecode), but for those the first pass took
+// (takenFirst).
+func pass2Wants(r *record.Record) bool {
+	return kernel.MayDecode(r) && !takenFirst(r)
+}
+
+// takenFirst reports whether the first pass of a file takes r whole, in
+// any order, before the merge by time: stack walks and image identities.
+// The second pass does not see them.
+func takenFirst(r *record.Record) bool {
+	switch kernel.ClassOf(r) {
+	case kernel.ClassStackWalk, kernel.ClassImageID:
+		return true
+	case kernel.ClassOwn:
+		return r.Opcode == ownprovider.OpcodeImage
+	}
+	return false
+}
+
+// takeFirst decodes and keeps a record the first pass takes (takenFirst);
+// records no decoder knows are left to the second pass's counts.
+func (p *Pipeline) takeFirst(r *record.Record) {
+	if isStackWalk(r) {
+		sw, ok, err := kernel.DecodeStackWalk(r)
+		switch {
+		case !ok:
+		case err != nil:
+			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		case sw.Kind == kernel.KindStackKeyDef:
+			p.defineKey(r, sw.StackKey, sw.Frames)
+		default:
+			p.collectStack(r, &sw)
+		}
+		return
+	}
+	if kernel.ClassOf(r) == kernel.ClassImageID {
+		im, ok, err := kernel.DecodeImageID(r)
+		switch {
+		case !ok:
+		case err != nil:
+			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		default:
+			id := modIdentity{base: im.ImageBase, tds: im.TimeDateStamp, size: im.ImageSize}
+			if im.HasPDB && len(im.PdbName) > 0 {
+				id.hasPDB, id.guid, id.age = true, im.PdbGUID, im.Age
+				id.pdbID = p.pdbID(im.PdbName, im.PdbGUID, im.Age)
+			}
+			p.collectIdentity(r.Timestamp, &id)
+		}
+		return
+	}
+	ev := &p.kev
+	ok, err := p.dec.Decode(r, ev)
+	if !ok {
+		return
+	}
+	if err != nil {
+		p.stk.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
+		return
+	}
+	switch ev.Kind {
+	case kernel.KindImageID, kernel.KindImageDbgID, kernel.KindOwnImage:
+		if id, ok := p.identityOf(r, ev); ok {
+			p.collectIdentity(r.Timestamp, &id)
+		}
+	}
+}
+
+// countUndecodable counts n records like r that the second pass does not
+// want (pass2Wants is false for them), as Push would count them.
 func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	if p.err != nil || p.ended {
 		return
 	}
 	p.records += n
+	if takenFirst(r) {
+		if p.opts.NoStacks && isStackWalk(r) {
+			p.count(StatStacksOff, event.CountInfo, n)
+		}
+		return // taken by the first pass
+	}
 	if p.mode != modeCollect {
 		p.dec.CountUnknown(r, n)
 	}
@@ -335,7 +453,8 @@ var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
 	switch k {
 	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
 		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
-		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths:
+		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
+		kernel.KindOwnVolume:
 		return true
 	case kernel.KindFileRequest:
 		return op == event.OpOpen || op == event.OpClose
@@ -368,6 +487,18 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 // records: a source may apply it before merging its streams by time.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
+	switch c {
+	case kernel.ClassStackWalk:
+		if !p.opts.NoStacks {
+			p.takeFirst(r)
+		}
+		return false
+	case kernel.ClassImageID, kernel.ClassOwn:
+		if takenFirst(r) {
+			p.takeFirst(r)
+			return false
+		}
+	}
 	if pass1Facts.Has(c, code) {
 		return true
 	}
@@ -660,7 +791,11 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 			return p.err
 		}
 	}
+	p.settleModules(0, true)
 	p.flushPending()
+	p.expireHeld(true)
+	p.flushStacks()
+	p.flushIdentities()
 	if p.err != nil {
 		return p.err
 	}

@@ -35,7 +35,7 @@ type keptRecords interface {
 // (kernel.MayDecode is false), and count them instead.
 type decodableRecords interface {
 	// EachDecodable is Each, except that it may report records for which
-	// kernel.MayDecode is false to undecodable, with a count, instead of
+	// pass2Wants is false to undecodable, with a count, instead of
 	// passing them to fn (the record undecodable gets has only the
 	// fields that identify its kind). The records passed to fn come in
 	// the order Each would pass them.
@@ -102,6 +102,8 @@ func (p *Pipeline) startReplay() {
 	p.chooseImages()
 	p.dec = kernel.NewDecoder()
 	p.records = 0
+	p.stk.replayErrors(p)
+	p.stk.sortCollected()
 	p.lastTime = 0
 	p.dos = make(map[string]string)
 }

@@ -86,6 +86,9 @@ func buildTable() *table {
 	addSystemConfig(t)
 	addKernelFile(t)
 	addKernelProcess(t)
+	addStackWalk(t)
+	addImageID(t)
+	addOwn(t)
 	return t
 }
 

@@ -35,8 +35,8 @@ func recordFor(k Key, data []byte) *record.Record {
 	switch k.Class {
 	case ClassKernelFile, ClassKernelProcess:
 		r.Kind, r.Provider, r.ID = record.KindEvent, classGUID[k.Class], k.Code
-	case ClassSysConfig:
-		r.Kind, r.Provider, r.Opcode = record.KindClassic, GUIDSysConfig, uint8(k.Code)
+	case ClassSysConfig, ClassImageID, ClassOwn:
+		r.Kind, r.Provider, r.Opcode = record.KindClassic, classGUID[k.Class], uint8(k.Code)
 	default:
 		r.Kind, r.Opcode = record.KindSystem, uint8(k.Code)
 		for g, c := range groupClass {
@@ -66,6 +66,21 @@ func FuzzDecode(f *testing.F) {
 		if !ok {
 			t.Fatalf("no decoder for %v", k)
 		}
+		// The fast paths agree with the table's decoders.
+		switch k.Class {
+		case ClassStackWalk:
+			sw, ok2, err2 := DecodeStackWalk(r)
+			if !ok2 || (err2 == nil) != (err == nil) || err == nil && (sw.StackTime != ev.StackTime ||
+				sw.Tid != ev.Tid || sw.StackKey != ev.StackKey || sw.Frames.Len() != ev.Frames.Len()) {
+				t.Fatalf("%v: DecodeStackWalk %+v %v, Decode %v", k, sw, err2, err)
+			}
+		case ClassImageID:
+			im, ok2, err2 := DecodeImageID(r)
+			if !ok2 || (err2 == nil) != (err == nil) || err == nil && (im.ImageBase != ev.ImageBase ||
+				string(im.PdbName) != string(ev.PdbName) || im.TimeDateStamp != ev.TimeDateStamp) {
+				t.Fatalf("%v: DecodeImageID %+v %v, Decode %v", k, im, err2, err)
+			}
+		}
 		if err != nil {
 			if _, isField := err.(*FieldError); !isField {
 				t.Fatalf("%v: error %T %v, want *FieldError", k, err, err)
@@ -73,7 +88,13 @@ func FuzzDecode(f *testing.F) {
 			_ = err.Error()
 			return
 		}
-		for _, s := range [][]byte{ev.Name, ev.Name2, ev.ImageFileName} {
+		if n := ev.Frames.Len(); n > 0 {
+			if n*ev.Frames.PtrSize() > len(data) {
+				t.Fatalf("%v: frames beyond the payload", k)
+			}
+			_ = ev.Frames.At(n - 1)
+		}
+		for _, s := range [][]byte{ev.Name, ev.Name2, ev.ImageFileName, ev.PdbName} {
 			if len(s) > len(data) {
 				t.Fatalf("%v: string longer than the payload", k)
 			}

@@ -20,7 +20,7 @@ var (
 	imageV0 = []field{ptr("BaseAddress", dImageBase), u32("ModuleSize", dImageSize), wstr("ImageFileName", dName)}
 	imageV1 = []field{ptr("ImageBase", dImageBase), ptr("ImageSize", dImageSize), u32("ProcessId", dPid), wstr("FileName", dName)}
 	imageV2 = []field{ptr("ImageBase", dImageBase), ptr("ImageSize", dImageSize), u32("ProcessId", dPid),
-		u32("ImageChecksum", dNone), u32("TimeDateStamp", dNone), u32("Reserved0", dNone), ptr("DefaultBase", dNone),
+		u32("ImageChecksum", dChecksum), u32("TimeDateStamp", dTimeDateStamp), u32("Reserved0", dNone), ptr("DefaultBase", dNone),
 		skip("Reserved1-4", 16), wstr("FileName", dName)}
 )
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -27,11 +28,14 @@ const (
 	ClassSysConfig           // KernelTraceControl SysConfig (volume mapping, system paths)
 	ClassKernelFile          // Microsoft-Windows-Kernel-File manifest provider
 	ClassKernelProcess       // Microsoft-Windows-Kernel-Process manifest provider
+	ClassStackWalk           // kernel group 0x18: stack walks
+	ClassImageID             // KernelTraceControl ImageID: image identities of merged traces
+	ClassOwn                 // iotrace's own provider (package ownprovider)
 	numClasses
 )
 
 var classNames = [...]string{"unknown", "EventTrace", "DiskIo", "Process", "FileIo", "Thread",
-	"SystemConfig", "Image", "SysConfig", "Kernel-File", "Kernel-Process"}
+	"SystemConfig", "Image", "SysConfig", "Kernel-File", "Kernel-Process", "StackWalk", "ImageID", "iotrace"}
 
 func (c Class) String() string {
 	if c < numClasses {
@@ -52,6 +56,8 @@ var (
 	GUIDSysConfig    = mustGUID("9b79ee91-b5fd-41c0-a243-4248e266e9d0")
 	GUIDKernelFile   = mustGUID("edd08927-9cc4-4e65-b970-c2560fb5c289")
 	GUIDKernelProc   = mustGUID("22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716")
+	GUIDStackWalk    = mustGUID("def2fe46-7bd6-4b80-bd94-f57fe20d0ce3")
+	GUIDImageID      = mustGUID("b3e675d7-2554-4f18-830b-2762732560de")
 )
 
 // classGUID is the GUID of each class: the classic (MOF) GUID of a kernel
@@ -60,7 +66,8 @@ var classGUID = [numClasses]record.GUID{
 	ClassEventTrace: GUIDEventTrace, ClassDiskIo: GUIDDiskIo, ClassProcess: GUIDProcess,
 	ClassFileIo: GUIDFileIo, ClassThread: GUIDThread, ClassSystemConfig: GUIDSystemConfig,
 	ClassImage: GUIDImage, ClassSysConfig: GUIDSysConfig, ClassKernelFile: GUIDKernelFile,
-	ClassKernelProcess: GUIDKernelProc,
+	ClassKernelProcess: GUIDKernelProc, ClassStackWalk: GUIDStackWalk, ClassImageID: GUIDImageID,
+	ClassOwn: ownprovider.GUID,
 }
 
 // groupClass maps a kernel event group to its class.
@@ -72,6 +79,7 @@ var groupClass = [256]Class{
 	record.GroupThread:       ClassThread,
 	record.GroupSystemConfig: ClassSystemConfig,
 	record.GroupImage:        ClassImage,
+	record.GroupStackWalk:    ClassStackWalk,
 }
 
 // ClassOf returns the class of r: by kernel group for records with a
@@ -151,6 +159,14 @@ const (
 	KindVolumeMapping       // SysConfig VolumeMapping: NT device path → DOS path
 	KindSystemPaths         // SysConfig SystemPaths: the Windows directory
 	KindIgnored             // a known event that carries nothing iotrace uses
+	KindStack               // StackWalk Stack: an event's stack (StackTime, Pid, Tid, Frames)
+	KindStackKeyRef         // StackWalk StackKeyKernel/StackKeyUser: an event's stack by cache key
+	KindStackKeyDef         // StackWalk KeyCreate/KeyDelete/KeyRundown: a cache key's frames
+	KindImageID             // KernelTraceControl ImageID: an image's PE TimeDateStamp and size
+	KindImageDbgID          // KernelTraceControl DbgID_RSDS: an image's PDB GUID, age and name
+	KindOwnMarker           // iotrace provider marker (payload: ownprovider.DecodeMarker)
+	KindOwnVolume           // iotrace provider volume map (payload: ownprovider.DecodeVolume)
+	KindOwnImage            // iotrace provider image identity (payload: ownprovider.DecodeImage)
 )
 
 // Phase says whether a process, thread or image event starts or ends its
@@ -228,8 +244,24 @@ type Event struct {
 	Pid, PPid, Tid uint32
 	SessionID      uint32
 	ExitStatus     uint32
-	// ImageBase and ImageSize of image events.
-	ImageBase, ImageSize uint64
+	// ImageBase and ImageSize of image and image identity events;
+	// Checksum and TimeDateStamp (PE header) of Image v2+ and ImageID.
+	ImageBase, ImageSize    uint64
+	Checksum, TimeDateStamp uint32
+	// PdbGUID (in-memory GUID layout), Age and PdbName (ANSI) of a
+	// DbgID_RSDS.
+	PdbGUID [16]byte
+	Age     uint32
+	PdbName AStr
+
+	// StackTime is the timestamp (raw clock) of the event a stack
+	// belongs to; Pid and Tid its process and thread. Frames are the
+	// return addresses (pointer size each, innermost first) of a Stack
+	// or a key definition; StackKey is the cache key of a key reference
+	// or definition.
+	StackTime int64
+	StackKey  uint64
+	Frames    Frames
 	// Processors and MHz of a SystemConfig CPU event.
 	Processors, MHz uint32
 

@@ -57,6 +57,8 @@ const (
 	dName
 	dName2
 	dImageFileName
+	dTimeDateStamp
+	dChecksum
 )
 
 // field is one payload field of a layout.
@@ -283,6 +285,10 @@ func setNum(ev *Event, d dest, v uint64) {
 		ev.ExitStatus = uint32(v)
 	case dImageBase:
 		ev.ImageBase = v
+	case dTimeDateStamp:
+		ev.TimeDateStamp = uint32(v)
+	case dChecksum:
+		ev.Checksum = uint32(v)
 	case dImageSize:
 		ev.ImageSize = v
 	case dProcessors:

@@ -1,0 +1,434 @@
+package etw
+
+import (
+	"fmt"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize"
+)
+
+// Modules and their identities.
+//
+// Every Image event (load, unload, rundown at the start or the end of the
+// session) becomes a module fact: process Pid (0 and ProcStart 0 for the
+// kernel's drivers), ImageBase as Handle, ImageSize as Size, the file as
+// Name (NT paths mapped to drive letters) and, from Image v2 on, the PE
+// TimeDateStamp and SizeOfImage as Detail ("pe:%08X%X"). An Unload ends
+// the module.
+//
+// The identity a symbol server needs (the PDB's GUID, age and name) is not
+// in Image events: traces merged by xperf, WPR or PerfView carry it in
+// KernelTraceControl ImageID and DbgID_RSDS records, and traces recorded
+// by iotrace in its own provider's Image events (ownprovider.Image). They
+// are logged with the image's own timestamp, just before (merged traces)
+// or just after (iotrace's live sessions) its Image event. The pipeline
+// pairs them by ImageBase and timestamp: a file's first pass collects the
+// identities before the merge (collectIdentity) and the second gives them
+// to their images; a live session holds an image until a record with a
+// later timestamp arrives, and identities until their image does. An
+// identity whose image never comes is counted.
+
+// Counter names of module facts and identities.
+const (
+	StatModules          = "etw: modules (images loaded or running)"
+	StatModulesPDB       = "etw: modules with their PDB identity (GUID, age, name)"
+	StatModulesNoPDB     = "etw: modules without a PDB identity (the trace has no ImageID/DbgID_RSDS or iotrace image records for them): frames in them cannot be named from a PDB"
+	StatIdentityNoImage  = "etw: image identity records without their image (ImageID, DbgID_RSDS, iotrace image)"
+	StatRundownEndKnown  = "etw: image rundowns at trace end for modules already known (not repeated)"
+	StatMarkers          = "etw: markers"
+	StatOwnDecodeErrors  = "etw: iotrace provider records whose payload does not decode (skipped)"
+	StatIdentityConflict = "etw: image identity records that disagree with an earlier one for the same image (first kept)"
+)
+
+// modIdentity is what identity records say about one image.
+type modIdentity struct {
+	ts     int64 // raw timestamp of the records
+	base   uint64
+	tds    uint32 // PE TimeDateStamp (0: unknown)
+	size   uint64
+	hasPDB bool
+	guid   [16]byte
+	age    uint32
+	pdbID  string // symbolize.PDBID
+}
+
+// pdbKey finds the PDB identity string of a GUID and age (cache).
+type pdbKey struct {
+	guid [16]byte
+	age  uint32
+}
+
+type pdbEntry struct {
+	name, id string
+}
+
+// pdbID returns symbolize.PDBID(name, guid, age), cached: the same
+// images load in every process.
+func (p *Pipeline) pdbID(name []byte, guid [16]byte, age uint32) string {
+	k := pdbKey{guid, age}
+	if e, ok := p.pdbIDs[k]; ok && e.name == string(name) {
+		return e.id
+	}
+	n := string(name)
+	id := symbolize.PDBID(n, guid, age)
+	if len(p.pdbIDs) < 1<<16 {
+		p.pdbIDs[k] = pdbEntry{name: n, id: id}
+	}
+	return id
+}
+
+// peID returns the "pe:" identity of a TimeDateStamp and size, cached.
+func (p *Pipeline) peID(tds uint32, size uint64) string {
+	k := uint64(tds)<<32 ^ size
+	if s, ok := p.peIDs[k]; ok {
+		return s
+	}
+	s := peID(tds, size)
+	if len(p.peIDs) < 1<<16 {
+		p.peIDs[k] = s
+	}
+	return s
+}
+
+// pendingModule is an image event held until its identity records have
+// had their chance to arrive.
+type pendingModule struct {
+	ts    int64
+	f     event.Fact
+	id    modIdentity
+	has   bool
+	known bool // a rundown at the end of a module already emitted
+}
+
+// modKey identifies a loaded module.
+type modKey struct {
+	pid  uint32
+	base uint64
+}
+
+func peID(tds uint32, size uint64) string { return fmt.Sprintf("pe:%08X%X", tds, size) }
+
+// settleModules emits the held image and counts the identities left
+// without their image, once a record with a later timestamp than theirs
+// arrives (ts), or at the end (force).
+func (p *Pipeline) settleModules(ts int64, force bool) {
+	if p.pendMod.has && (force || ts > p.pendMod.ts) {
+		p.flushModule()
+	}
+	if len(p.idsBefore) > 0 && (force || ts > p.idsBefore[0].ts) {
+		n := 0
+		for _, id := range p.idsBefore {
+			if force || ts > id.ts {
+				p.count(StatIdentityNoImage, event.CountUnresolved, 1)
+				continue
+			}
+			p.idsBefore[n] = id
+			n++
+		}
+		p.idsBefore = p.idsBefore[:n]
+	}
+}
+
+// flushModule emits the held image (unless it is already known).
+func (p *Pipeline) flushModule() {
+	if !p.pendMod.has {
+		return
+	}
+	p.pendMod.has = false
+	if !p.pendMod.known {
+		p.emitModule(&p.pendMod.f, &p.pendMod.id)
+	}
+}
+
+// onModule turns an Image event into a module fact, held until its
+// identity records (at the same timestamp) are in.
+func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
+	if p.mode == modeCollect || ev.ImageBase == 0 {
+		return
+	}
+	pid := ev.Pid
+	if pid == 0 && ev.Key.Version == 0 && hasContext(r) {
+		pid = r.ProcessID // Image v0 has no ProcessId field
+	}
+	k := modKey{pid: pid, base: ev.ImageBase}
+	known := false
+	var start int64
+	if pid != 0 {
+		start = p.procStart(pid, t)
+	}
+	switch ev.Phase {
+	case kernel.PhaseEnd:
+		if _, ok := p.mods[k]; ok {
+			delete(p.mods, k)
+			p.fact = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase,
+				Size: ev.ImageSize, End: true}
+			p.emitFact(&p.fact)
+		}
+		// Merged traces log the identity of unloaded images too: they
+		// are taken, not counted as orphans.
+		known = true
+	case kernel.PhaseDCEnd:
+		if _, ok := p.mods[k]; ok {
+			// Known: its identity records (if any) are taken, not
+			// repeated.
+			p.count(StatRundownEndKnown, event.CountInfo, 1)
+			known = true
+		}
+	}
+	p.flushModule()
+	pm := &p.pendMod
+	*pm = pendingModule{ts: r.Timestamp, has: true, known: known}
+	f := &pm.f
+	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,
+		Rundown: ev.Phase == kernel.PhaseDCStart || ev.Phase == kernel.PhaseDCEnd}
+	if !known { // else only its identity records are taken
+		if len(ev.Name) > 0 {
+			f.Name = p.dosPath(ntPath(p.str(ev.Name)))
+		}
+		if ev.TimeDateStamp != 0 {
+			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)
+		}
+	}
+	if p.mode == modeReplay {
+		// A file: its identity records were collected by the first
+		// pass.
+		if id, ok := p.takeIdentity(ev.ImageBase, r.Timestamp); ok {
+			p.mergeIdentity(&pm.id, id)
+		}
+		p.flushModule()
+		if !known {
+			p.mods[k] = struct{}{}
+		}
+		return
+	}
+	// Identities logged before their image (merged traces).
+	n := 0
+	for _, id := range p.idsBefore {
+		if id.base == ev.ImageBase && id.ts == r.Timestamp {
+			p.mergeIdentity(&p.pendMod.id, &id)
+			continue
+		}
+		p.idsBefore[n] = id
+		n++
+	}
+	p.idsBefore = p.idsBefore[:n]
+	if !known {
+		p.mods[k] = struct{}{}
+	}
+}
+
+// mergeIdentity adds what src says to dst.
+func (p *Pipeline) mergeIdentity(dst, src *modIdentity) {
+	if src.tds != 0 {
+		if dst.tds != 0 && (dst.tds != src.tds || dst.size != src.size) {
+			p.count(StatIdentityConflict, event.CountInfo, 1)
+		} else {
+			dst.tds, dst.size = src.tds, src.size
+		}
+	}
+	if src.hasPDB {
+		if dst.hasPDB && (dst.guid != src.guid || dst.age != src.age) {
+			p.count(StatIdentityConflict, event.CountInfo, 1)
+		} else {
+			dst.hasPDB, dst.guid, dst.age, dst.pdbID = true, src.guid, src.age, src.pdbID
+		}
+	}
+	dst.base, dst.ts = src.base, src.ts
+}
+
+// onIdentity takes an identity record: to the held image when it is its
+// own, else kept for an image at the same timestamp.
+func (p *Pipeline) onIdentity(r *record.Record, id *modIdentity) {
+	if p.mode == modeCollect {
+		return
+	}
+	id.ts = r.Timestamp
+	if p.pendMod.has && p.pendMod.ts == id.ts && p.pendMod.f.Handle == id.base {
+		p.mergeIdentity(&p.pendMod.id, id)
+		return
+	}
+	for i := range p.idsBefore {
+		if p.idsBefore[i].base == id.base && p.idsBefore[i].ts == id.ts {
+			p.mergeIdentity(&p.idsBefore[i], id)
+			return
+		}
+	}
+	if len(p.idsBefore) >= maxIdsBefore {
+		p.count(StatIdentityNoImage, event.CountUnresolved, 1)
+		return
+	}
+	p.idsBefore = append(p.idsBefore, *id)
+}
+
+// maxIdsBefore bounds the identities waiting for their image.
+const maxIdsBefore = 64
+
+// emitModule completes a module fact with its identity and emits it.
+func (p *Pipeline) emitModule(f *event.Fact, id *modIdentity) {
+	if f.Detail == "" && id.tds != 0 {
+		f.Detail = p.peID(id.tds, id.size)
+	}
+	if id.hasPDB && id.pdbID != "" {
+		f.Image = id.pdbID
+		p.count(StatModulesPDB, event.CountInfo, 1)
+	} else {
+		p.count(StatModulesNoPDB, event.CountInfo, 1)
+	}
+	p.count(StatModules, event.CountInfo, 1)
+	p.emitFact(f)
+}
+
+// identityOf returns what an identity record (ImageID, DbgID_RSDS,
+// iotrace image) says; ok is false for an iotrace image record that does
+// not decode (counted).
+func (p *Pipeline) identityOf(r *record.Record, ev *kernel.Event) (modIdentity, bool) {
+	id := modIdentity{base: ev.ImageBase}
+	switch ev.Kind {
+	case kernel.KindImageID:
+		id.tds, id.size = ev.TimeDateStamp, ev.ImageSize
+	case kernel.KindImageDbgID:
+		if len(ev.PdbName) > 0 {
+			id.hasPDB, id.guid, id.age = true, ev.PdbGUID, ev.Age
+			id.pdbID = p.pdbID(ev.PdbName, ev.PdbGUID, ev.Age)
+		}
+	case kernel.KindOwnImage:
+		im, err := ownprovider.DecodeImage(r.UserData)
+		if err != nil {
+			if p.mode == modeCollect {
+				p.stk.keepError(r, StatOwnDecodeErrors, err)
+			} else {
+				p.ownError(r, err)
+			}
+			return id, false
+		}
+		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size}
+		if im.HasPDB() {
+			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
+			if im.PdbName != "" {
+				id.pdbID = p.pdbID([]byte(im.PdbName), id.guid, id.age)
+			}
+		}
+	}
+	return id, true
+}
+
+// onIdentityRecord handles an identity record in a live session (a
+// file's first pass takes them: collectIdentity).
+func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
+	if p.mode == modeCollect {
+		return
+	}
+	if id, ok := p.identityOf(r, ev); ok {
+		p.onIdentity(r, &id)
+	}
+}
+
+// idKey finds the identity of an image: its base and the timestamp (raw)
+// its image event and identity records share.
+type idKey struct {
+	base uint64
+	ts   int64
+}
+
+// collectedID is what a file's identity records say about one image.
+type collectedID struct {
+	id modIdentity
+	n  uint64 // records
+}
+
+// collectIdentity keeps an identity record in a file's first pass, in any
+// order: the image event at the same timestamp takes it in the second.
+func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
+	if p.ids1 == nil {
+		p.ids1 = make(map[idKey]int32, 1024)
+		p.ids1s = make([]collectedID, 0, 1024)
+	}
+	k := idKey{base: id.base, ts: ts}
+	i, ok := p.ids1[k]
+	if !ok {
+		i = int32(len(p.ids1s))
+		p.ids1s = append(p.ids1s, collectedID{})
+		p.ids1[k] = i
+	}
+	c := &p.ids1s[i]
+	c.n++
+	id.ts = ts
+	p.mergeIdentity(&c.id, id)
+}
+
+// takeIdentity returns the identity collected for an image event (second
+// pass of a file).
+func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
+	k := idKey{base: base, ts: ts}
+	i, ok := p.ids1[k]
+	if !ok {
+		return nil, false
+	}
+	delete(p.ids1, k)
+	return &p.ids1s[i].id, true
+}
+
+// flushIdentities counts the collected identities no image took.
+func (p *Pipeline) flushIdentities() {
+	for _, i := range p.ids1 {
+		p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1s[i].n)
+	}
+	p.ids1, p.ids1s = nil, nil
+}
+
+// onOwn handles iotrace's own provider's events.
+func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
+	switch ev.Kind {
+	case kernel.KindOwnVolume:
+		v, err := ownprovider.DecodeVolume(r.UserData)
+		if err != nil {
+			p.ownError(r, err)
+			return
+		}
+		if v.NtPath == "" || v.DosPath == "" {
+			return
+		}
+		p.fact = event.Fact{Kind: event.FactVolume, Time: t, Rundown: true, Name: v.NtPath, Image: v.DosPath}
+		p.emitFact(&p.fact)
+	case kernel.KindOwnImage:
+		p.onIdentityRecord(r, ev)
+	case kernel.KindOwnMarker:
+		if p.mode == modeCollect {
+			return
+		}
+		p.count(StatMarkers, event.CountInfo, 1)
+		e := &p.scratch
+		*e = event.New()
+		e.ID = p.newID()
+		e.Source = p.opts.Source
+		e.Layer = event.LayerMarker
+		e.Op = event.OpMarker
+		e.Native = "iotrace/mark"
+		e.Time = t
+		e.CPU = uint32(r.CPU)
+		if hasContext(r) {
+			e.Pid, e.Tid = r.ProcessID, r.ThreadID
+			e.ProcStart = p.procStart(e.Pid, t)
+		}
+		e.Note = ownprovider.DecodeMarker(r.UserData)
+		p.emit(e)
+	}
+}
+
+func (p *Pipeline) ownError(r *record.Record, err error) {
+	p.count(StatOwnDecodeErrors, event.CountDropped, 1)
+	p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
+}
+
+// guidBytes returns g in its in-memory layout.
+func guidBytes(g record.GUID) [16]byte {
+	var b [16]byte
+	b[0], b[1], b[2], b[3] = byte(g.Data1), byte(g.Data1>>8), byte(g.Data1>>16), byte(g.Data1>>24)
+	b[4], b[5] = byte(g.Data2), byte(g.Data2>>8)
+	b[6], b[7] = byte(g.Data3), byte(g.Data3>>8)
+	copy(b[8:], g.Data4[:])
+	return b
+}

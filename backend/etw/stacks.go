@@ -1,0 +1,917 @@
+package etw
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"slices"
+
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/event"
+)
+
+// Stacks.
+//
+// The kernel walks the stack of chosen events itself and logs it as a
+// StackWalk event right after the event, with the event's timestamp and
+// thread (EventTimeStamp, StackThread): a stack belongs to the event with
+// both, as TraceEvent joins them. The user part of a kernel event's stack
+// is walked when the thread returns to user mode and logged then, shared
+// by the thread's kernel events since its last return. With stack caching
+// ("compressed stacks") the parts come as references to cache keys, and
+// the keys' frames come in key definitions, mostly later (when the kernel
+// evicts a key, and at the end of the session for the rest). Manifest
+// events (Kernel-File) carry their stack inline, as an extended data item.
+//
+// A file's first pass takes every stack record and key definition before
+// the merge by time (takeFirst) and assembles each event's stack
+// (assemble); the second pass gives each event its stack as it meets the
+// event (takeStack), in time order. A live session joins a stack to a
+// recent pending event (noteTarget, findTarget) and holds a complete event
+// whose stack still waits for its user part (emitStacked, liveUser).
+//
+// A stack belongs to the request record of a FileIo or Kernel-File
+// operation and to the Init of a disk I/O: it stays with the pending
+// request until the event is emitted. Identical stacks are written once,
+// as a FactStack before the first event that refers to it.
+
+// Counter names of stacks.
+const (
+	StatStacksFile        = "etw: file requests with a stack"
+	StatStacksDisk        = "etw: disk I/Os with a stack"
+	StatStackRecords      = "etw: stack records joined to their event (StackWalk, extended data)"
+	StatStacksOther       = "etw: stack records of other events (process, thread, image…: not kept)"
+	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
+	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
+	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
+	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
+	StatStacksOff         = "etw: stack records left aside (stacks not wanted)"
+	StatStackUserNever    = "etw: stacks whose user part never came (live: the thread did not return to user mode in time; flagged user-lost)"
+	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
+)
+
+// stackParts is a stack as it is being assembled.
+type stackParts struct {
+	kernel, user []uint64
+	has          bool
+	lost         event.FactFlags
+	// waiting (live sessions): the kernel part came, the user part will
+	// come when thread tid returns to user mode.
+	waiting bool
+	tid     uint32
+}
+
+// target kinds: what a stack record may belong to.
+const (
+	targetOther uint8 = iota // an event whose stack iotrace does not keep
+	targetFile               // a pending file request
+	targetDisk               // a pending disk Init
+	targetDone               // an event already emitted
+)
+
+// stackTarget is a recent event a stack may belong to.
+type stackTarget struct {
+	ts   int64 // raw timestamp
+	tid  uint32
+	kind uint8
+	req  *fileReq
+	id   uint64 // the request's event ID (the fileReq may be reused)
+	irp  uint64
+}
+
+// numTargets is how many recent events a stack is looked for among.
+const numTargets = 32
+
+type stackEntry struct {
+	kernel, user []uint64
+	flags        event.FactFlags
+	id           uint64
+}
+
+// stackState is the pipeline's stack state.
+type stackState struct {
+	// A live session: recent events a stack may follow.
+	targets [numTargets]stackTarget
+	next    int
+	// A file's first pass: the stacks, by event, and the key
+	// definitions; the second pass takes them in time order (cur).
+	raw        []rawStack
+	pres       []preStack
+	cur        int
+	waitUser   map[uint32][]int32 // per thread, the events waiting for a user part
+	arena      [][]uint64         // frames kept, by chunk (keep)
+	defs       []keyDef
+	defsSorted bool
+	take       stackParts
+	// A live session: pending events waiting for a user part, and the
+	// events held for one, by thread.
+	liveWait map[uint32][]liveWaiter
+	held     map[uint32][]heldEvent
+	heldN    int
+	// Interned stacks.
+	ids     map[uint64][]stackEntry
+	lastID  uint64
+	seed    maphash.Seed
+	scratch []uint64
+	errs    map[string]uint64 // damaged stack records of the first pass, by counter
+	errMsgs []string
+}
+
+// noteTarget records an event a stack record may follow.
+func (p *Pipeline) noteTarget(r *record.Record, kind uint8, req *fileReq, irp uint64) {
+	if p.mode != modeLive {
+		return
+	}
+	s := &p.stk
+	t := &s.targets[s.next]
+	s.next = (s.next + 1) % numTargets
+	*t = stackTarget{ts: r.Timestamp, tid: r.ThreadID, kind: kind, req: req, irp: irp}
+	if req != nil {
+		t.id = req.ev.ID
+	}
+}
+
+// findTarget returns the latest event with the stack's timestamp and
+// thread.
+func (p *Pipeline) findTarget(ts int64, tid uint32) *stackTarget {
+	s := &p.stk
+	for i := 1; i <= numTargets; i++ {
+		t := &s.targets[(s.next-i+numTargets)%numTargets]
+		if t.ts == ts && (t.tid == tid || t.tid == record.NoID) {
+			return t
+		}
+	}
+	return nil
+}
+
+// kernelAddr reports whether a is a kernel-space address.
+func kernelAddr(a uint64, ptr int) bool {
+	if ptr == 4 {
+		return a >= 0x80000000
+	}
+	return a >= 0xFFFF800000000000
+}
+
+// splitFrames appends the kernel frames (innermost, first) and the user
+// frames of a whole stack to sp.
+func splitFrames(sp *stackParts, addrs []uint64, ptr int) {
+	i := 0
+	for i < len(addrs) && kernelAddr(addrs[i], ptr) {
+		i++
+	}
+	sp.kernel = slices.Clone(addrs[:i])
+	sp.user = slices.Clone(addrs[i:])
+	sp.has = true
+}
+
+// part is one part (kernel or user) of a collected stack: frames in the
+// arena, or a reference to a cache key.
+type part struct {
+	off, n uint32 // frames: arena[off:off+n]
+	key    uint64 // the cache key of a reference
+	ts     int64  // the time of the reference record
+	isRef  bool
+	ok     bool
+}
+
+// preStack is the stack of one event, collected in the first pass of a
+// file. It holds no pointers: a file's thousands of them cost the
+// garbage collector nothing.
+type preStack struct {
+	ts         int64 // the event's timestamp (raw) and thread
+	tid        uint32
+	nrec       uint32 // stack records
+	kern, user part
+	shared     bool // user came from another event's stack record
+	taken      bool // an event of the second pass took it
+}
+
+// maxWaitUser bounds the events of one thread waiting for a user part
+// (the threads of the System process never return to user mode).
+const maxWaitUser = 256
+
+// collectStack keeps a stack record for the second pass.
+//
+// The kernel walks the user part of a stack when the thread returns to
+// user mode: a kernel event's stack comes as a kernel part at the event
+// and a user part at the end of the system call, logged with the
+// timestamp of one event of the call and shared by every kernel event of
+// the thread since its last return to user mode, as TraceEvent assembles
+// them. The user part may come after the event is complete (a disk I/O
+// completes before its issuer returns to user mode): collecting them in
+// the first pass gives each event its whole stack.
+func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
+	s := &p.stk
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, tid: sw.Tid}
+	switch {
+	case sw.Kind == kernel.KindStack:
+		ptr := sw.Frames.PtrSize()
+		f := sw.Frames.AppendTo(s.scratch[:0])
+		s.scratch = f
+		i := 0
+		for i < len(f) && kernelAddr(f[i], ptr) {
+			i++
+		}
+		fr := s.keep(f)
+		raw.off, raw.nk, raw.n = fr.off, uint32(i), fr.n
+	case sw.Opcode == kernel.OpcodeStackKeyKernel:
+		raw.key, raw.ref = sw.StackKey, refKernel
+	default:
+		raw.key, raw.ref = sw.StackKey, refUser
+	}
+	if s.raw == nil {
+		s.raw = make([]rawStack, 0, 4096)
+	}
+	s.raw = append(s.raw, raw)
+}
+
+// rawStack is a stack record as the first pass takes it, before the
+// merge by time (assemble orders them): n frames kept at off (keep), the
+// first nk of them kernel frames, or a reference to a cache key.
+type rawStack struct {
+	recTS, ts int64 // the record's time; the event's
+	key       uint64
+	off, nk   uint32
+	n, tid    uint32
+	ref       uint8
+}
+
+// Kinds of key references of a rawStack.
+const (
+	refNone uint8 = iota
+	refKernel
+	refUser
+)
+
+// assemble builds the stacks of events from the stack records, in time
+// order.
+func (s *stackState) assemble() {
+	order := make([]tsIndex, len(s.raw))
+	for i := range s.raw {
+		order[i] = tsIndex{ts: s.raw[i].recTS, i: uint64(i)}
+	}
+	sortTS(order)
+	s.waitUser = make(map[uint32][]int32)
+	s.pres = make([]preStack, 0, len(s.raw))
+	for _, o := range order {
+		r := &s.raw[o.i]
+		switch r.ref {
+		case refKernel:
+			s.addKernel(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
+		case refUser:
+			s.addUser(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
+		}
+		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
+		user := part{off: r.off + r.nk, n: r.n - r.nk, ok: r.n > r.nk} // same chunk
+		switch {
+		case kern.ok && user.ok:
+			// A whole stack: its user part is its own.
+			s.pres = append(s.pres, preStack{ts: r.ts, tid: r.tid, nrec: 1, kern: kern, user: user})
+		case kern.ok:
+			s.addKernel(r.ts, r.tid, kern)
+		case user.ok:
+			s.addUser(r.ts, r.tid, user)
+		}
+	}
+	s.raw = nil
+}
+
+// addKernel collects the kernel part of the stack of the event at ts on
+// tid: the event then waits for its thread's next user part.
+func (s *stackState) addKernel(ts int64, tid uint32, k part) {
+	s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, kern: k})
+	list := s.waitUser[tid]
+	if len(list) >= maxWaitUser {
+		list = append(list[:0], list[1:]...)
+	}
+	s.waitUser[tid] = append(list, int32(len(s.pres)-1))
+}
+
+// addUser collects a user part: the event's own, and that of every kernel
+// event of the thread still waiting for one.
+func (s *stackState) addUser(ts int64, tid uint32, u part) {
+	list := s.waitUser[tid]
+	own := false
+	for _, j := range list {
+		e := &s.pres[j]
+		if e.user.ok {
+			continue
+		}
+		e.user, e.shared = u, true
+		if e.ts == ts && !own {
+			e.shared, own = false, true
+			e.nrec++
+		}
+	}
+	if list != nil {
+		s.waitUser[tid] = list[:0]
+	}
+	if !own {
+		s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, user: u})
+	}
+}
+
+// arenaChunk is the size of the arena's chunks, in frames: the arena
+// grows by chunks, never copied (a stack has at most a few hundred
+// frames; a record's payload at most 16,384).
+const arenaChunk = 1 << 16
+
+// keep copies frames into the arena of collected frames. A part's off is
+// the chunk (high 16 bits) and the offset in it (low 16 bits).
+func (s *stackState) keep(f []uint64) part {
+	n := len(s.arena)
+	if n == 0 || len(s.arena[n-1])+len(f) > cap(s.arena[n-1]) {
+		s.arena = append(s.arena, make([]uint64, 0, max(arenaChunk, len(f))))
+		n++
+	}
+	c := &s.arena[n-1]
+	off := len(*c)
+	*c = append(*c, f...)
+	return part{off: uint32(n-1)<<16 | uint32(off), n: uint32(len(f)), ok: true}
+}
+
+// frames returns the frames of a part that holds frames.
+func (s *stackState) frames(pt part) []uint64 {
+	c := s.arena[pt.off>>16]
+	off := pt.off & 0xffff
+	return c[off : off+pt.n : off+pt.n]
+}
+
+// sortCollected orders the collected stacks by event (the second pass
+// meets the events in time order) and the key definitions by key.
+func (s *stackState) sortCollected() {
+	s.assemble()
+	// Sort small (time, thread and index) keys, then move each stack
+	// once.
+	order := make([]tsIndex, len(s.pres))
+	for i := range s.pres {
+		order[i] = tsIndex{ts: s.pres[i].ts, i: uint64(s.pres[i].tid)<<32 | uint64(i)}
+	}
+	sortTS(order)
+	sorted := make([]preStack, len(s.pres))
+	for j, o := range order {
+		sorted[j] = s.pres[uint32(o.i)]
+	}
+	s.pres = sorted
+	s.cur = 0
+	s.sortDefs()
+	s.waitUser = nil
+}
+
+// tsIndex is a sort key: a time, then i (which ends with an index, so
+// that equal times keep their order).
+type tsIndex struct {
+	ts int64
+	i  uint64
+}
+
+func sortTS(o []tsIndex) {
+	slices.SortFunc(o, func(a, b tsIndex) int {
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+}
+
+// takeStack returns the stack the first pass collected for the event of
+// record r (nil when none), resolving its cache keys.
+func (p *Pipeline) takeStack(r *record.Record) *stackParts {
+	return p.takeStackCounted(r, true)
+}
+
+func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
+	s := &p.stk
+	if p.mode != modeReplay || len(s.pres) == 0 || r.ThreadID == record.NoID {
+		// An event logged without its thread (PERFINFO header): the
+		// events whose stacks iotrace keeps have one.
+		return nil
+	}
+	ts := r.Timestamp
+	for s.cur < len(s.pres) && s.pres[s.cur].ts < ts {
+		s.cur++
+	}
+	var ps preStack
+	found := false
+	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
+		e := &s.pres[j]
+		if e.tid != r.ThreadID || e.taken {
+			continue
+		}
+		e.taken, found = true, true
+		ps.nrec += e.nrec
+		if !ps.kern.ok {
+			ps.kern = e.kern
+		}
+		if !ps.user.ok {
+			ps.user, ps.shared = e.user, e.shared
+		}
+	}
+	if !found {
+		return nil
+	}
+	if !joined {
+		p.count(StatStacksOther, event.CountInfo, uint64(ps.nrec))
+		return nil
+	}
+	p.count(StatStackRecords, event.CountInfo, uint64(ps.nrec))
+	sp := &s.take
+	*sp = stackParts{has: true}
+	if ps.kern.ok {
+		if f, ok := p.partFrames(ps.kern, true); ok {
+			sp.kernel = f
+		} else {
+			sp.lost |= event.FactKernelLost
+		}
+	}
+	if ps.user.ok {
+		if ps.shared {
+			p.count(StatStackUserShared, event.CountInfo, 1)
+		}
+		if f, ok := p.partFrames(ps.user, false); ok {
+			sp.user = f
+		} else {
+			sp.lost |= event.FactUserLost
+		}
+	}
+	return sp
+}
+
+// partFrames returns the frames of a collected part.
+func (p *Pipeline) partFrames(pt part, kernelSide bool) ([]uint64, bool) {
+	if !pt.isRef {
+		return p.stk.frames(pt), true
+	}
+	return p.keyFrames(pt.key, kernelSide, pt.ts)
+}
+
+// otherStack counts the stack of an event whose stack iotrace does not
+// keep.
+func (p *Pipeline) otherStack(r *record.Record) {
+	if p.mode == modeReplay {
+		p.takeStackCounted(r, false)
+		return
+	}
+	p.noteTarget(r, targetOther, nil, 0)
+}
+
+// flushStacks counts the collected stacks no event took.
+func (p *Pipeline) flushStacks() {
+	var n uint64
+	for i := range p.stk.pres {
+		if !p.stk.pres[i].taken {
+			n += uint64(p.stk.pres[i].nrec)
+		}
+	}
+	if n > 0 {
+		p.count(StatStacksNoEvent, event.CountInfo, n)
+	}
+	p.stk.pres, p.stk.arena, p.stk.defs = nil, nil, nil
+}
+
+// onStack handles StackWalk records.
+func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
+	if p.mode != modeLive {
+		return // a file's first pass takes them before the merge (takeFirst)
+	}
+	if ev.Kind == kernel.KindStackKeyDef {
+		p.defineKey(r, ev.StackKey, ev.Frames)
+		return
+	}
+	// A live session: the stack follows its event; its user part may
+	// come when the thread returns to user mode (liveUser).
+	if userOnly(r, ev) && p.liveUser(r, ev) {
+		return
+	}
+	t := p.findTarget(ev.StackTime, ev.Tid)
+	if t == nil {
+		p.count(StatStacksNoEvent, event.CountInfo, 1)
+		return
+	}
+	var sp *stackParts
+	switch t.kind {
+	case targetFile:
+		if t.req.ev.ID != t.id || t.req.emitted {
+			p.count(StatStacksLate, event.CountDropped, 1)
+			return
+		}
+		sp = &t.req.stk
+	case targetDisk:
+		d, ok := p.pendDisk[t.irp]
+		if !ok || d.t != p.clock.ToNanos(t.ts) {
+			p.count(StatStacksLate, event.CountDropped, 1)
+			return
+		}
+		if d.stk == nil {
+			d.stk = &stackParts{}
+			p.pendDisk[t.irp] = d
+		}
+		sp = d.stk
+	case targetDone:
+		p.count(StatStacksLate, event.CountDropped, 1)
+		return
+	default:
+		p.count(StatStacksOther, event.CountInfo, 1)
+		return
+	}
+	p.liveStackPart(sp, r, ev)
+	p.count(StatStackRecords, event.CountInfo, 1)
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 {
+		// Its user part comes when the thread returns to user mode
+		// (the System process's threads never do).
+		sp.waiting, sp.tid = true, ev.Tid
+		w := liveWaiter{sp: sp}
+		if t.kind == targetFile {
+			w.req, w.id = t.req, t.id
+		}
+		s := &p.stk
+		if s.liveWait == nil {
+			s.liveWait = make(map[uint32][]liveWaiter)
+		}
+		list := s.liveWait[ev.Tid]
+		if len(list) >= maxWaitUser {
+			list = append(list[:0], list[1:]...)
+		}
+		s.liveWait[ev.Tid] = append(list, w)
+	}
+}
+
+// userOnly reports whether a stack record is a user part alone.
+func userOnly(r *record.Record, ev *kernel.Event) bool {
+	if ev.Kind == kernel.KindStackKeyRef {
+		return r.Opcode == kernel.OpcodeStackKeyUser
+	}
+	return ev.Frames.Len() > 0 && !kernelAddr(ev.Frames.At(0), ev.Frames.PtrSize())
+}
+
+// kernelOnly reports whether a stack record is a kernel part alone.
+func kernelOnly(r *record.Record, ev *kernel.Event) bool {
+	if ev.Kind == kernel.KindStackKeyRef {
+		return r.Opcode == kernel.OpcodeStackKeyKernel
+	}
+	n := ev.Frames.Len()
+	return n > 0 && kernelAddr(ev.Frames.At(n-1), ev.Frames.PtrSize())
+}
+
+// liveWaiter is a pending event whose stack waits for its user part.
+type liveWaiter struct {
+	sp  *stackParts
+	req *fileReq // a file request (the fileReq may be reused: id)
+	id  uint64
+}
+
+// heldEvent is an event complete but for the user part of its stack
+// (live sessions).
+type heldEvent struct {
+	e    event.Event
+	sp   stackParts
+	file bool
+}
+
+// Live sessions hold an event whose stack waits for its user part at
+// most this long (trace time) and this many per thread.
+const (
+	maxHoldTime    = 2_000_000_000
+	maxHeldPerTid  = 64
+	holdCheckEvery = 256
+)
+
+// liveUser gives a user part to the kernel events of its thread waiting
+// for one, pending or held; it reports whether any took it.
+func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
+	s := &p.stk
+	tid := ev.Tid
+	waiters, held := s.liveWait[tid], s.held[tid]
+	if len(waiters) == 0 && len(held) == 0 {
+		return false
+	}
+	var up stackParts
+	p.liveStackPart(&up, r, ev)
+	user := slices.Clone(up.user)
+	p.count(StatStackRecords, event.CountInfo, 1)
+	for _, w := range waiters {
+		if w.req != nil && (w.req.ev.ID != w.id || w.req.emitted) {
+			continue
+		}
+		if w.sp.waiting {
+			w.sp.user, w.sp.waiting = user, false
+			w.sp.lost |= up.lost & event.FactUserLost
+		}
+	}
+	delete(s.liveWait, tid)
+	for i := range held {
+		h := &held[i]
+		h.sp.user, h.sp.waiting = user, false
+		h.sp.lost |= up.lost & event.FactUserLost
+		p.releaseHeld(h)
+	}
+	if held != nil {
+		s.heldN -= len(held)
+		delete(s.held, tid)
+	}
+	return true
+}
+
+// emitStacked emits e with its stack, or holds it while its stack waits
+// for its user part (live sessions).
+func (p *Pipeline) emitStacked(e *event.Event, sp *stackParts, file bool) {
+	if sp != nil && sp.waiting && p.mode == modeLive {
+		s := &p.stk
+		if s.held == nil {
+			s.held = make(map[uint32][]heldEvent)
+		}
+		list := s.held[sp.tid]
+		if len(list) >= maxHeldPerTid {
+			p.releaseNoUser(&list[0])
+			list = append(list[:0], list[1:]...)
+			s.heldN--
+		}
+		s.held[sp.tid] = append(list, heldEvent{e: *e, sp: *sp, file: file})
+		s.heldN++
+		return
+	}
+	p.setStack(e, sp)
+	if file {
+		p.emitFile(e)
+	} else {
+		p.emit(e)
+	}
+}
+
+// releaseNoUser emits a held event whose user part never came.
+func (p *Pipeline) releaseNoUser(h *heldEvent) {
+	h.sp.waiting = false
+	h.sp.lost |= event.FactUserLost
+	p.count(StatStackUserNever, event.CountDropped, 1)
+	p.releaseHeld(h)
+}
+
+func (p *Pipeline) releaseHeld(h *heldEvent) {
+	p.setStack(&h.e, &h.sp)
+	if h.file {
+		p.emitFile(&h.e)
+	} else {
+		p.emit(&h.e)
+	}
+}
+
+// expireHeld emits the held events that waited too long (all of them at
+// the end).
+func (p *Pipeline) expireHeld(all bool) {
+	s := &p.stk
+	for tid, list := range s.held {
+		n := 0
+		for i := range list {
+			if all || p.lastTime-list[i].e.End() > maxHoldTime {
+				p.releaseNoUser(&list[i])
+				continue
+			}
+			list[n] = list[i]
+			n++
+		}
+		s.heldN -= len(list) - n
+		if n == 0 {
+			delete(s.held, tid)
+		} else {
+			s.held[tid] = list[:n]
+		}
+	}
+}
+
+// liveStackPart adds a stack record's frames to sp (live sessions).
+func (p *Pipeline) liveStackPart(sp *stackParts, r *record.Record, ev *kernel.Event) {
+	ptr := ev.Frames.PtrSize()
+	switch {
+	case ev.Kind == kernel.KindStack:
+		splitFrames(sp, ev.Frames.AppendTo(p.stk.scratch[:0]), ptr)
+	case r.Opcode == kernel.OpcodeStackKeyKernel:
+		if f, ok := p.keyFrames(ev.StackKey, true, r.Timestamp); ok {
+			sp.kernel = f
+		} else {
+			sp.lost |= event.FactKernelLost
+		}
+		sp.has = true
+	default:
+		if f, ok := p.keyFrames(ev.StackKey, false, r.Timestamp); ok {
+			sp.user = f
+		} else {
+			sp.lost |= event.FactUserLost
+		}
+		sp.has = true
+	}
+}
+
+// keyDef is the frames a stack cache key stood for, until ts. The
+// kernel's and the user part's keys are apart (the same key can stand
+// for a kernel and a user part at once): a definition belongs to the
+// space of its outermost frame.
+type keyDef struct {
+	key    uint64
+	ts     int64
+	frames part
+	seq    uint32 // arrival order, for equal times
+	kernel bool
+	create bool
+}
+
+// maxLiveDefs bounds the key definitions a live session keeps.
+const maxLiveDefs = 1 << 16
+
+// defineKey records a stack cache key's frames.
+func (p *Pipeline) defineKey(r *record.Record, key uint64, frames kernel.Frames) {
+	s := &p.stk
+	n := frames.Len()
+	if n == 0 {
+		return
+	}
+	if p.mode == modeLive && len(s.defs) >= maxLiveDefs {
+		// A live session keeps the latest half.
+		s.defs = append(s.defs[:0], s.defs[len(s.defs)/2:]...)
+	}
+	f := frames.AppendTo(s.scratch[:0])
+	s.scratch = f
+	s.defs = append(s.defs, keyDef{key: key, ts: r.Timestamp, frames: s.keep(f), seq: uint32(len(s.defs)),
+		kernel: kernelAddr(f[n-1], frames.PtrSize()), create: r.Opcode == kernel.OpcodeStackKeyCreate})
+	s.defsSorted = false
+}
+
+// sortDefs orders the key definitions by key, space and time.
+func (s *stackState) sortDefs() {
+	if s.defsSorted {
+		return
+	}
+	slices.SortFunc(s.defs, func(a, b keyDef) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if a.kernel != b.kernel {
+			if a.kernel {
+				return 1
+			}
+			return -1
+		}
+		if c := cmp.Compare(a.ts, b.ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	s.defsSorted = true
+}
+
+// keyFrames returns the frames key (of the kernel or the user space)
+// stood for at ts: the first deletion or rundown of the key at or after
+// ts, else the last creation before it.
+func (p *Pipeline) keyFrames(key uint64, kernelSide bool, ts int64) ([]uint64, bool) {
+	s := &p.stk
+	s.sortDefs()
+	i, _ := slices.BinarySearchFunc(s.defs, key, func(d keyDef, k uint64) int { return cmp.Compare(d.key, k) })
+	var created *keyDef
+	for ; i < len(s.defs) && s.defs[i].key == key; i++ {
+		d := &s.defs[i]
+		if d.kernel != kernelSide {
+			continue
+		}
+		if d.create {
+			if d.ts <= ts {
+				created = d
+			}
+			continue
+		}
+		if d.ts >= ts {
+			return s.frames(d.frames), true
+		}
+	}
+	if created != nil {
+		return s.frames(created.frames), true
+	}
+	p.count(StatStackKeyUndefined, event.CountDropped, 1)
+	return nil, false
+}
+
+// Extended data item types of stacks (EVENT_HEADER_EXT_TYPE_*).
+const (
+	extStackTrace32 = 5
+	extStackTrace64 = 6
+	extStackKey32   = 17
+	extStackKey64   = 18
+)
+
+// isStackWalk reports whether r is a StackWalk record.
+func isStackWalk(r *record.Record) bool {
+	switch r.Kind {
+	case record.KindSystem, record.KindCompact, record.KindPerfInfo:
+		return r.Group == record.GroupStackWalk
+	}
+	return r.Kind == record.KindClassic && r.Provider == kernel.GUIDStackWalk
+}
+
+// extStack takes the stack a manifest event carries inline, if any.
+func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
+	if p.opts.NoStacks {
+		return
+	}
+	for i := range r.Ext {
+		x := &r.Ext[i]
+		switch x.Type {
+		case extStackTrace32, extStackTrace64:
+			ptr := 8
+			if x.Type == extStackTrace32 {
+				ptr = 4
+			}
+			b := x.Data
+			if len(b) < 8+ptr || (len(b)-8)%ptr != 0 {
+				p.count(StatDecodeErrors+": stack extended data", event.CountDropped, 1)
+				continue
+			}
+			addrs := make([]uint64, 0, (len(b)-8)/ptr)
+			for off := 8; off < len(b); off += ptr {
+				if ptr == 4 {
+					addrs = append(addrs, uint64(binary.LittleEndian.Uint32(b[off:])))
+				} else {
+					addrs = append(addrs, binary.LittleEndian.Uint64(b[off:]))
+				}
+			}
+			splitFrames(sp, addrs, ptr)
+			p.count(StatStackRecords, event.CountInfo, 1)
+			return
+		case extStackKey32, extStackKey64:
+			p.count(StatStackKeyExt, event.CountDropped, 1)
+		}
+	}
+}
+
+// setStack gives e the ID of its stack, writing the stack fact first when
+// it is new.
+func (p *Pipeline) setStack(e *event.Event, sp *stackParts) {
+	if sp == nil || !sp.has || p.mode == modeCollect {
+		return
+	}
+	if e.Layer == event.LayerBlock {
+		p.count(StatStacksDisk, event.CountInfo, 1)
+	} else {
+		p.count(StatStacksFile, event.CountInfo, 1)
+	}
+	e.Stack = p.internStack(sp.kernel, sp.user, sp.lost)
+}
+
+func (p *Pipeline) internStack(k, u []uint64, flags event.FactFlags) uint64 {
+	s := &p.stk
+	if s.ids == nil {
+		s.ids = make(map[uint64][]stackEntry)
+		s.seed = maphash.MakeSeed()
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	var b [8]byte
+	for _, a := range k {
+		binary.LittleEndian.PutUint64(b[:], a)
+		h.Write(b[:])
+	}
+	h.WriteByte(0xff)
+	for _, a := range u {
+		binary.LittleEndian.PutUint64(b[:], a)
+		h.Write(b[:])
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(flags))
+	h.Write(b[:])
+	sum := h.Sum64()
+	for _, e := range s.ids[sum] {
+		if e.flags == flags && slices.Equal(e.kernel, k) && slices.Equal(e.user, u) {
+			return e.id
+		}
+	}
+	s.lastID++
+	s.ids[sum] = append(s.ids[sum], stackEntry{kernel: k, user: u, flags: flags, id: s.lastID})
+	p.fact = event.Fact{Kind: event.FactStack, Handle: s.lastID, Kernel: k, User: u, Flags: flags}
+	p.emitFact(&p.fact)
+	return s.lastID
+}
+
+// keepError keeps the decoding error of a record the first pass takes
+// (stack walks, image identities) for the second, which does not see
+// them: a count per counter and the first few messages.
+func (s *stackState) keepError(r *record.Record, counter string, err error) {
+	if s.errs == nil {
+		s.errs = make(map[string]uint64)
+	}
+	s.errs[counter]++
+	if len(s.errMsgs) < maxWarnings {
+		s.errMsgs = append(s.errMsgs, fmt.Sprintf("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err))
+	}
+}
+
+// replayErrors counts (and reports) the errors keepError kept, once the
+// second pass has begun.
+func (s *stackState) replayErrors(p *Pipeline) {
+	for name, n := range s.errs {
+		p.count(name, event.CountDropped, n)
+	}
+	for _, m := range s.errMsgs {
+		p.warn("%s", m)
+	}
+	s.errs, s.errMsgs = nil, nil
+}
