@@ -49,6 +49,10 @@ func (r *jsonlReader) section() io.Reader {
 }
 
 func (r *jsonlReader) Run(ctx context.Context, sink event.Sink) error {
+	if m, ok := mapSection(r.f, r.off, r.n); ok {
+		defer m.unmap()
+		return m.guard(r.name, func() error { return output.ReadJSONLBytes(ctx, m.data, r.name, sink, m.release) })
+	}
 	return output.ReadJSONL(ctx, r.section(), r.name, sink)
 }
 
@@ -68,6 +72,10 @@ func (r *jsonlReader) Close() error {
 // ScanFacts delivers every fact of the trace to fn, passing over event
 // lines without decoding them. Damage is left for Run to report.
 func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
+	if m, ok := mapSection(r.f, r.off, r.n); ok {
+		defer m.unmap()
+		return m.guard(r.name, func() error { return output.ScanJSONLFactsBytes(ctx, m.data, r.name, fn, m.release) })
+	}
 	return output.ScanJSONLFacts(ctx, r.section(), r.name, fn)
 }
 
@@ -79,8 +87,48 @@ func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) erro
 // The file is read in large chunks searched for the trailer's prefix;
 // only around a trailer are lines looked at. Going line by line through a
 // multi-gigabyte file cost about 8 % of a report.
-func jsonlTraceStarts(f *os.File) ([]int64, error) {
+func jsonlTraceStarts(f *os.File) (starts []int64, err error) {
+	if m, ok := mapSection(f, 0, -1); ok {
+		defer m.unmap()
+		err = m.guard(f.Name(), func() error {
+			starts = jsonlTraceStartsIn(m.data, m.release)
+			return nil
+		})
+		return starts, err
+	}
 	return jsonlTraceStartsChunked(f, 4<<20)
+}
+
+// jsonlTraceStartsIn is jsonlTraceStarts for a whole file in memory,
+// searched a window at a time so that release can be told what is done
+// with.
+func jsonlTraceStartsIn(data []byte, release func(upto int)) []int64 {
+	const window = 16 << 20
+	prefix := []byte(jsonlTrailerStart)
+	starts := []int64{0}
+	for from := 0; from < len(data); {
+		to := min(from+window, len(data))
+		// The prefixes that begin in [from, to).
+		seg := data[from:min(to+len(prefix)-1, len(data))]
+		for k := 0; ; k++ {
+			x := bytes.Index(seg[k:], prefix)
+			if x < 0 {
+				break
+			}
+			k += x
+			// With the whole file at hand and at offset 0, the file
+			// itself is never read.
+			s, _ := jsonlStartAfterTrailer(nil, data, 0, from+k, true)
+			if s > 0 && s > starts[len(starts)-1] {
+				starts = append(starts, s)
+			}
+		}
+		if release != nil {
+			release(to)
+		}
+		from = to
+	}
+	return starts
 }
 
 func jsonlTraceStartsChunked(f io.ReaderAt, chunk int) ([]int64, error) {

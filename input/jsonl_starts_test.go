@@ -59,6 +59,9 @@ func checkTraceStarts(t *testing.T, data []byte) {
 			t.Fatalf("chunk %d: starts %v, want %v, in %q", chunk, got, want, data)
 		}
 	}
+	if got := jsonlTraceStartsIn(data, nil); !slices.Equal(got, want) {
+		t.Fatalf("in memory: starts %v, want %v, in %q", got, want, data)
+	}
 }
 
 var (

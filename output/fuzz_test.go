@@ -42,6 +42,21 @@ func FuzzReadJSONL(f *testing.F) {
 		if err := synth.Compare(generic.Trace(), tr); err != nil {
 			t.Fatalf("schema decoder and go-json only read different traces: %v", err)
 		}
+		// In memory (a mapped file): the same trace and error, whatever
+		// the copy holds after the read (nothing may point into it).
+		mem := synth.NewRecorder()
+		cp := bytes.Clone(data)
+		released := 0
+		errM := ReadJSONLBytes(context.Background(), cp, "fuzz", mem, func(upto int) { released = upto })
+		for i := range cp {
+			cp[i] = 'x'
+		}
+		if fmt.Sprint(err) != fmt.Sprint(errM) || released > len(data) {
+			t.Fatalf("from a reader: %v\nin memory: %v (released %d of %d)", err, errM, released, len(data))
+		}
+		if err := synth.Compare(tr, mem.Trace()); err != nil {
+			t.Fatalf("from a reader and in memory, different traces: %v", err)
+		}
 		var facts, scanned []event.Fact
 		_ = readJSONL(context.Background(), bytes.NewReader(data), "fuzz", factFunc(func(f *event.Fact) error {
 			facts = append(facts, *f)
@@ -53,6 +68,13 @@ func FuzzReadJSONL(f *testing.F) {
 		})
 		if errS != nil {
 			t.Fatalf("fact pre-pass: %v", errS)
+		}
+		var memFacts []event.Fact
+		if err := ScanJSONLFactsBytes(context.Background(), data, "fuzz", func(f *event.Fact) error {
+			memFacts = append(memFacts, *f)
+			return nil
+		}, nil); err != nil || !reflect.DeepEqual(memFacts, scanned) {
+			t.Fatalf("the fact pre-pass in memory: %v, %d facts against %d", err, len(memFacts), len(scanned))
 		}
 		if !reflect.DeepEqual(facts, scanned) {
 			t.Fatalf("the fact pre-pass delivers %d facts, the reader %d:\n%+v\n%+v", len(scanned), len(facts), scanned, facts)

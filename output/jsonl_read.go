@@ -151,7 +151,11 @@ func ReadJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink) e
 // the error is fn's, ctx's, or a read error, and the replay counts and
 // names every damaged line once.
 func ScanJSONLFacts(ctx context.Context, r io.Reader, name string, fn func(*event.Fact) error) error {
-	err := readJSONL(ctx, r, name, factFunc(fn), readFacts)
+	return scanFactsErr(ctx, readJSONL(ctx, r, name, factFunc(fn), readFacts))
+}
+
+// scanFactsErr is what ScanJSONLFacts returns for the reading's err.
+func scanFactsErr(ctx context.Context, err error) error {
 	var fe factErr
 	if errors.As(err, &fe) {
 		return fe.err
@@ -230,9 +234,82 @@ const (
 	readFacts                   // fast, and plain event lines skipped (ScanJSONLFacts)
 )
 
+// lineSource hands out a trace's lines one at a time, as
+// bufio.Reader.ReadSlice('\n') does: the line with its '\n'; the last
+// line without one and io.EOF; nil and io.EOF at the end. A line is valid
+// until the next call.
+type lineSource interface {
+	next() ([]byte, error)
+}
+
+// bufLines reads lines through a buffer, gathering a line longer than it.
+type bufLines struct{ br *bufio.Reader }
+
+func (b bufLines) next() ([]byte, error) {
+	raw, err := b.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		// A line longer than the buffer: gather it.
+		long := append([]byte(nil), raw...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			raw, err = b.br.ReadSlice('\n')
+			long = append(long, raw...)
+		}
+		raw = long
+	}
+	return raw, err
+}
+
+// byteLines hands out the lines of a trace held in memory (a mapped
+// file), without copying them. release, when set, is told every
+// releaseEvery bytes that the lines before upto are done with.
+type byteLines struct {
+	data    []byte
+	pos     int
+	done    int
+	release func(upto int)
+}
+
+// releaseEvery is how often byteLines calls release.
+const releaseEvery = 16 << 20
+
+func (b *byteLines) next() ([]byte, error) {
+	if b.release != nil && b.pos-b.done >= releaseEvery {
+		b.release(b.pos)
+		b.done = b.pos
+	}
+	rest := b.data[b.pos:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		b.pos += i + 1
+		return rest[:i+1], nil
+	}
+	b.pos = len(b.data)
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	return rest, io.EOF
+}
+
+// ReadJSONLBytes is ReadJSONL for a trace held in memory (data, such as a
+// mapped file): lines are decoded where they lie. release, when not nil,
+// is called from time to time with the length of data already read, so
+// that a caller can let go of what it maps.
+func ReadJSONLBytes(ctx context.Context, data []byte, name string, sink event.Sink, release func(upto int)) error {
+	return readJSONLLines(ctx, &byteLines{data: data, release: release}, name, sink, readFast)
+}
+
+// ScanJSONLFactsBytes is ScanJSONLFacts for a trace held in memory, as
+// ReadJSONLBytes is ReadJSONL.
+func ScanJSONLFactsBytes(ctx context.Context, data []byte, name string, fn func(*event.Fact) error, release func(upto int)) error {
+	return scanFactsErr(ctx, readJSONLLines(ctx, &byteLines{data: data, release: release}, name, factFunc(fn), readFacts))
+}
+
 // readJSONL is ReadJSONL in the given mode.
 func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, mode readMode) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	return readJSONLLines(ctx, bufLines{bufio.NewReaderSize(r, 256<<10)}, name, sink, mode)
+}
+
+// readJSONLLines is ReadJSONL in the given mode, from src.
+func readJSONLLines(ctx context.Context, src lineSource, name string, sink event.Sink, mode readMode) error {
 	var dec *eventDecoder
 	if mode != readGeneric {
 		dec = newEventDecoder()
@@ -288,16 +365,7 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, m
 				break
 			}
 		}
-		raw, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: gather it.
-			long := append([]byte(nil), raw...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				raw, err = br.ReadSlice('\n')
-				long = append(long, raw...)
-			}
-			raw = long
-		}
+		raw, err := src.next()
 		if len(raw) == 0 && err != nil {
 			if !errors.Is(err, io.EOF) {
 				readErr = fmt.Errorf("%s: read at byte offset %d: %w", name, off, err)
