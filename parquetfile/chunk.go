@@ -258,11 +258,16 @@ func (c *intColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 		st.MinValue = appendPlainInts(nil, []int64{lo}, phys)
 		st.MaxValue = appendPlainInts(nil, []int64{hi}, phys)
 	}
-	encs := []format.Encoding{enc, format.RLE}
+	return f.meta(&c.colSpec, rows, start, dictOff, dataOff, sz, st, encodings(enc)...)
+}
+
+// encodings lists the encodings of a chunk whose data page is encoded
+// with enc: the levels' RLE, and PLAIN for a dictionary page.
+func encodings(enc format.Encoding) []format.Encoding {
 	if enc == format.RLEDictionary {
-		encs = append(encs, format.Plain)
+		return []format.Encoding{enc, format.RLE, format.Plain}
 	}
-	return f.meta(&c.colSpec, rows, start, dictOff, dataOff, sz, st, encs...)
+	return []format.Encoding{enc, format.RLE}
 }
 
 // intBounds returns the least and greatest of vals, compared as unsigned
@@ -365,11 +370,7 @@ func (c *strColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 		}
 		st.MinValue, st.MaxValue = []byte(lo), []byte(hi)
 	}
-	encs := []format.Encoding{enc, format.RLE}
-	if enc == format.RLEDictionary {
-		encs = append(encs, format.Plain)
-	}
-	return f.meta(&c.colSpec, rows, start, dictOff, dataOff, sz, st, encs...)
+	return f.meta(&c.colSpec, rows, start, dictOff, dataOff, sz, st, encodings(enc)...)
 }
 
 // chunk writes the lists' elements, dictionary-encoded, with their
@@ -394,12 +395,7 @@ func (c *listColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 	levels := len(c.def)
 	f.dataPage(levels, enc, body, &sz)
 	st := format.Statistics{NullCount: int64(levels - len(c.vals))}
-	encs := []format.Encoding{enc, format.RLE}
-	if enc == format.RLEDictionary {
-		encs = append(encs, format.Plain)
-	}
-	cc := f.meta(&c.colSpec, levels, start, dictOff, dataOff, sz, st, encs...)
-	return cc
+	return f.meta(&c.colSpec, levels, start, dictOff, dataOff, sz, st, encodings(enc)...)
 }
 
 // chunk writes a dictionary of the one value and a single RLE run of
