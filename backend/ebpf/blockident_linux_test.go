@@ -51,6 +51,15 @@ func TestBlockEventsShareTheProcessKey(t *testing.T) {
 		}
 	}
 	if linked < 64 {
+		for _, e := range sink.events {
+			if e.Layer == event.LayerBlock {
+				_, known := sys[e.Cause]
+				t.Logf("block event %#x: %s pid %d cause %#x (a file event: %v) sector %d size %d flags %s", e.ID, e.Op, e.Pid, e.Cause, known, e.Sector, e.Size, e.Flags)
+			}
+		}
+		if sink.trailer != nil {
+			t.Logf("stats: %+v", sink.trailer.Stats.Sorted())
+		}
 		t.Fatalf("%d block events linked to a syscall event, want >= 64 (32 direct writes and 32 direct reads)", linked)
 	}
 }

@@ -139,6 +139,19 @@ func TestCacheCategoriesColdWarm(t *testing.T) {
 	}
 	if causedBytes != biosBytes {
 		t.Errorf("reads caused %d bytes of block I/O, the file's block reads carry %d", causedBytes, biosBytes)
+		for _, r := range reads {
+			if r.CausedIOs > 0 {
+				t.Logf("read %#x at %d: caused %d I/Os, %d bytes", r.ID, r.Offset, r.CausedIOs, r.CausedBytes)
+			}
+		}
+		for _, e := range cold.events {
+			if e.Layer == event.LayerBlock {
+				t.Logf("block event %#x: %s pid %d inode %d cause %#x sector %d size %d flags %s", e.ID, e.Op, e.Pid, e.Inode, e.Cause, e.Sector, e.Size, e.Flags)
+			}
+		}
+		if cold.trailer != nil {
+			t.Logf("stats: %+v", cold.trailer.Stats.Sorted())
+		}
 	}
 	rc := reportOf(t, cold).Cache
 	if rc == nil || rc.WaitedReads < uint64(waited) || rc.DiskReads < uint64(disk) {
