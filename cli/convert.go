@@ -123,6 +123,9 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 				return err
 			}
 		}
+		if tab != nil {
+			defer tab.Close()
+		}
 		var s event.Sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 		if tab != nil {
 			// The unnamed frames' counts reach the warning.

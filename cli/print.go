@@ -123,6 +123,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	var tab *stacks.Table
 	if sf.show {
 		tab = sf.table()
+		defer tab.Close()
 		oo.Frames = tab.Lines
 	}
 	out, err := output.New(format, w, oo)

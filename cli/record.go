@@ -195,6 +195,7 @@ func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, p
 	// Frames are named from the modules' files on this machine (matched
 	// by build ID), as they load.
 	tab := stacks.New(stacks.Options{})
+	defer tab.Close()
 	pw := parquetfile.New(out, parquetfile.Options{Stack: tab.FrameStrings})
 	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), func(err error) error {
 		if !pw.Ended() {

@@ -63,6 +63,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				// Frames printed under their events, named from the
 				// modules on this machine, as print --stacks does.
 				tab = (&stackFlags{}).table()
+				defer tab.Close()
 				oo.Frames = tab.Lines
 			}
 			var sink event.Sink

@@ -98,6 +98,10 @@ func New(opts Options) *Table {
 	}
 }
 
+// Close releases what the table's symbolizer holds (on Windows, the
+// dbghelp session); the table must not be used after.
+func (t *Table) Close() error { return t.sym.Close() }
+
 // FrameStrings returns e's stack as Frames does, each frame rendered by
 // FrameString; nil when e has no stack. A stack is rendered once: events
 // with the same stack in the same process get the same slice, which the
