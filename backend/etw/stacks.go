@@ -208,13 +208,12 @@ func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
-		f := sw.Frames.AppendTo(s.scratch[:0])
-		s.scratch = f
+		fr := s.keepFrames(sw.Frames)
+		f := s.frames(fr)
 		i := 0
 		for i < len(f) && kernelAddr(f[i], ptr) {
 			i++
 		}
-		fr := s.keep(f)
 		raw.off, raw.nk, raw.n = fr.off, uint32(i), fr.n
 	case sw.Opcode == kernel.OpcodeStackKeyKernel:
 		raw.key, raw.ref = sw.StackKey, refKernel
@@ -320,18 +319,20 @@ func (s *stackState) addUser(ts int64, tid uint32, u part) {
 // frames; a record's payload at most 16,384).
 const arenaChunk = 1 << 16
 
-// keep copies frames into the arena of collected frames. A part's off is
-// the chunk (high 16 bits) and the offset in it (low 16 bits).
-func (s *stackState) keep(f []uint64) part {
+// keepFrames copies the frames of a record into the arena of collected
+// frames, decoded straight into it. A part's off is the chunk (high 16
+// bits) and the offset in it (low 16 bits).
+func (s *stackState) keepFrames(fr kernel.Frames) part {
 	n := len(s.arena)
-	if n == 0 || len(s.arena[n-1])+len(f) > cap(s.arena[n-1]) {
-		s.arena = append(s.arena, make([]uint64, 0, max(arenaChunk, len(f))))
+	k := fr.Len()
+	if n == 0 || len(s.arena[n-1])+k > cap(s.arena[n-1]) {
+		s.arena = append(s.arena, make([]uint64, 0, max(arenaChunk, k)))
 		n++
 	}
 	c := &s.arena[n-1]
 	off := len(*c)
-	*c = append(*c, f...)
-	return part{off: uint32(n-1)<<16 | uint32(off), n: uint32(len(f)), ok: true}
+	*c = fr.AppendTo(*c)
+	return part{off: uint32(n-1)<<16 | uint32(off), n: uint32(k), ok: true}
 }
 
 // frames returns the frames of a part that holds frames.
@@ -370,12 +371,35 @@ type tsIndex struct {
 }
 
 func sortTS(o []tsIndex) {
+	// The first pass meets the records of each processor in time order,
+	// its streams merged with little lead: nearly sorted. Insertion sort
+	// does that in linear time; it gives up when moves add up.
+	budget := 8 * len(o)
+	for i := 1; i < len(o); i++ {
+		x := o[i]
+		j := i
+		for j > 0 && tsLess(x, o[j-1]) {
+			o[j] = o[j-1]
+			j--
+		}
+		o[j] = x
+		if budget -= i - j; budget < 0 {
+			break
+		}
+	}
+	if budget >= 0 {
+		return
+	}
 	slices.SortFunc(o, func(a, b tsIndex) int {
 		if c := cmp.Compare(a.ts, b.ts); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.i, b.i)
 	})
+}
+
+func tsLess(a, b tsIndex) bool {
+	return a.ts < b.ts || a.ts == b.ts && a.i < b.i
 }
 
 // takeStack returns the stack the first pass collected for the event of
@@ -732,10 +756,9 @@ func (p *Pipeline) defineKey(r *record.Record, key uint64, frames kernel.Frames)
 		// A live session keeps the latest half.
 		s.defs = append(s.defs[:0], s.defs[len(s.defs)/2:]...)
 	}
-	f := frames.AppendTo(s.scratch[:0])
-	s.scratch = f
-	s.defs = append(s.defs, keyDef{key: key, ts: r.Timestamp, frames: s.keep(f), seq: uint32(len(s.defs)),
-		kernel: kernelAddr(f[n-1], frames.PtrSize()), create: r.Opcode == kernel.OpcodeStackKeyCreate})
+	fr := s.keepFrames(frames)
+	s.defs = append(s.defs, keyDef{key: key, ts: r.Timestamp, frames: fr, seq: uint32(len(s.defs)),
+		kernel: kernelAddr(frames.At(n-1), frames.PtrSize()), create: r.Opcode == kernel.OpcodeStackKeyCreate})
 	s.defsSorted = false
 }
 
