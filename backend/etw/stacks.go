@@ -372,9 +372,11 @@ type tsIndex struct {
 
 func sortTS(o []tsIndex) {
 	// The first pass meets the records of each processor in time order,
-	// its streams merged with little lead: nearly sorted. Insertion sort
-	// does that in linear time; it gives up when moves add up.
-	budget := 8 * len(o)
+	// its streams merged with little lead: nearly sorted, or sorted runs
+	// (a stream runs ahead past the records the pass does not keep).
+	// Insertion sort takes the former in linear time; when moves add up,
+	// the ascending runs are merged instead.
+	budget := 2 * len(o)
 	for i := 1; i < len(o); i++ {
 		x := o[i]
 		j := i
@@ -384,18 +386,74 @@ func sortTS(o []tsIndex) {
 		}
 		o[j] = x
 		if budget -= i - j; budget < 0 {
-			break
+			mergeRuns(o)
+			return
 		}
 	}
-	if budget >= 0 {
+}
+
+// mergeRuns sorts o by merging its ascending runs, pairwise, until one is
+// left; when o has many short runs, it sorts it by pdqsort instead.
+func mergeRuns(o []tsIndex) {
+	bounds := []int{0}
+	for i := 1; i < len(o); i++ {
+		if tsLess(o[i], o[i-1]) {
+			bounds = append(bounds, i)
+		}
+	}
+	bounds = append(bounds, len(o))
+	if len(bounds) <= 2 {
 		return
 	}
-	slices.SortFunc(o, func(a, b tsIndex) int {
-		if c := cmp.Compare(a.ts, b.ts); c != 0 {
-			return c
+	if len(bounds) > len(o)/8 {
+		slices.SortFunc(o, func(a, b tsIndex) int {
+			if c := cmp.Compare(a.ts, b.ts); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		return
+	}
+	src, dst := o, make([]tsIndex, len(o))
+	for len(bounds) > 2 {
+		// Merge runs 0 and 1, 2 and 3, ... into dst; bounds are
+		// rewritten in place (each is read before it is overwritten).
+		k := 1
+		for j := 0; j+1 < len(bounds); j += 2 {
+			lo, hi := bounds[j], bounds[j+1]
+			if j+2 < len(bounds) {
+				mid := hi
+				hi = bounds[j+2]
+				mergeTS(dst[lo:hi], src[lo:mid], src[mid:hi])
+			} else {
+				copy(dst[lo:hi], src[lo:hi])
+			}
+			bounds[k] = hi
+			k++
 		}
-		return cmp.Compare(a.i, b.i)
-	})
+		bounds = bounds[:k]
+		src, dst = dst, src
+	}
+	if &src[0] != &o[0] {
+		copy(o, src)
+	}
+}
+
+// mergeTS merges the sorted a and b into d (len(a)+len(b) long).
+func mergeTS(d, a, b []tsIndex) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if tsLess(b[j], a[i]) {
+			d[k] = b[j]
+			j++
+		} else {
+			d[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(d[k:], a[i:])
+	copy(d[k:], b[j:])
 }
 
 func tsLess(a, b tsIndex) bool {
