@@ -114,6 +114,8 @@ type stackState struct {
 	ids     map[uint64][]stackEntry
 	lastID  uint64
 	seed    maphash.Seed
+	idsHint int    // the stacks a file's second pass may intern
+	hbuf    []byte // internStack's hash input
 	scratch []uint64
 	errs    map[string]uint64 // damaged stack records of the first pass, by counter
 	errMsgs []string
@@ -358,6 +360,7 @@ func (s *stackState) sortCollected() {
 		sorted[j] = s.pres[uint32(o.i)]
 	}
 	s.pres = sorted
+	s.idsHint = min(len(s.pres), 1<<16)
 	s.cur = 0
 	s.sortDefs()
 	s.waitUser = nil
@@ -942,24 +945,22 @@ func (p *Pipeline) setStack(e *event.Event, sp *stackParts) {
 func (p *Pipeline) internStack(k, u []uint64, flags event.FactFlags) uint64 {
 	s := &p.stk
 	if s.ids == nil {
-		s.ids = make(map[uint64][]stackEntry)
+		s.ids = make(map[uint64][]stackEntry, s.idsHint)
 		s.seed = maphash.MakeSeed()
 	}
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	var b [8]byte
+	// One hash over the frames laid out as bytes (maphash per word
+	// costs a call each).
+	b := s.hbuf[:0]
 	for _, a := range k {
-		binary.LittleEndian.PutUint64(b[:], a)
-		h.Write(b[:])
+		b = binary.LittleEndian.AppendUint64(b, a)
 	}
-	h.WriteByte(0xff)
+	b = append(b, 0xff)
 	for _, a := range u {
-		binary.LittleEndian.PutUint64(b[:], a)
-		h.Write(b[:])
+		b = binary.LittleEndian.AppendUint64(b, a)
 	}
-	binary.LittleEndian.PutUint64(b[:], uint64(flags))
-	h.Write(b[:])
-	sum := h.Sum64()
+	b = binary.LittleEndian.AppendUint64(b, uint64(flags))
+	s.hbuf = b
+	sum := maphash.Bytes(s.seed, b)
 	for _, e := range s.ids[sum] {
 		if e.flags == flags && slices.Equal(e.kernel, k) && slices.Equal(e.user, u) {
 			return e.id
