@@ -360,7 +360,7 @@ func (s *stackState) sortCollected() {
 		sorted[j] = s.pres[uint32(o.i)]
 	}
 	s.pres = sorted
-	s.idsHint = min(len(s.pres), 1<<16)
+	s.idsHint = min(len(s.pres)/16, 1<<12) // most events share stacks (PerfView fixture: 301 for 1,793)
 	s.cur = 0
 	s.sortDefs()
 	s.waitUser = nil
