@@ -188,6 +188,10 @@ func Decompress(dst, src []byte) (int, error) {
 	return decompressTail(dst, src, in, out, f, halfByte)
 }
 
+// periodWords holds, for a match offset (period) p of 1 to 7, the
+// smallest multiple of p that is at least 8 (a table: no division).
+var periodWords = [8]uint8{0, 8, 8, 9, 8, 10, 12, 14}
+
 // copyMatch copies the length bytes at dst[from:] to dst[out:], from <
 // out, byte by byte as the format defines it (an overlapping match
 // repeats its last out-from bytes), and returns the new output position.
@@ -215,7 +219,7 @@ func copyMatch(dst []byte, out, from, length int) int {
 		// A short period: write the first bytes one by one until a
 		// multiple of the period, k >= 8, lies behind the output; from
 		// there on dst[o] = dst[o-k] and words can be moved.
-		k := offset * ((8 + offset - 1) / offset)
+		k := int(periodWords[offset])
 		first := min(k-offset, length)
 		for i := 0; i < first; i++ {
 			dst[out+i] = dst[from+i]
