@@ -97,7 +97,8 @@ type stackState struct {
 	next    int
 	// A file's first pass: the stacks, by event, and the key
 	// definitions; the second pass takes them in time order (cur).
-	raw        []rawStack
+	raw        [][]rawStack // in chunks of rawChunk (never copied)
+	nraw       int
 	pres       []preStack
 	cur        int
 	waitUser   map[uint32][]int32 // per thread, the events waiting for a user part
@@ -222,11 +223,17 @@ func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	default:
 		raw.key, raw.ref = sw.StackKey, refUser
 	}
-	if s.raw == nil {
-		s.raw = make([]rawStack, 0, 4096)
+	n := len(s.raw)
+	if n == 0 || len(s.raw[n-1]) == cap(s.raw[n-1]) {
+		s.raw = append(s.raw, make([]rawStack, 0, rawChunk))
+		n++
 	}
-	s.raw = append(s.raw, raw)
+	s.raw[n-1] = append(s.raw[n-1], raw)
+	s.nraw++
 }
+
+// rawChunk is the size of the chunks of collected stack records.
+const rawChunk = 4096
 
 // rawStack is a stack record as the first pass takes it, before the
 // merge by time (assemble orders them): n frames kept at off (keep), the
@@ -249,15 +256,17 @@ const (
 // assemble builds the stacks of events from the stack records, in time
 // order.
 func (s *stackState) assemble() {
-	order := make([]tsIndex, len(s.raw))
-	for i := range s.raw {
-		order[i] = tsIndex{ts: s.raw[i].recTS, i: uint64(i)}
+	order := make([]tsIndex, 0, s.nraw)
+	for c, chunk := range s.raw {
+		for i := range chunk {
+			order = append(order, tsIndex{ts: chunk[i].recTS, i: uint64(c*rawChunk + i)})
+		}
 	}
 	sortTS(order)
 	s.waitUser = make(map[uint32][]int32)
-	s.pres = make([]preStack, 0, len(s.raw))
+	s.pres = make([]preStack, 0, s.nraw)
 	for _, o := range order {
-		r := &s.raw[o.i]
+		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
 			s.addKernel(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
@@ -278,7 +287,7 @@ func (s *stackState) assemble() {
 			s.addUser(r.ts, r.tid, user)
 		}
 	}
-	s.raw = nil
+	s.raw, s.nraw = nil, 0
 }
 
 // addKernel collects the kernel part of the stack of the event at ts on
