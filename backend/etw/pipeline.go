@@ -363,14 +363,20 @@ func (p *Pipeline) Push(r *record.Record) error {
 // decoder may know (kernel.MayDecode), but for those the first pass took
 // (takenFirst).
 func pass2Wants(r *record.Record) bool {
-	return kernel.MayDecode(r) && !takenFirst(r)
+	c := kernel.ClassOf(r)
+	return kernel.MayDecodeClass(c, r) && !takenFirstClass(c, r)
 }
 
 // takenFirst reports whether the first pass of a file takes r whole, in
 // any order, before the merge by time: stack walks and image identities.
 // The second pass does not see them.
 func takenFirst(r *record.Record) bool {
-	switch kernel.ClassOf(r) {
+	return takenFirstClass(kernel.ClassOf(r), r)
+}
+
+// takenFirstClass is takenFirst for a record of class c (ClassOf).
+func takenFirstClass(c kernel.Class, r *record.Record) bool {
+	switch c {
 	case kernel.ClassStackWalk, kernel.ClassImageID:
 		return true
 	case kernel.ClassOwn:
@@ -381,7 +387,7 @@ func takenFirst(r *record.Record) bool {
 
 // takeFirst decodes and keeps a record the first pass takes (takenFirst);
 // records no decoder knows are left to the second pass's counts.
-func (p *Pipeline) takeFirst(r *record.Record) {
+func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	if isStackWalk(r) {
 		sw, ok, err := kernel.DecodeStackWalk(r)
 		switch {
@@ -395,7 +401,7 @@ func (p *Pipeline) takeFirst(r *record.Record) {
 		}
 		return
 	}
-	if kernel.ClassOf(r) == kernel.ClassImageID {
+	if c == kernel.ClassImageID {
 		im, ok, err := kernel.DecodeImageID(r)
 		switch {
 		case !ok:
@@ -490,12 +496,12 @@ func (p *Pipeline) collectKeep(r *record.Record) bool {
 	switch c {
 	case kernel.ClassStackWalk:
 		if !p.opts.NoStacks {
-			p.takeFirst(r)
+			p.takeFirst(r, c)
 		}
 		return false
 	case kernel.ClassImageID, kernel.ClassOwn:
-		if takenFirst(r) {
-			p.takeFirst(r)
+		if takenFirstClass(c, r) {
+			p.takeFirst(r, c)
 			return false
 		}
 	}

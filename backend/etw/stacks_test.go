@@ -1,8 +1,10 @@
 package etw
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -647,5 +649,64 @@ func TestLiveUserPartLater(t *testing.T) {
 	}
 	if got := out.trailer.Stats.Get(event.CountDropped, StatStackUserNever); got != 1 {
 		t.Errorf("user parts that never came: %d\n%v", got, out.trailer.Stats.Sorted())
+	}
+}
+
+// TestSortTS checks sortTS against a plain sort on inputs that take each
+// of its ways: sorted, nearly sorted (insertion), interleaved sorted runs
+// (merge) and random (many runs: pdqsort).
+func TestSortTS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	gen := map[string]func(n int) []tsIndex{
+		"sorted": func(n int) []tsIndex {
+			o := make([]tsIndex, n)
+			for i := range o {
+				o[i] = tsIndex{ts: int64(i / 3), i: uint64(i)}
+			}
+			return o
+		},
+		"nearly": func(n int) []tsIndex {
+			o := make([]tsIndex, n)
+			for i := range o {
+				o[i] = tsIndex{ts: int64(i + rng.IntN(4)), i: uint64(i)}
+			}
+			return o
+		},
+		"runs": func(n int) []tsIndex {
+			// Blocks of 1..200 records from one of 8 sorted streams.
+			var o []tsIndex
+			next := make([]int64, 8)
+			for len(o) < n {
+				s := rng.IntN(8)
+				for k := rng.IntN(200) + 1; k > 0 && len(o) < n; k-- {
+					next[s] += int64(rng.IntN(50))
+					o = append(o, tsIndex{ts: next[s], i: uint64(len(o))})
+				}
+			}
+			return o
+		},
+		"random": func(n int) []tsIndex {
+			o := make([]tsIndex, n)
+			for i := range o {
+				o[i] = tsIndex{ts: int64(rng.IntN(n)), i: uint64(i)}
+			}
+			return o
+		},
+	}
+	for name, g := range gen {
+		for _, n := range []int{0, 1, 2, 17, 1000, 20000} {
+			o := g(n)
+			want := slices.Clone(o)
+			slices.SortFunc(want, func(a, b tsIndex) int {
+				if c := cmp.Compare(a.ts, b.ts); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.i, b.i)
+			})
+			sortTS(o)
+			if !slices.Equal(o, want) {
+				t.Fatalf("%s, %d: not sorted", name, n)
+			}
+		}
 	}
 }

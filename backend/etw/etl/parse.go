@@ -201,7 +201,9 @@ func (p *recordParser) parse(data []byte, pos int, rec *record.Record, lastTS in
 	}
 	b = b[:size]
 	rec.HeaderType = ht
-	rec.Ext = nil
+	if rec.Ext != nil {
+		rec.Ext = nil // no write barrier when it already is
+	}
 	rec.ID, rec.Level, rec.Channel, rec.Task, rec.Keyword = 0, 0, 0, 0, 0
 	switch ht {
 	case HeaderSystem32, HeaderSystem64, HeaderCompact32, HeaderCompact64:

@@ -72,7 +72,12 @@ var anyCode = NewCodeFilter(func(Kind, event.Op) bool { return true })
 // class has, whatever the version. It depends on r's class and code only,
 // and is safe for concurrent use.
 func MayDecode(r *record.Record) bool {
-	c := ClassOf(r)
+	return MayDecodeClass(ClassOf(r), r)
+}
+
+// MayDecodeClass is MayDecode for a record whose class c (ClassOf) the
+// caller has already computed.
+func MayDecodeClass(c Class, r *record.Record) bool {
 	if c == ClassUnknown {
 		return false
 	}

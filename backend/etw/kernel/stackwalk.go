@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
 )
@@ -57,8 +58,19 @@ func (f Frames) PtrSize() int { return int(f.ptr) }
 
 // AppendTo appends the frames to dst.
 func (f Frames) AppendTo(dst []uint64) []uint64 {
-	for i, n := 0, f.Len(); i < n; i++ {
-		dst = append(dst, f.At(i))
+	n := f.Len()
+	l := len(dst)
+	dst = slices.Grow(dst, n)[:l+n]
+	out := dst[l:]
+	b := f.b
+	if f.ptr == 4 {
+		for i := range out {
+			out[i] = uint64(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return dst
+	}
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
 	}
 	return dst
 }

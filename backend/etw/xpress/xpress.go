@@ -77,56 +77,64 @@ func Decompress(dst, src []byte) (int, error) {
 		dstLen   = len(dst)
 	)
 	// Fast loop: no bound is checked per byte while the margins hold.
+	// The input and output ahead are taken as fixed-size arrays (one
+	// check each), so that the literal block, the match token and a
+	// short match's destination are read and written without checks.
 	for in <= srcLen-inMargin && out <= dstLen-outMargin {
 		if f<<1 == 0 {
 			f = uint64(binary.LittleEndian.Uint32(src[in:]))<<32 | 1<<31
 			in += 4
 		}
+		s := (*[inMargin - 4]byte)(src[in : in+inMargin-4])
+		d := (*[outMargin]byte)(dst[out : out+outMargin])
 		// The literal run before the next match (or the end of the flag
 		// word): up to 16 bytes in one move whatever its length.
-		run := bits.LeadingZeros64(f)
-		*(*[16]byte)(dst[out : out+16]) = *(*[16]byte)(src[in : in+16])
+		run := uint(bits.LeadingZeros64(f))
+		*(*[16]byte)(d[:16]) = *(*[16]byte)(s[:16])
 		if run > 16 {
-			if run > srcLen-in || run > dstLen-out {
+			n := int(run)
+			if n > srcLen-in || n > dstLen-out {
 				break // the careful loop below reports it
 			}
-			copy(dst[out:out+run], src[in:in+run])
-			in += run
-			out += run
-			f <<= uint(run)
+			copy(dst[out:out+n], src[in:in+n])
+			in += n
+			out += n
+			f <<= run
 			continue // re-check the margins before the match
 		}
-		in += run
-		out += run
-		f <<= uint(run)
+		in += int(run)
+		out += int(run)
+		f <<= run
 		if f<<1 == 0 {
 			continue // the flag word ended inside the run
 		}
 		// A match. The margin leaves room for its longest token.
 		f <<= 1
 		start := in
-		m := uint(binary.LittleEndian.Uint16(src[in:]))
+		t := (*[10]byte)(s[run : run+10])
+		m := uint(t[0]) | uint(t[1])<<8
 		in += 2
 		length := m & 7
 		offset := int(m>>3) + 1
 		if length == 7 {
+			k := 2
 			if halfByte < 0 {
-				length = uint(src[in] & 0x0F)
+				length = uint(t[2] & 0x0F)
 				halfByte = in
-				in++
+				k = 3
 			} else {
 				length = uint(src[halfByte] >> 4)
 				halfByte = -1
 			}
 			if length == 15 {
-				length = uint(src[in])
-				in++
+				length = uint(t[k])
+				k++
 				if length == 255 {
-					length = uint(binary.LittleEndian.Uint16(src[in:]))
-					in += 2
+					length = uint(t[k]) | uint(t[k+1])<<8
+					k += 2
 					if length == 0 {
-						length = uint(binary.LittleEndian.Uint32(src[in:]))
-						in += 4
+						length = uint(binary.LittleEndian.Uint32(t[k : k+4]))
+						k += 4
 						if uint64(length) > uint64(dstLen) {
 							return out, shortMatch(uint64(length), start)
 						}
@@ -139,6 +147,7 @@ func Decompress(dst, src []byte) (int, error) {
 				length += 15
 			}
 			length += 7
+			in += k - 2
 		}
 		length += 3
 		if offset > out {
@@ -149,7 +158,7 @@ func Decompress(dst, src []byte) (int, error) {
 			// Every 16-byte block read lies before the block written.
 			if length <= 16 {
 				// The common case; the margin covers the 16 bytes.
-				*(*[16]byte)(dst[out : out+16]) = *(*[16]byte)(dst[from : from+16])
+				*(*[16]byte)(d[run : run+16]) = *(*[16]byte)(dst[from : from+16])
 				out += int(length)
 				continue
 			}
@@ -164,8 +173,10 @@ func Decompress(dst, src []byte) (int, error) {
 		} else if offset >= 8 && length <= 16 {
 			// Two 8-byte moves, the second reading what the first may
 			// have written (offset >= 8 keeps the order right).
-			binary.LittleEndian.PutUint64(dst[out:out+8], binary.LittleEndian.Uint64(dst[from:from+8]))
-			binary.LittleEndian.PutUint64(dst[out+8:out+16], binary.LittleEndian.Uint64(dst[from+8:from+16]))
+			w := (*[16]byte)(d[run : run+16])
+			r := (*[16]byte)(dst[from : from+16])
+			binary.LittleEndian.PutUint64(w[:8], binary.LittleEndian.Uint64(r[:8]))
+			binary.LittleEndian.PutUint64(w[8:], binary.LittleEndian.Uint64(r[8:]))
 			out += int(length)
 			continue
 		}
@@ -176,6 +187,10 @@ func Decompress(dst, src []byte) (int, error) {
 	}
 	return decompressTail(dst, src, in, out, f, halfByte)
 }
+
+// periodWords holds, for a match offset (period) p of 1 to 7, the
+// smallest multiple of p that is at least 8 (a table: no division).
+var periodWords = [8]uint8{0, 8, 8, 9, 8, 10, 12, 14}
 
 // copyMatch copies the length bytes at dst[from:] to dst[out:], from <
 // out, byte by byte as the format defines it (an overlapping match
@@ -204,7 +219,7 @@ func copyMatch(dst []byte, out, from, length int) int {
 		// A short period: write the first bytes one by one until a
 		// multiple of the period, k >= 8, lies behind the output; from
 		// there on dst[o] = dst[o-k] and words can be moved.
-		k := offset * ((8 + offset - 1) / offset)
+		k := int(periodWords[offset])
 		first := min(k-offset, length)
 		for i := 0; i < first; i++ {
 			dst[out+i] = dst[from+i]
