@@ -27,7 +27,7 @@ type etlReader struct {
 }
 
 func openETL(path string) (Reader, error) {
-	r, err := etl.Open(path, etl.Options{})
+	r, err := etl.Open(path, etl.Options{Map: true})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -37,7 +37,7 @@ func openETL(path string) (Reader, error) {
 func (e *etlReader) Format() string { return "etl" }
 
 func (e *etlReader) Run(ctx context.Context, sink event.Sink) error {
-	if err := etw.Run(ctx, etw.FileRecords(e.r), etw.Options{}, sink); err != nil {
+	if err := e.r.Guard(func() error { return etw.Run(ctx, etw.FileRecords(e.r), etw.Options{}, sink) }); err != nil {
 		return fmt.Errorf("read %s: %w", e.path, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/mmapfile"
 	"github.com/iotrace/iotrace/output"
 )
 
@@ -49,9 +50,9 @@ func (r *jsonlReader) section() io.Reader {
 }
 
 func (r *jsonlReader) Run(ctx context.Context, sink event.Sink) error {
-	if m, ok := mapSection(r.f, r.off, r.n); ok {
-		defer m.unmap()
-		return m.guard(r.name, func() error { return output.ReadJSONLBytes(ctx, m.data, r.name, sink, m.release) })
+	if m, ok := mmapfile.Map(r.f, r.off, r.n); ok {
+		defer m.Close()
+		return m.Guard(r.name, func() error { return output.ReadJSONLBytes(ctx, m.Bytes(), r.name, sink, m.Release) })
 	}
 	return output.ReadJSONL(ctx, r.section(), r.name, sink)
 }
@@ -72,9 +73,9 @@ func (r *jsonlReader) Close() error {
 // ScanFacts delivers every fact of the trace to fn, passing over event
 // lines without decoding them. Damage is left for Run to report.
 func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
-	if m, ok := mapSection(r.f, r.off, r.n); ok {
-		defer m.unmap()
-		return m.guard(r.name, func() error { return output.ScanJSONLFactsBytes(ctx, m.data, r.name, fn, m.release) })
+	if m, ok := mmapfile.Map(r.f, r.off, r.n); ok {
+		defer m.Close()
+		return m.Guard(r.name, func() error { return output.ScanJSONLFactsBytes(ctx, m.Bytes(), r.name, fn, m.Release) })
 	}
 	return output.ScanJSONLFacts(ctx, r.section(), r.name, fn)
 }
@@ -88,10 +89,10 @@ func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) erro
 // only around a trailer are lines looked at. Going line by line through a
 // multi-gigabyte file cost about 8 % of a report.
 func jsonlTraceStarts(f *os.File) (starts []int64, err error) {
-	if m, ok := mapSection(f, 0, -1); ok {
-		defer m.unmap()
-		err = m.guard(f.Name(), func() error {
-			starts = jsonlTraceStartsIn(m.data, m.release)
+	if m, ok := mmapfile.Map(f, 0, -1); ok {
+		defer m.Close()
+		err = m.Guard(f.Name(), func() error {
+			starts = jsonlTraceStartsIn(m.Bytes(), m.Release)
 			return nil
 		})
 		return starts, err

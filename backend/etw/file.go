@@ -13,12 +13,12 @@ import (
 // Run). A file that is damaged further on delivers every intact event and
 // the trailer, then returns the damage as an error naming the file.
 func ReadFile(ctx context.Context, path string, opts Options, sink event.Sink) error {
-	r, err := etl.Open(path, etl.Options{})
+	r, err := etl.Open(path, etl.Options{Map: true})
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	defer r.Close()
-	if err := Run(ctx, FileRecords(r), opts, sink); err != nil {
+	if err := r.Guard(func() error { return Run(ctx, FileRecords(r), opts, sink) }); err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package etl
 import (
 	"context"
 	"fmt"
+	"github.com/iotrace/iotrace/internal/mmapfile"
 	"io"
 	"os"
 	"sort"
@@ -50,6 +51,12 @@ type Options struct {
 	// allocated as buffers are read, up to the budget, and released by
 	// Close.
 	CacheBudget int64
+	// Map makes Open map the file into memory instead of reading it
+	// (where the OS allows: elsewhere it reads): buffers are parsed and
+	// decompressed where they lie, without a copy. Every use of the
+	// Reader's records must then run inside Reader.Guard, which turns a
+	// file cut short while it is read into an error.
+	Map bool
 }
 
 // Reader reads an ETL file. NewReader parses the log-file header and
@@ -63,9 +70,11 @@ type Options struct {
 // their own Records.
 type Reader struct {
 	ra      io.ReaderAt
+	mapped  *mmapfile.Mapping // the file, when Options.Map mapped it
 	size    int64
 	opts    Options
 	closer  io.Closer
+	name    string // the path Open opened
 	header  LogfileHeader
 	buffers []BufferInfo
 	// groups holds buffer indices per stream, in delivery order.
@@ -133,13 +142,31 @@ func Open(path string, opts Options) (*Reader, error) {
 		f.Close()
 		return nil, err
 	}
-	r, err := NewReader(f, st.Size(), opts)
+	var m *mmapfile.Mapping
+	if opts.Map {
+		m, _ = mmapfile.Map(f, 0, st.Size())
+	}
+	r, err := newReader(f, m, st.Size(), opts)
 	if err != nil {
+		if m != nil {
+			m.Close()
+		}
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r.closer = f
+	r.name = path
 	return r, nil
+}
+
+// Guard runs fn, which reads the Reader's records, and turns a fault on
+// the mapped file (cut short by someone while it is read) into an error
+// naming the offset. Without a mapping it just runs fn.
+func (r *Reader) Guard(fn func() error) error {
+	if r.mapped == nil {
+		return fn()
+	}
+	return r.mapped.Guard(r.name, fn)
 }
 
 // NewReader reads the ETL data of size bytes in ra. It fails when the
@@ -147,14 +174,31 @@ func Open(path string, opts Options) (*Reader, error) {
 // cut short further on is not an error here: every intact record is
 // delivered, then the problem is returned by Records.Next.
 func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
+	return newReader(ra, nil, size, opts)
+}
+
+// newReader is NewReader, reading the file from m when it is mapped.
+func newReader(ra io.ReaderAt, m *mmapfile.Mapping, size int64, opts Options) (r *Reader, err error) {
+	if m != nil {
+		// Indexing reads every buffer header: inside the guard too.
+		err = m.Guard("ETL file", func() error {
+			r, err = newReaderFrom(ra, m, size, opts)
+			return err
+		})
+		return r, err
+	}
+	return newReaderFrom(ra, nil, size, opts)
+}
+
+func newReaderFrom(ra io.ReaderAt, m *mmapfile.Mapping, size int64, opts Options) (*Reader, error) {
 	if opts.MaxBufferSize <= 0 {
 		opts.MaxBufferSize = DefaultMaxBufferSize
 	}
 	if opts.CacheBudget == 0 {
 		opts.CacheBudget = DefaultCacheBudget
 	}
-	r := &Reader{ra: ra, size: size, opts: opts}
-	w := window{ra: ra, size: size}
+	r := &Reader{ra: ra, mapped: m, size: size, opts: opts}
+	w := window{ra: ra, size: size, mapped: r.mappedBytes()}
 	r.index(&w)
 	if len(r.buffers) == 0 {
 		if r.indexErr != nil {
@@ -190,6 +234,10 @@ func NewReader(ra io.ReaderAt, size int64, opts Options) (*Reader, error) {
 func (r *Reader) Close() error {
 	if r.cache != nil {
 		r.cache = newBufferCache(0, len(r.buffers), 0)
+	}
+	if r.mapped != nil {
+		r.mapped.Close()
+		r.mapped = nil
 	}
 	if r.closer == nil {
 		return nil
@@ -436,4 +484,12 @@ func (r *Reader) read(ctx context.Context, rs *Records, fn func(*record.Record) 
 			return rs.Stats(), err
 		}
 	}
+}
+
+// mappedBytes returns the mapped file, or nil.
+func (r *Reader) mappedBytes() []byte {
+	if r.mapped == nil {
+		return nil
+	}
+	return r.mapped.Bytes()
 }

@@ -88,7 +88,7 @@ type cpuStream struct {
 }
 
 func newRecords(r *Reader) *Records {
-	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow()}}
+	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow(), mapped: r.mappedBytes()}}
 	for i, g := range r.groups {
 		rs.streams = append(rs.streams, &cpuStream{
 			own:    r.getBuf(),

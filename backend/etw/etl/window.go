@@ -21,12 +21,23 @@ type window struct {
 	size int64  // of the file
 	buf  []byte // the block: file bytes [off, off+len(buf))
 	off  int64
+	// mapped is the whole file when it is mapped (Options.Map): slices
+	// of it are handed out, nothing is read or copied.
+	mapped []byte
 }
 
 // slice returns the n bytes of the file at off, or fewer when the file
 // ends first (with io.ErrUnexpectedEOF). The bytes are valid until the
 // next call.
 func (w *window) slice(off int64, n int) ([]byte, error) {
+	if w.mapped != nil {
+		end := off + int64(n)
+		if off >= 0 && end <= int64(len(w.mapped)) {
+			return w.mapped[off:end], nil
+		}
+		got := w.mapped[min(max(off, 0), int64(len(w.mapped))):]
+		return got, fmt.Errorf("read %d bytes at offset %#x: %w", n, off, io.ErrUnexpectedEOF)
+	}
 	if off >= w.off && off+int64(n) <= w.off+int64(len(w.buf)) {
 		i := int(off - w.off)
 		return w.buf[i : i+n], nil

@@ -1,6 +1,6 @@
 //go:build unix
 
-package input
+package mmapfile
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapSection maps the bytes [off, off+n) of f read-only (n < 0: to the end
+// Map maps the bytes [off, off+n) of f read-only (n < 0: to the end
 // of the file). ok is false when it cannot be (an empty section, a pipe, a
 // size the address space cannot hold): the caller reads the file instead.
-func mapSection(f *os.File, off, n int64) (m *mapping, ok bool) {
+func Map(f *os.File, off, n int64) (m *Mapping, ok bool) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, false
@@ -29,17 +29,17 @@ func mapSection(f *os.File, off, n int64) (m *mapping, ok bool) {
 		return nil, false
 	}
 	_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
-	return &mapping{all: b, data: b[off-start:], fileOff: off}, true
+	return &Mapping{all: b, data: b[off-start:], fileOff: off}, true
 }
 
 // maxMapped is the largest section mapped (a 64-bit address space holds
 // far more; a 32-bit one reads instead).
 const maxMapped = int64(^uint(0)>>1) / 4
 
-// release lets the kernel drop the pages of the first upto bytes of the
+// Release lets the kernel drop the pages of the first upto bytes of the
 // section from this process (they stay in the page cache), so that the
 // process's memory does not grow with the file.
-func (m *mapping) release(upto int) {
+func (m *Mapping) Release(upto int) {
 	skip := len(m.all) - len(m.data)
 	end := (skip + upto) &^ (os.Getpagesize() - 1)
 	if end > 0 {
@@ -47,4 +47,5 @@ func (m *mapping) release(upto int) {
 	}
 }
 
-func (m *mapping) unmap() { _ = unix.Munmap(m.all) }
+// Close unmaps the section: no slice of it may be used after.
+func (m *Mapping) Close() { _ = unix.Munmap(m.all) }

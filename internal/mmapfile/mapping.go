@@ -1,4 +1,11 @@
-package input
+// Package mmapfile maps a section of a file read-only for readers that
+// look at every byte of a large file once or twice (jsonl traces, .etl
+// files): no copy from the page cache, pages released behind the reader,
+// and a file cut short while it is read (the kernel then faults the
+// mapping) turned into an error instead of a crash. The standard library
+// maps files only inside its own packages, and golang.org/x/exp/mmap
+// copies through ReadAt, which is the cost this package avoids.
+package mmapfile
 
 import (
 	"fmt"
@@ -6,20 +13,21 @@ import (
 	"unsafe"
 )
 
-// mapping is a section of a file mapped into memory, read without copying
-// (jsonl traces: every line is looked at once per pass, and copying the
-// file from the page cache was a tenth of a report).
-type mapping struct {
+// Mapping is a section of a file mapped into memory.
+type Mapping struct {
 	all     []byte // the mapped pages
 	data    []byte // the section, within all
 	fileOff int64  // the section's offset in the file
 }
 
-// guard runs fn, which reads m, and turns a fault on m's pages (the file
+// Bytes returns the section. It is valid until Close.
+func (m *Mapping) Bytes() []byte { return m.data }
+
+// Guard runs fn, which reads m, and turns a fault on m's pages (the file
 // cut short by someone while it is read: the kernel then has no page to
 // give) into an error naming where. Faults elsewhere are not this
 // function's: they panic as they would have.
-func (m *mapping) guard(name string, fn func() error) (err error) {
+func (m *Mapping) Guard(name string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
