@@ -49,19 +49,21 @@ func (s *Recs) kernel(kind record.Kind, group, opcode uint8, version uint16, ts 
 
 // Header adds the EventTrace header record (a 64-bit QPC session at
 // 10 MHz) at ts.
-func (s *Recs) Header(ts int64) { s.kernel(record.KindSystem, 0, 0, 2, ts, 1, 4, headerPayload(etl.ClockTypeQPC)) }
+func (s *Recs) Header(ts int64) {
+	s.kernel(record.KindSystem, 0, 0, 2, ts, 1, 4, headerPayload(etl.ClockTypeQPC))
+}
 
 // headerPayload is a 64-bit TRACE_LOGFILE_HEADER.
 func headerPayload(clock uint32) buf {
 	b := buf{}.u32(65536).u32(0x0001000A).u32(22631).u32(2) // buffer size, version 10.0, build, CPUs
-	b = b.u64(0).u32(156250).u32(0).u32(0x00000001)          // end time, timer resolution, max size, mode (sequential file)
-	b = b.u32(0).u32(1).u32(8).u32(0).u32(3000)              // buffers written, start buffers, pointer size, events lost, MHz
-	b = b.u64(0).u64(0)                                      // logger and file name pointers
-	b = b.u32(0)                                             // time zone bias
-	b = append(b, make([]byte, 172)...)                      // the rest of TIME_ZONE_INFORMATION
-	b = b.u64(133000000000000000 - 36_000_000_000)           // boot time
-	b = b.u64(10_000_000).u64(133000000000000000)            // perf frequency, start time
-	b = b.u32(clock).u32(0)                                  // clock type, buffers lost
+	b = b.u64(0).u32(156250).u32(0).u32(0x00000001)         // end time, timer resolution, max size, mode (sequential file)
+	b = b.u32(0).u32(1).u32(8).u32(0).u32(3000)             // buffers written, start buffers, pointer size, events lost, MHz
+	b = b.u64(0).u64(0)                                     // logger and file name pointers
+	b = b.u32(0)                                            // time zone bias
+	b = append(b, make([]byte, 172)...)                     // the rest of TIME_ZONE_INFORMATION
+	b = b.u64(133000000000000000 - 36_000_000_000)          // boot time
+	b = b.u64(10_000_000).u64(133000000000000000)           // perf frequency, start time
+	b = b.u32(clock).u32(0)                                 // clock type, buffers lost
 	return b.wstr("iotrace-synth").wstr(`C:\t\synth.etl`)
 }
 
