@@ -45,6 +45,9 @@ type Options struct {
 	// and stack extended data items are counted, not decoded): for a
 	// reader that shows no stacks.
 	NoStacks bool
+	// KernelStacksOnly says that a live session's stack walks hold their
+	// kernel part only (--stacks kernel): no user part is waited for.
+	KernelStacksOnly bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)

@@ -520,7 +520,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	}
 	p.liveStackPart(sp, r, ev)
 	p.count(StatStackRecords, event.CountInfo, 1)
-	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 {
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.KernelStacksOnly {
 		// Its user part comes when the thread returns to user mode
 		// (the System process's threads never do).
 		sp.waiting, sp.tid = true, ev.Tid

@@ -346,7 +346,10 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		QPCFreq:     uint64(freq),
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
 		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
-		Warn:        warn,
+		// --stacks kernel: the walks are trimmed to their kernel part
+		// (stacks.go), the user parts that follow them dropped.
+		KernelStacksOnly: opts.Stacks == backend.StacksKernel,
+		Warn:             warn,
 		OriginAtFirstRecord: func() func() int64 {
 			if cfg.ClockType != ClockCPUCycles {
 				return nil
