@@ -48,6 +48,10 @@ type Options struct {
 	// KernelStacksOnly says that a live session's stack walks hold their
 	// kernel part only (--stacks kernel): no user part is waited for.
 	KernelStacksOnly bool
+	// UserStacksOnly keeps the user part of stacks only (--stacks user
+	// on a live session): a kernel part still tells that a user part is
+	// to come, and is dropped when the event is given its stack.
+	UserStacksOnly bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
