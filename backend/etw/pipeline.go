@@ -185,16 +185,19 @@ type Pipeline struct {
 	mainImg  map[event.ProcessKey]*mainImage
 
 	// Stacks (stacks.go) and modules (modules.go).
-	stk        stackState
-	pendMod    pendingModule
-	idsBefore  []modIdentity
-	mods       map[modKey]struct{}
-	ids1       map[idKey]int32 // identities a file's first pass collected (index in ids1s)
-	ids1s      []collectedID
-	own1       map[modKey][]ownCollected // iotrace image identities by process and base (modules.go)
+	stk       stackState
+	pendMod   pendingModule
+	idsBefore []modIdentity
+	mods      map[modKey]struct{}
+	ids1      map[idKey]int32 // identities a file's first pass collected (index in ids1s)
+	ids1s     []collectedID
+	pdbIDs    map[pdbKey]pdbEntry
+	peIDs     map[uint64]string
+
+	// iotrace image identities a file's first pass collected, by
+	// process and base (modules.go).
+	own1       map[modKey][]ownCollected
 	ownDropped uint64
-	pdbIDs     map[pdbKey]pdbEntry
-	peIDs      map[uint64]string
 
 	scratch  event.Event
 	fact     event.Fact
