@@ -2,6 +2,7 @@ package etw
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
@@ -22,14 +23,27 @@ import (
 // The identity a symbol server needs (the PDB's GUID, age and name) is not
 // in Image events: traces merged by xperf, WPR or PerfView carry it in
 // KernelTraceControl ImageID and DbgID_RSDS records, and traces recorded
-// by iotrace in its own provider's Image events (ownprovider.Image). They
-// are logged with the image's own timestamp, just before (merged traces)
-// or just after (iotrace's live sessions) its Image event. The pipeline
-// pairs them by ImageBase and timestamp: a file's first pass collects the
-// identities before the merge (collectIdentity) and the second gives them
-// to their images; a live session holds an image until a record with a
-// later timestamp arrives, and identities until their image does. An
-// identity whose image never comes is counted.
+// by iotrace in its own provider's Image events (ownprovider.Image).
+//
+// KernelTraceControl records are logged with the image's own timestamp,
+// just before its Image event: the pipeline pairs them by ImageBase and
+// timestamp. A file's first pass collects them before the merge
+// (collectIdentity) and the second gives them to their images; a live
+// session holds identities until their image comes.
+//
+// iotrace's own image records name their image by process and ImageBase
+// and carry its PE TimeDateStamp, size and file name. A live session puts
+// each right after its Image event (same timestamp); `record -o t.etl`
+// writes them when the image's file has been read, a little after the
+// load, so in the file they carry a later timestamp than their image
+// (possibly after its unload). They are therefore matched by (process,
+// ImageBase), whenever they come: a file's first pass collects them
+// (collectOwn), and the second gives each image event the one collected
+// for its process and base that agrees with it — same TimeDateStamp, size
+// and file name wherever both sides have them — so that an identity of an
+// earlier image at the same base never names a later one. An identity
+// that disagrees with every image at its base, or whose image never
+// comes, is counted.
 
 // Counter names of module facts and identities.
 const (
@@ -41,6 +55,7 @@ const (
 	StatMarkers          = "etw: markers"
 	StatOwnDecodeErrors  = "etw: iotrace provider records whose payload does not decode (skipped)"
 	StatIdentityConflict = "etw: image identity records that disagree with an earlier one for the same image (first kept)"
+	StatIdentityMismatch = "etw: iotrace image identity records whose image at that process and base differs (PE time stamp, size or file name): not used"
 )
 
 // modIdentity is what identity records say about one image.
@@ -53,6 +68,39 @@ type modIdentity struct {
 	guid   [16]byte
 	age    uint32
 	pdbID  string // symbolize.PDBID
+	// iotrace image records: matched by process and base, checked by
+	// file name (lower-case base name) besides TimeDateStamp and size.
+	own  bool
+	pid  uint32
+	name string
+}
+
+// imageCheck is what an Image event says to check an iotrace identity
+// against.
+type imageCheck struct {
+	tds  uint32 // 0: unknown
+	size uint64 // 0: unknown
+	name string // lower-case base name ("": unknown)
+}
+
+// agrees reports whether iotrace identity id may describe the image c
+// describes: the TimeDateStamp, size and file name agree wherever both
+// sides have them.
+func (c *imageCheck) agrees(id *modIdentity) bool {
+	return (c.tds == 0 || id.tds == 0 || c.tds == id.tds) &&
+		(c.size == 0 || id.size == 0 || c.size == id.size) &&
+		(c.name == "" || id.name == "" || c.name == id.name)
+}
+
+// imageName returns the lower-case file name of an NT or DOS path.
+func imageName(path string) string { return strings.ToLower(baseName(path)) }
+
+// ownCollected is an iotrace identity a file's first pass collected.
+type ownCollected struct {
+	id       modIdentity
+	n        uint64 // records
+	used     bool   // an image took it
+	mismatch bool   // an image at its process and base disagreed with it
 }
 
 // pdbKey finds the PDB identity string of a GUID and age (cache).
@@ -101,6 +149,7 @@ type pendingModule struct {
 	id    modIdentity
 	has   bool
 	known bool // a rundown at the end of a module already emitted
+	chk   imageCheck
 }
 
 // modKey identifies a loaded module.
@@ -180,7 +229,11 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	p.flushModule()
 	pm := &p.pendMod
-	*pm = pendingModule{ts: r.Timestamp, has: true, known: known}
+	*pm = pendingModule{ts: r.Timestamp, has: true, known: known,
+		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}}
+	if len(ev.Name) > 0 {
+		pm.chk.name = imageName(p.str(ev.Name))
+	}
 	f := &pm.f
 	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,
 		Rundown: ev.Phase == kernel.PhaseDCStart || ev.Phase == kernel.PhaseDCEnd}
@@ -198,6 +251,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 		if id, ok := p.takeIdentity(ev.ImageBase, r.Timestamp); ok {
 			p.mergeIdentity(&pm.id, id)
 		}
+		p.takeOwn(k, pm)
 		p.flushModule()
 		if !known {
 			p.mods[k] = struct{}{}
@@ -207,8 +261,16 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	// Identities logged before their image (merged traces).
 	n := 0
 	for _, id := range p.idsBefore {
-		if id.base == ev.ImageBase && id.ts == r.Timestamp {
-			p.mergeIdentity(&p.pendMod.id, &id)
+		if id.own && id.pid == pid && id.base == ev.ImageBase {
+			if !pm.chk.agrees(&id) {
+				p.count(StatIdentityMismatch, event.CountUnresolved, 1)
+				continue
+			}
+			p.mergeIdentity(&pm.id, &id)
+			continue
+		}
+		if !id.own && id.base == ev.ImageBase && id.ts == r.Timestamp {
+			p.mergeIdentity(&pm.id, &id)
 			continue
 		}
 		p.idsBefore[n] = id
@@ -246,12 +308,23 @@ func (p *Pipeline) onIdentity(r *record.Record, id *modIdentity) {
 		return
 	}
 	id.ts = r.Timestamp
-	if p.pendMod.has && p.pendMod.ts == id.ts && p.pendMod.f.Handle == id.base {
-		p.mergeIdentity(&p.pendMod.id, id)
+	pm := &p.pendMod
+	if id.own {
+		// By process and base, checked against the image.
+		if pm.has && pm.f.Pid == id.pid && pm.f.Handle == id.base {
+			if !pm.chk.agrees(id) {
+				p.count(StatIdentityMismatch, event.CountUnresolved, 1)
+				return
+			}
+			p.mergeIdentity(&pm.id, id)
+			return
+		}
+	} else if pm.has && pm.ts == id.ts && pm.f.Handle == id.base {
+		p.mergeIdentity(&pm.id, id)
 		return
 	}
 	for i := range p.idsBefore {
-		if p.idsBefore[i].base == id.base && p.idsBefore[i].ts == id.ts {
+		if p.idsBefore[i].base == id.base && p.idsBefore[i].ts == id.ts && p.idsBefore[i].own == id.own && p.idsBefore[i].pid == id.pid {
 			p.mergeIdentity(&p.idsBefore[i], id)
 			return
 		}
@@ -304,7 +377,7 @@ func (p *Pipeline) identityOf(r *record.Record, ev *kernel.Event) (modIdentity, 
 			}
 			return id, false
 		}
-		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size}
+		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size, own: true, pid: im.ProcessID, name: imageName(im.FileName)}
 		if im.HasPDB() {
 			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
 			if im.PdbName != "" {
@@ -342,6 +415,10 @@ type collectedID struct {
 // collectIdentity keeps an identity record in a file's first pass, in any
 // order: the image event at the same timestamp takes it in the second.
 func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
+	if id.own {
+		p.collectOwn(id)
+		return
+	}
 	if p.ids1 == nil {
 		p.ids1 = make(map[idKey]int32, 1024)
 		p.ids1s = make([]collectedID, 0, 1024)
@@ -371,12 +448,72 @@ func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
 	return &p.ids1s[i].id, true
 }
 
+// maxOwnPerBase bounds the distinct iotrace identities kept for one
+// process and base (a process that loads many images in turn at one
+// base); beyond it they are counted as without their image.
+const maxOwnPerBase = 16
+
+// collectOwn keeps an iotrace identity in a file's first pass, in any
+// order: the second pass gives it to the image events of its process and
+// base that agree with it (takeOwn).
+func (p *Pipeline) collectOwn(id *modIdentity) {
+	if p.own1 == nil {
+		p.own1 = make(map[modKey][]ownCollected, 256)
+	}
+	k := modKey{pid: id.pid, base: id.base}
+	list := p.own1[k]
+	for i := range list {
+		c := &list[i].id
+		if c.tds == id.tds && c.size == id.size && c.name == id.name && c.hasPDB == id.hasPDB && c.guid == id.guid && c.age == id.age && c.pdbID == id.pdbID {
+			list[i].n++
+			return
+		}
+	}
+	if len(list) >= maxOwnPerBase {
+		p.ownDropped++
+		return
+	}
+	p.own1[k] = append(list, ownCollected{id: *id, n: 1})
+}
+
+// takeOwn gives the image event held in pm (process and base k) the
+// iotrace identities collected for k that agree with it (second pass of
+// a file); those that disagree are marked, counted at the end unless
+// another image takes them.
+func (p *Pipeline) takeOwn(k modKey, pm *pendingModule) {
+	list := p.own1[k]
+	for i := range list {
+		c := &list[i]
+		if !pm.chk.agrees(&c.id) {
+			c.mismatch = true
+			continue
+		}
+		c.used = true
+		id := c.id
+		p.mergeIdentity(&pm.id, &id)
+	}
+}
+
 // flushIdentities counts the collected identities no image took.
 func (p *Pipeline) flushIdentities() {
 	for _, i := range p.ids1 {
 		p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1s[i].n)
 	}
-	p.ids1, p.ids1s = nil, nil
+	for _, list := range p.own1 {
+		for i := range list {
+			switch c := &list[i]; {
+			case c.used:
+			case c.mismatch:
+				p.count(StatIdentityMismatch, event.CountUnresolved, c.n)
+			default:
+				p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
+			}
+		}
+	}
+	if p.ownDropped > 0 {
+		p.count(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
+	}
+	p.ids1, p.ids1s, p.own1, p.ownDropped = nil, nil, nil, 0
 }
 
 // onOwn handles iotrace's own provider's events.

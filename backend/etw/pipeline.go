@@ -45,6 +45,13 @@ type Options struct {
 	// and stack extended data items are counted, not decoded): for a
 	// reader that shows no stacks.
 	NoStacks bool
+	// KernelStacksOnly says that a live session's stack walks hold their
+	// kernel part only (--stacks kernel): no user part is waited for.
+	KernelStacksOnly bool
+	// UserStacksOnly keeps the user part of stacks only (--stacks user
+	// on a live session): a kernel part still tells that a user part is
+	// to come, and is dropped when the event is given its stack.
+	UserStacksOnly bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)
@@ -186,6 +193,11 @@ type Pipeline struct {
 	ids1s     []collectedID
 	pdbIDs    map[pdbKey]pdbEntry
 	peIDs     map[uint64]string
+
+	// iotrace image identities a file's first pass collected, by
+	// process and base (modules.go).
+	own1       map[modKey][]ownCollected
+	ownDropped uint64
 
 	scratch  event.Event
 	fact     event.Fact

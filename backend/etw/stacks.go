@@ -614,7 +614,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	}
 	p.liveStackPart(sp, r, ev)
 	p.count(StatStackRecords, event.CountInfo, 1)
-	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 {
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.KernelStacksOnly {
 		// Its user part comes when the thread returns to user mode
 		// (the System process's threads never do).
 		sp.waiting, sp.tid = true, ev.Tid
@@ -943,12 +943,19 @@ func (p *Pipeline) setStack(e *event.Event, sp *stackParts) {
 	if sp == nil || !sp.has || p.mode == modeCollect {
 		return
 	}
+	k, flags := sp.kernel, sp.lost
+	if p.opts.UserStacksOnly {
+		k, flags = nil, flags&^event.FactKernelLost
+		if len(sp.user) == 0 && flags == 0 {
+			return
+		}
+	}
 	if e.Layer == event.LayerBlock {
 		p.count(StatStacksDisk, event.CountInfo, 1)
 	} else {
 		p.count(StatStacksFile, event.CountInfo, 1)
 	}
-	e.Stack = p.internStack(sp.kernel, sp.user, sp.lost)
+	e.Stack = p.internStack(k, sp.user, flags)
 }
 
 func (p *Pipeline) internStack(k, u []uint64, flags event.FactFlags) uint64 {

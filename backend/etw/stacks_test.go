@@ -710,3 +710,114 @@ func TestSortTS(t *testing.T) {
 		}
 	}
 }
+
+// ownImage adds an iotrace image identity record at ts.
+func (s *synth) ownImage(ts int64, pid uint32, base, size uint64, tds uint32, file, pdb string, age uint32) {
+	im := ownprovider.Image{Base: base, Size: size, ProcessID: pid, TimeDateStamp: tds, Age: age,
+		PdbGUID: record.GUIDFromBytes(testGUID[:]), FileName: file, PdbName: pdb}
+	s.classic(ts, ownprovider.GUID, ownprovider.OpcodeImage, ownprovider.Version, 4242, 77, im.Encode())
+}
+
+// TestOwnIdentityByBase: iotrace image identities written by `record -o
+// t.etl` carry the time they were written, not their image's: a file's
+// reader gives each to the image of its process and base that agrees
+// with it (TimeDateStamp, size, file name), whether it comes before or
+// after; a stale identity never names another image at the same base;
+// those that disagree with their image, or have none, are counted.
+func TestOwnIdentityByBase(t *testing.T) {
+	const (
+		bLate, bEarly, bReused, bWrong, bNoName, bOrphan = 0x7ff100000000, 0x7ff200000000, 0x7ff300000000, 0x7ff400000000, 0x7ff500000000, 0x7ff600000000
+	)
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.volume(1000, `\Device\HarddiskVolume2\`, `C:\`)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	// Written before its image's load (an image already loaded when the
+	// companion started, logged again by the recording's rundown later).
+	s.ownImage(1500, pidSvc, bEarly, 0x3000, 0x22, `\Device\HarddiskVolume2\early.dll`, "early.pdb", 2)
+	s.imageV2(2000, 10, pidSvc, bLate, 0x2000, 0x11, `\Device\HarddiskVolume2\late.dll`)
+	s.imageV2(2100, 3, pidSvc, bEarly, 0x3000, 0x22, `\Device\HarddiskVolume2\early.dll`)
+	// One base, two images in turn.
+	s.imageV2(3000, 10, pidSvc, bReused, 0x4000, 0x33, `\Device\HarddiskVolume2\first.dll`)
+	s.imageV2(3500, 2, pidSvc, bReused, 0x4000, 0x33, `\Device\HarddiskVolume2\first.dll`)
+	s.imageV2(4000, 10, pidSvc, bReused, 0x4000, 0x44, `\Device\HarddiskVolume2\second.dll`)
+	// An image whose identity is of another build, and one without a
+	// time stamp whose identity is of another file.
+	s.imageV2(4500, 10, pidSvc, bWrong, 0x5000, 0x55, `\Device\HarddiskVolume2\wrong.dll`)
+	s.imageV2(4600, 10, pidSvc, bNoName, 0x6000, 0, `\Device\HarddiskVolume2\named.dll`)
+	// The identities, written later, in another order.
+	s.ownImage(9000, pidSvc, bReused, 0x4000, 0x44, `\Device\HarddiskVolume2\second.dll`, "second.pdb", 4)
+	s.ownImage(9100, pidSvc, bLate, 0x2000, 0x11, `\Device\HarddiskVolume2\late.dll`, "late.pdb", 1)
+	s.ownImage(9200, pidSvc, bReused, 0x4000, 0x33, `\Device\HarddiskVolume2\first.dll`, "first.pdb", 3)
+	s.ownImage(9300, pidSvc, bWrong, 0x5000, 0x56, `\Device\HarddiskVolume2\wrong.dll`, "wrong.pdb", 5)
+	s.ownImage(9400, pidSvc, bNoName, 0x6000, 0x66, `\Device\HarddiskVolume2\other.dll`, "other.pdb", 6)
+	s.ownImage(9500, pidSvc, bOrphan, 0x7000, 0x77, `\Device\HarddiskVolume2\orphan.dll`, "orphan.pdb", 7)
+	s.ownImage(9600, pidSvc+1, bLate, 0x2000, 0x11, `\Device\HarddiskVolume2\late.dll`, "late.pdb", 1) // another process
+	out := runSynth(t, s)
+	got := map[string]string{}
+	for _, f := range out.facts {
+		if f.Kind == event.FactModule && !f.End {
+			got[f.Name] = f.Image
+		}
+	}
+	want := map[string]string{
+		`C:\late.dll`:   symbolize.PDBID("late.pdb", testGUID, 1),
+		`C:\early.dll`:  symbolize.PDBID("early.pdb", testGUID, 2),
+		`C:\first.dll`:  symbolize.PDBID("first.pdb", testGUID, 3),
+		`C:\second.dll`: symbolize.PDBID("second.pdb", testGUID, 4),
+		`C:\wrong.dll`:  "",
+		`C:\named.dll`:  "",
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("%s: image %q (present %v), want %q", name, g, ok, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("modules %v", got)
+	}
+	st := &out.trailer.Stats
+	for name, w := range map[string]uint64{StatIdentityMismatch: 2, StatIdentityNoImage: 2} {
+		if g := st.Get(event.CountUnresolved, name); g != w {
+			t.Errorf("%s = %d, want %d\n%v", name, g, w, st.Sorted())
+		}
+	}
+	if g := st.Get(event.CountInfo, StatModulesPDB); g != 4 {
+		t.Errorf("modules with a PDB identity: %d", g)
+	}
+}
+
+// TestOwnIdentityLiveChecked: live, an iotrace identity right after its
+// image joins it by process and base; one that disagrees with the image
+// is counted, not used.
+func TestOwnIdentityLiveChecked(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.imageV2(2000, 10, pidSvc, 0x7ff100000000, 0x2000, 0x11, `\Device\HarddiskVolume2\a.dll`)
+	s.ownImage(2000, pidSvc, 0x7ff100000000, 0x2000, 0x11, `\Device\HarddiskVolume2\a.dll`, "a.pdb", 1)
+	s.imageV2(3000, 10, pidSvc, 0x7ff200000000, 0x2000, 0x22, `\Device\HarddiskVolume2\b.dll`)
+	s.ownImage(3000, pidSvc, 0x7ff200000000, 0x2000, 0x23, `\Device\HarddiskVolume2\b.dll`, "b.pdb", 1)
+	out := &seqSink{}
+	p := NewPipeline(out, Options{})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	var imgs []string
+	for _, f := range out.facts {
+		if f.Kind == event.FactModule {
+			imgs = append(imgs, f.Image)
+		}
+	}
+	if len(imgs) != 2 || imgs[0] != symbolize.PDBID("a.pdb", testGUID, 1) || imgs[1] != "" {
+		t.Errorf("module images %q", imgs)
+	}
+	if g := out.trailer.Stats.Get(event.CountUnresolved, StatIdentityMismatch); g != 1 {
+		t.Errorf("mismatches %d", g)
+	}
+}

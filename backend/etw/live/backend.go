@@ -346,7 +346,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		QPCFreq:     uint64(freq),
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
 		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
-		Warn:        warn,
+		// --stacks kernel: the walks are trimmed to their kernel part
+		// (stacks.go), the user parts that follow them dropped. --stacks
+		// user: a kernel-only walk tells the pipeline that the user part
+		// will follow; it drops the kernel frames.
+		KernelStacksOnly: opts.Stacks == backend.StacksKernel,
+		UserStacksOnly:   opts.Stacks == backend.StacksUser,
+		Warn:             warn,
 		OriginAtFirstRecord: func() func() int64 {
 			if cfg.ClockType != ClockCPUCycles {
 				return nil

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize"
 	"github.com/iotrace/iotrace/symbolize/peid"
 )
 
@@ -488,5 +490,41 @@ func TestImageHeldForItsIdentity(t *testing.T) {
 		if held != 2 || string(got) != string(want) || late != 1 || ro.gaveUp != 1 {
 			t.Errorf("slow: released %d before the answer; order %v, want %v; late %d, gave up %d", held, got, want, late, ro.gaveUp)
 		}
+	}
+}
+
+// TestImageIdentityReachesModule: in a live trace with --stacks, the
+// identity injected after an Image Load goes to the pipeline (only
+// markers go to the sink as markers), so the module fact carries the PDB
+// identity of the image's file.
+func TestImageIdentityReachesModule(t *testing.T) {
+	pe, id := testPE(t)
+	f := newFakeAPI()
+	f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
+	f.mainEvents = []record.Record{
+		imageRecord(kernel.OpcodeImageLoad, 10, 900, 0x140000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`),
+	}
+	sink := &memSink{}
+	if err := runFake(t, f, Config{}, backend.Options{Stacks: backend.StacksBoth}, sink, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	want := symbolize.PDBID(id.PDBName, id.PDBGUID, id.PDBAge)
+	var mods []event.Fact
+	for _, x := range sink.facts {
+		if x.Kind == event.FactModule {
+			mods = append(mods, x)
+		}
+	}
+	if len(mods) != 1 || mods[0].Image != want || mods[0].Handle != 0x140000000 || mods[0].Pid != 900 || mods[0].Name != `C:\app\mod.exe` {
+		t.Fatalf("module facts %+v, want one with image %s", mods, want)
+	}
+	for _, e := range sink.events {
+		if e.Op == event.OpMarker {
+			t.Errorf("identity delivered as a marker: %+v", e)
+		}
+	}
+	st := sink.trailer.Stats
+	if st.Get(event.CountInfo, etw.StatModulesPDB) != 1 || st.Get(event.CountUnresolved, etw.StatIdentityNoImage) != 0 {
+		t.Errorf("stats %v", st.Sorted())
 	}
 }

@@ -27,7 +27,13 @@ import (
 // address boundary (the top half of the address space on 64-bit
 // Windows), dropped from each StackWalk record before it is decoded; the
 // kernel's cost is the same for the three. A walk left with no frame
-// (--stacks user on a system thread) is dropped and counted.
+// (--stacks user on a system thread) is dropped and counted. The user
+// part of a kernel event's stack is often walked later, when the thread
+// returns to user mode: under --stacks user a user process's kernel-only
+// walk is passed on whole so that the pipeline holds the event for its
+// user part (etw.Options.UserStacksOnly drops the kernel frames then);
+// under --stacks kernel the pipeline waits for none
+// (etw.Options.KernelStacksOnly).
 
 // StackWalkGUID is the class GUID of the kernel's StackWalk events
 // (def2fe46-7bd6-4b80-bd94-f57fe20d0ce3).
@@ -126,6 +132,17 @@ func (f *stackFilter) apply(r *record.Record) bool {
 	if len(b) < stackWalkHeader {
 		return true
 	}
+	if f.user && !f.kernel && kernelOnlyWalk(b, p) {
+		// Its user part comes later, when the thread returns to user
+		// mode (the System process's threads never do): the pipeline
+		// holds the event for it and drops these frames
+		// (etw.Options.UserStacksOnly).
+		if sp := binary.LittleEndian.Uint32(b[8:]); sp != 0 && sp != 4 {
+			return true
+		}
+		f.noPart++
+		return false
+	}
 	out := stackWalkHeader
 	for i := stackWalkHeader; i+p <= len(b); i += p {
 		var a uint64
@@ -145,4 +162,21 @@ func (f *stackFilter) apply(r *record.Record) bool {
 	}
 	r.UserData = b[:out:out]
 	return true
+}
+
+// kernelOnlyWalk reports whether the StackWalk payload b (pointer size p)
+// has frames and all of them in the kernel's half.
+func kernelOnlyWalk(b []byte, p int) bool {
+	n := 0
+	for i := stackWalkHeader; i+p <= len(b); i += p {
+		a := uint64(binary.LittleEndian.Uint32(b[i:]))
+		if p == 8 {
+			a = binary.LittleEndian.Uint64(b[i:])
+		}
+		if !kernelAddress(a, p) {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw"
+	"github.com/iotrace/iotrace/backend/etw/internal/etwsynth"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
@@ -209,7 +212,9 @@ func TestStackFilter(t *testing.T) {
 		{backend.StacksBoth, 8, []uint64{k1, k2, u1, u2}, []uint64{k1, k2, u1, u2}},
 		{backend.StacksUser, 8, []uint64{k1, k2, u1, u2}, []uint64{u1, u2}},
 		{backend.StacksKernel, 8, []uint64{k1, k2, u1, u2}, []uint64{k1, k2}},
-		{backend.StacksUser, 8, []uint64{k1, k2}, nil},
+		// A user process's kernel-only walk: its user part comes
+		// later; passed whole (the pipeline drops the kernel frames).
+		{backend.StacksUser, 8, []uint64{k1, k2}, []uint64{k1, k2}},
 		{backend.StacksKernel, 8, []uint64{u1}, nil},
 		{backend.StacksUser, 4, []uint64{0x82001000, 0x401000}, []uint64{0x401000}},
 		{backend.StacksKernel, 4, []uint64{0x82001000, 0x401000}, []uint64{0x82001000}},
@@ -228,8 +233,15 @@ func TestStackFilter(t *testing.T) {
 			t.Errorf("dropped walk not counted")
 		}
 	}
-	// Too short to be a stack: passed whole for the decoder to count.
+	// The System process's kernel-only walk: no user part ever.
 	f := newStackFilter(backend.StacksUser)
+	sys := walkPayload(8, k1, k2)
+	binary.LittleEndian.PutUint32(sys[8:], 4)
+	if r := (record.Record{PointerSize: 8, UserData: sys}); f.apply(&r) || f.noPart != 1 {
+		t.Error("a System thread's kernel walk kept under --stacks user")
+	}
+	// Too short to be a stack: passed whole for the decoder to count.
+	f = newStackFilter(backend.StacksUser)
 	r := record.Record{PointerSize: 8, UserData: []byte{1, 2, 3}}
 	if !f.apply(&r) || len(r.UserData) != 3 {
 		t.Error("short record not passed on")
@@ -289,6 +301,141 @@ func BenchmarkStackFilter(b *testing.B) {
 		r.UserData = buf
 		if !isStackWalk(&r) || !f.apply(&r) || len(r.UserData) != 16+16*8 {
 			b.Fatal("not trimmed")
+		}
+	}
+}
+
+// TestStackWalksJoinedLive: StackWalk EVENT_RECORDs the session delivers
+// right after FileIo requests and DiskIo Inits (same thread and
+// timestamp) come out of a live trace joined to their events: each event
+// names a stack fact with the frames asked for (--stacks both: kernel
+// and user; user or kernel: that part only, nothing flagged lost).
+func TestStackWalksJoinedLive(t *testing.T) {
+	const (
+		pid, tid = 900, 901
+		k1, k2   = 0xfffff80000101000, 0xfffff80000202000
+		u1, u2   = 0x7ff600001000, 0x7ff600002000
+		fo       = 0xffffc00000a00000
+	)
+	var s etwsynth.Recs
+	s.Create(1000, tid, pid, 0xa1, fo, 0, `\Device\HarddiskVolume3\app\data.bin`)
+	s.Stack(1000, 1000, pid, tid, k1, k2, u1, u2)
+	s.OpEnd(1100, tid, pid, 0xa1, 0, 0)
+	s.ReadWrite(2000, 67, tid, pid, 0xa2, fo, fo, 0, 4096)
+	s.Stack(2000, 2000, pid, tid, k2, u2)
+	s.DiskInit(2100, 12, tid, pid, 0xd1)
+	s.Stack(2100, 2100, pid, tid, k1, u1, u2)
+	s.DiskDone(2500, 10, 0, 0xd1, fo, 0, 4096, 400, tid)
+	s.OpEnd(2600, tid, pid, 0xa2, 4096, 0)
+	type want struct{ kernel, user []uint64 }
+	all := map[string]want{
+		"FileIo/Create": {[]uint64{k1, k2}, []uint64{u1, u2}},
+		"FileIo/Read":   {[]uint64{k2}, []uint64{u2}},
+		"DiskIo/Read":   {[]uint64{k1}, []uint64{u1, u2}},
+	}
+	for _, mode := range []backend.Stacks{backend.StacksBoth, backend.StacksUser, backend.StacksKernel} {
+		f := newFakeAPI()
+		f.mainEvents = s.Recs
+		sink := &memSink{}
+		if err := runFake(t, f, Config{}, backend.Options{Stacks: mode}, sink, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		facts := map[uint64]event.Fact{}
+		for _, x := range sink.facts {
+			if x.Kind == event.FactStack {
+				facts[x.Handle] = x
+			}
+		}
+		seen := 0
+		for _, e := range sink.events {
+			w, ok := all[e.Native]
+			if !ok {
+				continue
+			}
+			seen++
+			if mode == backend.StacksUser {
+				w.kernel = nil
+			}
+			if mode == backend.StacksKernel {
+				w.user = nil
+			}
+			x, ok := facts[e.Stack]
+			if !ok || !slices.Equal(x.Kernel, w.kernel) || !slices.Equal(x.User, w.user) || x.Flags != 0 {
+				t.Errorf("stacks %v: %s stack %d %+v, want kernel %x user %x", mode, e.Native, e.Stack, x, w.kernel, w.user)
+			}
+		}
+		st := sink.trailer.Stats
+		if seen != 3 || st.Get(event.CountInfo, etw.StatStackRecords) != 3 || st.Get(event.CountInfo, StatStackWalks) != 3 ||
+			st.Get(event.CountDropped, etw.StatStackUserNever) != 0 || st.Get(event.CountInfo, etw.StatStacksNoEvent) != 0 {
+			t.Errorf("stacks %v: %d events; stats %v", mode, seen, st.Sorted())
+		}
+	}
+}
+
+// TestDeferredUserPartLive: Windows walks the user part of a kernel
+// event's stack when the thread returns to user mode, after the request
+// completed: the event waits for it and gets it under --stacks both and
+// user (user: without the kernel frames), not under kernel; a system
+// thread's kernel-only walk under --stacks user is dropped, counted.
+func TestDeferredUserPartLive(t *testing.T) {
+	const (
+		pid, tid = 900, 901
+		k1, k2   = 0xfffff80000101000, 0xfffff80000202000
+		u1, u2   = 0x7ff600001000, 0x7ff600002000
+		fo       = 0xffffc00000a00000
+	)
+	var s etwsynth.Recs
+	s.ReadWrite(2000, 67, tid, pid, 0xa2, fo, fo, 0, 4096)
+	s.Stack(2000, 2000, pid, tid, k1, k2)
+	s.OpEnd(2600, tid, pid, 0xa2, 4096, 0)
+	s.Stack(2700, 2000, pid, tid, u1, u2) // the return to user mode
+	// The System process's lazy writer: kernel frames only, ever.
+	s.ReadWrite(3000, 68, 8, 4, 0xa3, fo, fo, 0, 4096)
+	s.Stack(3000, 3000, 4, 8, k2)
+	s.OpEnd(3100, 8, 4, 0xa3, 4096, 0)
+	for _, c := range []struct {
+		mode           backend.Stacks
+		kernel, user   []uint64
+		system         []uint64 // the write's kernel frames (nil: no stack)
+		noPart, joined uint64
+	}{
+		{backend.StacksBoth, []uint64{k1, k2}, []uint64{u1, u2}, []uint64{k2}, 0, 3},
+		{backend.StacksUser, nil, []uint64{u1, u2}, nil, 1, 2},
+		{backend.StacksKernel, []uint64{k1, k2}, nil, []uint64{k2}, 1, 2},
+	} {
+		f := newFakeAPI()
+		f.mainEvents = s.Recs
+		sink := &memSink{}
+		if err := runFake(t, f, Config{}, backend.Options{Stacks: c.mode}, sink, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		facts := map[uint64]event.Fact{}
+		for _, x := range sink.facts {
+			if x.Kind == event.FactStack {
+				facts[x.Handle] = x
+			}
+		}
+		n := 0
+		for _, e := range sink.events {
+			switch e.Native {
+			case "FileIo/Read":
+				x, ok := facts[e.Stack]
+				if !ok || !slices.Equal(x.Kernel, c.kernel) || !slices.Equal(x.User, c.user) || x.Flags != 0 {
+					t.Errorf("stacks %v: read stack %d %+v", c.mode, e.Stack, x)
+				}
+				n++
+			case "FileIo/Write":
+				x, ok := facts[e.Stack]
+				if (c.system == nil) != (e.Stack == 0) || c.system != nil && (!ok || !slices.Equal(x.Kernel, c.system) || len(x.User) != 0 || x.Flags != 0) {
+					t.Errorf("stacks %v: system write stack %d %+v", c.mode, e.Stack, x)
+				}
+				n++
+			}
+		}
+		st := sink.trailer.Stats
+		if n != 2 || st.Get(event.CountInfo, StatStackWalksNoPart) != c.noPart || st.Get(event.CountInfo, etw.StatStackRecords) != c.joined ||
+			st.Get(event.CountDropped, etw.StatStackUserNever) != 0 || st.Get(event.CountDropped, etw.StatStacksLate) != 0 {
+			t.Errorf("stacks %v: %d events; stats %v", c.mode, n, st.Sorted())
 		}
 	}
 }
