@@ -286,7 +286,11 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 		issuer = d.ttid
 	}
 	p.candidates(&d, issuer, d.op)
-	d.stk = p.takeStack(r)
+	if sp := p.takeStack(r); sp != nil {
+		// takeStack's value is scratch, reused by the next event.
+		c := *sp
+		d.stk = &c
+	}
 	p.pendDisk[ev.Irp] = d
 	p.noteTarget(r, targetDisk, nil, ev.Irp)
 }
