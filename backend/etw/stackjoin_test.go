@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"github.com/iotrace/iotrace/event"
 	"slices"
 	"testing"
 )
@@ -36,5 +37,87 @@ func TestStackDiskKeepsItsOwn(t *testing.T) {
 	}
 	if f := out.stackOf(t, &r[0]); !slices.Equal(f.Kernel, []uint64{kB}) || !slices.Equal(f.User, []uint64{uB}) {
 		t.Errorf("read stack = kernel %x user %x, want kernel %x user %x", f.Kernel, f.User, uint64(kB), uint64(uB))
+	}
+}
+
+// TestLiveOnePartAsked: a live session asked for the kernel part of the
+// stacks alone (--stacks kernel: the user frames filtered out) does not
+// hold events for a user part that cannot come, nor flag them user-lost;
+// one asked for the user part alone does not flag them kernel-lost.
+func TestLiveOnePartAsked(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   Options
+		frames []uint64
+	}{
+		{"kernel", Options{ExpectOpEnd: true, DiskIOInit: true, NoUserStacks: true}, []uint64{kB}},
+		{"user", Options{ExpectOpEnd: true, DiskIOInit: true, NoKernelStacks: true}, []uint64{uB}},
+	} {
+		s := &synth{ptr: 8, version: 3}
+		s.header(1000)
+		s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+		s.thread(1000, 3, pidSvc, tidSvc)
+		s.diskInit(3000, 12, tidSvc, pidSvc, irpStackC)
+		s.stack(3000, 3000, pidSvc, tidSvc, c.frames...)
+		s.diskDone(3100, 10, 0, irpStackC, fkA, 0, 4096, 100, tidSvc)
+		out := &seqSink{}
+		p := NewPipeline(out, c.opts)
+		for i := range s.recs {
+			if err := p.Push(&s.recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(out.byNative("DiskIo/Read")); n != 1 {
+			t.Errorf("%s: %d disk reads emitted before the end, want 1 (held for a part not asked for)", c.name, n)
+		}
+		if err := p.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+		disks := out.byNative("DiskIo/Read")
+		if len(disks) != 1 {
+			t.Fatalf("%s: %d disk reads", c.name, len(disks))
+		}
+		f := out.stackOf(t, &disks[0])
+		if f.Flags != 0 || !slices.Equal(append(slices.Clone(f.Kernel), f.User...), c.frames) {
+			t.Errorf("%s: stack %+v", c.name, f)
+		}
+		if got := out.trailer.Stats.Get(event.CountDropped, StatStackUserNever); got != 0 {
+			t.Errorf("%s: user parts that never came: %d", c.name, got)
+		}
+	}
+}
+
+// TestLiveOnePartKeyRefs: with one part asked for, a cache key reference
+// of the other part is left aside (counted), not joined.
+func TestLiveOnePartKeyRefs(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.keyDef(1500, 34, 0x100, kA)
+	s.keyDef(1500, 34, 0x200, uA)
+	s.diskInit(3000, 12, tidSvc, pidSvc, irpStackC)
+	s.keyRef(3000, 37, 3000, pidSvc, tidSvc, 0x100)
+	s.keyRef(3000, 38, 3000, pidSvc, tidSvc, 0x200)
+	s.diskDone(3100, 10, 0, irpStackC, fkA, 0, 4096, 100, tidSvc)
+	out := &seqSink{}
+	p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true, NoUserStacks: true})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	disks := out.byNative("DiskIo/Read")
+	if len(disks) != 1 {
+		t.Fatalf("%d disk reads", len(disks))
+	}
+	if f := out.stackOf(t, &disks[0]); f.Flags != 0 || !slices.Equal(f.Kernel, []uint64{kA}) || len(f.User) != 0 {
+		t.Errorf("stack %+v", f)
+	}
+	if got := out.trailer.Stats.Get(event.CountInfo, StatStacksOff); got != 1 {
+		t.Errorf("key references left aside: %d, want 1", got)
 	}
 }

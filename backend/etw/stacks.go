@@ -576,6 +576,13 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		p.defineKey(r, ev.StackKey, ev.Frames)
 		return
 	}
+	if ev.Kind == kernel.KindStackKeyRef && (r.Opcode == kernel.OpcodeStackKeyKernel && p.opts.NoKernelStacks ||
+		r.Opcode == kernel.OpcodeStackKeyUser && p.opts.NoUserStacks) {
+		// A cache key reference of the part not asked for (the
+		// session's stack filter trims the frames of whole stacks).
+		p.count(StatStacksOff, event.CountInfo, 1)
+		return
+	}
 	// A live session: the stack follows its event; its user part may
 	// come when the thread returns to user mode (liveUser).
 	if userOnly(r, ev) && p.liveUser(r, ev) {
@@ -614,9 +621,10 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	}
 	p.liveStackPart(sp, r, ev)
 	p.count(StatStackRecords, event.CountInfo, 1)
-	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 {
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.NoUserStacks {
 		// Its user part comes when the thread returns to user mode
-		// (the System process's threads never do).
+		// (the System process's threads never do; a session asked for
+		// kernel stacks alone filters it out).
 		sp.waiting, sp.tid = true, ev.Tid
 		w := liveWaiter{sp: sp}
 		if t.kind == targetFile {

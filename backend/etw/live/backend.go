@@ -347,6 +347,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
 		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
 		Warn:        warn,
+		// The stack filter keeps the part asked for alone.
+		NoUserStacks:   opts.Stacks == backend.StacksKernel,
+		NoKernelStacks: opts.Stacks == backend.StacksUser,
 		OriginAtFirstRecord: func() func() int64 {
 			if cfg.ClockType != ClockCPUCycles {
 				return nil
