@@ -1,6 +1,8 @@
 package etw
 
 import (
+	"fmt"
+	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"slices"
 	"testing"
@@ -119,5 +121,79 @@ func TestLiveOnePartKeyRefs(t *testing.T) {
 	}
 	if got := out.trailer.Stats.Get(event.CountInfo, StatStacksOff); got != 1 {
 		t.Errorf("key references left aside: %d, want 1", got)
+	}
+}
+
+// tidReuse is a thread that exits in the kernel (its last event's stack
+// has no user part) and its ID reused by a thread of another process,
+// whose event's user part comes when it returns to user mode.
+func tidReuse(threadEnd bool) *synth {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.process(1000, 3, pidSvc+4, 4, "other.exe", "other")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.name(1000, 36, fkA, `\Device\HarddiskVolume2\a.txt`)
+	at := func(msec float64) int64 { return 1000 + int64(msec*ms) }
+	s.rw(at(10), 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
+	s.stack(at(10), at(10), pidSvc, tidSvc, kA)
+	s.opEnd(at(11), irpA, 4096, 0)
+	if threadEnd {
+		s.thread(at(12), 2, pidSvc, tidSvc)
+	}
+	s.thread(at(20), 1, pidSvc+4, tidSvc)
+	s.rw(at(21), 67, tidSvc, pidSvc+4, irpB, foA, fkA, 0, 4096)
+	s.stack(at(21), at(21), pidSvc+4, tidSvc, kB)
+	s.opEnd(at(22), irpB, 4096, 0)
+	s.stack(at(23), at(21), pidSvc+4, tidSvc, uB)
+	return s
+}
+
+func checkTidReuse(t *testing.T, name string, out *seqSink) {
+	t.Helper()
+	reads := out.byNative("FileIo/Read")
+	if len(reads) != 2 {
+		t.Fatalf("%s: %d reads", name, len(reads))
+	}
+	for _, r := range reads {
+		f := out.stackOf(t, &r)
+		switch r.Pid {
+		case pidSvc:
+			if len(f.User) != 0 || f.Flags != event.FactUserLost || !slices.Equal(f.Kernel, []uint64{kA}) {
+				t.Errorf("%s: the ended thread's read got %+v", name, f)
+			}
+		default:
+			if f.Flags != 0 || !slices.Equal(f.User, []uint64{uB}) || !slices.Equal(f.Kernel, []uint64{kB}) {
+				t.Errorf("%s: the new thread's read got %+v", name, f)
+			}
+		}
+	}
+	if got := out.trailer.Stats.Get(event.CountDropped, StatStackUserGone); got != 1 {
+		t.Errorf("%s: %q = %d, want 1", name, StatStackUserGone, got)
+	}
+}
+
+// TestStackTidReused: a reused thread ID does not give a dead thread's
+// event the user frames of another process's thread, in a file (by
+// process) and in a live session (by process, and at the Thread End).
+func TestStackTidReused(t *testing.T) {
+	checkTidReuse(t, "file", runSynth(t, tidReuse(false)))
+	for _, end := range []bool{false, true} {
+		s := tidReuse(end)
+		out := &seqSink{}
+		p := NewPipeline(out, Options{ExpectOpEnd: true})
+		for i := range s.recs {
+			r := &s.recs[i]
+			if err := p.Push(r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Group == record.GroupThread && r.Opcode == 2 && len(out.byNative("FileIo/Read")) != 1 {
+				t.Errorf("live: the ended thread's read still held after its Thread End")
+			}
+		}
+		if err := p.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+		checkTidReuse(t, fmt.Sprintf("live, thread end %v", end), out)
 	}
 }

@@ -50,6 +50,7 @@ const (
 	StatStacksOff         = "etw: stack records left aside (stacks not wanted)"
 	StatStackUserNever    = "etw: stacks whose user part never came (live: the thread did not return to user mode in time; flagged user-lost)"
 	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
+	StatStackUserGone     = "etw: stacks whose user part never came (their thread ended, or its ID went to another process, before it returned to user mode; flagged user-lost)"
 )
 
 // stackParts is a stack as it is being assembled.
@@ -59,8 +60,8 @@ type stackParts struct {
 	lost         event.FactFlags
 	// waiting (live sessions): the kernel part came, the user part will
 	// come when thread tid returns to user mode.
-	waiting bool
-	tid     uint32
+	waiting  bool
+	pid, tid uint32
 }
 
 // target kinds: what a stack record may belong to.
@@ -183,12 +184,13 @@ type part struct {
 // file. It holds no pointers: a file's thousands of them cost the
 // garbage collector nothing.
 type preStack struct {
-	ts         int64 // the event's timestamp (raw) and thread
-	tid        uint32
+	ts         int64 // the event's timestamp (raw), process and thread
+	pid, tid   uint32
 	nrec       uint32 // stack records
 	kern, user part
 	shared     bool // user came from another event's stack record
 	taken      bool // an event of the second pass took it
+	userGone   bool // its thread's ID went to another process first
 }
 
 // maxWaitUser bounds the events of one thread waiting for a user part
@@ -207,7 +209,7 @@ const maxWaitUser = 256
 // the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, tid: sw.Tid}
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid}
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
@@ -243,6 +245,7 @@ type rawStack struct {
 	key       uint64
 	off, nk   uint32
 	n, tid    uint32
+	pid       uint32
 	ref       uint8
 }
 
@@ -269,10 +272,10 @@ func (s *stackState) assemble() {
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
-			s.addKernel(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addKernel(r.ts, r.pid, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refUser:
-			s.addUser(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addUser(r.ts, r.pid, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		}
 		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
@@ -280,11 +283,11 @@ func (s *stackState) assemble() {
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
-			s.pres = append(s.pres, preStack{ts: r.ts, tid: r.tid, nrec: 1, kern: kern, user: user})
+			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, nrec: 1, kern: kern, user: user})
 		case kern.ok:
-			s.addKernel(r.ts, r.tid, kern)
+			s.addKernel(r.ts, r.pid, r.tid, kern)
 		case user.ok:
-			s.addUser(r.ts, r.tid, user)
+			s.addUser(r.ts, r.pid, r.tid, user)
 		}
 	}
 	s.raw, s.nraw = nil, 0
@@ -292,8 +295,8 @@ func (s *stackState) assemble() {
 
 // addKernel collects the kernel part of the stack of the event at ts on
 // tid: the event then waits for its thread's next user part.
-func (s *stackState) addKernel(ts int64, tid uint32, k part) {
-	s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, kern: k})
+func (s *stackState) addKernel(ts int64, pid, tid uint32, k part) {
+	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, nrec: 1, kern: k})
 	list := s.waitUser[tid]
 	if len(list) >= maxWaitUser {
 		list = append(list[:0], list[1:]...)
@@ -302,13 +305,19 @@ func (s *stackState) addKernel(ts int64, tid uint32, k part) {
 }
 
 // addUser collects a user part: the event's own, and that of every kernel
-// event of the thread still waiting for one.
-func (s *stackState) addUser(ts int64, tid uint32, u part) {
+// event of the thread still waiting for one. A waiting event of another
+// process had its thread end before it returned to user mode, the
+// thread's ID then reused: it gets none (userGone).
+func (s *stackState) addUser(ts int64, pid, tid uint32, u part) {
 	list := s.waitUser[tid]
 	own := false
 	for _, j := range list {
 		e := &s.pres[j]
 		if e.user.ok {
+			continue
+		}
+		if e.pid != pid {
+			e.userGone = true
 			continue
 		}
 		e.user, e.shared = u, true
@@ -321,7 +330,7 @@ func (s *stackState) addUser(ts int64, tid uint32, u part) {
 		s.waitUser[tid] = list[:0]
 	}
 	if !own {
-		s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, user: u})
+		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, nrec: 1, user: u})
 	}
 }
 
@@ -504,6 +513,7 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 		if !ps.user.ok {
 			ps.user, ps.shared = e.user, e.shared
 		}
+		ps.userGone = ps.userGone || e.userGone
 	}
 	if !found {
 		return nil
@@ -521,6 +531,10 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 		} else {
 			sp.lost |= event.FactKernelLost
 		}
+	}
+	if !ps.user.ok && ps.userGone {
+		sp.lost |= event.FactUserLost
+		p.count(StatStackUserGone, event.CountDropped, 1)
 	}
 	if ps.user.ok {
 		if ps.shared {
@@ -625,7 +639,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		// Its user part comes when the thread returns to user mode
 		// (the System process's threads never do; a session asked for
 		// kernel stacks alone filters it out).
-		sp.waiting, sp.tid = true, ev.Tid
+		sp.waiting, sp.pid, sp.tid = true, ev.Pid, ev.Tid
 		w := liveWaiter{sp: sp}
 		if t.kind == targetFile {
 			w.req, w.id = t.req, t.id
@@ -694,28 +708,95 @@ func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
 	var up stackParts
 	p.liveStackPart(&up, r, ev)
 	user := slices.Clone(up.user)
-	p.count(StatStackRecords, event.CountInfo, 1)
+	// Waiters of another process: their thread ended and its ID went to
+	// this one's (threadEnded was not seen); they get none.
+	joined := false
 	for _, w := range waiters {
 		if w.req != nil && (w.req.ev.ID != w.id || w.req.emitted) {
 			continue
 		}
-		if w.sp.waiting {
-			w.sp.user, w.sp.waiting = user, false
-			w.sp.lost |= up.lost & event.FactUserLost
+		if !w.sp.waiting {
+			continue
 		}
+		if w.sp.pid != ev.Pid {
+			p.userGone(w.sp)
+			continue
+		}
+		w.sp.user, w.sp.waiting = user, false
+		w.sp.lost |= up.lost & event.FactUserLost
+		joined = true
 	}
 	delete(s.liveWait, tid)
 	for i := range held {
 		h := &held[i]
-		h.sp.user, h.sp.waiting = user, false
-		h.sp.lost |= up.lost & event.FactUserLost
+		if h.sp.pid != ev.Pid {
+			p.userGone(&h.sp)
+		} else {
+			h.sp.user, h.sp.waiting = user, false
+			h.sp.lost |= up.lost & event.FactUserLost
+			joined = true
+		}
 		p.releaseHeld(h)
 	}
 	if held != nil {
 		s.heldN -= len(held)
 		delete(s.held, tid)
 	}
-	return true
+	if joined {
+		p.count(StatStackRecords, event.CountInfo, 1)
+	}
+	return joined
+}
+
+// userGone flags a stack whose thread ended before returning to user
+// mode: its user part will never come.
+func (p *Pipeline) userGone(sp *stackParts) {
+	sp.waiting = false
+	sp.lost |= event.FactUserLost
+	p.count(StatStackUserGone, event.CountDropped, 1)
+}
+
+// threadEnded gives up the user parts the stacks of thread tid of process
+// pid wait for (live sessions): pending events are flagged, held ones
+// emitted.
+func (p *Pipeline) threadEnded(pid, tid uint32) {
+	s := &p.stk
+	if list, ok := s.liveWait[tid]; ok {
+		n := 0
+		for _, w := range list {
+			if w.sp.pid != pid {
+				list[n] = w
+				n++
+				continue
+			}
+			if w.sp.waiting && (w.req == nil || w.req.ev.ID == w.id && !w.req.emitted) {
+				p.userGone(w.sp)
+			}
+		}
+		if n == 0 {
+			delete(s.liveWait, tid)
+		} else {
+			s.liveWait[tid] = list[:n]
+		}
+	}
+	if list, ok := s.held[tid]; ok {
+		n := 0
+		for i := range list {
+			if list[i].sp.pid != pid {
+				list[n] = list[i]
+				n++
+				continue
+			}
+			p.userGone(&list[i].sp)
+			p.releaseHeld(&list[i])
+		}
+		s.heldN -= len(list) - n
+		if n == 0 {
+			delete(s.held, tid)
+		} else {
+			s.held[tid] = list[:n]
+		}
+	}
 }
 
 // emitStacked emits e with its stack, or holds it while its stack waits
