@@ -197,3 +197,91 @@ func TestStackTidReused(t *testing.T) {
 		checkTidReuse(t, fmt.Sprintf("live, thread end %v", end), out)
 	}
 }
+
+// TestStackSameTime: two events of one thread at one timestamp each take
+// their own stack, in order; two events of thread 0 (one idle thread per
+// processor) at one timestamp on two processors take the stack walked on
+// their processor.
+func TestStackSameTime(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		s := &synth{ptr: 8, version: 3}
+		s.header(1000)
+		s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+		s.thread(1000, 3, pidSvc, tidSvc)
+		s.name(1000, 36, fkA, `\Device\HarddiskVolume2\a.txt`)
+		at := func(msec float64) int64 { return 1000 + int64(msec*ms) }
+		s.rw(at(10), 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
+		s.stack(at(10), at(10), pidSvc, tidSvc, kA, uA)
+		s.rw(at(10), 67, tidSvc, pidSvc, irpB, foA, fkA, 4096, 4096)
+		s.stack(at(10), at(10), pidSvc, tidSvc, kB, uB)
+		s.opEnd(at(12), irpA, 4096, 0)
+		s.opEnd(at(12), irpB, 4096, 0)
+		// Thread 0 on processors 1 and 2, one time.
+		for _, c := range []struct {
+			cpu uint16
+			irp uint64
+			k   uint64
+		}{{1, irpStackC, kA}, {2, irpStackC + 0x100, kB}} {
+			s.diskInit(at(20), 12, 0, 0, c.irp)
+			s.recs[len(s.recs)-1].CPU = c.cpu
+		}
+		s.stack(at(20), at(20), 0, 0, kB) // processor 2's, logged first
+		s.recs[len(s.recs)-1].CPU = 2
+		s.stack(at(20), at(20), 0, 0, kA)
+		s.recs[len(s.recs)-1].CPU = 1
+		s.diskDone(at(21), 10, 0, irpStackC, fkA, 0, 4096, 100, 0)
+		s.diskDone(at(21), 10, 0, irpStackC+0x100, fkA, 8192, 4096, 100, 0)
+		var out *seqSink
+		if live {
+			// A live session meets each stack after its event; the
+			// processors' records interleave (both Inits first).
+			n := len(s.recs)
+			s.recs[n-4], s.recs[n-3] = s.recs[n-3], s.recs[n-4]
+			out = &seqSink{}
+			p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true})
+			for i := range s.recs {
+				if err := p.Push(&s.recs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Close(nil); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			out = runSynth(t, s)
+		}
+		for _, r := range out.byNative("FileIo/Read") {
+			want := []uint64{kA, uA}
+			if r.Offset != 0 {
+				want = []uint64{kB, uB}
+			}
+			if r.Stack == 0 {
+				t.Errorf("live %v: read at %d: no stack", live, r.Offset)
+				continue
+			}
+			if f := out.stackOf(t, &r); !slices.Equal(append(slices.Clone(f.Kernel), f.User...), want) {
+				t.Errorf("live %v: read at %d: stack %x %x, want %x", live, r.Offset, f.Kernel, f.User, want)
+			}
+		}
+		disks := out.byNative("DiskIo/Read")
+		if len(disks) != 2 {
+			t.Fatalf("live %v: %d disk reads", live, len(disks))
+		}
+		for _, d := range disks {
+			want := []uint64{kA}
+			if d.Offset != 0 {
+				want = []uint64{kB}
+			}
+			if d.Stack == 0 {
+				t.Errorf("live %v: disk read at %d: no stack", live, d.Offset)
+				continue
+			}
+			if f := out.stackOf(t, &d); !slices.Equal(f.Kernel, want) {
+				t.Errorf("live %v: disk read at %d: stack %x, want %x", live, d.Offset, f.Kernel, want)
+			}
+		}
+		if got := out.trailer.Stats.Get(event.CountInfo, StatStackRecords); got != 4 {
+			t.Errorf("live %v: stack records joined: %d, want 4", live, got)
+		}
+	}
+}

@@ -76,6 +76,7 @@ const (
 type stackTarget struct {
 	ts   int64 // raw timestamp
 	tid  uint32
+	cpu  uint16
 	kind uint8
 	req  *fileReq
 	id   uint64 // the request's event ID (the fileReq may be reused)
@@ -131,19 +132,19 @@ func (p *Pipeline) noteTarget(r *record.Record, kind uint8, req *fileReq, irp ui
 	s := &p.stk
 	t := &s.targets[s.next]
 	s.next = (s.next + 1) % numTargets
-	*t = stackTarget{ts: r.Timestamp, tid: r.ThreadID, kind: kind, req: req, irp: irp}
+	*t = stackTarget{ts: r.Timestamp, tid: r.ThreadID, cpu: r.CPU, kind: kind, req: req, irp: irp}
 	if req != nil {
 		t.id = req.ev.ID
 	}
 }
 
 // findTarget returns the latest event with the stack's timestamp and
-// thread.
-func (p *Pipeline) findTarget(ts int64, tid uint32) *stackTarget {
+// thread (and processor, for thread 0: one idle thread per processor).
+func (p *Pipeline) findTarget(ts int64, tid uint32, cpu uint16) *stackTarget {
 	s := &p.stk
 	for i := 1; i <= numTargets; i++ {
 		t := &s.targets[(s.next-i+numTargets)%numTargets]
-		if t.ts == ts && (t.tid == tid || t.tid == record.NoID) {
+		if t.ts == ts && (t.tid == tid && (tid != 0 || t.cpu == cpu) || t.tid == record.NoID) {
 			return t
 		}
 	}
@@ -186,6 +187,7 @@ type part struct {
 type preStack struct {
 	ts         int64 // the event's timestamp (raw), process and thread
 	pid, tid   uint32
+	cpu        uint16 // the event's processor (told apart for thread 0)
 	nrec       uint32 // stack records
 	kern, user part
 	shared     bool // user came from another event's stack record
@@ -209,7 +211,7 @@ const maxWaitUser = 256
 // the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid}
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU}
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
@@ -246,6 +248,7 @@ type rawStack struct {
 	off, nk   uint32
 	n, tid    uint32
 	pid       uint32
+	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
 }
 
@@ -272,10 +275,10 @@ func (s *stackState) assemble() {
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
-			s.addKernel(r.ts, r.pid, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addKernel(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refUser:
-			s.addUser(r.ts, r.pid, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addUser(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		}
 		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
@@ -283,11 +286,11 @@ func (s *stackState) assemble() {
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
-			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, nrec: 1, kern: kern, user: user})
+			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user})
 		case kern.ok:
-			s.addKernel(r.ts, r.pid, r.tid, kern)
+			s.addKernel(r.ts, r.pid, r.tid, r.cpu, kern)
 		case user.ok:
-			s.addUser(r.ts, r.pid, r.tid, user)
+			s.addUser(r.ts, r.pid, r.tid, r.cpu, user)
 		}
 	}
 	s.raw, s.nraw = nil, 0
@@ -295,8 +298,8 @@ func (s *stackState) assemble() {
 
 // addKernel collects the kernel part of the stack of the event at ts on
 // tid: the event then waits for its thread's next user part.
-func (s *stackState) addKernel(ts int64, pid, tid uint32, k part) {
-	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, nrec: 1, kern: k})
+func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
+	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, kern: k})
 	list := s.waitUser[tid]
 	if len(list) >= maxWaitUser {
 		list = append(list[:0], list[1:]...)
@@ -308,7 +311,7 @@ func (s *stackState) addKernel(ts int64, pid, tid uint32, k part) {
 // event of the thread still waiting for one. A waiting event of another
 // process had its thread end before it returned to user mode, the
 // thread's ID then reused: it gets none (userGone).
-func (s *stackState) addUser(ts int64, pid, tid uint32, u part) {
+func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
 	list := s.waitUser[tid]
 	own := false
 	for _, j := range list {
@@ -330,7 +333,7 @@ func (s *stackState) addUser(ts int64, pid, tid uint32, u part) {
 		s.waitUser[tid] = list[:0]
 	}
 	if !own {
-		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, nrec: 1, user: u})
+		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, user: u})
 	}
 }
 
@@ -498,26 +501,31 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 	for s.cur < len(s.pres) && s.pres[s.cur].ts < ts {
 		s.cur++
 	}
-	var ps preStack
-	found := false
+	// The event's stack: the first stack of its thread at its time not
+	// taken yet, one with a kernel part first (events of one thread at
+	// one time take theirs in order; a user part alone is one no kernel
+	// part took). Thread 0 is one idle thread per processor: told apart
+	// by processor.
+	pick := -1
 	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
 		e := &s.pres[j]
-		if e.tid != r.ThreadID || e.taken {
+		if e.tid != r.ThreadID || e.taken || e.tid == 0 && e.cpu != r.CPU {
 			continue
 		}
-		e.taken, found = true, true
-		ps.nrec += e.nrec
-		if !ps.kern.ok {
-			ps.kern = e.kern
+		if e.kern.ok {
+			pick = j
+			break
 		}
-		if !ps.user.ok {
-			ps.user, ps.shared = e.user, e.shared
+		if pick < 0 {
+			pick = j
 		}
-		ps.userGone = ps.userGone || e.userGone
 	}
-	if !found {
+	if pick < 0 {
 		return nil
 	}
+	e := &s.pres[pick]
+	e.taken = true
+	ps := *e
 	if !joined {
 		p.count(StatStacksOther, event.CountInfo, uint64(ps.nrec))
 		return nil
@@ -602,7 +610,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	if userOnly(r, ev) && p.liveUser(r, ev) {
 		return
 	}
-	t := p.findTarget(ev.StackTime, ev.Tid)
+	t := p.findTarget(ev.StackTime, ev.Tid, r.CPU)
 	if t == nil {
 		p.count(StatStacksNoEvent, event.CountInfo, 1)
 		return
