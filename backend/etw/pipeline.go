@@ -391,12 +391,14 @@ func takenFirstClass(c kernel.Class, r *record.Record) bool {
 }
 
 // takeFirst decodes and keeps a record the first pass takes (takenFirst);
-// records no decoder knows are left to the second pass's counts.
+// records no decoder knows are kept for the second pass's counts
+// (keepUndecoded).
 func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	if isStackWalk(r) {
 		sw, ok, err := kernel.DecodeStackWalk(r)
 		switch {
 		case !ok:
+			p.stk.keepUndecoded(r)
 		case err != nil:
 			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		case sw.Kind == kernel.KindStackKeyDef:
@@ -410,6 +412,7 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 		im, ok, err := kernel.DecodeImageID(r)
 		switch {
 		case !ok:
+			p.stk.keepUndecoded(r)
 		case err != nil:
 			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		default:
@@ -425,6 +428,7 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	ev := &p.kev
 	ok, err := p.dec.Decode(r, ev)
 	if !ok {
+		p.stk.keepUndecoded(r)
 		return
 	}
 	if err != nil {

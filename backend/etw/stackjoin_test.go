@@ -2,9 +2,12 @@ package etw
 
 import (
 	"fmt"
+	"github.com/iotrace/iotrace/backend/etw/kernel"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -283,5 +286,32 @@ func TestStackSameTime(t *testing.T) {
 		if got := out.trailer.Stats.Get(event.CountInfo, StatStackRecords); got != 4 {
 			t.Errorf("live %v: stack records joined: %d, want 4", live, got)
 		}
+	}
+}
+
+// TestFirstPassUndecodedCounted: the records a file's first pass takes
+// (stack walks, image identities, own-provider images) that no decoder
+// knows are counted as not decoded, by kind, not dropped silently.
+func TestFirstPassUndecodedCounted(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.classic(2000, kernel.GUIDImageID, 64, 2, pidSvc, 1, buf{}.u64(0x7ff700000000).u32(1)) // FileVersion
+	s.classic(2000, kernel.GUIDImageID, 64, 2, pidSvc, 1, buf{}.u64(0x7ff800000000).u32(1))
+	s.classic(2000, kernel.GUIDImageID, 0, 4, pidSvc, 1, buf{}.u64(0x7ff800000000).u32(1)) // ImageID v4
+	s.add(record.KindPerfInfo, record.GroupStackWalk, 32, 4, 2100, record.NoID, record.NoID, 0, buf{}.u64(2100).u32(pidSvc).u32(tidSvc).u64(kA))
+	s.add(record.KindPerfInfo, record.GroupStackWalk, 40, 2, 2100, record.NoID, record.NoID, 0, buf{}.u64(2100).u32(pidSvc).u32(tidSvc).u64(kA))
+	im := ownprovider.Image{Base: 0x7ff700000000, Size: 0x20000, ProcessID: pidSvc, TimeDateStamp: 0x5010AC4B}
+	s.classic(3000, ownprovider.GUID, ownprovider.OpcodeImage, ownprovider.Version+1, pidSvc, tidSvc, im.Encode())
+	out := runSynth(t, s)
+	var n uint64
+	for _, c := range out.trailer.Stats.Sorted() {
+		if strings.HasPrefix(c.Name, kernel.StatUndecoded) {
+			t.Logf("%v", c)
+			n += c.Value
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d records counted not decoded, want 6\n%v", n, out.trailer.Stats.Sorted())
 	}
 }

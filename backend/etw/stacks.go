@@ -122,6 +122,7 @@ type stackState struct {
 	scratch []uint64
 	errs    map[string]uint64 // damaged stack records of the first pass, by counter
 	errMsgs []string
+	undec   []undecoded // records of the first pass no decoder knows
 }
 
 // noteTarget records an event a stack record may follow.
@@ -1092,9 +1093,36 @@ func (s *stackState) keepError(r *record.Record, counter string, err error) {
 	}
 }
 
-// replayErrors counts (and reports) the errors keepError kept, once the
-// second pass has begun.
+// undecoded is a count of records like r (header only) that the first
+// pass takes and no decoder knows.
+type undecoded struct {
+	r record.Record
+	n uint64
+}
+
+// keepUndecoded counts a record the first pass takes and no decoder knows
+// (an ImageID FileVersion, a StackWalk of a later version…), for the
+// second pass's not-decoded counts: the second pass does not see it.
+func (s *stackState) keepUndecoded(r *record.Record) {
+	for i := range s.undec {
+		u := &s.undec[i].r
+		if u.Kind == r.Kind && u.Group == r.Group && u.Provider == r.Provider && u.Opcode == r.Opcode &&
+			u.ID == r.ID && u.HeaderType == r.HeaderType && u.Flags == r.Flags && u.Version == r.Version && u.PointerSize == r.PointerSize {
+			s.undec[i].n++
+			return
+		}
+	}
+	s.undec = append(s.undec, undecoded{r: record.Record{Kind: r.Kind, Group: r.Group, Provider: r.Provider,
+		HeaderType: r.HeaderType, Flags: r.Flags, Opcode: r.Opcode, ID: r.ID, Version: r.Version, PointerSize: r.PointerSize}, n: 1})
+}
+
+// replayErrors counts (and reports) the errors keepError kept, and the
+// records keepUndecoded counted, once the second pass has begun.
 func (s *stackState) replayErrors(p *Pipeline) {
+	for i := range s.undec {
+		p.dec.CountUnknown(&s.undec[i].r, s.undec[i].n)
+	}
+	s.undec = nil
 	for name, n := range s.errs {
 		p.count(name, event.CountDropped, n)
 	}
