@@ -315,3 +315,57 @@ func TestFirstPassUndecodedCounted(t *testing.T) {
 		t.Errorf("%d records counted not decoded, want 6\n%v", n, out.trailer.Stats.Sorted())
 	}
 }
+
+// TestStackRequestNoHeaderThread: a FileIo request logged without a
+// thread in its header takes the stack of its payload's issuing thread
+// (TTID), in a file and in a live session; in a live session an event
+// without a thread that cannot carry a stack (a disk completion) does not
+// take the stack of another thread's event at its time.
+func TestStackRequestNoHeaderThread(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		s := &synth{ptr: 8, version: 3}
+		s.header(1000)
+		s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+		s.thread(1000, 3, pidSvc, tidSvc)
+		s.name(1000, 36, fkA, `\Device\HarddiskVolume2\a.txt`)
+		at := func(msec float64) int64 { return 1000 + int64(msec*ms) }
+		s.rw(at(10), 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
+		s.recs[len(s.recs)-1].ThreadID = record.NoID
+		s.stack(at(10), at(10), pidSvc, tidSvc, kA, uA)
+		s.opEnd(at(12), irpA, 4096, 0)
+		// A disk completion (no thread) at the time of an event of
+		// another thread whose stack iotrace does not keep.
+		s.diskInit(at(20), 12, tidSvc, pidSvc, irpB)
+		s.thread(at(21), 3, pidSvc, tidSvc+4)
+		s.diskDone(at(21), 10, 0, irpB, fkA, 0, 4096, 100, tidSvc)
+		s.stack(at(21), at(21), pidSvc, tidSvc+4, kB, uB)
+		var out *seqSink
+		if live {
+			out = &seqSink{}
+			p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true})
+			for i := range s.recs {
+				if err := p.Push(&s.recs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Close(nil); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			out = runSynth(t, s)
+		}
+		reads := out.byNative("FileIo/Read")
+		if len(reads) != 1 || reads[0].Stack == 0 {
+			t.Errorf("live %v: %d reads, want one with a stack", live, len(reads))
+		} else if f := out.stackOf(t, &reads[0]); !slices.Equal(f.Kernel, []uint64{kA}) || !slices.Equal(f.User, []uint64{uA}) {
+			t.Errorf("live %v: read stack %+v", live, f)
+		}
+		st := out.trailer.Stats
+		if got := st.Get(event.CountInfo, StatStacksOther); got != 1 {
+			t.Errorf("live %v: stacks of other events %d, want 1 (the thread's)", live, got)
+		}
+		if got := st.Get(event.CountDropped, StatStacksLate); got != 0 {
+			t.Errorf("live %v: stacks of events already emitted %d, want 0", live, got)
+		}
+	}
+}

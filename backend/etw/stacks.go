@@ -125,15 +125,21 @@ type stackState struct {
 	undec   []undecoded // records of the first pass no decoder knows
 }
 
-// noteTarget records an event a stack record may follow.
-func (p *Pipeline) noteTarget(r *record.Record, kind uint8, req *fileReq, irp uint64) {
+// noteTarget records an event of thread tid (stackTid) a stack record
+// may follow.
+func (p *Pipeline) noteTarget(r *record.Record, tid uint32, kind uint8, req *fileReq, irp uint64) {
 	if p.mode != modeLive {
+		return
+	}
+	if tid == record.NoID && kind != targetFile && kind != targetDisk {
+		// An event without a thread that cannot carry a stack (a
+		// disk completion): no stack of any thread is its.
 		return
 	}
 	s := &p.stk
 	t := &s.targets[s.next]
 	s.next = (s.next + 1) % numTargets
-	*t = stackTarget{ts: r.Timestamp, tid: r.ThreadID, cpu: r.CPU, kind: kind, req: req, irp: irp}
+	*t = stackTarget{ts: r.Timestamp, tid: tid, cpu: r.CPU, kind: kind, req: req, irp: irp}
 	if req != nil {
 		t.id = req.ev.ID
 	}
@@ -150,6 +156,19 @@ func (p *Pipeline) findTarget(ts int64, tid uint32, cpu uint16) *stackTarget {
 		}
 	}
 	return nil
+}
+
+// stackTid returns the thread whose stack walks belong to the event of r:
+// its header's thread, else the payload's issuing thread (TTID), as
+// PerfView fills it; record.NoID when neither.
+func stackTid(r *record.Record, ev *kernel.Event) uint32 {
+	if r.ThreadID != record.NoID {
+		return r.ThreadID
+	}
+	if ev != nil && ev.HasTTID && ev.TTID != 0 {
+		return ev.TTID
+	}
+	return record.NoID
 }
 
 // kernelAddr reports whether a is a kernel-space address.
@@ -486,16 +505,17 @@ func tsLess(a, b tsIndex) bool {
 }
 
 // takeStack returns the stack the first pass collected for the event of
-// record r (nil when none), resolving its cache keys.
-func (p *Pipeline) takeStack(r *record.Record) *stackParts {
-	return p.takeStackCounted(r, true)
+// record r on thread tid (stackTid; nil when none), resolving its cache
+// keys. The value is reused by the next call.
+func (p *Pipeline) takeStack(r *record.Record, tid uint32) *stackParts {
+	return p.takeStackCounted(r, tid, true)
 }
 
-func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
+func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *stackParts {
 	s := &p.stk
-	if p.mode != modeReplay || len(s.pres) == 0 || r.ThreadID == record.NoID {
-		// An event logged without its thread (PERFINFO header): the
-		// events whose stacks iotrace keeps have one.
+	if p.mode != modeReplay || len(s.pres) == 0 || tid == record.NoID {
+		// An event logged without any thread (a disk completion,
+		// PERFINFO header): no stack is its.
 		return nil
 	}
 	ts := r.Timestamp
@@ -510,7 +530,7 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 	pick := -1
 	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
 		e := &s.pres[j]
-		if e.tid != r.ThreadID || e.taken || e.tid == 0 && e.cpu != r.CPU {
+		if e.tid != tid || e.taken || e.tid == 0 && e.cpu != r.CPU {
 			continue
 		}
 		if e.kern.ok {
@@ -570,10 +590,10 @@ func (p *Pipeline) partFrames(pt part, kernelSide bool) ([]uint64, bool) {
 // keep.
 func (p *Pipeline) otherStack(r *record.Record) {
 	if p.mode == modeReplay {
-		p.takeStackCounted(r, false)
+		p.takeStackCounted(r, r.ThreadID, false)
 		return
 	}
-	p.noteTarget(r, targetOther, nil, 0)
+	p.noteTarget(r, r.ThreadID, targetOther, nil, 0)
 }
 
 // flushStacks counts the collected stacks no event took.
