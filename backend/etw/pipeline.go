@@ -45,11 +45,10 @@ type Options struct {
 	// and stack extended data items are counted, not decoded): for a
 	// reader that shows no stacks.
 	NoStacks bool
-	// NoUserStacks and NoKernelStacks say that the session was asked for
-	// one part of the stacks alone (live sessions: --stacks kernel or
-	// user): an event's stack then does not wait for the part not asked
-	// for, nor is it flagged as missing it.
-	NoUserStacks, NoKernelStacks bool
+	// KernelStacksOnly says that a live session's stack walks hold their
+	// kernel part only (--stacks kernel): no user part is waited for, nor
+	// flagged lost; a user part's cache key reference is left aside.
+	KernelStacksOnly bool
 	// Warn is called with a one-line message for the first few
 	// undecodable records. May be nil.
 	Warn func(msg string)

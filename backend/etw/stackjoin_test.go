@@ -48,15 +48,15 @@ func TestStackDiskKeepsItsOwn(t *testing.T) {
 // TestLiveOnePartAsked: a live session asked for the kernel part of the
 // stacks alone (--stacks kernel: the user frames filtered out) does not
 // hold events for a user part that cannot come, nor flag them user-lost;
-// one asked for the user part alone does not flag them kernel-lost.
+// a user part alone is not flagged kernel-lost.
 func TestLiveOnePartAsked(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		opts   Options
 		frames []uint64
 	}{
-		{"kernel", Options{ExpectOpEnd: true, DiskIOInit: true, NoUserStacks: true}, []uint64{kB}},
-		{"user", Options{ExpectOpEnd: true, DiskIOInit: true, NoKernelStacks: true}, []uint64{uB}},
+		{"kernel", Options{ExpectOpEnd: true, DiskIOInit: true, KernelStacksOnly: true}, []uint64{kB}},
+		{"user", Options{ExpectOpEnd: true, DiskIOInit: true}, []uint64{uB}},
 	} {
 		s := &synth{ptr: 8, version: 3}
 		s.header(1000)
@@ -106,7 +106,7 @@ func TestLiveOnePartKeyRefs(t *testing.T) {
 	s.keyRef(3000, 38, 3000, pidSvc, tidSvc, 0x200)
 	s.diskDone(3100, 10, 0, irpStackC, fkA, 0, 4096, 100, tidSvc)
 	out := &seqSink{}
-	p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true, NoUserStacks: true})
+	p := NewPipeline(out, Options{ExpectOpEnd: true, DiskIOInit: true, KernelStacksOnly: true})
 	for i := range s.recs {
 		if err := p.Push(&s.recs[i]); err != nil {
 			t.Fatal(err)

@@ -619,8 +619,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		p.defineKey(r, ev.StackKey, ev.Frames)
 		return
 	}
-	if ev.Kind == kernel.KindStackKeyRef && (r.Opcode == kernel.OpcodeStackKeyKernel && p.opts.NoKernelStacks ||
-		r.Opcode == kernel.OpcodeStackKeyUser && p.opts.NoUserStacks) {
+	if ev.Kind == kernel.KindStackKeyRef && r.Opcode == kernel.OpcodeStackKeyUser && p.opts.KernelStacksOnly {
 		// A cache key reference of the part not asked for (the
 		// session's stack filter trims the frames of whole stacks).
 		p.count(StatStacksOff, event.CountInfo, 1)
@@ -664,7 +663,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	}
 	p.liveStackPart(sp, r, ev)
 	p.count(StatStackRecords, event.CountInfo, 1)
-	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.NoUserStacks {
+	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.KernelStacksOnly {
 		// Its user part comes when the thread returns to user mode
 		// (the System process's threads never do; a session asked for
 		// kernel stacks alone filters it out).

@@ -346,10 +346,10 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		QPCFreq:     uint64(freq),
 		ExpectOpEnd: cfg.Flags&FlagFileIO != 0,
 		DiskIOInit:  cfg.Flags&FlagDiskIOInit != 0,
-		Warn:        warn,
-		// The stack filter keeps the part asked for alone.
-		NoUserStacks:   opts.Stacks == backend.StacksKernel,
-		NoKernelStacks: opts.Stacks == backend.StacksUser,
+		// --stacks kernel: the walks are trimmed to their kernel part
+		// (stacks.go): no user part is to be waited for.
+		KernelStacksOnly: opts.Stacks == backend.StacksKernel,
+		Warn:             warn,
 		OriginAtFirstRecord: func() func() int64 {
 			if cfg.ClockType != ClockCPUCycles {
 				return nil
