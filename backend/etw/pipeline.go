@@ -338,6 +338,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onProcess(ev, t)
 		p.otherStack(r)
 	case kernel.KindThread:
+		if p.mode == modeCollect && ev.Phase == kernel.PhaseEnd && !p.opts.NoStacks {
+			p.stk.collectThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
+		}
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:

@@ -130,7 +130,7 @@ func TestLiveOnePartKeyRefs(t *testing.T) {
 // tidReuse is a thread that exits in the kernel (its last event's stack
 // has no user part) and its ID reused by a thread of another process,
 // whose event's user part comes when it returns to user mode.
-func tidReuse(threadEnd bool) *synth {
+func tidReuse(threadEnd bool, newPid uint32) *synth {
 	s := &synth{ptr: 8, version: 3}
 	s.header(1000)
 	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
@@ -144,11 +144,11 @@ func tidReuse(threadEnd bool) *synth {
 	if threadEnd {
 		s.thread(at(12), 2, pidSvc, tidSvc)
 	}
-	s.thread(at(20), 1, pidSvc+4, tidSvc)
-	s.rw(at(21), 67, tidSvc, pidSvc+4, irpB, foA, fkA, 0, 4096)
-	s.stack(at(21), at(21), pidSvc+4, tidSvc, kB)
+	s.thread(at(20), 1, newPid, tidSvc)
+	s.rw(at(21), 67, tidSvc, newPid, irpB, foA, fkA, 4096, 4096)
+	s.stack(at(21), at(21), newPid, tidSvc, kB)
 	s.opEnd(at(22), irpB, 4096, 0)
-	s.stack(at(23), at(21), pidSvc+4, tidSvc, uB)
+	s.stack(at(23), at(21), newPid, tidSvc, uB)
 	return s
 }
 
@@ -160,8 +160,8 @@ func checkTidReuse(t *testing.T, name string, out *seqSink) {
 	}
 	for _, r := range reads {
 		f := out.stackOf(t, &r)
-		switch r.Pid {
-		case pidSvc:
+		switch r.Offset {
+		case 0:
 			if len(f.User) != 0 || f.Flags != event.FactUserLost || !slices.Equal(f.Kernel, []uint64{kA}) {
 				t.Errorf("%s: the ended thread's read got %+v", name, f)
 			}
@@ -180,9 +180,11 @@ func checkTidReuse(t *testing.T, name string, out *seqSink) {
 // event the user frames of another process's thread, in a file (by
 // process) and in a live session (by process, and at the Thread End).
 func TestStackTidReused(t *testing.T) {
-	checkTidReuse(t, "file", runSynth(t, tidReuse(false)))
+	checkTidReuse(t, "file", runSynth(t, tidReuse(false, pidSvc+4)))
+	// Reused in the same process: told apart by the Thread End.
+	checkTidReuse(t, "file, same process", runSynth(t, tidReuse(true, pidSvc)))
 	for _, end := range []bool{false, true} {
-		s := tidReuse(end)
+		s := tidReuse(end, pidSvc+4)
 		out := &seqSink{}
 		p := NewPipeline(out, Options{ExpectOpEnd: true})
 		for i := range s.recs {

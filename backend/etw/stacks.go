@@ -247,6 +247,11 @@ func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	default:
 		raw.key, raw.ref = sw.StackKey, refUser
 	}
+	s.appendRaw(raw)
+}
+
+// appendRaw keeps a collected stack record.
+func (s *stackState) appendRaw(raw rawStack) {
 	n := len(s.raw)
 	if n == 0 || len(s.raw[n-1]) == cap(s.raw[n-1]) {
 		s.raw = append(s.raw, make([]rawStack, 0, rawChunk))
@@ -277,6 +282,7 @@ const (
 	refNone uint8 = iota
 	refKernel
 	refUser
+	refThreadEnd // not a stack: the Thread End of pid, tid at recTS
 )
 
 // assemble builds the stacks of events from the stack records, in time
@@ -299,6 +305,9 @@ func (s *stackState) assemble() {
 			continue
 		case refUser:
 			s.addUser(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
+		case refThreadEnd:
+			s.threadEnd(r.pid, r.tid)
 			continue
 		}
 		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
@@ -354,6 +363,33 @@ func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
 	}
 	if !own {
 		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, user: u})
+	}
+}
+
+// collectThreadEnd keeps a Thread End for assemble: the kernel parts its
+// thread's stacks wait with get no user part (a file's first pass).
+func (s *stackState) collectThreadEnd(ts int64, pid, tid uint32) {
+	s.appendRaw(rawStack{recTS: ts, ts: ts, pid: pid, tid: tid, ref: refThreadEnd})
+}
+
+// threadEnd gives up the user parts the stacks of thread tid of process
+// pid wait for: it ended before returning to user mode.
+func (s *stackState) threadEnd(pid, tid uint32) {
+	list := s.waitUser[tid]
+	n := 0
+	for _, j := range list {
+		e := &s.pres[j]
+		if e.pid != pid {
+			list[n] = j
+			n++
+			continue
+		}
+		if !e.user.ok {
+			e.userGone = true
+		}
+	}
+	if list != nil {
+		s.waitUser[tid] = list[:n]
 	}
 }
 
