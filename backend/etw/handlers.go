@@ -190,12 +190,12 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			req := p.newReq()
 			req.ev = *e
 			p.extStack(r, &req.stk)
-			if sp := p.takeStack(r); sp != nil {
+			if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 				req.stk = *sp
 			}
 			p.pendFile[k] = req
 			p.track(req)
-			p.noteTarget(r, targetFile, req, 0)
+			p.noteTarget(r, stackTid(r, ev), targetFile, req, 0)
 		} else {
 			e.Flags |= event.FlagNoCompletion
 			p.count(StatFileNoOpEndInTrace, event.CountInfo, 1)
@@ -203,11 +203,11 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 				var sp stackParts
 				p.extStack(r, &sp)
 				p.setStack(e, &sp)
-			} else if sp := p.takeStack(r); sp != nil {
+			} else if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 				p.setStack(e, sp)
 			}
 			p.emitFile(e)
-			p.noteTarget(r, targetDone, nil, 0)
+			p.noteTarget(r, stackTid(r, ev), targetDone, nil, 0)
 		}
 	}
 	if ev.Op == event.OpClose && ev.FileObject != 0 {
@@ -286,9 +286,13 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 		issuer = d.ttid
 	}
 	p.candidates(&d, issuer, d.op)
-	d.stk = p.takeStack(r)
+	if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
+		// takeStack's value is scratch, reused by the next event.
+		c := *sp
+		d.stk = &c
+	}
 	p.pendDisk[ev.Irp] = d
-	p.noteTarget(r, targetDisk, nil, ev.Irp)
+	p.noteTarget(r, stackTid(r, ev), targetDisk, nil, ev.Irp)
 }
 
 // ticks converts QPC ticks to nanoseconds.
@@ -400,7 +404,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 	if ok {
 		sp = in.stk
 	}
-	p.noteTarget(r, targetDone, nil, 0)
+	p.noteTarget(r, r.ThreadID, targetDone, nil, 0)
 	if ok && in.ncand > 0 {
 		p.link(&in, e)
 		p.emitStacked(e, sp, false)

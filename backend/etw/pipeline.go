@@ -46,7 +46,8 @@ type Options struct {
 	// reader that shows no stacks.
 	NoStacks bool
 	// KernelStacksOnly says that a live session's stack walks hold their
-	// kernel part only (--stacks kernel): no user part is waited for.
+	// kernel part only (--stacks kernel): no user part is waited for, nor
+	// flagged lost; a user part's cache key reference is left aside.
 	KernelStacksOnly bool
 	// UserStacksOnly keeps the user part of stacks only (--stacks user
 	// on a live session): a kernel part still tells that a user part is
@@ -346,6 +347,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onProcess(ev, t)
 		p.otherStack(r)
 	case kernel.KindThread:
+		if p.mode == modeCollect && ev.Phase == kernel.PhaseEnd && !p.opts.NoStacks {
+			p.stk.collectThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
+		}
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:
@@ -398,12 +402,14 @@ func takenFirstClass(c kernel.Class, r *record.Record) bool {
 }
 
 // takeFirst decodes and keeps a record the first pass takes (takenFirst);
-// records no decoder knows are left to the second pass's counts.
+// records no decoder knows are kept for the second pass's counts
+// (keepUndecoded).
 func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	if isStackWalk(r) {
 		sw, ok, err := kernel.DecodeStackWalk(r)
 		switch {
 		case !ok:
+			p.stk.keepUndecoded(r)
 		case err != nil:
 			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		case sw.Kind == kernel.KindStackKeyDef:
@@ -417,6 +423,7 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 		im, ok, err := kernel.DecodeImageID(r)
 		switch {
 		case !ok:
+			p.stk.keepUndecoded(r)
 		case err != nil:
 			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		default:
@@ -432,6 +439,7 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	ev := &p.kev
 	ok, err := p.dec.Decode(r, ev)
 	if !ok {
+		p.stk.keepUndecoded(r)
 		return
 	}
 	if err != nil {

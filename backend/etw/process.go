@@ -190,6 +190,10 @@ func (p *Pipeline) sentImage(m *mainImage) {
 }
 
 func (p *Pipeline) onThread(ev *kernel.Event, t int64) {
+	if ev.Phase == kernel.PhaseEnd && p.mode == modeLive {
+		// Before the fact: releasing held events uses p.fact.
+		p.threadEnded(ev.Pid, ev.Tid)
+	}
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactThread, Time: t, Pid: ev.Pid, Tid: ev.Tid,
 		ProcStart: p.procStart(ev.Pid, t)}

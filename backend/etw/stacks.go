@@ -50,6 +50,7 @@ const (
 	StatStacksOff         = "etw: stack records left aside (stacks not wanted)"
 	StatStackUserNever    = "etw: stacks whose user part never came (live: the thread did not return to user mode in time; flagged user-lost)"
 	StatStackKeyExt       = "etw: stack keys in extended data (not resolved: that stack is lost)"
+	StatStackUserGone     = "etw: stacks whose user part never came (their thread ended, or its ID went to another process, before it returned to user mode; flagged user-lost)"
 )
 
 // stackParts is a stack as it is being assembled.
@@ -59,8 +60,8 @@ type stackParts struct {
 	lost         event.FactFlags
 	// waiting (live sessions): the kernel part came, the user part will
 	// come when thread tid returns to user mode.
-	waiting bool
-	tid     uint32
+	waiting  bool
+	pid, tid uint32
 }
 
 // target kinds: what a stack record may belong to.
@@ -75,6 +76,7 @@ const (
 type stackTarget struct {
 	ts   int64 // raw timestamp
 	tid  uint32
+	cpu  uint16
 	kind uint8
 	req  *fileReq
 	id   uint64 // the request's event ID (the fileReq may be reused)
@@ -120,33 +122,53 @@ type stackState struct {
 	scratch []uint64
 	errs    map[string]uint64 // damaged stack records of the first pass, by counter
 	errMsgs []string
+	undec   []undecoded // records of the first pass no decoder knows
 }
 
-// noteTarget records an event a stack record may follow.
-func (p *Pipeline) noteTarget(r *record.Record, kind uint8, req *fileReq, irp uint64) {
+// noteTarget records an event of thread tid (stackTid) a stack record
+// may follow.
+func (p *Pipeline) noteTarget(r *record.Record, tid uint32, kind uint8, req *fileReq, irp uint64) {
 	if p.mode != modeLive {
+		return
+	}
+	if tid == record.NoID && kind != targetFile && kind != targetDisk {
+		// An event without a thread that cannot carry a stack (a
+		// disk completion): no stack of any thread is its.
 		return
 	}
 	s := &p.stk
 	t := &s.targets[s.next]
 	s.next = (s.next + 1) % numTargets
-	*t = stackTarget{ts: r.Timestamp, tid: r.ThreadID, kind: kind, req: req, irp: irp}
+	*t = stackTarget{ts: r.Timestamp, tid: tid, cpu: r.CPU, kind: kind, req: req, irp: irp}
 	if req != nil {
 		t.id = req.ev.ID
 	}
 }
 
 // findTarget returns the latest event with the stack's timestamp and
-// thread.
-func (p *Pipeline) findTarget(ts int64, tid uint32) *stackTarget {
+// thread (and processor, for thread 0: one idle thread per processor).
+func (p *Pipeline) findTarget(ts int64, tid uint32, cpu uint16) *stackTarget {
 	s := &p.stk
 	for i := 1; i <= numTargets; i++ {
 		t := &s.targets[(s.next-i+numTargets)%numTargets]
-		if t.ts == ts && (t.tid == tid || t.tid == record.NoID) {
+		if t.ts == ts && (t.tid == tid && (tid != 0 || t.cpu == cpu) || t.tid == record.NoID) {
 			return t
 		}
 	}
 	return nil
+}
+
+// stackTid returns the thread whose stack walks belong to the event of r:
+// its header's thread, else the payload's issuing thread (TTID), as
+// PerfView fills it; record.NoID when neither.
+func stackTid(r *record.Record, ev *kernel.Event) uint32 {
+	if r.ThreadID != record.NoID {
+		return r.ThreadID
+	}
+	if ev != nil && ev.HasTTID && ev.TTID != 0 {
+		return ev.TTID
+	}
+	return record.NoID
 }
 
 // kernelAddr reports whether a is a kernel-space address.
@@ -183,12 +205,14 @@ type part struct {
 // file. It holds no pointers: a file's thousands of them cost the
 // garbage collector nothing.
 type preStack struct {
-	ts         int64 // the event's timestamp (raw) and thread
-	tid        uint32
+	ts         int64 // the event's timestamp (raw), process and thread
+	pid, tid   uint32
+	cpu        uint16 // the event's processor (told apart for thread 0)
 	nrec       uint32 // stack records
 	kern, user part
 	shared     bool // user came from another event's stack record
 	taken      bool // an event of the second pass took it
+	userGone   bool // its thread's ID went to another process first
 }
 
 // maxWaitUser bounds the events of one thread waiting for a user part
@@ -207,7 +231,7 @@ const maxWaitUser = 256
 // the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, tid: sw.Tid}
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU}
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
@@ -223,6 +247,11 @@ func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	default:
 		raw.key, raw.ref = sw.StackKey, refUser
 	}
+	s.appendRaw(raw)
+}
+
+// appendRaw keeps a collected stack record.
+func (s *stackState) appendRaw(raw rawStack) {
 	n := len(s.raw)
 	if n == 0 || len(s.raw[n-1]) == cap(s.raw[n-1]) {
 		s.raw = append(s.raw, make([]rawStack, 0, rawChunk))
@@ -243,6 +272,8 @@ type rawStack struct {
 	key       uint64
 	off, nk   uint32
 	n, tid    uint32
+	pid       uint32
+	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
 }
 
@@ -251,6 +282,7 @@ const (
 	refNone uint8 = iota
 	refKernel
 	refUser
+	refThreadEnd // not a stack: the Thread End of pid, tid at recTS
 )
 
 // assemble builds the stacks of events from the stack records, in time
@@ -269,10 +301,13 @@ func (s *stackState) assemble() {
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
-			s.addKernel(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addKernel(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refUser:
-			s.addUser(r.ts, r.tid, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addUser(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			continue
+		case refThreadEnd:
+			s.threadEnd(r.pid, r.tid)
 			continue
 		}
 		kern := part{off: r.off, n: r.nk, ok: r.nk > 0}
@@ -280,11 +315,11 @@ func (s *stackState) assemble() {
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
-			s.pres = append(s.pres, preStack{ts: r.ts, tid: r.tid, nrec: 1, kern: kern, user: user})
+			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user})
 		case kern.ok:
-			s.addKernel(r.ts, r.tid, kern)
+			s.addKernel(r.ts, r.pid, r.tid, r.cpu, kern)
 		case user.ok:
-			s.addUser(r.ts, r.tid, user)
+			s.addUser(r.ts, r.pid, r.tid, r.cpu, user)
 		}
 	}
 	s.raw, s.nraw = nil, 0
@@ -292,8 +327,8 @@ func (s *stackState) assemble() {
 
 // addKernel collects the kernel part of the stack of the event at ts on
 // tid: the event then waits for its thread's next user part.
-func (s *stackState) addKernel(ts int64, tid uint32, k part) {
-	s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, kern: k})
+func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
+	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, kern: k})
 	list := s.waitUser[tid]
 	if len(list) >= maxWaitUser {
 		list = append(list[:0], list[1:]...)
@@ -302,13 +337,19 @@ func (s *stackState) addKernel(ts int64, tid uint32, k part) {
 }
 
 // addUser collects a user part: the event's own, and that of every kernel
-// event of the thread still waiting for one.
-func (s *stackState) addUser(ts int64, tid uint32, u part) {
+// event of the thread still waiting for one. A waiting event of another
+// process had its thread end before it returned to user mode, the
+// thread's ID then reused: it gets none (userGone).
+func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
 	list := s.waitUser[tid]
 	own := false
 	for _, j := range list {
 		e := &s.pres[j]
 		if e.user.ok {
+			continue
+		}
+		if e.pid != pid {
+			e.userGone = true
 			continue
 		}
 		e.user, e.shared = u, true
@@ -321,7 +362,34 @@ func (s *stackState) addUser(ts int64, tid uint32, u part) {
 		s.waitUser[tid] = list[:0]
 	}
 	if !own {
-		s.pres = append(s.pres, preStack{ts: ts, tid: tid, nrec: 1, user: u})
+		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, user: u})
+	}
+}
+
+// collectThreadEnd keeps a Thread End for assemble: the kernel parts its
+// thread's stacks wait with get no user part (a file's first pass).
+func (s *stackState) collectThreadEnd(ts int64, pid, tid uint32) {
+	s.appendRaw(rawStack{recTS: ts, ts: ts, pid: pid, tid: tid, ref: refThreadEnd})
+}
+
+// threadEnd gives up the user parts the stacks of thread tid of process
+// pid wait for: it ended before returning to user mode.
+func (s *stackState) threadEnd(pid, tid uint32) {
+	list := s.waitUser[tid]
+	n := 0
+	for _, j := range list {
+		e := &s.pres[j]
+		if e.pid != pid {
+			list[n] = j
+			n++
+			continue
+		}
+		if !e.user.ok {
+			e.userGone = true
+		}
+	}
+	if list != nil {
+		s.waitUser[tid] = list[:n]
 	}
 }
 
@@ -473,41 +541,48 @@ func tsLess(a, b tsIndex) bool {
 }
 
 // takeStack returns the stack the first pass collected for the event of
-// record r (nil when none), resolving its cache keys.
-func (p *Pipeline) takeStack(r *record.Record) *stackParts {
-	return p.takeStackCounted(r, true)
+// record r on thread tid (stackTid; nil when none), resolving its cache
+// keys. The value is reused by the next call.
+func (p *Pipeline) takeStack(r *record.Record, tid uint32) *stackParts {
+	return p.takeStackCounted(r, tid, true)
 }
 
-func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
+func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *stackParts {
 	s := &p.stk
-	if p.mode != modeReplay || len(s.pres) == 0 || r.ThreadID == record.NoID {
-		// An event logged without its thread (PERFINFO header): the
-		// events whose stacks iotrace keeps have one.
+	if p.mode != modeReplay || len(s.pres) == 0 || tid == record.NoID {
+		// An event logged without any thread (a disk completion,
+		// PERFINFO header): no stack is its.
 		return nil
 	}
 	ts := r.Timestamp
 	for s.cur < len(s.pres) && s.pres[s.cur].ts < ts {
 		s.cur++
 	}
-	var ps preStack
-	found := false
+	// The event's stack: the first stack of its thread at its time not
+	// taken yet, one with a kernel part first (events of one thread at
+	// one time take theirs in order; a user part alone is one no kernel
+	// part took). Thread 0 is one idle thread per processor: told apart
+	// by processor.
+	pick := -1
 	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
 		e := &s.pres[j]
-		if e.tid != r.ThreadID || e.taken {
+		if e.tid != tid || e.taken || e.tid == 0 && e.cpu != r.CPU {
 			continue
 		}
-		e.taken, found = true, true
-		ps.nrec += e.nrec
-		if !ps.kern.ok {
-			ps.kern = e.kern
+		if e.kern.ok {
+			pick = j
+			break
 		}
-		if !ps.user.ok {
-			ps.user, ps.shared = e.user, e.shared
+		if pick < 0 {
+			pick = j
 		}
 	}
-	if !found {
+	if pick < 0 {
 		return nil
 	}
+	e := &s.pres[pick]
+	e.taken = true
+	ps := *e
 	if !joined {
 		p.count(StatStacksOther, event.CountInfo, uint64(ps.nrec))
 		return nil
@@ -521,6 +596,10 @@ func (p *Pipeline) takeStackCounted(r *record.Record, joined bool) *stackParts {
 		} else {
 			sp.lost |= event.FactKernelLost
 		}
+	}
+	if !ps.user.ok && ps.userGone {
+		sp.lost |= event.FactUserLost
+		p.count(StatStackUserGone, event.CountDropped, 1)
 	}
 	if ps.user.ok {
 		if ps.shared {
@@ -547,10 +626,10 @@ func (p *Pipeline) partFrames(pt part, kernelSide bool) ([]uint64, bool) {
 // keep.
 func (p *Pipeline) otherStack(r *record.Record) {
 	if p.mode == modeReplay {
-		p.takeStackCounted(r, false)
+		p.takeStackCounted(r, r.ThreadID, false)
 		return
 	}
-	p.noteTarget(r, targetOther, nil, 0)
+	p.noteTarget(r, r.ThreadID, targetOther, nil, 0)
 }
 
 // flushStacks counts the collected stacks no event took.
@@ -576,12 +655,18 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		p.defineKey(r, ev.StackKey, ev.Frames)
 		return
 	}
+	if ev.Kind == kernel.KindStackKeyRef && r.Opcode == kernel.OpcodeStackKeyUser && p.opts.KernelStacksOnly {
+		// A cache key reference of the part not asked for (the
+		// session's stack filter trims the frames of whole stacks).
+		p.count(StatStacksOff, event.CountInfo, 1)
+		return
+	}
 	// A live session: the stack follows its event; its user part may
 	// come when the thread returns to user mode (liveUser).
 	if userOnly(r, ev) && p.liveUser(r, ev) {
 		return
 	}
-	t := p.findTarget(ev.StackTime, ev.Tid)
+	t := p.findTarget(ev.StackTime, ev.Tid, r.CPU)
 	if t == nil {
 		p.count(StatStacksNoEvent, event.CountInfo, 1)
 		return
@@ -616,8 +701,9 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	p.count(StatStackRecords, event.CountInfo, 1)
 	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.KernelStacksOnly {
 		// Its user part comes when the thread returns to user mode
-		// (the System process's threads never do).
-		sp.waiting, sp.tid = true, ev.Tid
+		// (the System process's threads never do; a session asked for
+		// kernel stacks alone filters it out).
+		sp.waiting, sp.pid, sp.tid = true, ev.Pid, ev.Tid
 		w := liveWaiter{sp: sp}
 		if t.kind == targetFile {
 			w.req, w.id = t.req, t.id
@@ -686,28 +772,95 @@ func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
 	var up stackParts
 	p.liveStackPart(&up, r, ev)
 	user := slices.Clone(up.user)
-	p.count(StatStackRecords, event.CountInfo, 1)
+	// Waiters of another process: their thread ended and its ID went to
+	// this one's (threadEnded was not seen); they get none.
+	joined := false
 	for _, w := range waiters {
 		if w.req != nil && (w.req.ev.ID != w.id || w.req.emitted) {
 			continue
 		}
-		if w.sp.waiting {
-			w.sp.user, w.sp.waiting = user, false
-			w.sp.lost |= up.lost & event.FactUserLost
+		if !w.sp.waiting {
+			continue
 		}
+		if w.sp.pid != ev.Pid {
+			p.userGone(w.sp)
+			continue
+		}
+		w.sp.user, w.sp.waiting = user, false
+		w.sp.lost |= up.lost & event.FactUserLost
+		joined = true
 	}
 	delete(s.liveWait, tid)
 	for i := range held {
 		h := &held[i]
-		h.sp.user, h.sp.waiting = user, false
-		h.sp.lost |= up.lost & event.FactUserLost
+		if h.sp.pid != ev.Pid {
+			p.userGone(&h.sp)
+		} else {
+			h.sp.user, h.sp.waiting = user, false
+			h.sp.lost |= up.lost & event.FactUserLost
+			joined = true
+		}
 		p.releaseHeld(h)
 	}
 	if held != nil {
 		s.heldN -= len(held)
 		delete(s.held, tid)
 	}
-	return true
+	if joined {
+		p.count(StatStackRecords, event.CountInfo, 1)
+	}
+	return joined
+}
+
+// userGone flags a stack whose thread ended before returning to user
+// mode: its user part will never come.
+func (p *Pipeline) userGone(sp *stackParts) {
+	sp.waiting = false
+	sp.lost |= event.FactUserLost
+	p.count(StatStackUserGone, event.CountDropped, 1)
+}
+
+// threadEnded gives up the user parts the stacks of thread tid of process
+// pid wait for (live sessions): pending events are flagged, held ones
+// emitted.
+func (p *Pipeline) threadEnded(pid, tid uint32) {
+	s := &p.stk
+	if list, ok := s.liveWait[tid]; ok {
+		n := 0
+		for _, w := range list {
+			if w.sp.pid != pid {
+				list[n] = w
+				n++
+				continue
+			}
+			if w.sp.waiting && (w.req == nil || w.req.ev.ID == w.id && !w.req.emitted) {
+				p.userGone(w.sp)
+			}
+		}
+		if n == 0 {
+			delete(s.liveWait, tid)
+		} else {
+			s.liveWait[tid] = list[:n]
+		}
+	}
+	if list, ok := s.held[tid]; ok {
+		n := 0
+		for i := range list {
+			if list[i].sp.pid != pid {
+				list[n] = list[i]
+				n++
+				continue
+			}
+			p.userGone(&list[i].sp)
+			p.releaseHeld(&list[i])
+		}
+		s.heldN -= len(list) - n
+		if n == 0 {
+			delete(s.held, tid)
+		} else {
+			s.held[tid] = list[:n]
+		}
+	}
 }
 
 // emitStacked emits e with its stack, or holds it while its stack waits
@@ -1002,9 +1155,36 @@ func (s *stackState) keepError(r *record.Record, counter string, err error) {
 	}
 }
 
-// replayErrors counts (and reports) the errors keepError kept, once the
-// second pass has begun.
+// undecoded is a count of records like r (header only) that the first
+// pass takes and no decoder knows.
+type undecoded struct {
+	r record.Record
+	n uint64
+}
+
+// keepUndecoded counts a record the first pass takes and no decoder knows
+// (an ImageID FileVersion, a StackWalk of a later version…), for the
+// second pass's not-decoded counts: the second pass does not see it.
+func (s *stackState) keepUndecoded(r *record.Record) {
+	for i := range s.undec {
+		u := &s.undec[i].r
+		if u.Kind == r.Kind && u.Group == r.Group && u.Provider == r.Provider && u.Opcode == r.Opcode &&
+			u.ID == r.ID && u.HeaderType == r.HeaderType && u.Flags == r.Flags && u.Version == r.Version && u.PointerSize == r.PointerSize {
+			s.undec[i].n++
+			return
+		}
+	}
+	s.undec = append(s.undec, undecoded{r: record.Record{Kind: r.Kind, Group: r.Group, Provider: r.Provider,
+		HeaderType: r.HeaderType, Flags: r.Flags, Opcode: r.Opcode, ID: r.ID, Version: r.Version, PointerSize: r.PointerSize}, n: 1})
+}
+
+// replayErrors counts (and reports) the errors keepError kept, and the
+// records keepUndecoded counted, once the second pass has begun.
 func (s *stackState) replayErrors(p *Pipeline) {
+	for i := range s.undec {
+		p.dec.CountUnknown(&s.undec[i].r, s.undec[i].n)
+	}
+	s.undec = nil
 	for name, n := range s.errs {
 		p.count(name, event.CountDropped, n)
 	}

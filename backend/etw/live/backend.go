@@ -162,6 +162,7 @@ const (
 	StatFilteredByProcess = "etw: events outside the traced processes (filtered)"
 	StatReorderLate       = "etw: events delivered after the reorder window (passed on out of time order: pairing and links may miss them)"
 	StatReorderForced     = "etw: events passed on before their reorder window ended (too many held)"
+	StatReorderGaveUp     = "etw: image events passed on before their identity was read (held two reorder windows)"
 	StatProcessNoImage    = "etw: running processes whose executable path Windows did not give (protected or gone): named by their image file name"
 	StatCommandExit       = "command exit status"
 )
@@ -536,6 +537,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if ro != nil {
 		stats.Add(event.CountInfo, StatReorderLate, ro.late)
 		stats.Add(event.CountInfo, StatReorderForced, ro.forced)
+		stats.Add(event.CountInfo, StatReorderGaveUp, ro.gaveUp)
 	}
 	out.stats(&stats)
 	reportExit(exit, &opts, &stats)
@@ -595,7 +597,10 @@ func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *li
 		ro.answered(a.seq)
 		if a.it != nil {
 			if ro.released && a.it.rec.Timestamp < ro.last {
+				// Its image went to the decoder without it:
+				// counted once, here, not passed on.
 				ir.late()
+				return
 			}
 			ro.add(a.it)
 		}
