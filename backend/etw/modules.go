@@ -231,15 +231,17 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	pm := &p.pendMod
 	*pm = pendingModule{ts: r.Timestamp, has: true, known: known,
 		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}}
+	var name string
 	if len(ev.Name) > 0 {
-		pm.chk.name = imageName(p.str(ev.Name))
+		name = p.str(ev.Name)
+		pm.chk.name = imageName(name)
 	}
 	f := &pm.f
 	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,
 		Rundown: ev.Phase == kernel.PhaseDCStart || ev.Phase == kernel.PhaseDCEnd}
 	if !known { // else only its identity records are taken
-		if len(ev.Name) > 0 {
-			f.Name = p.dosPath(ntPath(p.str(ev.Name)))
+		if name != "" {
+			f.Name = p.dosPath(ntPath(name))
 		}
 		if ev.TimeDateStamp != 0 {
 			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)

@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -718,7 +719,20 @@ func sameASCII(w kernel.WStr, s string) bool {
 	if len(w) != 2*len(s) {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	// Four characters at a time: s's bytes, each below 0x80, spread
+	// into the low bytes of w's four UTF-16 units.
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		c := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
+		if c&0x80808080 != 0 {
+			return false
+		}
+		spread := uint64(c&0xff) | uint64(c>>8&0xff)<<16 | uint64(c>>16&0xff)<<32 | uint64(c>>24)<<48
+		if binary.LittleEndian.Uint64(w[2*i:]) != spread {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if w[2*i] != s[i] || w[2*i+1] != 0 || s[i] >= 0x80 {
 			return false
 		}
