@@ -15,12 +15,13 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// rawChunks is how many chunks of a column are stored in raw zstd blocks
-// after one that zstd shrank by less than a tenth, before trying again.
+// retryChunks is how many chunks of a column are stored in raw zstd
+// blocks after one that zstd shrank by less than a tenth (and written
+// plain after one whose dictionary grew too large), before trying again.
 // Such columns (bit-packed dictionary indexes without runs, delta-packed
 // times) are a third of the bytes, and compressing them was a third of
 // zstd's time for nothing.
-const rawChunks = 8
+const retryChunks = 8
 
 // appendRawZstd appends b as a zstd frame of raw (stored) blocks: what a
 // compressor emits for data it cannot shrink, without the search. Every
@@ -222,7 +223,7 @@ func (c *intColumn) chunk(f *fileWriter, rows int) format.ColumnChunk {
 				// Values that hardly repeat now will not next
 				// time either: do not build the dictionary for the
 				// next chunks (most of the build is wasted).
-				c.plainChunks = rawChunks
+				c.plainChunks = retryChunks
 			}
 		}
 		if ok {
@@ -489,7 +490,7 @@ func (f *fileWriter) rowGroup(cols []column, rows int) {
 		case 10*cc.MetaData.TotalCompressedSize > 9*cc.MetaData.TotalUncompressedSize:
 			// Incompressible (bit-packed indexes, delta-packed
 			// times): skip zstd for the next chunks, then try again.
-			s.rawChunks = rawChunks
+			s.rawChunks = retryChunks
 		}
 		rg.Columns = append(rg.Columns, cc)
 		rg.TotalByteSize += cc.MetaData.TotalUncompressedSize

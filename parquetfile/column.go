@@ -48,7 +48,7 @@ type colSpec struct {
 	// binary element (STRING) } }.
 	list bool
 
-	// rawChunks counts down the chunks still written uncompressed
+	// rawChunks counts down the chunks still stored in raw zstd blocks
 	// (fileWriter.rowGroup).
 	rawChunks int
 	// plainChunks counts down the chunks of a dictionary column still
