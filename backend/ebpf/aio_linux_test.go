@@ -59,6 +59,7 @@ func buildAIO(t *testing.T) string { return buildC(t, "testdata/aio/aio.c") }
 // are block reads, and the read counts them.
 func checkCauses(t *testing.T, sink *memSink, reads []event.Event) {
 	t.Helper()
+	sink.logUnseen(t)
 	bytes := map[uint64]uint64{}
 	ios := map[uint64]uint32{}
 	byID := map[uint64]*event.Event{}

@@ -26,6 +26,7 @@ func TestBlockEventsShareTheProcessKey(t *testing.T) {
 	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
 		t.Fatal(err)
 	}
+	sink.logUnseen(t)
 	sys := map[uint64]event.Event{}
 	for _, e := range sink.events {
 		if e.Layer == event.LayerFile {

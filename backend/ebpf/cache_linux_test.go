@@ -75,6 +75,7 @@ func TestCacheCategoriesColdWarm(t *testing.T) {
 	dd := []string{"dd", "if=" + f, "of=/dev/null", "bs=4k"}
 
 	cold := traceCmd(t, dd, event.LayerFile, event.LayerBlock)
+	cold.logUnseen(t)
 	reads := find(cold.events, byNative("read"), byPath(f))
 	if len(reads) < 4096 {
 		t.Fatalf("%d reads of %s, want at least 4096", len(reads), f)

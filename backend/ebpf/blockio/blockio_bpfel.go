@@ -34,6 +34,7 @@ type blockioBioInfo struct {
 	Kstack      int32
 	Dev         uint32
 	Pad3        uint32
+	StartSect   uint64
 }
 
 type blockioBlockRec struct {

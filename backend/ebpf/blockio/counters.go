@@ -23,6 +23,8 @@ const (
 	cChainLong
 	cCompleted
 	cDirtyFull
+	cUnseen
+	cPartial
 	numCounters
 )
 
@@ -46,7 +48,14 @@ const (
 	StatCompleted   = "block events"
 	StatDirtyFull   = "block dirtied inodes not remembered"
 	StatInFlight    = "block bios without completion (in flight at stop)"
-	StatMalformed   = "block records malformed"
+	// StatUnseen counts tracked bios whose completion never reached the
+	// programs (the kernel did not run block_rq_complete's program for
+	// it, as seen while another BPF tool attached to the block
+	// tracepoints); each is reported when its address is queued again,
+	// as an event without completion.
+	StatUnseen    = "block completions not seen (events without completion)"
+	StatPartial   = "block partial completions (the rest of the bio awaited)"
+	StatMalformed = "block records malformed"
 	// StatMissed prefixes a tracepoint name: runs of its program the
 	// kernel skipped because the program was already running on that CPU
 	// (a completion interrupting another completion). A skipped
@@ -78,6 +87,8 @@ func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
 	s.Add(event.CountInfo, StatRequeue, sum[cRequeue])
 	s.Add(event.CountInfo, StatRqNoBio, sum[cRqNoBio])
 	s.Add(event.CountLost, StatMapFull, sum[cMapFull])
+	s.Add(event.CountLost, StatUnseen, sum[cUnseen])
+	s.Add(event.CountInfo, StatPartial, sum[cPartial])
 	s.Add(event.CountUnpaired, StatChainLong, sum[cChainLong])
 	if filtered {
 		s.Add(event.CountInfo, StatFiltered, sum[cFiltered])

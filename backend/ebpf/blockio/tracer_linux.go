@@ -244,7 +244,11 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 			t.mu.Unlock()
 			return
 		}
-		t.dec.Event(&r, &e)
+		if r.Flags&RecUnseen != 0 {
+			t.dec.InFlight(&r, &e)
+		} else {
+			t.dec.Event(&r, &e)
+		}
 		if e.Dev != lastDev {
 			t.device(e.Dev, e.Time)
 			lastDev = e.Dev
@@ -305,7 +309,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 	for it.Next(&key, &info) {
 		r = Record{
 			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
-			Sector: info.QueueSector, Inode: info.Inode, Bytes: info.QueueBytes,
+			Sector: info.QueueSector - info.StartSect, Inode: info.Inode, Bytes: info.QueueBytes,
 			Opf: info.Opf, Dev: info.Dev, UStack: info.Ustack, KStack: info.Kstack,
 			InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
 		}

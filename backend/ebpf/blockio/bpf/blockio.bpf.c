@@ -12,6 +12,14 @@
  *   block_bio_*merge, block_bio_remap: counted
  *   writeback_mark_inode_dirty (pid filter only): inodes traced processes dirtied
  *
+ * A bio address already in the in-flight map when a bio is queued (or split
+ * off) at that address is a bio whose completion never reached these
+ * programs: the kernel freed it and reused its memory. Its record is sent
+ * then, flagged RF_UNSEEN, so it is neither lost silently nor mistaken for
+ * the new bio. (Seen on 6.18 while another BPF tool attached programs to
+ * the block tracepoints: a block_rq_complete run that ftrace saw, with no
+ * recursion miss counted.)
+ *
  * Raw tracepoints and CO-RE reads against minimal preserve_access_index
  * structs: no vmlinux.h. Needs Linux 5.17 (bpf_loop, block_split(bio, sector)).
  */
@@ -123,6 +131,7 @@ struct bio_info {
 	__s32 ustack, kstack;
 	__u32 dev; /* bd_dev when queued: for a bio still in flight at stop */
 	__u32 pad3;
+	__u64 start_sect; /* the partition's first sector: queue_sector is the disk's */
 };
 
 struct {
@@ -259,6 +268,47 @@ static __always_inline void inode_io_done(struct bio_info *bi)
 		__sync_fetch_and_add(&io->inflight, (__u32)-1); /* -mcpu=v1: no atomic sub */
 }
 
+/* Sends the record of a tracked bio whose completion was never seen (its
+ * address is being queued again) and forgets it. */
+static __always_inline void forget_unseen(__u64 key)
+{
+	struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
+	if (!bi)
+		return;
+	count(BC_UNSEEN);
+	inode_io_done(bi);
+	struct block_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(BC_LOST);
+		bpf_map_delete_elem(&bios, &key);
+		return;
+	}
+	r->bio = key;
+	r->rq = 0;
+	r->queue_ts = bi->queue_ts;
+	r->issue_ts = 0;
+	r->done_ts = 0;
+	r->cause = bi->cause;
+	r->sector = bi->queue_sector - bi->start_sect;
+	r->inode = bi->inode;
+	r->bytes = bi->queue_bytes;
+	r->opf = bi->opf;
+	r->dev = bi->dev;
+	r->ino_dev = bi->ino_dev;
+	r->pid = bi->pid;
+	r->tid = bi->tid;
+	r->cpu = bi->cpu;
+	r->done_cpu = 0;
+	r->done_tid = 0;
+	r->status = 0;
+	r->rflags = (bi->flags & ~RF_INODE_READ) | RF_UNSEEN | RF_NOISSUE;
+	__builtin_memcpy(r->comm, bi->comm, sizeof(r->comm));
+	r->ustack = bi->ustack;
+	r->kstack = bi->kstack;
+	bpf_ringbuf_submit(r, rb_flags());
+	bpf_map_delete_elem(&bios, &key);
+}
+
 /* ---- queue side ---- */
 
 SEC("raw_tracepoint/block_bio_queue")
@@ -268,6 +318,7 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 
+	forget_unseen((__u64)bio);
 	if (self_tgid && tgid == self_tgid)
 		return 0;
 
@@ -280,6 +331,7 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	bi.queue_bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
 	bi.opf = BPF_CORE_READ(bio, bi_opf);
 	bi.dev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
+	bi.start_sect = BPF_CORE_READ(bio, bi_bdev, bd_start_sect);
 
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
@@ -345,6 +397,7 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct bio *child = (struct bio *)ctx->args[0];
 	__u64 parent = (__u64)BPF_CORE_READ(child, bi_private);
+	forget_unseen((__u64)child);
 	struct bio_info *pi = bpf_map_lookup_elem(&bios, &parent);
 	if (!pi) {
 		count(BC_SPLIT_ORPHAN);
@@ -539,6 +592,7 @@ static long walk_one(__u32 i, void *ctx)
 				bi->part_bytes += w->remaining;
 				bi->flags |= RF_PARTIAL;
 			}
+			count(BC_PARTIAL);
 			w->remaining = 0;
 		}
 		w->bio = 0;
