@@ -24,6 +24,7 @@ const (
 	cCompleted
 	cDirtyFull
 	cUnseen
+	cStale
 	cPartial
 	numCounters
 )
@@ -51,10 +52,15 @@ const (
 	// StatUnseen counts tracked bios whose completion never reached the
 	// programs (the kernel did not run block_rq_complete's program for
 	// it, as seen while another BPF tool attached to the block
-	// tracepoints); each is reported when its address is queued again,
-	// as an event without completion.
-	StatUnseen    = "block completions not seen (events without completion)"
-	StatPartial   = "block partial completions (the rest of the bio awaited)"
+	// tracepoints); each is reported, as an event without completion,
+	// when its address is reused (queued, split off or completed again).
+	StatUnseen  = "block completions not seen (events without completion)"
+	StatPartial = "block partial completions (the rest of the bio awaited)"
+	// StatStale counts completions that found another bio's entry at
+	// their address (that bio's completion unseen, this one's queue
+	// filtered out or unseen): the entry is reported under StatUnseen,
+	// the completion as untracked.
+	StatStale     = "block completions at the address of another tracked bio"
 	StatMalformed = "block records malformed"
 	// StatMissed prefixes a tracepoint name: runs of its program the
 	// kernel skipped because the program was already running on that CPU
@@ -89,6 +95,7 @@ func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
 	s.Add(event.CountLost, StatMapFull, sum[cMapFull])
 	s.Add(event.CountLost, StatUnseen, sum[cUnseen])
 	s.Add(event.CountInfo, StatPartial, sum[cPartial])
+	s.Add(event.CountInfo, StatStale, sum[cStale])
 	s.Add(event.CountUnpaired, StatChainLong, sum[cChainLong])
 	if filtered {
 		s.Add(event.CountInfo, StatFiltered, sum[cFiltered])

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/iotrace/iotrace/event"
@@ -210,5 +211,80 @@ func TestUnseenCompletions(t *testing.T) {
 	// under test ran.
 	if unseen == 0 {
 		t.Errorf("%q = 0: no bio address was reused in %d sequential reads", StatUnseen, n)
+	}
+}
+
+// TestStaleEntryAtCompletion: the queue of the bio that reuses a missed
+// one's memory can be missed too (filtered out, or skipped by the kernel
+// like the completion). Its completion then finds the first bio's entry:
+// before, it took that bio's submitter, cause and queue time, a read
+// reported at another read's sector. Now the entry is checked against the
+// completing bio (direction, device, sector) and reported as unseen; the
+// completion shows as a bio never seen queued.
+func TestStaleEntryAtCompletion(t *testing.T) {
+	loop := newLoop(t, 8<<20, false)
+	fd, err := unix.Open(loop.path, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+
+	r := startTracer(t, Options{})
+	if r.t.attached[0].name != "block_rq_complete" || r.t.attached[len(r.t.attached)-1].name != "block_bio_queue" {
+		t.Fatalf("attached %+v: want block_rq_complete first and block_bio_queue last", r.t.attached)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := uint32(unix.Gettid())
+	buf := alignedBuf(4096)
+
+	// The first reads are queued under the tracer; their completions are
+	// missed.
+	const first, next = 16, 64
+	r.t.doneSide[0].Close()
+	for i := range first {
+		if _, err := unix.Pread(fd, buf, int64(i)*8192); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next reads' queues are missed; their completions are seen.
+	r.t.queueSide[len(r.t.queueSide)-1].Close()
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "block_rq_complete", Program: r.t.objs.BlockRqComplete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := first; i < first+next; i++ {
+		if _, err := unix.Pread(fd, buf, int64(i)*8192); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	evs := onDev(r.stop(t), loop.dev)
+
+	queued, noStart := map[uint64]int{}, map[uint64]int{}
+	for i := range evs {
+		e := &evs[i]
+		switch {
+		case e.Tid == tid:
+			queued[e.Sector/16]++
+			if e.Sector%16 != 0 || e.Sector/16 >= first || e.Flags&event.FlagNoCompletion == 0 || e.Duration != 0 {
+				t.Errorf("%s: want one of the first %d reads, without completion", describe(e), first)
+			}
+		case e.Flags&event.FlagNoStart != 0 && e.Op == event.OpBlockRead && e.Sector%16 == 0:
+			noStart[e.Sector/16]++
+		}
+	}
+	for i := range uint64(first + next) {
+		if i < first && queued[i] != 1 || i >= first && noStart[i] != 1 {
+			t.Errorf("read %d: %d events of thread %d, %d never seen queued; want 1 %s", i, queued[i], tid, noStart[i],
+				map[bool]string{true: "of the thread", false: "never seen queued"}[i < first])
+		}
+	}
+	st := r.t.Stats()
+	if got := st.Get(event.CountLost, StatUnseen) + st.Get(event.CountUnpaired, StatInFlight); got != first {
+		t.Errorf("unseen + in flight = %d, want %d; stats %+v", got, first, st.Sorted())
+	}
+	if st.Get(event.CountInfo, StatStale) == 0 {
+		t.Errorf("%q = 0: no later read reused a first read's address", StatStale)
 	}
 }

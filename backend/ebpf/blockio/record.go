@@ -21,7 +21,8 @@ const (
 	RecDirtyMatch = 1 << 7  // kept by the pid filter through a dirtied inode
 	RecSplitOrph  = 1 << 8  // split child whose parent was never seen
 	RecWorker     = 1 << 10 // queued by an io_uring worker for the thread in Tid (no Comm: the tracker names it)
-	RecUnseen     = 1 << 11 // its completion never reached the programs: sent when its address was queued again
+	RecUnseen     = 1 << 11 // its completion never reached the programs: sent when its address was reused
+	RecRemapped   = 1 << 12 // moved to another device or sector after its queue (md, dm in place)
 )
 
 // Record is one bio as the kernel side reports it at completion: the

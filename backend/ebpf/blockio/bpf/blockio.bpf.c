@@ -18,7 +18,9 @@
  * then, flagged RF_UNSEEN, so it is neither lost silently nor mistaken for
  * the new bio. (Seen on 6.18 while another BPF tool attached programs to
  * the block tracepoints: a block_rq_complete run that ftrace saw, with no
- * recursion miss counted.)
+ * recursion miss counted.) The queue of the new bio can be missed the same
+ * way, so a completion also checks that the entry is its bio (direction,
+ * device, sector) before using it.
  *
  * Raw tracepoints and CO-RE reads against minimal preserve_access_index
  * structs: no vmlinux.h. Needs Linux 5.17 (bpf_loop, block_split(bio, sector)).
@@ -448,6 +450,13 @@ int block_bio_frontmerge(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tracepoint/block_bio_remap")
 int block_bio_remap(struct bpf_raw_tracepoint_args *ctx)
 {
+	/* A stacking driver moved a tracked bio (md, dm in place): its
+	 * device and sector no longer say which bio it is. (A partition's
+	 * remap comes before the queue: nothing tracked yet.) */
+	__u64 key = ctx->args[0];
+	struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
+	if (bi)
+		bi->flags |= RF_REMAPPED;
 	count(BC_REMAP);
 	return 0;
 }
@@ -505,11 +514,35 @@ struct walk {
 };
 
 /* Emits the record of one completed bio and forgets it. */
+/* Whether the tracked entry bi describes bio, completing at sector: the
+ * same direction and, unless a stacking driver moved it, the same device
+ * and the sector it was queued at (or reached by partial completions). */
+static __always_inline bool same_bio(struct bio_info *bi, struct bio *bio, __u64 sector)
+{
+	if ((bi->opf & REQ_OP_MASK) != (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK))
+		return false;
+	if (bi->flags & RF_REMAPPED)
+		return true;
+	if (bi->dev != BPF_CORE_READ(bio, bi_bdev, bd_dev))
+		return false;
+	__u64 want = bi->queue_sector;
+	if (bi->part_bytes)
+		want = bi->part_sector + (bi->part_bytes >> 9);
+	return sector == want;
+}
+
 static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, __u32 bytes)
 {
 	__u64 key = (__u64)bio;
 	struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
 
+	if (bi && !same_bio(bi, bio, sector)) {
+		/* Left by a bio whose completion was missed; this one's queue
+		 * was not seen (filtered out, or missed too). */
+		count(BC_STALE);
+		forget_unseen(key);
+		bi = NULL;
+	}
 	if (!bi && filter_pids) {
 		/* filtered out at queue, or queued before the trace */
 		count(BC_NOSTART);
@@ -586,7 +619,7 @@ static long walk_one(__u32 i, void *ctx)
 		if (w->remaining) {
 			__u64 key = (__u64)bio;
 			struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
-			if (bi) {
+			if (bi && same_bio(bi, bio, sector)) {
 				if (!bi->part_bytes)
 					bi->part_sector = sector;
 				bi->part_bytes += w->remaining;

@@ -23,7 +23,8 @@ enum blk_rec_flags {
 	RF_SPLIT_ORPHAN = 1 << 8,  /* a split child whose parent was never seen queued */
 	RF_INODE_READ = 1 << 9,    /* counted in inode_io (a page-cache read): uncount at completion */
 	RF_WORKER = 1 << 10,       /* queued by an io_uring worker for the thread in tid */
-	RF_UNSEEN = 1 << 11,       /* its completion never reached the programs: its address was queued again */
+	RF_UNSEEN = 1 << 11,       /* its completion never reached the programs: its address was reused */
+	RF_REMAPPED = 1 << 12,     /* moved to another device or sector after it was queued (md, dm in place) */
 };
 
 /* One bio, from queue to completion. */
@@ -70,6 +71,7 @@ enum blk_counter {
 	BC_COMPLETED,       /* block records produced */
 	BC_DIRTY_FULL,      /* dirtied inode not remembered: map update failed */
 	BC_UNSEEN,          /* tracked bios whose completion never reached the programs */
+	BC_STALE,           /* completions of another bio than the one tracked at that address */
 	BC_PARTIAL,         /* partial completions: the rest of the bio is awaited */
 	BC_MAX,
 };
