@@ -1,7 +1,9 @@
 package etw
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
@@ -401,53 +403,90 @@ func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
 	}
 }
 
-// idKey finds the identity of an image: its base and the timestamp (raw)
-// its image event and identity records share.
-type idKey struct {
-	base uint64
-	ts   int64
-}
-
-// collectedID is what a file's identity records say about one image.
+// collectedID is what a file's identity records say about one image:
+// the image's base and the timestamp (raw) its image event and identity
+// records share.
 type collectedID struct {
-	id modIdentity
-	n  uint64 // records
+	ts    int64
+	base  uint64
+	id    modIdentity
+	n     uint64 // records
+	taken bool   // an image event took it
 }
 
 // collectIdentity keeps an identity record in a file's first pass, in any
-// order: the image event at the same timestamp takes it in the second.
+// order: the image event at the same timestamp takes it in the second
+// (sortIdentities, takeIdentity). The records of one image come one
+// after the other: merged into the last one kept when they are its.
 func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 	if id.own {
 		p.collectOwn(id)
 		return
 	}
-	if p.ids1 == nil {
-		p.ids1 = make(map[idKey]int32, 1024)
-		p.ids1s = make([]collectedID, 0, 1024)
-	}
-	k := idKey{base: id.base, ts: ts}
-	i, ok := p.ids1[k]
-	if !ok {
-		i = int32(len(p.ids1s))
-		p.ids1s = append(p.ids1s, collectedID{})
-		p.ids1[k] = i
-	}
-	c := &p.ids1s[i]
-	c.n++
 	id.ts = ts
-	p.mergeIdentity(&c.id, id)
+	if n := len(p.ids1); n > 0 && p.ids1[n-1].ts == ts && p.ids1[n-1].base == id.base {
+		c := &p.ids1[n-1]
+		c.n++
+		p.mergeIdentity(&c.id, id)
+		return
+	}
+	if p.ids1 == nil {
+		p.ids1 = make([]collectedID, 0, 1024)
+	}
+	p.ids1 = append(p.ids1, collectedID{ts: ts, base: id.base, n: 1})
+	p.mergeIdentity(&p.ids1[len(p.ids1)-1].id, id)
+}
+
+// sortIdentities orders the identities the first pass collected by
+// timestamp and base, merging those of one image in the order they came
+// (as collectIdentity would have, had they come one after the other). It
+// runs when the first pass ends (startReplay): like collectIdentity's,
+// its merges count no conflicts.
+func (p *Pipeline) sortIdentities() {
+	ids := p.ids1
+	if !slices.IsSortedFunc(ids, cmpCollectedID) {
+		slices.SortStableFunc(ids, cmpCollectedID)
+	}
+	n := 0
+	for i := range ids {
+		if n > 0 && ids[n-1].ts == ids[i].ts && ids[n-1].base == ids[i].base {
+			ids[n-1].n += ids[i].n
+			p.mergeIdentity(&ids[n-1].id, &ids[i].id)
+			continue
+		}
+		ids[n] = ids[i]
+		n++
+	}
+	clear(ids[n:])
+	p.ids1 = ids[:n]
+}
+
+func cmpCollectedID(a, b collectedID) int {
+	if c := cmp.Compare(a.ts, b.ts); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.base, b.base)
 }
 
 // takeIdentity returns the identity collected for an image event (second
-// pass of a file).
+// pass of a file), once.
 func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
-	k := idKey{base: base, ts: ts}
-	i, ok := p.ids1[k]
-	if !ok {
+	ids := p.ids1
+	lo, hi := 0, len(ids) // lo ends at the first at or after (ts, base)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c := &ids[m]; c.ts < ts || c.ts == ts && c.base < base {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo
+	if i == len(ids) || ids[i].ts != ts || ids[i].base != base || ids[i].taken {
 		return nil, false
 	}
-	delete(p.ids1, k)
-	return &p.ids1s[i].id, true
+	ids[i].taken = true
+	return &ids[i].id, true
 }
 
 // maxOwnPerBase bounds the distinct iotrace identities kept for one
@@ -498,8 +537,10 @@ func (p *Pipeline) takeOwn(k modKey, pm *pendingModule) {
 
 // flushIdentities counts the collected identities no image took.
 func (p *Pipeline) flushIdentities() {
-	for _, i := range p.ids1 {
-		p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1s[i].n)
+	for i := range p.ids1 {
+		if !p.ids1[i].taken {
+			p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1[i].n)
+		}
 	}
 	for _, list := range p.own1 {
 		for i := range list {
@@ -515,7 +556,7 @@ func (p *Pipeline) flushIdentities() {
 	if p.ownDropped > 0 {
 		p.count(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
 	}
-	p.ids1, p.ids1s, p.own1, p.ownDropped = nil, nil, nil, 0
+	p.ids1, p.own1, p.ownDropped = nil, nil, 0
 }
 
 // onOwn handles iotrace's own provider's events.

@@ -191,8 +191,7 @@ type Pipeline struct {
 	pendMod   pendingModule
 	idsBefore []modIdentity
 	mods      map[modKey]struct{}
-	ids1      map[idKey]int32 // identities a file's first pass collected (index in ids1s)
-	ids1s     []collectedID
+	ids1      []collectedID // identities a file's first pass collected (sortIdentities)
 	pdbIDs    map[pdbKey]pdbEntry
 	peIDs     map[uint64]string
 

@@ -92,6 +92,7 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // tables are complete and stay as they are; pairing and emission start
 // afresh.
 func (p *Pipeline) startReplay() {
+	p.sortIdentities() // still collecting: its merges count nothing, as collectIdentity's
 	p.mode = modeReplay
 	anyEnd := false
 	for i := range p.expectEnd {
