@@ -439,7 +439,7 @@ func (s *stackState) sortCollected() {
 	s.pres = sorted
 	s.idsHint = min(len(s.pres)/16, 1<<12) // most events share stacks (PerfView fixture: 301 for 1,793)
 	s.cur = 0
-	s.sortDefs()
+	s.sortDefsOnce()
 	s.waitUser = nil
 }
 
@@ -985,7 +985,8 @@ func (p *Pipeline) defineKey(r *record.Record, key uint64, frames kernel.Frames)
 	s.defsSorted = false
 }
 
-// sortDefs orders the key definitions by key, space and time.
+// sortDefs orders the key definitions by key, space and time (then
+// arrival), in place: a live session's, sorted again as they come.
 func (s *stackState) sortDefs() {
 	if s.defsSorted {
 		return
@@ -1006,6 +1007,52 @@ func (s *stackState) sortDefs() {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	s.defsSorted = true
+}
+
+// sortDefsOnce orders the key definitions as sortDefs does, once they are
+// all in (a file's first pass): it sorts small keys, then moves each
+// definition once.
+func (s *stackState) sortDefsOnce() {
+	if s.defsSorted {
+		return
+	}
+	defs := s.defs
+	order := make([]defOrder, len(defs))
+	for i := range defs {
+		d := &defs[i]
+		o := defOrder{key: d.key, ts: d.ts, ks: uint64(d.seq&(1<<31-1))<<32 | uint64(uint32(i))}
+		if d.kernel {
+			o.ks |= 1 << 63
+		}
+		order[i] = o
+	}
+	slices.SortFunc(order, func(a, b defOrder) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		if ka, kb := a.ks>>63, b.ks>>63; ka != kb {
+			return cmp.Compare(ka, kb)
+		}
+		if a.ts != b.ts {
+			return cmp.Compare(a.ts, b.ts)
+		}
+		return cmp.Compare(a.ks, b.ks)
+	})
+	sorted := make([]keyDef, len(defs))
+	for j, o := range order {
+		sorted[j] = defs[uint32(o.ks)]
+	}
+	s.defs = sorted
+	s.defsSorted = true
+}
+
+// defOrder is the sort key of a key definition: key, then space (kernel
+// in the top bit of ks), time, arrival (seq, in bits 32-62: a file's
+// first pass never keeps 1<<31 definitions) and its index (low 32 bits).
+type defOrder struct {
+	key uint64
+	ts  int64
+	ks  uint64
 }
 
 // keyFrames returns the frames key (of the kernel or the user space)

@@ -821,3 +821,32 @@ func TestOwnIdentityLiveChecked(t *testing.T) {
 		t.Errorf("mismatches %d", g)
 	}
 }
+
+// TestSortDefsOnce: a file's key definitions, sorted by small keys, come
+// in the order the in-place sort of a live session gives them (key,
+// space, time, arrival), ties and all.
+func TestSortDefsOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 7, 100, 5000} {
+		var a stackState
+		for i := 0; i < n; i++ {
+			a.defs = append(a.defs, keyDef{key: uint64(rng.IntN(n/4 + 1)), ts: int64(rng.IntN(8)) - 4,
+				frames: part{off: uint32(i)}, seq: uint32(i), kernel: rng.IntN(2) == 0, create: rng.IntN(2) == 0})
+		}
+		if n > 50 {
+			// A live session's halving leaves later arrivals with a lower seq.
+			for i := n / 2; i < n; i++ {
+				a.defs[i].seq = uint32(i - n/2)
+			}
+		}
+		b := stackState{defs: slices.Clone(a.defs)}
+		a.sortDefs()
+		b.sortDefsOnce()
+		if !slices.Equal(a.defs, b.defs) {
+			t.Fatalf("%d definitions: sortDefsOnce differs from sortDefs", n)
+		}
+		if !b.defsSorted {
+			t.Errorf("%d definitions: not marked sorted", n)
+		}
+	}
+}
