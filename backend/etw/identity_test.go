@@ -1,6 +1,9 @@
 package etw
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 // TestCollectedIdentities: the first pass collects identity records in
 // any order (streams before the merge by time); the second gives each
@@ -25,8 +28,8 @@ func TestCollectedIdentities(t *testing.T) {
 	add(100, 0xA000, 4, 0)
 	add(200, 0xA000, 0, 8)
 	p.startReplay()
-	if len(p.ids1) != 4 {
-		t.Fatalf("%d identities collected: %+v", len(p.ids1), p.ids1)
+	if len(p.ids1.keys) != 4 {
+		t.Fatalf("%d identities collected: %+v", len(p.ids1.keys), p.ids1)
 	}
 	for _, w := range []struct {
 		ts       int64
@@ -52,5 +55,38 @@ func TestCollectedIdentities(t *testing.T) {
 	p.flushIdentities()
 	if got := p.counts[StatIdentityNoImage]; got != 1 {
 		t.Errorf("identities without image: %d, want 1 (the one at 300)", got)
+	}
+}
+
+// TestCollectedIdentitiesMany: thousands of images (several chunks), the
+// two records of each apart and out of order.
+func TestCollectedIdentitiesMany(t *testing.T) {
+	p := NewPipeline(&discard{}, Options{})
+	p.mode = modeCollect
+	const n = 3000
+	perm := rand.New(rand.NewPCG(5, 6)).Perm(2 * n)
+	for _, j := range perm {
+		i := j % n
+		id := modIdentity{base: uint64(i%7) << 20}
+		if j < n {
+			id.tds, id.size = uint32(i+1), uint64(i)
+		} else {
+			id.hasPDB, id.age = true, uint32(i+1)
+		}
+		p.collectIdentity(int64(i/7), &id)
+	}
+	p.startReplay()
+	if len(p.ids1.chunks) < 3 || len(p.ids1.keys) != n {
+		t.Fatalf("%d chunks, %d identities", len(p.ids1.chunks), len(p.ids1.keys))
+	}
+	for i := n - 1; i >= 0; i-- {
+		id, ok := p.takeIdentity(uint64(i%7)<<20, int64(i/7))
+		if !ok || id.tds != uint32(i+1) || id.size != uint64(i) || id.age != uint32(i+1) {
+			t.Fatalf("identity %d: %+v %v", i, id, ok)
+		}
+	}
+	p.flushIdentities()
+	if got := p.counts[StatIdentityNoImage]; got != 0 {
+		t.Errorf("identities without image: %d", got)
 	}
 }

@@ -403,16 +403,35 @@ func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
 	}
 }
 
-// collectedID is what a file's identity records say about one image:
-// the image's base and the timestamp (raw) its image event and identity
-// records share.
+// collectedID is what a file's identity records say about one image (at
+// id.base, with the timestamp, raw, its image event and identity records
+// share: id.ts).
 type collectedID struct {
-	ts    int64
-	base  uint64
 	id    modIdentity
 	n     uint64 // records
 	taken bool   // an image event took it
 }
+
+// collectedIDs holds the identities a file's first pass collects: in
+// chunks (never copied) as they come, then, once sorted, their keys in
+// order (one per image).
+type collectedIDs struct {
+	chunks [][]collectedID // chunk k holds up to idChunk0<<min(k, 4); an index is chunk<<16 | offset
+	keys   []idKey
+}
+
+// idChunk0 is the size of the first chunk of collected identities.
+const idChunk0 = 256
+
+// idKey is the sort key of a collected identity: its image's time and
+// base, then its index (arrival order).
+type idKey struct {
+	ts   int64
+	base uint64
+	i    uint32
+}
+
+func (c *collectedIDs) at(i uint32) *collectedID { return &c.chunks[i>>16][i&0xffff] }
 
 // collectIdentity keeps an identity record in a file's first pass, in any
 // order: the image event at the same timestamp takes it in the second
@@ -424,17 +443,23 @@ func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 		return
 	}
 	id.ts = ts
-	if n := len(p.ids1); n > 0 && p.ids1[n-1].ts == ts && p.ids1[n-1].base == id.base {
-		c := &p.ids1[n-1]
-		c.n++
-		p.mergeIdentity(&c.id, id)
-		return
+	c := &p.ids1
+	n := len(c.chunks)
+	if n > 0 {
+		last := c.chunks[n-1]
+		if l := &last[len(last)-1]; l.id.ts == ts && l.id.base == id.base {
+			l.n++
+			p.mergeIdentity(&l.id, id)
+			return
+		}
 	}
-	if p.ids1 == nil {
-		p.ids1 = make([]collectedID, 0, 1024)
+	if n == 0 || len(c.chunks[n-1]) == cap(c.chunks[n-1]) {
+		c.chunks = append(c.chunks, make([]collectedID, 0, idChunk0<<min(n, 4)))
+		n++
 	}
-	p.ids1 = append(p.ids1, collectedID{ts: ts, base: id.base, n: 1})
-	p.mergeIdentity(&p.ids1[len(p.ids1)-1].id, id)
+	c.chunks[n-1] = append(c.chunks[n-1], collectedID{n: 1})
+	last := c.chunks[n-1]
+	p.mergeIdentity(&last[len(last)-1].id, id)
 }
 
 // sortIdentities orders the identities the first pass collected by
@@ -443,50 +468,68 @@ func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 // runs when the first pass ends (startReplay): like collectIdentity's,
 // its merges count no conflicts.
 func (p *Pipeline) sortIdentities() {
-	ids := p.ids1
-	if !slices.IsSortedFunc(ids, cmpCollectedID) {
-		slices.SortStableFunc(ids, cmpCollectedID)
+	c := &p.ids1
+	if c.keys != nil {
+		return
+	}
+	total := 0
+	for _, chunk := range c.chunks {
+		total += len(chunk)
+	}
+	keys := make([]idKey, 0, total)
+	for k, chunk := range c.chunks {
+		for i := range chunk {
+			keys = append(keys, idKey{ts: chunk[i].id.ts, base: chunk[i].id.base, i: uint32(k)<<16 | uint32(i)})
+		}
+	}
+	cmpKey := func(a, b idKey) int {
+		if a.ts != b.ts {
+			return cmp.Compare(a.ts, b.ts)
+		}
+		if a.base != b.base {
+			return cmp.Compare(a.base, b.base)
+		}
+		return cmp.Compare(a.i, b.i)
+	}
+	if !slices.IsSortedFunc(keys, cmpKey) {
+		slices.SortFunc(keys, cmpKey)
 	}
 	n := 0
-	for i := range ids {
-		if n > 0 && ids[n-1].ts == ids[i].ts && ids[n-1].base == ids[i].base {
-			ids[n-1].n += ids[i].n
-			p.mergeIdentity(&ids[n-1].id, &ids[i].id)
+	for _, k := range keys {
+		if n > 0 && keys[n-1].ts == k.ts && keys[n-1].base == k.base {
+			first, next := c.at(keys[n-1].i), c.at(k.i)
+			first.n += next.n
+			p.mergeIdentity(&first.id, &next.id)
 			continue
 		}
-		ids[n] = ids[i]
+		keys[n] = k
 		n++
 	}
-	clear(ids[n:])
-	p.ids1 = ids[:n]
-}
-
-func cmpCollectedID(a, b collectedID) int {
-	if c := cmp.Compare(a.ts, b.ts); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.base, b.base)
+	c.keys = keys[:n]
 }
 
 // takeIdentity returns the identity collected for an image event (second
 // pass of a file), once.
 func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
-	ids := p.ids1
-	lo, hi := 0, len(ids) // lo ends at the first at or after (ts, base)
+	keys := p.ids1.keys
+	lo, hi := 0, len(keys) // lo ends at the first at or after (ts, base)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c := &ids[m]; c.ts < ts || c.ts == ts && c.base < base {
+		if k := &keys[m]; k.ts < ts || k.ts == ts && k.base < base {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	i := lo
-	if i == len(ids) || ids[i].ts != ts || ids[i].base != base || ids[i].taken {
+	if lo == len(keys) || keys[lo].ts != ts || keys[lo].base != base {
 		return nil, false
 	}
-	ids[i].taken = true
-	return &ids[i].id, true
+	c := p.ids1.at(keys[lo].i)
+	if c.taken {
+		return nil, false
+	}
+	c.taken = true
+	return &c.id, true
 }
 
 // maxOwnPerBase bounds the distinct iotrace identities kept for one
@@ -537,9 +580,10 @@ func (p *Pipeline) takeOwn(k modKey, pm *pendingModule) {
 
 // flushIdentities counts the collected identities no image took.
 func (p *Pipeline) flushIdentities() {
-	for i := range p.ids1 {
-		if !p.ids1[i].taken {
-			p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1[i].n)
+	p.sortIdentities() // done by startReplay: the second pass took them
+	for _, k := range p.ids1.keys {
+		if c := p.ids1.at(k.i); !c.taken {
+			p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
 		}
 	}
 	for _, list := range p.own1 {
@@ -556,7 +600,7 @@ func (p *Pipeline) flushIdentities() {
 	if p.ownDropped > 0 {
 		p.count(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
 	}
-	p.ids1, p.own1, p.ownDropped = nil, nil, 0
+	p.ids1, p.own1, p.ownDropped = collectedIDs{}, nil, 0
 }
 
 // onOwn handles iotrace's own provider's events.

@@ -191,7 +191,7 @@ type Pipeline struct {
 	pendMod   pendingModule
 	idsBefore []modIdentity
 	mods      map[modKey]struct{}
-	ids1      []collectedID // identities a file's first pass collected (sortIdentities)
+	ids1      collectedIDs // identities a file's first pass collected (sortIdentities)
 	pdbIDs    map[pdbKey]pdbEntry
 	peIDs     map[uint64]string
 

@@ -1126,7 +1126,13 @@ func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
 					addrs = append(addrs, binary.LittleEndian.Uint64(b[off:]))
 				}
 			}
-			splitFrames(sp, addrs, ptr)
+			// The frames are the stack's own: split in place (no
+			// copies; neither part is appended to).
+			i := 0
+			for i < len(addrs) && kernelAddr(addrs[i], ptr) {
+				i++
+			}
+			sp.kernel, sp.user, sp.has = addrs[:i:i], addrs[i:], true
 			p.count(StatStackRecords, event.CountInfo, 1)
 			return
 		case extStackKey32, extStackKey64:
