@@ -233,10 +233,15 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	pm := &p.pendMod
 	*pm = pendingModule{ts: r.Timestamp, has: true, known: known,
 		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}}
+	// The file name checks iotrace identities (none to check in a
+	// file's second pass without them) and names a module not known yet.
+	check := p.mode != modeReplay || len(p.own1) > 0
 	var name string
-	if len(ev.Name) > 0 {
+	if len(ev.Name) > 0 && (check || !known) {
 		name = p.str(ev.Name)
-		pm.chk.name = imageName(name)
+		if check {
+			pm.chk.name = imageName(name)
+		}
 	}
 	f := &pm.f
 	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,

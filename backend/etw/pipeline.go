@@ -171,6 +171,7 @@ type Pipeline struct {
 	expectEnd [numProviders]bool
 	opEnds    [numProviders]uint64
 	diskInits uint64 // DiskIo Inits seen in the first pass
+	images1   int    // Image events seen in the first pass
 
 	// Causal links between disk I/O and file requests (link.go).
 	linking    bool
@@ -353,6 +354,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:
+		if p.mode == modeCollect {
+			p.images1++
+		}
 		p.onImage(r, ev, t)
 		p.onModule(r, ev, t)
 		p.otherStack(r)
