@@ -53,7 +53,7 @@ func TestCollectedIdentities(t *testing.T) {
 		}
 	}
 	p.flushIdentities()
-	if got := p.counts[StatIdentityNoImage]; got != 1 {
+	if got := p.counted(StatIdentityNoImage); got != 1 {
 		t.Errorf("identities without image: %d, want 1 (the one at 300)", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestCollectedIdentitiesMany(t *testing.T) {
 		}
 	}
 	p.flushIdentities()
-	if got := p.counts[StatIdentityNoImage]; got != 0 {
+	if got := p.counted(StatIdentityNoImage); got != 0 {
 		t.Errorf("identities without image: %d", got)
 	}
 }

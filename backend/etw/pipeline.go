@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -208,9 +209,8 @@ type Pipeline struct {
 	warnings int
 	err      error
 
-	counts   map[string]uint64
-	problems map[string]event.CounterKind
-	records  uint64
+	counts  map[string]*counter // by name: one map access per count
+	records uint64
 }
 
 // NewPipeline returns a pipeline that delivers to sink.
@@ -237,8 +237,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		mods:     make(map[modKey]struct{}),
 		pdbIDs:   make(map[pdbKey]pdbEntry),
 		peIDs:    make(map[uint64]string),
-		counts:   make(map[string]uint64),
-		problems: make(map[string]event.CounterKind),
+		counts:   make(map[string]*counter),
 		qpcFreq:  opts.QPCFreq,
 	}
 	for i := range p.expectEnd {
@@ -271,10 +270,26 @@ func (p *Pipeline) count(name string, kind event.CounterKind, n uint64) {
 	if p.mode == modeCollect {
 		return
 	}
-	p.counts[name] += n
-	if _, ok := p.problems[name]; !ok {
-		p.problems[name] = kind
+	c := p.counts[name]
+	if c == nil {
+		c = &counter{kind: kind} // the kind of its first count
+		p.counts[name] = c
 	}
+	c.n += n
+}
+
+// counter is one of the pipeline's counters.
+type counter struct {
+	n    uint64
+	kind event.CounterKind
+}
+
+// counted returns the count of counter name so far.
+func (p *Pipeline) counted(name string) uint64 {
+	if c := p.counts[name]; c != nil {
+		return c.n
+	}
+	return 0
 }
 
 func (p *Pipeline) warn(format string, args ...any) {
@@ -865,11 +880,17 @@ func (p *Pipeline) stats(s *event.Stats) {
 	if p.noHeader {
 		s.Add(event.CountDropped, StatNoHeader, 1)
 	}
-	for _, name := range sortedKeys(p.counts) {
-		s.Add(p.problems[name], name, p.counts[name])
+	names := make([]string, 0, len(p.counts))
+	for name := range p.counts {
+		names = append(names, name)
 	}
-	if !p.linking && p.counts[StatDiskIOs] > 0 && p.rwRequests > 0 {
-		s.Add(event.CountInfo, StatNoLinks, p.counts[StatDiskIOs])
+	slices.Sort(names)
+	for _, name := range names {
+		c := p.counts[name]
+		s.Add(c.kind, name, c.n)
+	}
+	if n := p.counted(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
+		s.Add(event.CountInfo, StatNoLinks, n)
 	}
 	p.dec.Stats(s)
 	if p.opts.UndecodedDetail {
