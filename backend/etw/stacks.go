@@ -1024,24 +1024,68 @@ func (s *stackState) sortDefsOnce() {
 		}
 		order[i] = o
 	}
-	slices.SortFunc(order, func(a, b defOrder) int {
-		if a.key != b.key {
-			return cmp.Compare(a.key, b.key)
-		}
-		if ka, kb := a.ks>>63, b.ks>>63; ka != kb {
-			return cmp.Compare(ka, kb)
-		}
-		if a.ts != b.ts {
-			return cmp.Compare(a.ts, b.ts)
-		}
-		return cmp.Compare(a.ks, b.ks)
-	})
+	sortDefOrder(order)
 	sorted := make([]keyDef, len(defs))
 	for j, o := range order {
 		sorted[j] = defs[uint32(o.ks)]
 	}
 	s.defs = sorted
 	s.defsSorted = true
+}
+
+// sortDefOrder sorts o by key (a radix sort, byte by byte from the
+// lowest: the keys are addresses and hashes, rarely equal), then each run
+// of equal keys by space, time and arrival (insertion sort: runs are
+// short).
+func sortDefOrder(o []defOrder) {
+	if len(o) < 2 {
+		return
+	}
+	tmp := make([]defOrder, len(o))
+	src, dst := o, tmp
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for i := range src {
+			count[byte(src[i].key>>shift)]++
+		}
+		if count[byte(src[0].key>>shift)] == len(src) {
+			continue // every key has this byte: the order stands
+		}
+		pos := 0
+		for b := range count {
+			pos, count[b] = pos+count[b], pos
+		}
+		for i := range src {
+			b := byte(src[i].key >> shift)
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &o[0] {
+		copy(o, src)
+	}
+	for i := 1; i < len(o); i++ {
+		x := o[i]
+		j := i
+		for j > 0 && o[j-1].key == x.key && defAfter(o[j-1], x) {
+			o[j] = o[j-1]
+			j--
+		}
+		o[j] = x
+	}
+}
+
+// defAfter reports whether a comes after b, both of one key: by space
+// (user first), time, then arrival and index.
+func defAfter(a, b defOrder) bool {
+	if ka, kb := a.ks>>63, b.ks>>63; ka != kb {
+		return ka > kb
+	}
+	if a.ts != b.ts {
+		return a.ts > b.ts
+	}
+	return a.ks > b.ks
 }
 
 // defOrder is the sort key of a key definition: key, then space (kernel

@@ -827,10 +827,21 @@ func TestOwnIdentityLiveChecked(t *testing.T) {
 // space, time, arrival), ties and all.
 func TestSortDefsOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 2, 7, 100, 5000} {
+	for _, n := range []int{0, 1, 2, 7, 100, 5000, 20000} {
 		var a stackState
+		keys := make([]uint64, n/4+1) // keys that recur: small ones, addresses, hashes
+		for i := range keys {
+			switch i % 3 {
+			case 0:
+				keys[i] = uint64(i)
+			case 1:
+				keys[i] = 0xFFFFF80000000000 | rng.Uint64()&0xFFFFFFFF
+			default:
+				keys[i] = rng.Uint64()
+			}
+		}
 		for i := 0; i < n; i++ {
-			a.defs = append(a.defs, keyDef{key: uint64(rng.IntN(n/4 + 1)), ts: int64(rng.IntN(8)) - 4,
+			a.defs = append(a.defs, keyDef{key: keys[rng.IntN(len(keys))], ts: int64(rng.IntN(8)) - 4,
 				frames: part{off: uint32(i)}, seq: uint32(i), kernel: rng.IntN(2) == 0, create: rng.IntN(2) == 0})
 		}
 		if n > 50 {
