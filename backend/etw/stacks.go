@@ -1036,7 +1036,7 @@ func (s *stackState) sortDefsOnce() {
 // sortDefOrder sorts o by key (a radix sort, byte by byte from the
 // lowest: the keys are addresses and hashes, rarely equal), then each run
 // of equal keys by space, time and arrival (insertion sort: runs are
-// short).
+// short, else pdqsort).
 func sortDefOrder(o []defOrder) {
 	if len(o) < 2 {
 		return
@@ -1065,14 +1065,36 @@ func sortDefOrder(o []defOrder) {
 	if &src[0] != &o[0] {
 		copy(o, src)
 	}
-	for i := 1; i < len(o); i++ {
-		x := o[i]
-		j := i
-		for j > 0 && o[j-1].key == x.key && defAfter(o[j-1], x) {
-			o[j] = o[j-1]
-			j--
+	for lo := 0; lo < len(o); {
+		hi := lo + 1
+		for hi < len(o) && o[hi].key == o[lo].key {
+			hi++
 		}
-		o[j] = x
+		run := o[lo:hi]
+		if len(run) > 16 {
+			// Many definitions of one key (a damaged or crafted file):
+			// no quadratic insertion sort.
+			slices.SortFunc(run, func(a, b defOrder) int {
+				switch {
+				case defAfter(a, b):
+					return 1
+				case defAfter(b, a):
+					return -1
+				}
+				return 0
+			})
+		} else {
+			for i := 1; i < len(run); i++ {
+				x := run[i]
+				j := i
+				for j > 0 && defAfter(run[j-1], x) {
+					run[j] = run[j-1]
+					j--
+				}
+				run[j] = x
+			}
+		}
+		lo = hi
 	}
 }
 

@@ -827,9 +827,13 @@ func TestOwnIdentityLiveChecked(t *testing.T) {
 // space, time, arrival), ties and all.
 func TestSortDefsOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 2, 7, 100, 5000, 20000} {
+	for _, n := range []int{0, 1, 2, 7, 100, 5000, 20000, -3000} {
 		var a stackState
-		keys := make([]uint64, n/4+1) // keys that recur: small ones, addresses, hashes
+		nkeys := n/4 + 1
+		if n < 0 {
+			n, nkeys = -n, 3 // long runs of one key
+		}
+		keys := make([]uint64, nkeys) // keys that recur: small ones, addresses, hashes
 		for i := range keys {
 			switch i % 3 {
 			case 0:
@@ -845,9 +849,10 @@ func TestSortDefsOnce(t *testing.T) {
 				frames: part{off: uint32(i)}, seq: uint32(i), kernel: rng.IntN(2) == 0, create: rng.IntN(2) == 0})
 		}
 		if n > 50 {
-			// A live session's halving leaves later arrivals with a lower seq.
-			for i := n / 2; i < n; i++ {
-				a.defs[i].seq = uint32(i - n/2)
+			// The order is the arrival (seq), not the index: seq
+			// shuffled (unique: equal definitions would have no order).
+			for i, q := range rng.Perm(n) {
+				a.defs[i].seq = uint32(q)
 			}
 		}
 		b := stackState{defs: slices.Clone(a.defs)}
