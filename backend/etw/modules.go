@@ -421,7 +421,7 @@ type collectedID struct {
 // chunks (never copied) as they come, then, once sorted, their keys in
 // order (one per image).
 type collectedIDs struct {
-	chunks [][]collectedID // chunk k holds up to idChunk0<<min(k, 4); an index is chunk<<16 | offset
+	chunks [][]collectedID // chunk k holds up to idChunk0<<min(k, 4)
 	keys   []idKey
 }
 
@@ -429,14 +429,14 @@ type collectedIDs struct {
 const idChunk0 = 256
 
 // idKey is the sort key of a collected identity: its image's time and
-// base, then its index (arrival order).
+// base, then where it is (chunk, offset: the order it came in).
 type idKey struct {
-	ts   int64
-	base uint64
-	i    uint32
+	ts         int64
+	base       uint64
+	chunk, off uint32
 }
 
-func (c *collectedIDs) at(i uint32) *collectedID { return &c.chunks[i>>16][i&0xffff] }
+func (c *collectedIDs) at(k *idKey) *collectedID { return &c.chunks[k.chunk][k.off] }
 
 // collectIdentity keeps an identity record in a file's first pass, in any
 // order: the image event at the same timestamp takes it in the second
@@ -484,7 +484,7 @@ func (p *Pipeline) sortIdentities() {
 	keys := make([]idKey, 0, total)
 	for k, chunk := range c.chunks {
 		for i := range chunk {
-			keys = append(keys, idKey{ts: chunk[i].id.ts, base: chunk[i].id.base, i: uint32(k)<<16 | uint32(i)})
+			keys = append(keys, idKey{ts: chunk[i].id.ts, base: chunk[i].id.base, chunk: uint32(k), off: uint32(i)})
 		}
 	}
 	cmpKey := func(a, b idKey) int {
@@ -494,7 +494,10 @@ func (p *Pipeline) sortIdentities() {
 		if a.base != b.base {
 			return cmp.Compare(a.base, b.base)
 		}
-		return cmp.Compare(a.i, b.i)
+		if a.chunk != b.chunk {
+			return cmp.Compare(a.chunk, b.chunk)
+		}
+		return cmp.Compare(a.off, b.off)
 	}
 	if !slices.IsSortedFunc(keys, cmpKey) {
 		slices.SortFunc(keys, cmpKey)
@@ -502,7 +505,7 @@ func (p *Pipeline) sortIdentities() {
 	n := 0
 	for _, k := range keys {
 		if n > 0 && keys[n-1].ts == k.ts && keys[n-1].base == k.base {
-			first, next := c.at(keys[n-1].i), c.at(k.i)
+			first, next := c.at(&keys[n-1]), c.at(&k)
 			first.n += next.n
 			p.mergeIdentity(&first.id, &next.id)
 			continue
@@ -529,7 +532,7 @@ func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
 	if lo == len(keys) || keys[lo].ts != ts || keys[lo].base != base {
 		return nil, false
 	}
-	c := p.ids1.at(keys[lo].i)
+	c := p.ids1.at(&keys[lo])
 	if c.taken {
 		return nil, false
 	}
@@ -587,7 +590,7 @@ func (p *Pipeline) takeOwn(k modKey, pm *pendingModule) {
 func (p *Pipeline) flushIdentities() {
 	p.sortIdentities() // done by startReplay: the second pass took them
 	for _, k := range p.ids1.keys {
-		if c := p.ids1.at(k.i); !c.taken {
+		if c := p.ids1.at(&k); !c.taken {
 			p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
 		}
 	}
