@@ -455,15 +455,19 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 }
 
 // grow returns b resliced (or reallocated) to n bytes. A new buffer has
-// room for the session's buffer size (which a buffer's data does not
-// exceed, decompressed), so that a stream allocates its buffer once, not
-// again at every larger buffer.
+// room for the file's largest buffer (up to maxGrowHint: ETW's buffers
+// are at most 1 MiB in practice, a larger one is allocated as it comes),
+// so that a stream allocates its buffer once, not again at every larger
+// buffer.
 func (r *Reader) grow(b []byte, n int) []byte {
 	if cap(b) < n {
-		return make([]byte, n, max(n, min(int(r.header.BufferSize), r.opts.MaxBufferSize)))
+		return make([]byte, n, max(n, min(r.maxUsed, maxGrowHint)))
 	}
 	return b[:n]
 }
+
+// maxGrowHint bounds the room grow leaves for larger buffers.
+const maxGrowHint = 1 << 20
 
 func (rs *Records) addErr(err error) {
 	rs.nerrs++
