@@ -475,12 +475,3 @@ func (p *Pipeline) flushPending() {
 	}
 	p.expire(true)
 }
-
-func sortedKeys(m map[string]uint64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

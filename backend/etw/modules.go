@@ -1,7 +1,9 @@
 package etw
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
@@ -231,10 +233,15 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	pm := &p.pendMod
 	*pm = pendingModule{ts: r.Timestamp, has: true, known: known,
 		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}}
+	// The file name checks iotrace identities (none to check in a
+	// file's second pass without them) and names a module not known yet.
+	check := p.mode != modeReplay || len(p.own1) > 0
 	var name string
-	if len(ev.Name) > 0 {
+	if len(ev.Name) > 0 && (check || !known) {
 		name = p.str(ev.Name)
-		pm.chk.name = imageName(name)
+		if check {
+			pm.chk.name = imageName(name)
+		}
 	}
 	f := &pm.f
 	*f = event.Fact{Kind: event.FactModule, Time: t, Pid: pid, ProcStart: start, Handle: ev.ImageBase, Size: ev.ImageSize,
@@ -401,53 +408,136 @@ func (p *Pipeline) onIdentityRecord(r *record.Record, ev *kernel.Event) {
 	}
 }
 
-// idKey finds the identity of an image: its base and the timestamp (raw)
-// its image event and identity records share.
-type idKey struct {
-	base uint64
-	ts   int64
+// collectedID is what a file's identity records say about one image (at
+// id.base, with the timestamp, raw, its image event and identity records
+// share: id.ts).
+type collectedID struct {
+	id    modIdentity
+	n     uint64 // records
+	taken bool   // an image event took it
 }
 
-// collectedID is what a file's identity records say about one image.
-type collectedID struct {
-	id modIdentity
-	n  uint64 // records
+// collectedIDs holds the identities a file's first pass collects: in
+// chunks (never copied) as they come, then, once sorted, their keys in
+// order (one per image).
+type collectedIDs struct {
+	chunks [][]collectedID // chunk k holds up to idChunk0<<min(k, 4)
+	keys   []idKey
 }
+
+// idChunk0 is the size of the first chunk of collected identities.
+const idChunk0 = 256
+
+// idKey is the sort key of a collected identity: its image's time and
+// base, then where it is (chunk, offset: the order it came in).
+type idKey struct {
+	ts         int64
+	base       uint64
+	chunk, off uint32
+}
+
+func (c *collectedIDs) at(k *idKey) *collectedID { return &c.chunks[k.chunk][k.off] }
 
 // collectIdentity keeps an identity record in a file's first pass, in any
-// order: the image event at the same timestamp takes it in the second.
+// order: the image event at the same timestamp takes it in the second
+// (sortIdentities, takeIdentity). The records of one image come one
+// after the other: merged into the last one kept when they are its.
 func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 	if id.own {
 		p.collectOwn(id)
 		return
 	}
-	if p.ids1 == nil {
-		p.ids1 = make(map[idKey]int32, 1024)
-		p.ids1s = make([]collectedID, 0, 1024)
-	}
-	k := idKey{base: id.base, ts: ts}
-	i, ok := p.ids1[k]
-	if !ok {
-		i = int32(len(p.ids1s))
-		p.ids1s = append(p.ids1s, collectedID{})
-		p.ids1[k] = i
-	}
-	c := &p.ids1s[i]
-	c.n++
 	id.ts = ts
-	p.mergeIdentity(&c.id, id)
+	c := &p.ids1
+	n := len(c.chunks)
+	if n > 0 {
+		last := c.chunks[n-1]
+		if l := &last[len(last)-1]; l.id.ts == ts && l.id.base == id.base {
+			l.n++
+			p.mergeIdentity(&l.id, id)
+			return
+		}
+	}
+	if n == 0 || len(c.chunks[n-1]) == cap(c.chunks[n-1]) {
+		c.chunks = append(c.chunks, make([]collectedID, 0, idChunk0<<min(n, 4)))
+		n++
+	}
+	c.chunks[n-1] = append(c.chunks[n-1], collectedID{n: 1})
+	last := c.chunks[n-1]
+	p.mergeIdentity(&last[len(last)-1].id, id)
+}
+
+// sortIdentities orders the identities the first pass collected by
+// timestamp and base, merging those of one image in the order they came
+// (as collectIdentity would have, had they come one after the other). It
+// runs when the first pass ends (startReplay): like collectIdentity's,
+// its merges count no conflicts.
+func (p *Pipeline) sortIdentities() {
+	c := &p.ids1
+	if c.keys != nil {
+		return
+	}
+	total := 0
+	for _, chunk := range c.chunks {
+		total += len(chunk)
+	}
+	keys := make([]idKey, 0, total)
+	for k, chunk := range c.chunks {
+		for i := range chunk {
+			keys = append(keys, idKey{ts: chunk[i].id.ts, base: chunk[i].id.base, chunk: uint32(k), off: uint32(i)})
+		}
+	}
+	cmpKey := func(a, b idKey) int {
+		if a.ts != b.ts {
+			return cmp.Compare(a.ts, b.ts)
+		}
+		if a.base != b.base {
+			return cmp.Compare(a.base, b.base)
+		}
+		if a.chunk != b.chunk {
+			return cmp.Compare(a.chunk, b.chunk)
+		}
+		return cmp.Compare(a.off, b.off)
+	}
+	if !slices.IsSortedFunc(keys, cmpKey) {
+		slices.SortFunc(keys, cmpKey)
+	}
+	n := 0
+	for _, k := range keys {
+		if n > 0 && keys[n-1].ts == k.ts && keys[n-1].base == k.base {
+			first, next := c.at(&keys[n-1]), c.at(&k)
+			first.n += next.n
+			p.mergeIdentity(&first.id, &next.id)
+			continue
+		}
+		keys[n] = k
+		n++
+	}
+	c.keys = keys[:n]
 }
 
 // takeIdentity returns the identity collected for an image event (second
-// pass of a file).
+// pass of a file), once.
 func (p *Pipeline) takeIdentity(base uint64, ts int64) (*modIdentity, bool) {
-	k := idKey{base: base, ts: ts}
-	i, ok := p.ids1[k]
-	if !ok {
+	keys := p.ids1.keys
+	lo, hi := 0, len(keys) // lo ends at the first at or after (ts, base)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if k := &keys[m]; k.ts < ts || k.ts == ts && k.base < base {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(keys) || keys[lo].ts != ts || keys[lo].base != base {
 		return nil, false
 	}
-	delete(p.ids1, k)
-	return &p.ids1s[i].id, true
+	c := p.ids1.at(&keys[lo])
+	if c.taken {
+		return nil, false
+	}
+	c.taken = true
+	return &c.id, true
 }
 
 // maxOwnPerBase bounds the distinct iotrace identities kept for one
@@ -498,8 +588,11 @@ func (p *Pipeline) takeOwn(k modKey, pm *pendingModule) {
 
 // flushIdentities counts the collected identities no image took.
 func (p *Pipeline) flushIdentities() {
-	for _, i := range p.ids1 {
-		p.count(StatIdentityNoImage, event.CountUnresolved, p.ids1s[i].n)
+	p.sortIdentities() // done by startReplay: the second pass took them
+	for _, k := range p.ids1.keys {
+		if c := p.ids1.at(&k); !c.taken {
+			p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
+		}
 	}
 	for _, list := range p.own1 {
 		for i := range list {
@@ -515,7 +608,7 @@ func (p *Pipeline) flushIdentities() {
 	if p.ownDropped > 0 {
 		p.count(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
 	}
-	p.ids1, p.ids1s, p.own1, p.ownDropped = nil, nil, nil, 0
+	p.ids1, p.own1, p.ownDropped = collectedIDs{}, nil, 0
 }
 
 // onOwn handles iotrace's own provider's events.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -171,6 +172,7 @@ type Pipeline struct {
 	expectEnd [numProviders]bool
 	opEnds    [numProviders]uint64
 	diskInits uint64 // DiskIo Inits seen in the first pass
+	images1   int    // Image events seen in the first pass
 
 	// Causal links between disk I/O and file requests (link.go).
 	linking    bool
@@ -191,8 +193,7 @@ type Pipeline struct {
 	pendMod   pendingModule
 	idsBefore []modIdentity
 	mods      map[modKey]struct{}
-	ids1      map[idKey]int32 // identities a file's first pass collected (index in ids1s)
-	ids1s     []collectedID
+	ids1      collectedIDs // identities a file's first pass collected (sortIdentities)
 	pdbIDs    map[pdbKey]pdbEntry
 	peIDs     map[uint64]string
 
@@ -208,9 +209,8 @@ type Pipeline struct {
 	warnings int
 	err      error
 
-	counts   map[string]uint64
-	problems map[string]event.CounterKind
-	records  uint64
+	counts  map[string]*counter // by name: one map access per count
+	records uint64
 }
 
 // NewPipeline returns a pipeline that delivers to sink.
@@ -237,8 +237,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		mods:     make(map[modKey]struct{}),
 		pdbIDs:   make(map[pdbKey]pdbEntry),
 		peIDs:    make(map[uint64]string),
-		counts:   make(map[string]uint64),
-		problems: make(map[string]event.CounterKind),
+		counts:   make(map[string]*counter),
 		qpcFreq:  opts.QPCFreq,
 	}
 	for i := range p.expectEnd {
@@ -271,10 +270,26 @@ func (p *Pipeline) count(name string, kind event.CounterKind, n uint64) {
 	if p.mode == modeCollect {
 		return
 	}
-	p.counts[name] += n
-	if _, ok := p.problems[name]; !ok {
-		p.problems[name] = kind
+	c := p.counts[name]
+	if c == nil {
+		c = &counter{kind: kind} // the kind of its first count
+		p.counts[name] = c
 	}
+	c.n += n
+}
+
+// counter is one of the pipeline's counters.
+type counter struct {
+	n    uint64
+	kind event.CounterKind
+}
+
+// counted returns the count of counter name so far.
+func (p *Pipeline) counted(name string) uint64 {
+	if c := p.counts[name]; c != nil {
+		return c.n
+	}
+	return 0
 }
 
 func (p *Pipeline) warn(format string, args ...any) {
@@ -354,6 +369,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:
+		if p.mode == modeCollect {
+			p.images1++
+		}
 		p.onImage(r, ev, t)
 		p.onModule(r, ev, t)
 		p.otherStack(r)
@@ -862,11 +880,17 @@ func (p *Pipeline) stats(s *event.Stats) {
 	if p.noHeader {
 		s.Add(event.CountDropped, StatNoHeader, 1)
 	}
-	for _, name := range sortedKeys(p.counts) {
-		s.Add(p.problems[name], name, p.counts[name])
+	names := make([]string, 0, len(p.counts))
+	for name := range p.counts {
+		names = append(names, name)
 	}
-	if !p.linking && p.counts[StatDiskIOs] > 0 && p.rwRequests > 0 {
-		s.Add(event.CountInfo, StatNoLinks, p.counts[StatDiskIOs])
+	slices.Sort(names)
+	for _, name := range names {
+		c := p.counts[name]
+		s.Add(c.kind, name, c.n)
+	}
+	if n := p.counted(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
+		s.Add(event.CountInfo, StatNoLinks, n)
 	}
 	p.dec.Stats(s)
 	if p.opts.UndecodedDetail {

@@ -92,6 +92,7 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // tables are complete and stay as they are; pairing and emission start
 // afresh.
 func (p *Pipeline) startReplay() {
+	p.sortIdentities() // still collecting: its merges count nothing, as collectIdentity's
 	p.mode = modeReplay
 	anyEnd := false
 	for i := range p.expectEnd {
@@ -100,6 +101,11 @@ func (p *Pipeline) startReplay() {
 	}
 	p.linking = anyEnd && (p.opts.DiskIOInit || p.diskInits > 0)
 	p.chooseImages()
+	if len(p.mods) == 0 {
+		// Sized for the modules the second pass will see (rundowns at
+		// the end of modules already known are counted too).
+		p.mods = make(map[modKey]struct{}, min(p.images1, 1<<16))
+	}
 	p.dec = kernel.NewDecoder()
 	p.records = 0
 	p.stk.replayErrors(p)

@@ -102,7 +102,8 @@ type stackState struct {
 	raw        [][]rawStack // in chunks of rawChunk (never copied)
 	nraw       int
 	pres       []preStack
-	cur        int
+	order      []tsIndex          // pres in time order: by time, thread, then index (low 32 bits)
+	cur        int                // in order
 	waitUser   map[uint32][]int32 // per thread, the events waiting for a user part
 	arena      [][]uint64         // frames kept, by chunk (keep)
 	defs       []keyDef
@@ -286,8 +287,8 @@ const (
 )
 
 // assemble builds the stacks of events from the stack records, in time
-// order.
-func (s *stackState) assemble() {
+// order. It returns its sort buffer, emptied, for sortCollected.
+func (s *stackState) assemble() []tsIndex {
 	order := make([]tsIndex, 0, s.nraw)
 	for c, chunk := range s.raw {
 		for i := range chunk {
@@ -323,6 +324,7 @@ func (s *stackState) assemble() {
 		}
 	}
 	s.raw, s.nraw = nil, 0
+	return order[:0]
 }
 
 // addKernel collects the kernel part of the stack of the event at ts on
@@ -424,22 +426,18 @@ func (s *stackState) frames(pt part) []uint64 {
 // sortCollected orders the collected stacks by event (the second pass
 // meets the events in time order) and the key definitions by key.
 func (s *stackState) sortCollected() {
-	s.assemble()
-	// Sort small (time, thread and index) keys, then move each stack
-	// once.
-	order := make([]tsIndex, len(s.pres))
+	// Sort small (time, thread and index) keys: the stacks stay where
+	// assemble put them (no stack can outnumber the records it reused
+	// the buffer of).
+	order := s.assemble()
 	for i := range s.pres {
-		order[i] = tsIndex{ts: s.pres[i].ts, i: uint64(s.pres[i].tid)<<32 | uint64(i)}
+		order = append(order, tsIndex{ts: s.pres[i].ts, i: uint64(s.pres[i].tid)<<32 | uint64(i)})
 	}
 	sortTS(order)
-	sorted := make([]preStack, len(s.pres))
-	for j, o := range order {
-		sorted[j] = s.pres[uint32(o.i)]
-	}
-	s.pres = sorted
+	s.order = order
 	s.idsHint = min(len(s.pres)/16, 1<<12) // most events share stacks (PerfView fixture: 301 for 1,793)
 	s.cur = 0
-	s.sortDefs()
+	s.sortDefsOnce()
 	s.waitUser = nil
 }
 
@@ -555,7 +553,7 @@ func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *
 		return nil
 	}
 	ts := r.Timestamp
-	for s.cur < len(s.pres) && s.pres[s.cur].ts < ts {
+	for s.cur < len(s.order) && s.order[s.cur].ts < ts {
 		s.cur++
 	}
 	// The event's stack: the first stack of its thread at its time not
@@ -564,8 +562,8 @@ func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *
 	// part took). Thread 0 is one idle thread per processor: told apart
 	// by processor.
 	pick := -1
-	for j := s.cur; j < len(s.pres) && s.pres[j].ts == ts; j++ {
-		e := &s.pres[j]
+	for j := s.cur; j < len(s.order) && s.order[j].ts == ts; j++ {
+		e := &s.pres[uint32(s.order[j].i)]
 		if e.tid != tid || e.taken || e.tid == 0 && e.cpu != r.CPU {
 			continue
 		}
@@ -580,7 +578,7 @@ func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *
 	if pick < 0 {
 		return nil
 	}
-	e := &s.pres[pick]
+	e := &s.pres[uint32(s.order[pick].i)]
 	e.taken = true
 	ps := *e
 	if !joined {
@@ -643,7 +641,7 @@ func (p *Pipeline) flushStacks() {
 	if n > 0 {
 		p.count(StatStacksNoEvent, event.CountInfo, n)
 	}
-	p.stk.pres, p.stk.arena, p.stk.defs = nil, nil, nil
+	p.stk.pres, p.stk.order, p.stk.arena, p.stk.defs = nil, nil, nil, nil
 }
 
 // onStack handles StackWalk records.
@@ -985,7 +983,8 @@ func (p *Pipeline) defineKey(r *record.Record, key uint64, frames kernel.Frames)
 	s.defsSorted = false
 }
 
-// sortDefs orders the key definitions by key, space and time.
+// sortDefs orders the key definitions by key, space and time (then
+// arrival), in place: a live session's, sorted again as they come.
 func (s *stackState) sortDefs() {
 	if s.defsSorted {
 		return
@@ -1006,6 +1005,118 @@ func (s *stackState) sortDefs() {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	s.defsSorted = true
+}
+
+// sortDefsOnce orders the key definitions as sortDefs does, once they are
+// all in (a file's first pass): it sorts small keys, then moves each
+// definition once.
+func (s *stackState) sortDefsOnce() {
+	if s.defsSorted {
+		return
+	}
+	defs := s.defs
+	order := make([]defOrder, len(defs))
+	for i := range defs {
+		d := &defs[i]
+		o := defOrder{key: d.key, ts: d.ts, ks: uint64(d.seq&(1<<31-1))<<32 | uint64(uint32(i))}
+		if d.kernel {
+			o.ks |= 1 << 63
+		}
+		order[i] = o
+	}
+	sortDefOrder(order)
+	sorted := make([]keyDef, len(defs))
+	for j, o := range order {
+		sorted[j] = defs[uint32(o.ks)]
+	}
+	s.defs = sorted
+	s.defsSorted = true
+}
+
+// sortDefOrder sorts o by key (a radix sort, byte by byte from the
+// lowest: the keys are addresses and hashes, rarely equal), then each run
+// of equal keys by space, time and arrival (insertion sort: runs are
+// short, else pdqsort).
+func sortDefOrder(o []defOrder) {
+	if len(o) < 2 {
+		return
+	}
+	tmp := make([]defOrder, len(o))
+	src, dst := o, tmp
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for i := range src {
+			count[byte(src[i].key>>shift)]++
+		}
+		if count[byte(src[0].key>>shift)] == len(src) {
+			continue // every key has this byte: the order stands
+		}
+		pos := 0
+		for b := range count {
+			pos, count[b] = pos+count[b], pos
+		}
+		for i := range src {
+			b := byte(src[i].key >> shift)
+			dst[count[b]] = src[i]
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &o[0] {
+		copy(o, src)
+	}
+	for lo := 0; lo < len(o); {
+		hi := lo + 1
+		for hi < len(o) && o[hi].key == o[lo].key {
+			hi++
+		}
+		run := o[lo:hi]
+		if len(run) > 16 {
+			// Many definitions of one key (a damaged or crafted file):
+			// no quadratic insertion sort.
+			slices.SortFunc(run, func(a, b defOrder) int {
+				switch {
+				case defAfter(a, b):
+					return 1
+				case defAfter(b, a):
+					return -1
+				}
+				return 0
+			})
+		} else {
+			for i := 1; i < len(run); i++ {
+				x := run[i]
+				j := i
+				for j > 0 && defAfter(run[j-1], x) {
+					run[j] = run[j-1]
+					j--
+				}
+				run[j] = x
+			}
+		}
+		lo = hi
+	}
+}
+
+// defAfter reports whether a comes after b, both of one key: by space
+// (user first), time, then arrival and index.
+func defAfter(a, b defOrder) bool {
+	if ka, kb := a.ks>>63, b.ks>>63; ka != kb {
+		return ka > kb
+	}
+	if a.ts != b.ts {
+		return a.ts > b.ts
+	}
+	return a.ks > b.ks
+}
+
+// defOrder is the sort key of a key definition: key, then space (kernel
+// in the top bit of ks), time, arrival (seq, in bits 32-62: a file's
+// first pass never keeps 1<<31 definitions) and its index (low 32 bits).
+type defOrder struct {
+	key uint64
+	ts  int64
+	ks  uint64
 }
 
 // keyFrames returns the frames key (of the kernel or the user space)
@@ -1081,7 +1192,13 @@ func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
 					addrs = append(addrs, binary.LittleEndian.Uint64(b[off:]))
 				}
 			}
-			splitFrames(sp, addrs, ptr)
+			// The frames are the stack's own: split in place (no
+			// copies; neither part is appended to).
+			i := 0
+			for i < len(addrs) && kernelAddr(addrs[i], ptr) {
+				i++
+			}
+			sp.kernel, sp.user, sp.has = addrs[:i:i], addrs[i:], true
 			p.count(StatStackRecords, event.CountInfo, 1)
 			return
 		case extStackKey32, extStackKey64:

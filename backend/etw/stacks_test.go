@@ -821,3 +821,48 @@ func TestOwnIdentityLiveChecked(t *testing.T) {
 		t.Errorf("mismatches %d", g)
 	}
 }
+
+// TestSortDefsOnce: a file's key definitions, sorted by small keys, come
+// in the order the in-place sort of a live session gives them (key,
+// space, time, arrival), ties and all.
+func TestSortDefsOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 7, 100, 5000, 20000, -3000} {
+		var a stackState
+		nkeys := n/4 + 1
+		if n < 0 {
+			n, nkeys = -n, 3 // long runs of one key
+		}
+		keys := make([]uint64, nkeys) // keys that recur: small ones, addresses, hashes
+		for i := range keys {
+			switch i % 3 {
+			case 0:
+				keys[i] = uint64(i)
+			case 1:
+				keys[i] = 0xFFFFF80000000000 | rng.Uint64()&0xFFFFFFFF
+			default:
+				keys[i] = rng.Uint64()
+			}
+		}
+		for i := 0; i < n; i++ {
+			a.defs = append(a.defs, keyDef{key: keys[rng.IntN(len(keys))], ts: int64(rng.IntN(8)) - 4,
+				frames: part{off: uint32(i)}, seq: uint32(i), kernel: rng.IntN(2) == 0, create: rng.IntN(2) == 0})
+		}
+		if n > 50 {
+			// The order is the arrival (seq), not the index: seq
+			// shuffled (unique: equal definitions would have no order).
+			for i, q := range rng.Perm(n) {
+				a.defs[i].seq = uint32(q)
+			}
+		}
+		b := stackState{defs: slices.Clone(a.defs)}
+		a.sortDefs()
+		b.sortDefsOnce()
+		if !slices.Equal(a.defs, b.defs) {
+			t.Fatalf("%d definitions: sortDefsOnce differs from sortDefs", n)
+		}
+		if !b.defsSorted {
+			t.Errorf("%d definitions: not marked sorted", n)
+		}
+	}
+}

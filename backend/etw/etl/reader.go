@@ -77,6 +77,9 @@ type Reader struct {
 	name    string // the path Open opened
 	header  LogfileHeader
 	buffers []BufferInfo
+	// maxUsed is the largest used size of a buffer (at most
+	// MaxBufferSize): a stream's buffer is allocated that large (grow).
+	maxUsed int
 	// groups holds buffer indices per stream, in delivery order.
 	groups   [][]int
 	indexErr error
@@ -287,6 +290,9 @@ func (r *Reader) index(w *window) {
 			return
 		}
 		bi := BufferInfo{Index: i, FileOffset: off, BufferHeader: parseBufferHeader(hdr)}
+		if u := int64(bi.Used()); u <= int64(r.opts.MaxBufferSize) {
+			r.maxUsed = max(r.maxUsed, int(u))
+		}
 		small = bi.BufferSize <= indexWindowMax
 		size := int64(bi.BufferSize)
 		if size < BufferHeaderSize || size > int64(r.opts.MaxBufferSize) {

@@ -114,6 +114,12 @@ type compactor struct {
 
 func (c *compactor) start(sel *Selection, data []byte) {
 	c.sel = sel
+	if n := cap(data) + 8; cap(c.buf) < n {
+		// Room for the whole buffer, aligned (a compacted buffer is no
+		// longer), and for the buffers after it (data's capacity is
+		// the file's largest buffer, Reader.grow): allocated once.
+		c.buf = make([]byte, 0, n)
+	}
 	c.buf = append(c.buf[:0], data[:BufferHeaderSize]...)
 	c.pos = c.pos[:0]
 	c.drops = c.drops[:0]

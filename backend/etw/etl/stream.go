@@ -409,7 +409,7 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 			return dst, fe(-1, field, corruptf("used size %d exceeds BufferSize %d", used, info.BufferSize))
 		}
 		n := min(used, avail)
-		dst = grow(dst, n)
+		dst = r.grow(dst, n)
 		if n > windowSize/4 {
 			// A large buffer: straight into dst.
 			if _, err := r.ra.ReadAt(dst, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
@@ -431,7 +431,7 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 	if len(src) < BufferHeaderSize {
 		return dst, fe(-1, "buffer", truncatedf("%d bytes of the buffer header in the file", len(src)))
 	}
-	dst = grow(dst, used)
+	dst = r.grow(dst, used)
 	copy(dst, src[:BufferHeaderSize])
 	n, err := xpress.Decompress(dst[BufferHeaderSize:], src[BufferHeaderSize:])
 	if info.Truncated {
@@ -454,13 +454,20 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 	return dst, nil
 }
 
-// grow returns b resliced (or reallocated) to n bytes.
-func grow(b []byte, n int) []byte {
+// grow returns b resliced (or reallocated) to n bytes. A new buffer has
+// room for the file's largest buffer (up to maxGrowHint: ETW's buffers
+// are at most 1 MiB in practice, a larger one is allocated as it comes),
+// so that a stream allocates its buffer once, not again at every larger
+// buffer.
+func (r *Reader) grow(b []byte, n int) []byte {
 	if cap(b) < n {
-		return make([]byte, n)
+		return make([]byte, n, max(n, min(r.maxUsed, maxGrowHint)))
 	}
 	return b[:n]
 }
+
+// maxGrowHint bounds the room grow leaves for larger buffers.
+const maxGrowHint = 1 << 20
 
 func (rs *Records) addErr(err error) {
 	rs.nerrs++

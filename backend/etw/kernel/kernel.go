@@ -84,22 +84,49 @@ var groupClass = [256]Class{
 
 // ClassOf returns the class of r: by kernel group for records with a
 // kernel header, by GUID otherwise (the first 32 bits of the GUIDs differ,
-// so one comparison per class settles it).
+// so they find the class, classByData1, and one comparison settles it).
 func ClassOf(r *record.Record) Class {
 	switch r.Kind {
 	case record.KindSystem, record.KindCompact, record.KindPerfInfo:
 		return groupClass[r.Group]
 	}
 	g := &r.Provider
-	for c := ClassEventTrace; c < numClasses; c++ {
-		if classGUID[c].Data1 == g.Data1 {
-			if classGUID[c] == *g {
-				return c
+	for i := classSlot(g.Data1); ; i = (i + 1) % uint32(len(classByData1)) {
+		e := classByData1[i]
+		if e.c == ClassUnknown {
+			return ClassUnknown // an empty slot: no class has that Data1
+		}
+		if e.d1 == g.Data1 {
+			if classGUID[e.c] == *g {
+				return e.c
 			}
 			return ClassUnknown
 		}
 	}
-	return ClassUnknown
+}
+
+// classByData1 finds a class by the first 32 bits of its GUID (open
+// addressing, linear probing; an empty slot has ClassUnknown): most
+// records of other providers (the CLR's, in traces merged by PerfView)
+// then cost one probe, not one comparison per class. Built once, by
+// init, and only read after.
+var classByData1 [32]struct {
+	d1 uint32
+	c  Class
+}
+
+// classSlot is the first slot of Data1 d1 in classByData1.
+func classSlot(d1 uint32) uint32 { return d1 * 0x9E3779B1 >> 27 }
+
+func init() {
+	for c := ClassEventTrace; c < numClasses; c++ {
+		d1 := classGUID[c].Data1
+		i := classSlot(d1)
+		for classByData1[i].c != ClassUnknown {
+			i = (i + 1) % uint32(len(classByData1))
+		}
+		classByData1[i].d1, classByData1[i].c = d1, c
+	}
 }
 
 // Key selects a decoder: the class, the opcode (kernel and classic events)

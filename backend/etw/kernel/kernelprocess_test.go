@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -147,6 +148,26 @@ func TestClassOf(t *testing.T) {
 	}
 	if got := ClassOf(&record.Record{Kind: record.KindPerfInfo, Group: record.GroupDiskIo, Provider: GUIDFileIo}); got != ClassDiskIo {
 		t.Errorf("kernel header: %v", got)
+	}
+	// Other providers, whatever their Data1 (those of the table's slots
+	// and their neighbours included): unknown, as by a comparison with
+	// every class GUID.
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 100000; i++ {
+		g := record.GUID{Data1: rng.Uint32(), Data2: uint16(rng.Uint32()), Data3: uint16(rng.Uint32())}
+		if i < 64 {
+			g.Data1 = classGUID[1+i%int(numClasses-1)].Data1 + uint32(i/int(numClasses-1)) // near a class's Data1
+			g.Data2 ^= 1
+		}
+		want := ClassUnknown
+		for c := ClassEventTrace; c < numClasses; c++ {
+			if classGUID[c] == g {
+				want = c
+			}
+		}
+		if got := ClassOf(&record.Record{Kind: record.KindEvent, Provider: g}); got != want {
+			t.Fatalf("ClassOf(%v) = %v, want %v", g, got, want)
+		}
 	}
 }
 

@@ -195,7 +195,19 @@ func walk(k Key, fields []field, b []byte, ev *Event) error {
 // scanW returns the UTF-16 string at b[off:] without its terminator and
 // the offset after the terminator (or len(b) when there is none).
 func scanW(b []byte, off int) ([]byte, int) {
-	for j := off; j+1 < len(b); j += 2 {
+	// Four UTF-16 units at a time while a word is left: a unit is zero
+	// when its lane of x has no bit set, which (x - lows) &^ x has the
+	// top bit of for the first such lane (the units before it are
+	// nonzero, so no borrow reaches it). The units are then looked at
+	// one by one from that word on.
+	j := off
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if (x-0x0001000100010001)&^x&0x8000800080008000 != 0 {
+			break
+		}
+	}
+	for ; j+1 < len(b); j += 2 {
 		if b[j] == 0 && b[j+1] == 0 {
 			return b[off:j], j + 2
 		}
