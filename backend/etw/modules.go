@@ -295,19 +295,32 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 func (p *Pipeline) mergeIdentity(dst, src *modIdentity) {
 	if src.tds != 0 {
 		if dst.tds != 0 && (dst.tds != src.tds || dst.size != src.size) {
-			p.count(StatIdentityConflict, event.CountInfo, 1)
+			p.identityConflict()
 		} else {
 			dst.tds, dst.size = src.tds, src.size
 		}
 	}
 	if src.hasPDB {
 		if dst.hasPDB && (dst.guid != src.guid || dst.age != src.age) {
-			p.count(StatIdentityConflict, event.CountInfo, 1)
+			p.identityConflict()
 		} else {
 			dst.hasPDB, dst.guid, dst.age, dst.pdbID = true, src.guid, src.age, src.pdbID
 		}
 	}
 	dst.base, dst.ts = src.base, src.ts
+}
+
+// identityConflict counts two identity records of one image that
+// disagree. A file's first pass counts nothing (its counters would be
+// counted again by the second): its conflicts, found while it collects
+// and sorts the identities, are kept apart and added when the second
+// pass starts.
+func (p *Pipeline) identityConflict() {
+	if p.mode == modeCollect {
+		p.idConflicts1++
+		return
+	}
+	p.count(StatIdentityConflict, event.CountInfo, 1)
 }
 
 // onIdentity takes an identity record: to the held image when it is its
@@ -471,7 +484,7 @@ func (p *Pipeline) collectIdentity(ts int64, id *modIdentity) {
 // timestamp and base, merging those of one image in the order they came
 // (as collectIdentity would have, had they come one after the other). It
 // runs when the first pass ends (startReplay): like collectIdentity's,
-// its merges count no conflicts.
+// its conflicts are counted when the second pass starts.
 func (p *Pipeline) sortIdentities() {
 	c := &p.ids1
 	if c.keys != nil {

@@ -189,13 +189,14 @@ type Pipeline struct {
 	mainImg  map[event.ProcessKey]*mainImage
 
 	// Stacks (stacks.go) and modules (modules.go).
-	stk       stackState
-	pendMod   pendingModule
-	idsBefore []modIdentity
-	mods      map[modKey]struct{}
-	ids1      collectedIDs // identities a file's first pass collected (sortIdentities)
-	pdbIDs    map[pdbKey]pdbEntry
-	peIDs     map[uint64]string
+	stk          stackState
+	pendMod      pendingModule
+	idsBefore    []modIdentity
+	mods         map[modKey]struct{}
+	ids1         collectedIDs // identities a file's first pass collected (sortIdentities)
+	idConflicts1 uint64       // conflicts among them, counted when the second pass starts
+	pdbIDs       map[pdbKey]pdbEntry
+	peIDs        map[uint64]string
 
 	// iotrace image identities a file's first pass collected, by
 	// process and base (modules.go).

@@ -92,8 +92,11 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // tables are complete and stay as they are; pairing and emission start
 // afresh.
 func (p *Pipeline) startReplay() {
-	p.sortIdentities() // still collecting: its merges count nothing, as collectIdentity's
+	p.sortIdentities() // still collecting, as collectIdentity was
 	p.mode = modeReplay
+	if p.idConflicts1 != 0 {
+		p.count(StatIdentityConflict, event.CountInfo, p.idConflicts1)
+	}
 	anyEnd := false
 	for i := range p.expectEnd {
 		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0

@@ -866,3 +866,30 @@ func TestSortDefsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityConflictCounted: two identity records of one image that
+// disagree (another build's time stamp, another PDB) keep the first and
+// are counted, in a file's two passes as in one: the first pass, which
+// collects them, counts nothing itself.
+func TestIdentityConflictCounted(t *testing.T) {
+	const base = 0xfffff80021489000
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.imageID(2000, base, 7634944, 0, 1343269963, "ntkrnlmp.exe")
+	s.imageID(2000, base, 7634944, 0, 1343269964, "ntkrnlmp.exe") // another build
+	s.dbgID(2000, base, 0, testGUID, 2, "ntkrnlmp.pdb")
+	other := testGUID
+	other[0]++
+	s.dbgID(2000, base, 0, other, 2, "ntkrnlmp.pdb") // another PDB
+	s.imageV2(2000, 3, 0, base, 7634944, 0, `\SystemRoot\system32\ntoskrnl.exe`)
+	out := runSynth(t, s)
+	if g := out.trailer.Stats.Get(event.CountInfo, StatIdentityConflict); g != 2 {
+		t.Errorf("%s = %d, want 2\n%v", StatIdentityConflict, g, out.trailer.Stats.Sorted())
+	}
+	for _, f := range out.facts {
+		if f.Kind == event.FactModule && !f.End && f.Image != symbolize.PDBID("ntkrnlmp.pdb", testGUID, 2) {
+			t.Errorf("module %s: image %q, want the first record's PDB", f.Name, f.Image)
+		}
+	}
+}
