@@ -146,6 +146,28 @@ func TestRecursionMissesReadable(t *testing.T) {
 	r.stop(t)
 }
 
+// missingRuns sets up the tests of runs the kernel does not deliver: a
+// loop device opened for direct reads, a tracer whose completion program
+// is the first of doneSide and queue program the last of queueSide (so
+// a test can detach them), and the calling goroutine locked to its
+// thread (returned).
+func missingRuns(t *testing.T) (*loopDev, int, *run, uint32) {
+	t.Helper()
+	loop := newLoop(t, 8<<20, false)
+	fd, err := unix.Open(loop.path, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	r := startTracer(t, Options{})
+	if r.t.attached[0].name != "block_rq_complete" || r.t.attached[len(r.t.attached)-1].name != "block_bio_queue" {
+		t.Fatalf("attached %+v: want block_rq_complete first and block_bio_queue last", r.t.attached)
+	}
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	return loop, fd, r, uint32(unix.Gettid())
+}
+
 // TestUnseenCompletions: a tracked bio whose completion never reaches the
 // programs (seen on 6.18 while another BPF tool attached programs to the
 // block tracepoints: block_rq_complete fired, as ftrace showed, without
@@ -158,22 +180,8 @@ func TestRecursionMissesReadable(t *testing.T) {
 // every read must still show exactly once, without completion, counted
 // under StatUnseen or StatInFlight.
 func TestUnseenCompletions(t *testing.T) {
-	loop := newLoop(t, 8<<20, false)
-	fd, err := unix.Open(loop.path, unix.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-
-	r := startTracer(t, Options{})
-	if r.t.attached[0].name != "block_rq_complete" {
-		t.Fatalf("first attached program %q, want block_rq_complete", r.t.attached[0].name)
-	}
+	loop, fd, r, tid := missingRuns(t)
 	r.t.doneSide[0].Close() // completions no longer reach the tracer
-
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := uint32(unix.Gettid())
 	const n = 32
 	buf := alignedBuf(4096)
 	for i := range n {
@@ -222,20 +230,7 @@ func TestUnseenCompletions(t *testing.T) {
 // completing bio (direction, device, sector) and reported as unseen; the
 // completion shows as a bio never seen queued.
 func TestStaleEntryAtCompletion(t *testing.T) {
-	loop := newLoop(t, 8<<20, false)
-	fd, err := unix.Open(loop.path, unix.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-
-	r := startTracer(t, Options{})
-	if r.t.attached[0].name != "block_rq_complete" || r.t.attached[len(r.t.attached)-1].name != "block_bio_queue" {
-		t.Fatalf("attached %+v: want block_rq_complete first and block_bio_queue last", r.t.attached)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := uint32(unix.Gettid())
+	loop, fd, r, tid := missingRuns(t)
 	buf := alignedBuf(4096)
 
 	// The first reads are queued under the tracer; their completions are

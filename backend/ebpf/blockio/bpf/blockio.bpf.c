@@ -270,6 +270,23 @@ static __always_inline void inode_io_done(struct bio_info *bi)
 		__sync_fetch_and_add(&io->inflight, (__u32)-1); /* -mcpu=v1: no atomic sub */
 }
 
+/* Fills what r learns from the bio's queue: submitter, cause, inode,
+ * stacks, flags. */
+static __always_inline void from_queue(struct block_rec *r, struct bio_info *bi)
+{
+	r->queue_ts = bi->queue_ts;
+	r->cause = bi->cause;
+	r->inode = bi->inode;
+	r->ino_dev = bi->ino_dev;
+	r->pid = bi->pid;
+	r->tid = bi->tid;
+	r->cpu = bi->cpu;
+	r->rflags |= bi->flags & ~RF_INODE_READ;
+	__builtin_memcpy(r->comm, bi->comm, sizeof(r->comm));
+	r->ustack = bi->ustack;
+	r->kstack = bi->kstack;
+}
+
 /* Sends the record of a tracked bio whose completion was never seen (its
  * address is being queued again) and forgets it. */
 static __always_inline void forget_unseen(__u64 key)
@@ -287,26 +304,17 @@ static __always_inline void forget_unseen(__u64 key)
 	}
 	r->bio = key;
 	r->rq = 0;
-	r->queue_ts = bi->queue_ts;
 	r->issue_ts = 0;
 	r->done_ts = 0;
-	r->cause = bi->cause;
 	r->sector = bi->queue_sector - bi->start_sect;
-	r->inode = bi->inode;
 	r->bytes = bi->queue_bytes;
 	r->opf = bi->opf;
 	r->dev = bi->dev;
-	r->ino_dev = bi->ino_dev;
-	r->pid = bi->pid;
-	r->tid = bi->tid;
-	r->cpu = bi->cpu;
 	r->done_cpu = 0;
 	r->done_tid = 0;
 	r->status = 0;
-	r->rflags = (bi->flags & ~RF_INODE_READ) | RF_UNSEEN | RF_NOISSUE;
-	__builtin_memcpy(r->comm, bi->comm, sizeof(r->comm));
-	r->ustack = bi->ustack;
-	r->kstack = bi->kstack;
+	r->rflags = RF_UNSEEN | RF_NOISSUE;
+	from_queue(r, bi);
 	bpf_ringbuf_submit(r, rb_flags());
 	bpf_map_delete_elem(&bios, &key);
 }
@@ -569,22 +577,12 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 	r->status = w->status;
 	r->rflags = w->extra;
 	if (bi) {
-		r->queue_ts = bi->queue_ts;
-		r->cause = bi->cause;
-		r->inode = bi->inode;
-		r->ino_dev = bi->ino_dev;
-		r->pid = bi->pid;
-		r->tid = bi->tid;
-		r->cpu = bi->cpu;
-		r->rflags |= bi->flags & ~RF_INODE_READ;
+		from_queue(r, bi);
 		inode_io_done(bi);
 		if (bi->part_bytes) {
 			sector = bi->part_sector;
 			bytes += bi->part_bytes;
 		}
-		__builtin_memcpy(r->comm, bi->comm, sizeof(r->comm));
-		r->ustack = bi->ustack;
-		r->kstack = bi->kstack;
 		bpf_map_delete_elem(&bios, &key);
 	} else {
 		r->queue_ts = 0;
