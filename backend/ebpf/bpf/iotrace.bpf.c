@@ -1349,51 +1349,73 @@ out:
 
 /* ---- Block I/O causes of asynchronous requests ---- */
 
+/* Accesses the compiler keeps as written, in order: async_cause_end can be
+ * interrupted on its thread by another run of itself (below). */
+#define LOAD_ONCE(x) (*(volatile typeof(x) *)&(x))
+#define STORE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+#define COMPILER_BARRIER() asm volatile("" ::: "memory")
+
+/* Ends the thread's asynchronous cause and adds the bios it queued to the
+ * request's counts, once. A direct read's completion can run in an
+ * interrupt on the very thread that is ending its cause (the bio completes
+ * just after the submitter dropped its reference: iomap_dio_complete
+ * inline, then dio_complete here, inside dio_queued's run): whichever run
+ * still finds the cause claims it first, then takes the thread's counts
+ * and clears them, then adds them; the other finds nothing to do. (Both
+ * added them before: a read said it caused two bios, one of them the
+ * next read's.) */
 static __always_inline void async_cause_end(struct task_struct *t)
 {
 	struct async_state *as = bpf_task_storage_get(&async_state, t, 0, 0);
-	if (!as || !as->cause.id)
+	if (!as)
 		return;
-	struct thread_state *st = thread_state(t, 0);
-	if (st && st->cause.id == as->cause.id) {
-		__u32 nr = st->cause.nr_bios;
-		__u64 bytes = st->cause.bio_bytes;
-		if (as->cause.kind == ASYNC_URING) {
-			__u64 key = as->cause.key;
-			struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
-			if (v && v->id == as->cause.id) {
-				v->nr_bios += nr;
-				v->bio_bytes += bytes;
-				v->caused = 1;
-			}
-		} else if (as->cause.kind == ASYNC_AIO) {
-			struct aio_key k = { .iocb = as->cause.key, .tgid = as->cause.tgid };
-			struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
-			if (v && v->id == as->cause.id) {
-				v->nr_bios += nr;
-				v->bio_bytes += bytes;
-				v->caused = 1;
-			}
-		} else if (as->cause.kind == ASYNC_WB) {
-			/* The syncing call waits for its works: add the flusher's
-			 * bios to its counts while it is still in that call. */
-			struct task_struct *s = bpf_task_from_pid(as->cause.tgid);
-			if (s) {
-				struct thread_state *ss = thread_state(s, 0);
-				if (ss && ss->cause.id == as->cause.id) {
-					__sync_fetch_and_add(&ss->cause.nr_bios, nr);
-					__sync_fetch_and_add(&ss->cause.bio_bytes, bytes);
-				}
-				bpf_task_release(s);
-			}
-		}
-		st->cause.id = 0;
-		st->cause.nr_bios = 0;
-		st->cause.submitter = 0;
-		st->cause.bio_bytes = 0;
-	}
-	as->cause.id = 0;
+	__u64 id = LOAD_ONCE(as->cause.id);
+	if (!id)
+		return;
+	__u64 key = as->cause.key;
+	__u32 tgid = as->cause.tgid;
+	__u8 kind = as->cause.kind;
+	STORE_ONCE(as->cause.id, 0);
 	as->cause.kiocb = 0;
+	COMPILER_BARRIER();
+	struct thread_state *st = thread_state(t, 0);
+	if (!st || LOAD_ONCE(st->cause.id) != id)
+		return;
+	__u32 nr = st->cause.nr_bios;
+	__u64 bytes = st->cause.bio_bytes;
+	STORE_ONCE(st->cause.id, 0);
+	st->cause.nr_bios = 0;
+	st->cause.submitter = 0;
+	st->cause.bio_bytes = 0;
+	COMPILER_BARRIER();
+	if (kind == ASYNC_URING) {
+		struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
+		if (v && v->id == id) {
+			v->nr_bios += nr;
+			v->bio_bytes += bytes;
+			v->caused = 1;
+		}
+	} else if (kind == ASYNC_AIO) {
+		struct aio_key k = { .iocb = key, .tgid = tgid };
+		struct aio_rec *v = bpf_map_lookup_elem(&aio_inflight, &k);
+		if (v && v->id == id) {
+			v->nr_bios += nr;
+			v->bio_bytes += bytes;
+			v->caused = 1;
+		}
+	} else if (kind == ASYNC_WB) {
+		/* The syncing call waits for its works: add the flusher's
+		 * bios to its counts while it is still in that call. */
+		struct task_struct *s = bpf_task_from_pid(tgid);
+		if (s) {
+			struct thread_state *ss = thread_state(s, 0);
+			if (ss && ss->cause.id == id) {
+				__sync_fetch_and_add(&ss->cause.nr_bios, nr);
+				__sync_fetch_and_add(&ss->cause.bio_bytes, bytes);
+			}
+			bpf_task_release(s);
+		}
+	}
 }
 
 static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, __u64 key, __u32 tgid, __u64 id,
