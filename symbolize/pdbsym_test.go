@@ -108,6 +108,41 @@ func TestPDBSymbols(t *testing.T) {
 	if s.Counts()[IDMismatch] != 1 {
 		t.Errorf("counts %v, want one mismatch", s.Counts())
 	}
+	// The right PDB, damaged: outer_fn's public record names a section
+	// the module does not have. Read before, it left inner_fn covering
+	// outer_fn's code.
+	dmg := bytes.Clone(pf)
+	at := -1
+	for i := 0; ; {
+		j := bytes.Index(dmg[i:], []byte("outer_fn\x00"))
+		if j < 0 {
+			break
+		}
+		if k := i + j; k >= 12 && dmg[k-12] == 0x0e && dmg[k-11] == 0x11 { // S_PUB32
+			at = k - 2 // its section
+			break
+		}
+		i += j + 1
+	}
+	if at < 0 {
+		t.Fatal("no S_PUB32 record of outer_fn in the PDB")
+	}
+	dmg[at] = 0x7f
+	damaged := filepath.Join(dir, "damaged")
+	if err := os.MkdirAll(filepath.Join(damaged, "modules.pdb", key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(damaged, "modules.pdb", key, "modules.pdb"), dmg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = New(Options{Dirs: []string{damaged}, DebugDirs: []string{}, NoModulePath: true})
+	if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "" || f.Reason != BadFile || f.String() != "modules.exe+0x"+strconv.FormatUint(uint64(outer)+2, 16) {
+		t.Errorf("frame from a damaged PDB of the right GUID: %+v (%s)", f, f)
+	}
+	if s.Counts()[BadFile] != 1 {
+		t.Errorf("counts %v, want one unreadable file", s.Counts())
+	}
+
 	s = New(Options{Dirs: []string{t.TempDir()}, DebugDirs: []string{}, NoModulePath: true})
 	if f := s.Symbolize(m, base+uint64(outer)); f.Reason != NoFile {
 		t.Errorf("frame without a PDB: %+v", f)

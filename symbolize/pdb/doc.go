@@ -14,7 +14,11 @@
 // No kept Go library reads PDBs (the Microsoft DIA SDK and LLVM's
 // reader are C++), so this is written here, for public symbols only: no
 // types, no line numbers, no module symbols. Every offset and count read
-// from the file is checked against the file's size before it is used:
-// a damaged PDB gives an error naming the stream and offset, never a
-// panic and never a symbol at a wrong address (fuzzed: FuzzParse).
+// from the file is checked against the file's size before it is used,
+// and the public symbols are cross-checked (address map order, the hash
+// table's records, section bounds, name terminators, section layout): a
+// damaged PDB gives an error naming the stream and offset, never a panic
+// (fuzzed: FuzzParse), and a symbol at a wrong address only when an
+// offset was changed within its neighbours' range, which no check can
+// see (TestDamageNamesNoOtherSymbol).
 package pdb

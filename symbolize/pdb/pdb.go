@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
-	"strings"
 )
 
 var le = binary.LittleEndian
@@ -28,6 +28,9 @@ const (
 	nilStream    = 0xffffffff
 	noStream     = 0xffff
 	dbiHeaderLen = 64
+	// minSectionAlign: a PE's sections start at multiples of its section
+	// alignment, never less than the smallest file alignment, 512.
+	minSectionAlign = 512
 )
 
 // Symbol is a public symbol at a relative virtual address.
@@ -43,6 +46,7 @@ type Section struct {
 	Name           string
 	VirtualAddress uint32
 	VirtualSize    uint32
+	rawSize        uint32 // SizeOfRawData
 }
 
 // File is what was read from a PDB.
@@ -143,8 +147,14 @@ func Parse(r io.ReaderAt, size int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Publics, err = parsePublics(recs, layout, omap); err != nil {
-		return nil, fmt.Errorf("pdb: symbol record stream (%d): %w", h.symRecords, err)
+	var pubs []byte
+	if h.publics != noStream {
+		if pubs, err = m.stream(int(h.publics)); err != nil {
+			return nil, err
+		}
+	}
+	if f.Publics, err = parsePublics(recs, pubs, layout, omap); err != nil {
+		return nil, fmt.Errorf("pdb: public symbols (record stream %d, publics stream %d): %w", h.symRecords, h.publics, err)
 	}
 	return f, nil
 }
@@ -280,6 +290,7 @@ const (
 )
 
 type dbiHeader struct {
+	publics    uint16
 	symRecords uint16
 	dbg        [numDbg]uint16
 }
@@ -295,6 +306,7 @@ func parseDBIHeader(b []byte) (dbiHeader, error) {
 	if sig := int32(le.Uint32(b)); sig != -1 {
 		return h, fmt.Errorf("pdb: DBI stream (3) at offset 0: signature %d, want -1 (a PDB older than 7.0?)", sig)
 	}
+	h.publics = le.Uint16(b[16:])
 	h.symRecords = le.Uint16(b[20:])
 	// Substreams after the header, in order: module info, section
 	// contributions, section map, source info, type server map, then the
@@ -323,13 +335,24 @@ func parseSections(b []byte) ([]Section, error) {
 		return nil, fmt.Errorf("%d bytes is not a whole number of 40-byte section headers", len(b))
 	}
 	out := make([]Section, len(b)/40)
+	var end uint64
 	for i := range out {
 		h := b[40*i:]
 		name := h[:8]
 		if j := bytes.IndexByte(name, 0); j >= 0 {
 			name = name[:j]
 		}
-		out[i] = Section{Name: string(name), VirtualSize: le.Uint32(h[8:]), VirtualAddress: le.Uint32(h[12:])}
+		out[i] = Section{Name: string(name), VirtualSize: le.Uint32(h[8:]), VirtualAddress: le.Uint32(h[12:]), rawSize: le.Uint32(h[16:])}
+		// A linker lays sections out in order, one after another, each
+		// at a multiple of the section alignment (at least the file
+		// alignment, which is at least 512 bytes).
+		if out[i].VirtualAddress%minSectionAlign != 0 {
+			return nil, fmt.Errorf("section %d (%q) at offset %#x: virtual address %#x is not a multiple of %d", i+1, out[i].Name, 40*i, out[i].VirtualAddress, minSectionAlign)
+		}
+		if uint64(out[i].VirtualAddress) < end {
+			return nil, fmt.Errorf("section %d (%q) at offset %#x: virtual address %#x overlaps the section before it (which ends at %#x)", i+1, out[i].Name, 40*i, out[i].VirtualAddress, end)
+		}
+		end = uint64(out[i].VirtualAddress) + uint64(out[i].VirtualSize)
 	}
 	return out, nil
 }
@@ -362,15 +385,32 @@ func mapOMAP(t []omapEntry, rva uint32) (uint32, bool) {
 	return t[i].target + (rva - t[i].source), true
 }
 
-// Symbol record kinds read here.
+// Symbol record kinds and the publics stream's layout.
 const (
 	sPub32     = 0x110e
 	cvpsfFunc  = 0x2
 	recHdrSize = 4
+
+	pubHeaderLen = 28         // PSGSIHDR
+	gsiHeaderLen = 16         // GSIHashHdr
+	gsiSignature = 0xffffffff // GSIHashHdr.verSignature
+	gsiVersion   = 0xeffe0000 + 19990810
+	hashBuckets  = 4096 // IPHR_HASH
+	hrLen        = 8    // a hash record on disk: offset+1, reference count
+	hrMemLen     = 12   // a hash record in memory: bucket offsets count these
 )
 
-func parsePublics(b []byte, sects []Section, omap []omapEntry) ([]Symbol, error) {
-	var out []Symbol
+// pub is an S_PUB32 record as read.
+type pub struct {
+	flags, addr uint32
+	seg         uint16
+	name        []byte
+}
+
+// records walks the symbol record stream: each record's length must land
+// on the next record, and every S_PUB32 is decoded, by offset.
+func records(b []byte) (map[uint32]pub, error) {
+	pubs := map[uint32]pub{}
 	for off := 0; off+recHdrSize <= len(b); {
 		n := int(le.Uint16(b[off:]))
 		if n < 2 || off+2+n > len(b) {
@@ -381,27 +421,164 @@ func parsePublics(b []byte, sects []Section, omap []omapEntry) ([]Symbol, error)
 			if len(rec) < 12 {
 				return nil, fmt.Errorf("S_PUB32 record at offset %#x: %d bytes, want at least 12", off, len(rec))
 			}
-			flags, addr, seg := le.Uint32(rec[2:]), le.Uint32(rec[6:]), le.Uint16(rec[10:])
+			// The name ends with a NUL, then at most 3 bytes pad the
+			// record to 4.
 			name := rec[12:]
-			if j := bytes.IndexByte(name, 0); j >= 0 {
-				name = name[:j]
+			j := bytes.IndexByte(name, 0)
+			if j < 0 || len(name)-j-1 > 3 {
+				return nil, fmt.Errorf("S_PUB32 record at offset %#x: its name does not end with a NUL at the record's end", off)
 			}
-			if seg >= 1 && int(seg) <= len(sects) {
-				s := sects[seg-1]
-				rva := s.VirtualAddress + addr
-				ok := rva >= s.VirtualAddress // no wrap-around
-				if ok && omap != nil {
-					rva, ok = mapOMAP(omap, rva)
-				}
-				if ok {
-					out = append(out, Symbol{RVA: rva, Name: strings.Clone(string(name)), Function: flags&cvpsfFunc != 0})
-				}
-			}
+			name = name[:j]
+			pubs[uint32(off)] = pub{flags: le.Uint32(rec[2:]), addr: le.Uint32(rec[6:]), seg: le.Uint16(rec[10:]), name: name}
 		}
 		off += 2 + n
 	}
+	return pubs, nil
+}
+
+// parsePublics reads the public symbols. With a publics stream (every
+// PDB a linker writes has one), the symbols are those of its address
+// map, which must list S_PUB32 records in address order, the same
+// records as its name hash table, each inside its section: a PDB has no
+// checksum, and these cross-checks turn most damage into an error instead
+// of a symbol at a wrong address (TestDamageNamesNoOtherSymbol).
+func parsePublics(recs, pubStream []byte, sects []Section, omap []omapEntry) ([]Symbol, error) {
+	all, err := records(recs)
+	if err != nil {
+		return nil, err
+	}
+	var order []uint32 // record offsets, in address order when checked
+	if pubStream == nil {
+		order = make([]uint32, 0, len(all))
+		for off := range all {
+			order = append(order, off)
+		}
+		slices.Sort(order)
+	} else if order, err = addrMap(pubStream, all); err != nil {
+		return nil, err
+	}
+	out := make([]Symbol, 0, len(order))
+	for _, off := range order {
+		p := all[off]
+		if p.seg == 0 {
+			continue // an absolute symbol: no address in the image
+		}
+		if int(p.seg) > len(sects) {
+			return nil, fmt.Errorf("S_PUB32 %q at offset %#x: section %d, the PDB has %d", p.name, off, p.seg, len(sects))
+		}
+		s := sects[p.seg-1]
+		if p.addr > max(s.VirtualSize, s.rawSize) {
+			return nil, fmt.Errorf("S_PUB32 %q at offset %#x: offset %#x past the end of section %d (%#x bytes)", p.name, off, p.addr, p.seg, max(s.VirtualSize, s.rawSize))
+		}
+		rva := s.VirtualAddress + p.addr
+		ok := rva >= s.VirtualAddress // no wrap-around
+		if ok && omap != nil {
+			rva, ok = mapOMAP(omap, rva)
+		}
+		if ok {
+			out = append(out, Symbol{RVA: rva, Name: string(p.name), Function: p.flags&cvpsfFunc != 0})
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].RVA < out[j].RVA })
 	return out, nil
+}
+
+// addrMap checks the publics stream against the records and returns its
+// address map: the S_PUB32 records' offsets sorted by section and offset.
+func addrMap(b []byte, all map[uint32]pub) ([]uint32, error) {
+	if len(b) < pubHeaderLen+gsiHeaderLen {
+		return nil, fmt.Errorf("publics stream of %d bytes, want at least %d", len(b), pubHeaderLen+gsiHeaderLen)
+	}
+	symHash, mapLen := uint64(le.Uint32(b)), uint64(le.Uint32(b[4:]))
+	if pubHeaderLen+symHash+mapLen > uint64(len(b)) || mapLen%4 != 0 {
+		return nil, fmt.Errorf("publics stream of %d bytes: a hash table of %d bytes and an address map of %d do not fit", len(b), symHash, mapLen)
+	}
+	hashed, err := checkHash(b[pubHeaderLen:pubHeaderLen+symHash], all)
+	if err != nil {
+		return nil, err
+	}
+	at := pubHeaderLen + symHash
+	m := b[at : at+mapLen]
+	order := make([]uint32, len(m)/4)
+	var prev pub
+	for i := range order {
+		off := le.Uint32(m[4*i:])
+		p, ok := all[off]
+		if !ok {
+			return nil, fmt.Errorf("publics stream at offset %#x: address map entry %d points at %#x, not at an S_PUB32 record", at+uint64(4*i), i, off)
+		}
+		if !hashed[off] {
+			return nil, fmt.Errorf("publics stream at offset %#x: address map entry %d (%q) is not in the hash table", at+uint64(4*i), i, p.name)
+		}
+		if i > 0 && (p.seg < prev.seg || p.seg == prev.seg && p.addr < prev.addr) {
+			return nil, fmt.Errorf("publics stream at offset %#x: address map entry %d (%q at %d:%#x) comes before the entry before it (%q at %d:%#x)", at+uint64(4*i), i, p.name, p.seg, p.addr, prev.name, prev.seg, prev.addr)
+		}
+		order[i], prev = off, p
+	}
+	if len(order) != len(hashed) {
+		return nil, fmt.Errorf("publics stream: %d symbols in the address map, %d in the hash table", len(order), len(hashed))
+	}
+	return order, nil
+}
+
+// checkHash checks the publics' name hash table: its buckets in order,
+// and every record it lists an S_PUB32, listed once. It returns the
+// records listed. (Which bucket a name is in is not checked: the linkers'
+// name hashes do not all agree with Microsoft's, and a good PDB must not
+// be refused.)
+func checkHash(b []byte, all map[uint32]pub) (map[uint32]bool, error) {
+	if len(b) < gsiHeaderLen {
+		return nil, fmt.Errorf("publics hash table of %d bytes, want at least %d", len(b), gsiHeaderLen)
+	}
+	if sig, ver := le.Uint32(b), le.Uint32(b[4:]); sig != gsiSignature || ver != gsiVersion {
+		return nil, fmt.Errorf("publics hash table: signature %#x version %#x, want %#x %#x", sig, ver, uint32(gsiSignature), uint32(gsiVersion))
+	}
+	hrSize := uint64(le.Uint32(b[8:]))
+	bitmapLen := uint64((hashBuckets + 32) / 32 * 4)
+	if hrSize%hrLen != 0 || gsiHeaderLen+hrSize+bitmapLen > uint64(len(b)) {
+		return nil, fmt.Errorf("publics hash table of %d bytes: %d bytes of hash records and a bucket bitmap do not fit", len(b), hrSize)
+	}
+	hr := b[gsiHeaderLen : gsiHeaderLen+hrSize]
+	nrec := uint32(hrSize / hrLen)
+	bitmap := b[gsiHeaderLen+hrSize : gsiHeaderLen+hrSize+bitmapLen]
+	starts := b[gsiHeaderLen+hrSize+bitmapLen:]
+	type bucket struct{ hash, first uint32 }
+	var buckets []bucket
+	for i := uint32(0); i <= hashBuckets; i++ {
+		if bitmap[i/8]&(1<<(i%8)) == 0 {
+			continue
+		}
+		k := len(buckets)
+		if 4*k+4 > len(starts) {
+			return nil, fmt.Errorf("publics hash table: bucket %d has no start (%d bytes of starts)", i, len(starts))
+		}
+		first := le.Uint32(starts[4*k:])
+		if first%hrMemLen != 0 || first/hrMemLen > nrec || k > 0 && first/hrMemLen < buckets[k-1].first {
+			return nil, fmt.Errorf("publics hash table: bucket %d starts at %#x, not a record of the %d in order", i, first, nrec)
+		}
+		buckets = append(buckets, bucket{i, first / hrMemLen})
+	}
+	listed := make(map[uint32]bool, nrec)
+	for k, bk := range buckets {
+		end := nrec
+		if k+1 < len(buckets) {
+			end = buckets[k+1].first
+		}
+		for j := bk.first; j < end; j++ {
+			off := le.Uint32(hr[hrLen*j:]) - 1
+			if _, ok := all[off]; !ok {
+				return nil, fmt.Errorf("publics hash table: record %d (bucket %d) points at %#x, not at an S_PUB32 record", j, bk.hash, off)
+			}
+			if listed[off] {
+				return nil, fmt.Errorf("publics hash table: record %d (bucket %d) lists %#x a second time", j, bk.hash, off)
+			}
+			listed[off] = true
+		}
+	}
+	if len(buckets) > 0 && buckets[0].first != 0 {
+		return nil, fmt.Errorf("publics hash table: the first bucket starts at record %d, not 0", buckets[0].first)
+	}
+	return listed, nil
 }
 
 // Lookup returns the public symbol that covers rva: the last one at or

@@ -232,3 +232,71 @@ func TestOMAP(t *testing.T) {
 		t.Error("an OMAP table out of order parsed")
 	}
 }
+
+// TestDamageNamesNoOtherSymbol flips bits at every byte of the fixture
+// whose identity stays intact (a store would still match it) and looks
+// up every public symbol's address: a damaged file either fails to parse
+// or names each address as the undamaged file does. PDBs carry no
+// checksum, so two kinds of damage cannot be told from a good file and
+// are allowed, counted apart: a symbol's offset changed within its
+// neighbours' range (the address map's order still holds), and the
+// bytes of a symbol's name. Names are not checked against the hash
+// table's buckets: lld's buckets do not all agree with Microsoft's
+// name hash (this fixture's outer_fn), and a good PDB must not be
+// refused.
+func TestDamageNamesNoOtherSymbol(t *testing.T) {
+	b, err := os.ReadFile("testdata/modules.pdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := Parse(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, s := range good.Publics {
+		names[s.Name] = true
+	}
+	var parsed, failed, moved, garbled, none int
+	for off := range b {
+		for _, mask := range []byte{1 << (off % 8), 0xff} {
+			c := bytes.Clone(b)
+			c[off] ^= mask
+			f, err := Parse(bytes.NewReader(c), int64(len(c)))
+			if err != nil {
+				failed++
+				continue
+			}
+			if f.GUID != good.GUID || f.Age != good.Age {
+				continue // another identity: never matched to the module
+			}
+			parsed++
+			at := map[uint32]string{}
+			rva := map[string]uint32{}
+			for _, s := range f.Publics {
+				at[s.RVA], rva[s.Name] = s.Name, s.RVA
+			}
+			for _, s := range good.Publics {
+				got, _, ok := f.Lookup(s.RVA)
+				switch {
+				case !ok:
+					none++
+				case got.Name == s.Name:
+				case names[got.Name] && rva[s.Name] != s.RVA && rva[s.Name] > rva[got.Name]:
+					// s moved up, still after its neighbour: its
+					// record's offset field was hit.
+					moved++
+				case !names[got.Name] && at[s.RVA] == got.Name:
+					// s's own record, its name's bytes hit.
+					garbled++
+				default:
+					t.Errorf("byte %#x ^ %#x: %#x named %q, not %s", off, mask, s.RVA, got.Name, s.Name)
+				}
+			}
+		}
+	}
+	t.Logf("%d damaged files parsed, %d refused; lookups naming a symbol moved in its record %d, a name damaged in its record %d, none %d", parsed, failed, moved, garbled, none)
+	if failed == 0 || moved > 8 {
+		t.Errorf("%d damaged files refused, %d symbols moved: the cross-checks are not working", failed, moved)
+	}
+}
