@@ -451,4 +451,9 @@ func TestMetaPathSyscalls(t *testing.T) {
 		}
 		result(d.what, e)
 	}
+	// A descriptor the kernel does not know (EBADF) has no name to find:
+	// not counted as unresolved.
+	if n := sink.trailer.Stats.Get(event.CountUnresolved, "file events whose descriptor has no name"); n != 0 {
+		t.Errorf("descriptors without a name: %d, want 0", n)
+	}
 }

@@ -28,6 +28,8 @@ const (
 	fSetFD        = 2
 	fDupFDCloexec = 1030
 	fdCloexec     = 1
+
+	errEBADF = 9 // a descriptor the process does not have
 )
 
 // oDirect returns O_DIRECT of the architecture the trace is recorded on.
@@ -831,7 +833,9 @@ func (t *tracker) fdEvent(e *event.Event, r *syscallRec, fd int32, ts int64) {
 		if d.Late {
 			e.Flags |= event.FlagPathLate
 		}
-	} else if fd >= 0 {
+	} else if fd >= 0 && e.Code != errEBADF {
+		// A descriptor the kernel did not know (EBADF) has no name
+		// to find: not counted.
 		t.fdsUnnamed++
 	}
 	e.Flags |= t.openFlags(d.Flags)
