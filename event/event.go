@@ -87,7 +87,7 @@ type Event struct {
 	// opf (req_op | req_flags).
 	IOFlags uint32
 	// Info is op-specific: Windows FileInformationClass, lseek whence,
-	// fcntl command, io_uring opcode.
+	// fcntl lock command, a dup's new descriptor, io_uring opcode.
 	Info uint32
 
 	// Dev is the block device (or, for file events, the device holding

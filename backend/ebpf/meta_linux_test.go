@@ -1,10 +1,12 @@
 package ebpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,243 @@ func TestMetaSyscalls(t *testing.T) {
 		if strings.HasPrefix(e.Native, "op(") || e.Op == event.OpUnknown {
 			t.Errorf("event without op: %+v", e)
 		}
+	}
+}
+
+// metaPathCalls names, in order, the calls of workload "metapath" whose
+// errno it reports (0 for success).
+var metaPathCalls = []string{
+	"truncate", "truncate missing", "statx", "statx missing", "statx empty path",
+	"setxattr", "lsetxattr", "getxattr", "lgetxattr missing attr", "getxattr missing",
+	"listxattr", "llistxattr missing", "removexattr", "lremovexattr missing attr",
+	"fcntl F_DUPFD", "fcntl F_DUPFD_CLOEXEC", "dup3", "fcntl F_DUPFD bad", "dup3 bad",
+}
+
+// Workload "metapath": the path forms of truncate, statx and the xattr
+// calls, and the dup forms fcntl(F_DUPFD*) and dup3 followed by a read on
+// each new descriptor, in $WL_DIR. It reports each call's errno in the
+// order of metaPathCalls, then the new descriptors and the bytes read
+// through them. Expectations in TestMetaPathSyscalls.
+func workloadMetaPath() {
+	dir := os.Getenv("WL_DIR")
+	runtime.LockOSThread()
+	f := filepath.Join(dir, "f.txt")
+	missing := filepath.Join(dir, "missing")
+	must(os.WriteFile(f, []byte("0123456789abcdef"), 0o644))
+	dfd := mustFD(unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY, 0))
+	must(unix.Dup2(dfd, 70))
+	fd := mustFD(unix.Open(f, unix.O_RDONLY, 0))
+	must(unix.Dup2(fd, 71))
+	say("ready")
+	waitLine()
+
+	var errs []string
+	note := func(err error) {
+		var n unix.Errno
+		if err != nil && !errors.As(err, &n) {
+			must(err)
+		}
+		errs = append(errs, fmt.Sprint(int(n)))
+	}
+	buf := make([]byte, 64)
+	var stx unix.Statx_t
+	note(unix.Truncate(f, 10))
+	note(unix.Truncate(missing, 0))
+	note(unix.Statx(unix.AT_FDCWD, f, 0, unix.STATX_BASIC_STATS, &stx))
+	note(unix.Statx(70, "missing", 0, unix.STATX_BASIC_STATS, &stx))
+	note(unix.Statx(71, "", unix.AT_EMPTY_PATH, unix.STATX_SIZE, &stx))
+	note(unix.Setxattr(f, "user.a", []byte("vv"), 0))
+	note(unix.Lsetxattr(f, "user.b", []byte("www"), unix.XATTR_CREATE))
+	_, err := unix.Getxattr(f, "user.a", buf[:16])
+	note(err)
+	_, err = unix.Lgetxattr(f, "user.none", buf[:16])
+	note(err)
+	_, err = unix.Getxattr(missing, "user.a", buf[:16])
+	note(err)
+	_, err = unix.Listxattr(f, buf)
+	note(err)
+	_, err = unix.Llistxattr(missing, buf)
+	note(err)
+	note(unix.Removexattr(f, "user.a"))
+	note(unix.Lremovexattr(f, "user.a"))
+	d1, err := unix.FcntlInt(71, unix.F_DUPFD, 80)
+	note(err)
+	d2, err := unix.FcntlInt(71, unix.F_DUPFD_CLOEXEC, 90)
+	note(err)
+	note(unix.Dup3(71, 95, unix.O_CLOEXEC))
+	_, err = unix.FcntlInt(200, unix.F_DUPFD, 80)
+	note(err)
+	note(unix.Dup3(200, 96, 0))
+	n1, err := unix.Pread(d1, buf[:1], 0)
+	must(err)
+	n2, err := unix.Pread(d2, buf[:2], 0)
+	must(err)
+	n3, err := unix.Pread(95, buf[:3], 0)
+	must(err)
+	say(fmt.Sprintf("done %s %d %d %d %d %d", strings.Join(errs, " "), d1, d2, n1, n2, n3))
+	waitLine()
+}
+
+// TestMetaPathSyscalls checks the op, path and result of the path forms of
+// truncate, statx and the xattr calls, failed ones included, and that the
+// descriptors made by fcntl(F_DUPFD, F_DUPFD_CLOEXEC) and dup3 carry the
+// old descriptor's name.
+func TestMetaPathSyscalls(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	dir := t.TempDir()
+	cmd, in, out := startWorkload(t, "metapath", "WL_DIR="+dir)
+	wpid := uint32(cmd.Process.Pid)
+	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
+		Layers: []event.Layer{event.LayerFile}}, wpid)
+	<-ready
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("workload: %q, %v", line, err)
+	}
+	fields := strings.Fields(line)
+	if len(fields) != 1+len(metaPathCalls)+5 || fields[0] != "done" {
+		t.Fatalf("workload: %q", line)
+	}
+	errno := map[string]uint32{}
+	for i, name := range metaPathCalls {
+		n, err := strconv.Atoi(fields[1+i])
+		if err != nil {
+			t.Fatalf("workload: %q: %v", line, err)
+		}
+		errno[name] = uint32(n)
+	}
+	var nums [5]int32 // the two fcntl descriptors, the three reads' bytes
+	for i := range nums {
+		n, err := strconv.Atoi(fields[1+len(metaPathCalls)+i])
+		if err != nil {
+			t.Fatalf("workload: %q: %v", line, err)
+		}
+		nums[i] = int32(n)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, name := range []string{"truncate", "statx", "fcntl F_DUPFD", "fcntl F_DUPFD_CLOEXEC", "dup3"} {
+		if errno[name] != 0 {
+			t.Fatalf("%s failed in the workload: errno %d", name, errno[name])
+		}
+	}
+	for _, name := range []string{"truncate missing", "statx missing", "getxattr missing", "llistxattr missing"} {
+		if errno[name] != uint32(unix.ENOENT) {
+			t.Fatalf("%s: errno %d in the workload, want ENOENT", name, errno[name])
+		}
+	}
+	evs := find(sink.events, byPid(wpid))
+	f := filepath.Join(dir, "f.txt")
+	missing := filepath.Join(dir, "missing")
+	// result checks the event's status and code against the errno the
+	// workload got.
+	result := func(what string, e event.Event) {
+		t.Helper()
+		if e.Code != errno[what] || e.Status != event.FromErrno(errno[what]) {
+			t.Errorf("%s: status %v code %d, want errno %d", what, e.Status, e.Code, errno[what])
+		}
+	}
+	calls := []struct {
+		what, native string
+		op           event.Op
+		path, note   string
+		fd           int32
+	}{
+		{"truncate", "truncate", event.OpSetInfo, f, "", -1},
+		{"truncate missing", "truncate", event.OpSetInfo, missing, "", -1},
+		{"statx", "statx", event.OpStat, f, "", -1},
+		{"statx missing", "statx", event.OpStat, missing, "", -1},
+		{"statx empty path", "statx", event.OpStat, f, "", 71},
+		{"setxattr", "setxattr", event.OpXattr, f, "user.a", -1},
+		{"lsetxattr", "lsetxattr", event.OpXattr, f, "user.b", -1},
+		{"getxattr", "getxattr", event.OpXattr, f, "user.a", -1},
+		{"lgetxattr missing attr", "lgetxattr", event.OpXattr, f, "user.none", -1},
+		{"getxattr missing", "getxattr", event.OpXattr, missing, "user.a", -1},
+		{"listxattr", "listxattr", event.OpXattr, f, "", -1},
+		{"llistxattr missing", "llistxattr", event.OpXattr, missing, "", -1},
+		{"removexattr", "removexattr", event.OpXattr, f, "user.a", -1},
+		{"lremovexattr missing attr", "lremovexattr", event.OpXattr, f, "user.a", -1},
+	}
+	for _, c := range calls {
+		ms := find(evs, byNative(c.native), byPath(c.path), func(e *event.Event) bool {
+			return e.Note == c.note && e.FD == c.fd && e.Code == errno[c.what]
+		})
+		if len(ms) != 1 {
+			t.Errorf("%s: %d events %s %q fd %d note %q errno %d, want 1", c.what, len(ms), c.native, c.path, c.fd, c.note, errno[c.what])
+			continue
+		}
+		e := ms[0]
+		if e.Op != c.op {
+			t.Errorf("%s: op %v, want %v", c.what, e.Op, c.op)
+		}
+		result(c.what, e)
+		switch c.what {
+		case "truncate":
+			if e.Size != 10 {
+				t.Errorf("truncate: size %d, want 10", e.Size)
+			}
+		case "statx empty path":
+			if e.Info != unix.AT_EMPTY_PATH {
+				t.Errorf("statx empty path: info %#x", e.Info)
+			}
+		case "setxattr", "lsetxattr":
+			if want := map[string]uint64{"setxattr": 2, "lsetxattr": 3}[c.what]; e.Size != want {
+				t.Errorf("%s: size %d, want %d", c.what, e.Size, want)
+			}
+			if c.what == "lsetxattr" && e.Info != unix.XATTR_CREATE {
+				t.Errorf("lsetxattr: info %d, want XATTR_CREATE", e.Info)
+			}
+		case "getxattr":
+			if e.Size != 16 || (errno[c.what] == 0 && e.Bytes != 2) {
+				t.Errorf("getxattr: size %d bytes %d, want 16 2", e.Size, e.Bytes)
+			}
+		case "listxattr":
+			if e.Size != 64 || (errno[c.what] == 0 && e.Bytes <= 0) {
+				t.Errorf("listxattr: size %d bytes %d", e.Size, e.Bytes)
+			}
+		}
+	}
+
+	// The dup forms: the old descriptor named, the new one in info, and a
+	// read on the new one names the file.
+	dups := []struct {
+		what, native string
+		newfd        int32
+		cloexec      bool
+	}{
+		{"fcntl F_DUPFD", "fcntl", nums[0], false},
+		{"fcntl F_DUPFD_CLOEXEC", "fcntl", nums[1], true},
+		{"dup3", "dup3", 95, true},
+	}
+	for i, d := range dups {
+		e := one(t, d.what, evs, byNative(d.native), byFD(71), func(e *event.Event) bool { return e.Status == event.StatusOK && int32(e.Info) == d.newfd })
+		if e.Op != event.OpDup || e.Path != f {
+			t.Errorf("%s: %v %q, want dup %q", d.what, e.Op, e.Path, f)
+		}
+		if got := e.OpenFlags&unix.O_CLOEXEC != 0; got != d.cloexec {
+			t.Errorf("%s: open flags %#x, close-on-exec %v", d.what, e.OpenFlags, d.cloexec)
+		}
+		result(d.what, e)
+		r := one(t, d.what+" read", evs, byNative("pread64"), byFD(d.newfd))
+		if r.Path != f || r.Bytes != int64(nums[2+i]) || r.Bytes != int64(i+1) {
+			t.Errorf("%s read: %q bytes %d, want %q %d", d.what, r.Path, r.Bytes, f, i+1)
+		}
+	}
+	for _, d := range []struct{ what, native string }{{"fcntl F_DUPFD bad", "fcntl"}, {"dup3 bad", "dup3"}} {
+		e := one(t, d.what, evs, byNative(d.native), byFD(200))
+		if e.Op != event.OpDup || e.Path != "" || errno[d.what] != uint32(unix.EBADF) {
+			t.Errorf("%s: %v %q, workload errno %d, want dup, no path, EBADF", d.what, e.Op, e.Path, errno[d.what])
+		}
+		result(d.what, e)
+	}
+	// A descriptor the kernel does not know (EBADF) has no name to find:
+	// not counted as unresolved.
+	if n := sink.trailer.Stats.Get(event.CountUnresolved, "file events whose descriptor has no name"); n != 0 {
+		t.Errorf("descriptors without a name: %d, want 0", n)
 	}
 }

@@ -28,6 +28,8 @@ const (
 	fSetFD        = 2
 	fDupFDCloexec = 1030
 	fdCloexec     = 1
+
+	errEBADF = 9 // a descriptor the process does not have
 )
 
 // oDirect returns O_DIRECT of the architecture the trace is recorded on.
@@ -552,11 +554,7 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		old := argFD(r.Args[0])
 		t.fdEvent(e, r, old, ts)
 		cloexec := r.Kind == kDup3 && uint32(r.Args[2])&oCloexec != 0
-		t.emit(e)
-		if ok {
-			newfd := int32(r.Ret)
-			t.table.Dup(r.Pid, old, newfd, cloexec, ts)
-		}
+		t.dup(e, r.Pid, old, r.Ret, ok, cloexec, ts)
 		return
 	case kFcntl:
 		fd := argFD(r.Args[0])
@@ -569,8 +567,8 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 			return
 		}
 		t.fdEvent(e, r, fd, ts)
-		e.Info = cmd
 		if fcntlLock(cmd) {
+			e.Info = cmd
 			// The BPF side replaced args[2] by l_type | l_whence<<16 and
 			// put l_start in Pos, l_len in Size.
 			e.Op = event.OpLock
@@ -579,10 +577,7 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 			t.emit(e)
 			return
 		}
-		t.emit(e)
-		if ok {
-			t.table.Dup(r.Pid, fd, int32(r.Ret), cmd == fDupFDCloexec, ts)
-		}
+		t.dup(e, r.Pid, fd, r.Ret, ok, cmd == fDupFDCloexec, ts)
 		return
 	case kChdir:
 		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
@@ -616,6 +611,22 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 }
 
 const mfdCloexec = 1 // memfd_create's MFD_CLOEXEC
+
+// dup emits a dup event of old, its result ret, and on success names the
+// new descriptor in the event (info, and O_CLOEXEC in the open flags when
+// it has close-on-exec) and in the table after old's name.
+func (t *tracker) dup(e *event.Event, pid uint32, old int32, ret int64, ok, cloexec bool, ts int64) {
+	if ok {
+		e.Info = uint32(ret)
+		if cloexec {
+			e.OpenFlags = oCloexec
+		}
+	}
+	t.emit(e)
+	if ok {
+		t.table.Dup(pid, old, int32(ret), cloexec, ts)
+	}
+}
 
 // fcntlLock reports whether an fcntl command is a lock command (F_GETLK,
 // F_SETLK, F_SETLKW and their F_OFD_* forms).
@@ -822,7 +833,9 @@ func (t *tracker) fdEvent(e *event.Event, r *syscallRec, fd int32, ts int64) {
 		if d.Late {
 			e.Flags |= event.FlagPathLate
 		}
-	} else if fd >= 0 {
+	} else if fd >= 0 && e.Code != errEBADF {
+		// A descriptor the kernel did not know (EBADF) has no name
+		// to find: not counted.
 		t.fdsUnnamed++
 	}
 	e.Flags |= t.openFlags(d.Flags)

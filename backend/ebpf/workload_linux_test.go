@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		workloadUnlink()
 	case "meta":
 		workloadMeta()
+	case "metapath":
+		workloadMetaPath()
 	case "gowrite":
 		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:

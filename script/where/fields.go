@@ -181,7 +181,7 @@ var fieldList = []*Field{
 	intField("disposition", "Windows CreateDisposition", func(e *event.Event) int64 { return int64(e.Disposition) }),
 	intField("priority", "I/O priority", func(e *event.Event) int64 { return int64(e.Priority) }),
 	intField("io_flags", "raw I/O flags: bio opf, Windows IoFlags/IrpFlags", func(e *event.Event) int64 { return int64(e.IOFlags) }),
-	intField("info", "op-specific: FileInformationClass, lseek whence, fcntl command", func(e *event.Event) int64 { return int64(e.Info) }),
+	intField("info", "op-specific: FileInformationClass, lseek whence, fcntl lock command, a dup's new descriptor", func(e *event.Event) int64 { return int64(e.Info) }),
 	intField("major", "block device major number (Windows: disk number)", func(e *event.Event) int64 { return int64(e.Dev.Major) }),
 	intField("minor", "block device minor number", func(e *event.Event) int64 { return int64(e.Dev.Minor) }),
 	uintField("sector", "device sector (512 bytes) of a block I/O", func(e *event.Event) uint64 { return e.Sector }),
