@@ -55,8 +55,9 @@ type Options struct {
 	// CommandStdout, when set, is Command's standard output instead of
 	// iotrace's: the CLI sends it to stderr when the trace itself goes to
 	// stdout, so that the command's output never lands in the trace.
-	// (Linux and the fake backend; on Windows the command inherits the
-	// console.)
+	// Every backend honours it; an *os.File is handed to the command
+	// as it is, any other writer gets what the command writes through a
+	// pipe.
 	CommandStdout io.Writer
 	// Pids restricts tracing to these processes (and, with FollowChildren,
 	// their descendants).

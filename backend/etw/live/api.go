@@ -3,6 +3,7 @@ package live
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -193,6 +194,13 @@ type Process struct {
 	Name      string // image file name ("svchost.exe")
 }
 
+// Stdio are the standard input, output and error a started command gets:
+// files of this process, which stay open in it (the child inherits
+// copies). A nil file leaves that handle unset in the child.
+type Stdio struct {
+	Stdin, Stdout, Stderr *os.File
+}
+
 // API is the part of the Win32 API the live backend uses. The Windows
 // implementation calls advapi32 and kernel32; tests use a fake.
 type API interface {
@@ -234,8 +242,10 @@ type API interface {
 	// not query (protected, System) and for those that are gone.
 	ProcessImage(pid uint32) (string, error)
 	// StartSuspended starts argv[0] with its arguments, suspended, for
-	// Child.Resume once the session runs.
-	StartSuspended(argv []string) (Child, error)
+	// Child.Resume once the session runs. The child's standard input,
+	// output and error are stdio's files, and it inherits no other
+	// handle.
+	StartSuspended(argv []string, stdio Stdio) (Child, error)
 	// Volumes maps NT device paths ("\Device\HarddiskVolume3") to drive
 	// letters ("C:") (QueryDosDeviceW).
 	Volumes() (map[string]string, error)

@@ -354,7 +354,7 @@ func splitUTF16z(b []uint16) []string {
 	return out
 }
 
-func (winAPI) StartSuspended(argv []string) (Child, error) {
+func (winAPI) StartSuspended(argv []string, stdio Stdio) (Child, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -368,10 +368,49 @@ func (winAPI) StartSuspended(argv []string) (Child, error) {
 	if err != nil {
 		return nil, err
 	}
-	var si windows.StartupInfo
+	// The child inherits inheritable duplicates of stdio's handles, and
+	// only those (PROC_THREAD_ATTRIBUTE_HANDLE_LIST): this process's
+	// own handles stay as they are, and no other inheritable handle of
+	// it leaks into the child.
+	self := windows.CurrentProcess()
+	var std [3]windows.Handle
+	var inherit []windows.Handle
+	for i, f := range [3]*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr} {
+		if f == nil {
+			continue
+		}
+		h := windows.Handle(f.Fd())
+		if h == 0 || h == windows.InvalidHandle {
+			continue // no such handle here (a process without a console)
+		}
+		var dup windows.Handle
+		if err := windows.DuplicateHandle(self, h, self, &dup, 0, true, windows.DUPLICATE_SAME_ACCESS); err != nil {
+			return nil, fmt.Errorf("DuplicateHandle of %s: %w", f.Name(), err)
+		}
+		defer windows.CloseHandle(dup)
+		std[i] = dup
+		inherit = append(inherit, dup)
+	}
+	attrs, err := windows.NewProcThreadAttributeList(1)
+	if err != nil {
+		return nil, fmt.Errorf("InitializeProcThreadAttributeList: %w", err)
+	}
+	defer attrs.Delete()
+	if len(inherit) > 0 {
+		if err := attrs.Update(windows.PROC_THREAD_ATTRIBUTE_HANDLE_LIST, unsafe.Pointer(&inherit[0]), uintptr(len(inherit))*unsafe.Sizeof(inherit[0])); err != nil {
+			return nil, fmt.Errorf("UpdateProcThreadAttribute(HANDLE_LIST): %w", err)
+		}
+	}
+	var si windows.StartupInfoEx
 	si.Cb = uint32(unsafe.Sizeof(si))
+	si.Flags = windows.STARTF_USESTDHANDLES
+	si.StdInput, si.StdOutput, si.StdErr = std[0], std[1], std[2]
+	si.ProcThreadAttributeList = attrs.List()
 	var pi windows.ProcessInformation
-	if err := windows.CreateProcess(app, cl, nil, nil, true, windows.CREATE_SUSPENDED, nil, nil, &si, &pi); err != nil {
+	flags := uint32(windows.CREATE_SUSPENDED | windows.EXTENDED_STARTUPINFO_PRESENT)
+	err = windows.CreateProcess(app, cl, nil, nil, len(inherit) > 0, flags, nil, nil, &si.StartupInfo, &pi)
+	runtime.KeepAlive(inherit)
+	if err != nil {
 		return nil, fmt.Errorf("CreateProcess: %w", err)
 	}
 	return &winChild{pi: pi}, nil

@@ -461,15 +461,16 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 
 	var child Child
 	var childDone <-chan childExit
+	var cio *commandIO
 	if len(opts.Command) > 0 {
-		c, err := api.StartSuspended(opts.Command)
+		c, cout, err := startCommand(api, &opts)
 		if err != nil {
 			ms.finish(cfg.StopTimeout)
 			<-consumed
 			_ = pl.Close(&stats)
-			return fmt.Errorf("start %q: %w", opts.Command[0], err)
+			return err
 		}
-		child = c
+		child, cio = c, cout
 		out.filter.addRoot(c.Pid())
 		if opts.CommandStarted != nil {
 			opts.CommandStarted(int(c.Pid()))
@@ -507,6 +508,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if child != nil && exit == nil {
 		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
+	waitOutput(cio, exit, cfg.StopTimeout, warn)
 	ok, perr := ms.finish(cfg.StopTimeout)
 	if !ok {
 		warn(fmt.Sprintf("the session's consumer did not end within %v of the stop; events still queued in the session are lost", cfg.StopTimeout))
@@ -685,6 +687,35 @@ func settleChild(ctx context.Context, child Child, done <-chan childExit, name s
 	return nil
 }
 
+// startCommand starts opts.Command suspended, its standard output going
+// to opts.CommandStdout when set, and returns it with what carries that
+// output (for waitOutput).
+func startCommand(api API, opts *backend.Options) (Child, *commandIO, error) {
+	cio, err := newCommandIO(opts.CommandStdout)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", opts.Command[0], err)
+	}
+	child, err := api.StartSuspended(opts.Command, cio.stdio)
+	cio.started()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %q: %w", opts.Command[0], err)
+	}
+	return child, cio, nil
+}
+
+// waitOutput waits, when the command has exited, for the rest of its
+// output to reach opts.CommandStdout; a command left running (or killed)
+// is not waited for (one left running goes on writing there, as it would
+// into a file).
+func waitOutput(cio *commandIO, exit *childExit, d time.Duration, warn func(string)) {
+	if cio == nil || exit == nil {
+		return
+	}
+	if err := cio.wait(d); err != nil {
+		warn(err.Error())
+	}
+}
+
 // childExit is how a traced command ended.
 type childExit struct {
 	code uint32
@@ -829,12 +860,14 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	}
 	var child Child
 	var childDone <-chan childExit
+	var cio *commandIO
 	if len(opts.Command) > 0 {
-		c, err := api.StartSuspended(opts.Command)
+		c, cout, err := startCommand(api, &opts)
 		if err != nil {
 			s.stopSession()
-			return s.status, fmt.Errorf("start %q: %w", opts.Command[0], err)
+			return s.status, err
 		}
+		cio = cout
 		if opts.CommandStarted != nil {
 			opts.CommandStarted(int(c.Pid()))
 		}
@@ -861,6 +894,7 @@ func (b *Backend) RecordETL(ctx context.Context, opts backend.Options, path stri
 	if child != nil && exit == nil {
 		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
+	waitOutput(cio, exit, cfg.StopTimeout, warn)
 	if imgs != nil {
 		warn(fmt.Sprintf("%s: %s", path, imgs.finish())) // before the recording stops
 	}

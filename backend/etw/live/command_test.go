@@ -2,12 +2,16 @@ package live
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // TestCommandStillRunning: a trace that ends (duration, Ctrl-C) while the
@@ -106,5 +110,94 @@ func TestProcessFactsFullImage(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no event of the process")
+	}
+}
+
+// slowWriter is a CommandStdout that is not a file and takes its time
+// with each write: what the command wrote is there when Run returns only
+// if Run waited for it.
+type slowWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(300 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *slowWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
+
+// TestCommandStdout: the command's standard output is
+// Options.CommandStdout when set (the CLI's stderr when the trace goes to
+// stdout), this process's stdout otherwise; its input and error are this
+// process's. A CommandStdout that is not a file gets everything the
+// command wrote before Run (and RecordETL) returns.
+func TestCommandStdout(t *testing.T) {
+	const said = "printed by the command\n"
+	file, err := os.Create(filepath.Join(testenv.TempDir(t), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for _, record := range []bool{false, true} {
+		for _, to := range []string{"unset", "file", "writer"} {
+			f := newFakeAPI()
+			f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{}), output: said}
+			go func() { <-f.child.resumed; close(f.child.exit) }()
+			var warns []string
+			opts := backend.Options{Command: []string{"app.exe"}, Warn: func(s string) { warns = append(warns, s) }}
+			var w *slowWriter
+			switch to {
+			case "file":
+				opts.CommandStdout = file
+			case "writer":
+				w = &slowWriter{}
+				opts.CommandStdout = w
+			case "unset":
+				f.child.output = "" // not into the test's stdout
+			}
+			if record {
+				_, err = New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\out.etl`)
+			} else {
+				err = New(Config{API: f, NoRundown: true}).Run(context.Background(), opts, &memSink{})
+			}
+			if err != nil {
+				t.Fatalf("record %v, %s: %v", record, to, err)
+			}
+			if len(f.stdio) != 1 {
+				t.Fatalf("record %v, %s: %d StartSuspended calls", record, to, len(f.stdio))
+			}
+			got := f.stdio[0]
+			if got.Stdin != os.Stdin || got.Stderr != os.Stderr {
+				t.Errorf("record %v, %s: stdin %v, stderr %v: not this process's", record, to, got.Stdin, got.Stderr)
+			}
+			switch to {
+			case "unset":
+				if got.Stdout != os.Stdout {
+					t.Errorf("record %v: stdout %v, want this process's", record, got.Stdout)
+				}
+			case "file":
+				if got.Stdout != file {
+					t.Errorf("record %v: stdout %v, want CommandStdout's file", record, got.Stdout)
+				}
+			case "writer":
+				if got.Stdout == nil || got.Stdout == os.Stdout {
+					t.Errorf("record %v: stdout %v, want a pipe to CommandStdout", record, got.Stdout)
+				}
+				if s := w.String(); s != said {
+					t.Errorf("record %v: CommandStdout got %q, want %q", record, s, said)
+				}
+			}
+			if len(warns) != 0 {
+				t.Errorf("record %v, %s: warnings %q", record, to, warns)
+			}
+		}
+	}
+	b, err := os.ReadFile(file.Name())
+	if err != nil || string(b) != said+said {
+		t.Errorf("the file given as CommandStdout holds %q, %v; want the command's output twice", b, err)
 	}
 }

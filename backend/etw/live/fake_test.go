@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -68,6 +69,8 @@ type fakeAPI struct {
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
+	// stdio are the standard files of the StartSuspended calls.
+	stdio []Stdio
 }
 
 // traced is one TraceEvent call.
@@ -350,9 +353,19 @@ func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
 	}
 	return "", fmt.Errorf("OpenProcess %d: %w", pid, ErrAccessDenied)
 }
-func (f *fakeAPI) StartSuspended(argv []string) (Child, error) {
+func (f *fakeAPI) StartSuspended(argv []string, stdio Stdio) (Child, error) {
+	f.mu.Lock()
+	f.stdio = append(f.stdio, stdio)
+	f.mu.Unlock()
 	if f.child == nil {
 		return nil, fmt.Errorf("no such program %q", argv[0])
+	}
+	if f.child.output != "" {
+		// The command writes before StartSuspended returns: the file
+		// must then be open (a pipe's write end is closed after).
+		if _, err := io.WriteString(stdio.Stdout, f.child.output); err != nil {
+			return nil, fmt.Errorf("the command's output: %w", err)
+		}
 	}
 	return f.child, nil
 }
@@ -364,6 +377,8 @@ type fakeChild struct {
 	code    uint32 // exit code
 	mu      sync.Mutex
 	killed  bool
+	// output is what the command writes into its standard output.
+	output string
 }
 
 func (c *fakeChild) Pid() uint32           { return c.pid }
