@@ -327,6 +327,10 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return nil
 	}
 	ok, err := p.dec.Decode(r, &p.ev)
+	if !ok || err != nil {
+		// A stack record may follow it (live sessions).
+		p.noteTarget(r, r.ThreadID, targetUndecoded, nil, 0)
+	}
 	if !ok {
 		return p.beginIfReady(r)
 	}

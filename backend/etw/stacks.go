@@ -44,6 +44,8 @@ const (
 	StatStackRecords      = "etw: stack records joined to their event (StackWalk, extended data)"
 	StatStacksOther       = "etw: stack records of other events (process, thread, image…: not kept)"
 	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
+	StatStacksUndecoded   = "etw: stack records of records iotrace does not decode (live: CPU samples, CLR…: not kept)"
+	StatStacksNoRecent    = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records came between them: dropped)"
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
 	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
 	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
@@ -66,10 +68,11 @@ type stackParts struct {
 
 // target kinds: what a stack record may belong to.
 const (
-	targetOther uint8 = iota // an event whose stack iotrace does not keep
-	targetFile               // a pending file request
-	targetDisk               // a pending disk Init
-	targetDone               // an event already emitted
+	targetOther     uint8 = iota // an event whose stack iotrace does not keep
+	targetUndecoded              // a record iotrace does not decode
+	targetFile                   // a pending file request
+	targetDisk                   // a pending disk Init
+	targetDone                   // an event already emitted
 )
 
 // stackTarget is a recent event a stack may belong to.
@@ -666,7 +669,11 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	}
 	t := p.findTarget(ev.StackTime, ev.Tid, r.CPU)
 	if t == nil {
-		p.count(StatStacksNoEvent, event.CountInfo, 1)
+		// Its event was lost, or came more than numTargets records
+		// before it: a session on a busy machine may deliver other
+		// processors' records between them, so it is no proof of a
+		// loss (info).
+		p.count(StatStacksNoRecent, event.CountInfo, 1)
 		return
 	}
 	var sp *stackParts
@@ -690,6 +697,9 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		sp = d.stk
 	case targetDone:
 		p.count(StatStacksLate, event.CountDropped, 1)
+		return
+	case targetUndecoded:
+		p.count(StatStacksUndecoded, event.CountInfo, 1)
 		return
 	default:
 		p.count(StatStacksOther, event.CountInfo, 1)

@@ -366,7 +366,11 @@ func TestModuleIdentity(t *testing.T) {
 //     (the golden TraceEvent baseline shows the start of the GUID,
 //     "72482100-1c1c-4a03-a…", Age=2 and PDBFileName=ntkrnlmp.pdb);
 //     ImageSize 7,634,944 and TimeDateStamp 1,343,269,963 are in the
-//     baseline's ImageID and Image/DCStart lines.
+//     baseline's ImageID and Image/DCStart lines;
+//   - the stack records no event takes (6,933): every stack record
+//     (opcodes 32, 37, 38) has a record of its time and thread (or of its
+//     time, with no thread in the header) in the trace, found here over
+//     the whole file: none is of a lost event.
 func TestPerfViewStacks(t *testing.T) {
 	path := filepath.Join(testenv.ETLDir(t), fixtureWin8)
 	// The independent scan.
@@ -381,6 +385,9 @@ func TestPerfViewStacks(t *testing.T) {
 	}
 	inits := map[key]bool{}
 	stacked := map[key]bool{}
+	recs := map[key]bool{} // every record but stack walks
+	var walks []key        // the stack records' events'
+
 	extStacks := 0
 	var rsds []byte
 	_, err = r.Read(context.Background(), func(rec *record.Record) error {
@@ -394,10 +401,15 @@ func TestPerfViewStacks(t *testing.T) {
 		case rec.Group == record.GroupDiskIo && rec.Kind != record.KindClassic && (rec.Opcode == 12 || rec.Opcode == 13 || rec.Opcode == 15):
 			inits[key{rec.Timestamp, rec.ThreadID}] = true
 		case rec.Group == record.GroupStackWalk && rec.Kind != record.KindClassic && rec.Opcode >= 32 && rec.Opcode != 35 && rec.Opcode != 36 && len(rec.UserData) >= 16:
-			stacked[key{int64(binary.LittleEndian.Uint64(rec.UserData)), binary.LittleEndian.Uint32(rec.UserData[12:])}] = true
+			k := key{int64(binary.LittleEndian.Uint64(rec.UserData)), binary.LittleEndian.Uint32(rec.UserData[12:])}
+			stacked[k] = true
+			walks = append(walks, k)
 		case rec.Kind == record.KindClassic && rec.Provider == kernel.GUIDImageID && rec.Opcode == 36 &&
 			binary.LittleEndian.Uint64(rec.UserData) == 0xfffff80021489000:
 			rsds = slices.Clone(rec.UserData)
+		}
+		if rec.Group != record.GroupStackWalk || rec.Kind == record.KindClassic {
+			recs[key{rec.Timestamp, rec.ThreadID}] = true
 		}
 		return nil
 	})
@@ -412,6 +424,15 @@ func TestPerfViewStacks(t *testing.T) {
 	}
 	if extStacks != 562 || diskStacks != 1231 || len(inits) != 1231 {
 		t.Fatalf("independent scan: %d Kernel-File stacks, %d of %d disk Inits with a stack", extStacks, diskStacks, len(inits))
+	}
+	orphans := 0
+	for _, k := range walks {
+		if !recs[k] && !recs[key{k.ts, record.NoID}] {
+			orphans++
+		}
+	}
+	if len(walks) != 9359 || orphans != 0 {
+		t.Fatalf("independent scan: %d stack records, %d of no record", len(walks), orphans)
 	}
 	if len(rsds) < 45 {
 		t.Fatalf("no DbgID_RSDS for ntoskrnl")
@@ -435,6 +456,9 @@ func TestPerfViewStacks(t *testing.T) {
 	}
 	if got := st.Get(event.CountInfo, StatStacksDisk); got != uint64(diskStacks) {
 		t.Errorf("disk I/Os with a stack: %d, want %d", got, diskStacks)
+	}
+	if got := st.Get(event.CountInfo, StatStacksNoEvent); got != 6933 {
+		t.Errorf("stack records no event took: %d, want 6933", got)
 	}
 	var nt *event.Fact
 	for i := range out.facts {
@@ -540,7 +564,8 @@ func inModule(facts []event.Fact, e *event.Event, addr uint64, kernelFrame bool)
 // TestLiveIdentityAndStacks pushes records one by one, as a live session
 // does: the iotrace image record right after its Image Load (same
 // timestamp) and the merged-trace records before theirs give the modules
-// their identity; a Stack right after its request joins it.
+// their identity; a Stack right after its request joins it, one right
+// after a record iotrace does not decode is told from one of no record.
 func TestLiveIdentityAndStacks(t *testing.T) {
 	s := &synth{ptr: 8, version: 3}
 	s.header(1000)
@@ -558,7 +583,9 @@ func TestLiveIdentityAndStacks(t *testing.T) {
 	s.rw(4000, 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096)
 	s.stack(4000, 4000, pidSvc, tidSvc, kA, uA)
 	s.opEnd(4100, irpA, 4096, 0)
-	s.stack(4200, 4150, pidSvc, tidSvc, kB) // no event
+	s.add(record.KindSystem, record.GroupPerfInfo, 46, 2, 4150, tidSvc, pidSvc, 0, buf{}.u64(kB).u32(tidSvc).u32(0)) // not decoded
+	s.stack(4200, 4150, pidSvc, tidSvc, kB)
+	s.stack(4300, 4250, pidSvc, tidSvc, kB) // no event
 	out := &seqSink{}
 	p := NewPipeline(out, Options{ExpectOpEnd: true})
 	for i := range s.recs {
@@ -589,7 +616,8 @@ func TestLiveIdentityAndStacks(t *testing.T) {
 		t.Errorf("stack %+v", f)
 	}
 	st := &out.trailer.Stats
-	if st.Get(event.CountUnresolved, StatIdentityNoImage) != 1 || st.Get(event.CountInfo, StatStacksNoEvent) != 1 {
+	if st.Get(event.CountUnresolved, StatIdentityNoImage) != 1 || st.Get(event.CountInfo, StatStacksUndecoded) != 1 ||
+		st.Get(event.CountInfo, StatStacksNoRecent) != 1 {
 		t.Errorf("counters %v", st.Sorted())
 	}
 }

@@ -366,7 +366,7 @@ func TestStackWalksJoinedLive(t *testing.T) {
 		}
 		st := sink.trailer.Stats
 		if seen != 3 || st.Get(event.CountInfo, etw.StatStackRecords) != 3 || st.Get(event.CountInfo, StatStackWalks) != 3 ||
-			st.Get(event.CountDropped, etw.StatStackUserNever) != 0 || st.Get(event.CountInfo, etw.StatStacksNoEvent) != 0 {
+			st.Get(event.CountDropped, etw.StatStackUserNever) != 0 || st.Get(event.CountInfo, etw.StatStacksNoRecent) != 0 {
 			t.Errorf("stacks %v: %d events; stats %v", mode, seen, st.Sorted())
 		}
 	}
