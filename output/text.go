@@ -55,10 +55,10 @@ func (t *Text) Begin(h *event.Header) error {
 	b = append(b, h.Source.String()...)
 	if h.OS != "" {
 		b = append(b, ": "...)
-		b = append(b, h.OS...)
+		b = appendSafe(b, h.OS)
 		if h.OSVersion != "" {
 			b = append(b, ' ')
-			b = append(b, h.OSVersion...)
+			b = appendSafe(b, h.OSVersion)
 		}
 	}
 	if h.Hostname != "" {
