@@ -325,8 +325,8 @@ func (j *JSONL) End(t *event.Trailer) error {
 		}
 		o.b = append(o.b, `{"kind":"`...)
 		o.b = append(o.b, c.Kind.String()...)
-		o.b = append(o.b, `","name":`...)
-		o.b = appendJSONString(o.b, c.Name)
+		o.b = append(o.b, '"')
+		o.str("name", c.Name)
 		o.b = append(o.b, `,"value":`...)
 		o.b = strconv.AppendUint(o.b, c.Value, 10)
 		o.b = append(o.b, '}')
