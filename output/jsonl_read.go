@@ -37,6 +37,23 @@ func (h *hexNum) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// idNum is an event ID: a JSON number, or its decimal digits in a
+// string (as IDs from 2^53 on are written).
+type idNum uint64
+
+func (n *idNum) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not an id: %s", b)
+	}
+	*n = idNum(v)
+	return nil
+}
+
 // jsonRecord holds every field of every jsonl object type.
 type jsonRecord struct {
 	Type string `json:"type"`
@@ -60,7 +77,7 @@ type jsonRecord struct {
 	ToolB64     string `json:"tool_b64"`
 
 	// event
-	ID          uint64   `json:"id"`
+	ID          idNum    `json:"id"`
 	Source      string   `json:"source"`
 	Layer       string   `json:"layer"`
 	Op          string   `json:"op"`
@@ -98,7 +115,7 @@ type jsonRecord struct {
 	Dev         string   `json:"dev"`
 	Sector      uint64   `json:"sector"`
 	Request     hexNum   `json:"request"`
-	Cause       uint64   `json:"cause"`
+	Cause       idNum    `json:"cause"`
 	CausedIOs   uint32   `json:"caused_ios"`
 	CausedBytes uint64   `json:"caused_bytes"`
 	Note        string   `json:"note"`
@@ -633,7 +650,7 @@ func (r *jsonRecord) event(e *event.Event) error {
 		}
 		e.Flags |= bit
 	}
-	e.ID, e.Native, e.Time, e.Duration, e.Wait = r.ID, r.Native, r.Time, r.Duration, r.Wait
+	e.ID, e.Native, e.Time, e.Duration, e.Wait = uint64(r.ID), r.Native, r.Time, r.Duration, r.Wait
 	e.CPU, e.Pid, e.Tid, e.ProcStart = r.CPU, r.Pid, r.Tid, r.ProcStart
 	e.Comm, e.Path, e.Path2 = r.Comm, r.Path, r.Path2
 	if r.FD != nil {
@@ -649,7 +666,7 @@ func (r *jsonRecord) event(e *event.Event) error {
 	}
 	e.Code, e.OpenFlags, e.Mode, e.Disposition = r.Code, r.OpenFlags, r.Mode, r.Disposition
 	e.Priority, e.IOFlags, e.Info = r.Priority, r.IOFlags, r.Info
-	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), r.Cause
+	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), uint64(r.Cause)
 	e.CausedIOs, e.CausedBytes, e.Note = r.CausedIOs, r.CausedBytes, r.Note
 	e.Stack = r.Stack
 	return nil
