@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -64,9 +65,9 @@ func runOnTerminal(t *testing.T, args ...string) (string, int) {
 	return "", 0
 }
 
-// hostileTrace is a .iot trace whose process names, paths and notes hold
-// ESC sequences, BEL, newlines, C1 controls, bidi overrides and invalid
-// UTF-8.
+// hostileTrace is a .iot trace whose process names, paths, notes, header
+// (host, kernel, command), counter names and device names hold ESC
+// sequences, BEL, newlines, C1 controls, bidi overrides and invalid UTF-8.
 func hostileTrace(t *testing.T) string {
 	t.Helper()
 	tr := resolvedTrace("linux")
@@ -79,6 +80,23 @@ func hostileTrace(t *testing.T) string {
 			e.Path = names[i%len(names)]
 		}
 		e.Comm = "ev\x1bil\x07"
+	}
+	// What the header, the counters and the device names say comes from
+	// the trace file too.
+	tr.Header.Hostname = "host\x1b]0;PWN\x07\xff"
+	tr.Header.OSVersion = "6.1\x1b[2J\xfe"
+	tr.Header.Command = "make\x1b]0;PWN\x07 \xff\u009b"
+	tr.Trailer.Stats.Add(event.CountLost, "ctr\x1b]0;PWN\x07\xff", 14)
+	tr.Trailer.Stats.Add(event.CountInfo, "info\x1b[2J\xfe", 3)
+	devices := 0
+	for i := range tr.Facts {
+		if f := &tr.Facts[i]; f.Kind == event.FactDevice {
+			f.Name = "sd\x1b[31ma\xff"
+			devices++
+		}
+	}
+	if devices == 0 {
+		t.Fatal("the trace names no device")
 	}
 	path := filepath.Join(t.TempDir(), "hostile.iot")
 	w, err := tracefile.Create(path, tracefile.WriterOptions{})
@@ -130,6 +148,20 @@ def on_end():
 		for _, bad := range []string{"\x1b", "\x07", "\xff", "\u009b", "\u202e"} {
 			if strings.Contains(out, bad) {
 				t.Errorf("%v wrote %q to the terminal", args, bad)
+			}
+		}
+		// What the header and the trailer say shows by the rule, not
+		// dropped.
+		shown := map[string][]string{
+			"print":   {"host␛]0;PWN␇<0xFF>", "6.1␛[2J<0xFE>", "make␛]0;PWN␇ <0xFF><U+009B>", "ctr␛]0;PWN␇<0xFF>", "info␛[2J<0xFE>"},
+			"report":  {"host␛]0;PWN␇<0xFF>", "6.1␛[2J<0xFE>", "make␛]0;PWN␇ <0xFF><U+009B>", "ctr␛]0;PWN␇<0xFF>", "sd␛[31ma<0xFF>"},
+			"compare": {"host␛]0;PWN␇<0xFF>", "6.1␛[2J<0xFE>", "ctr␛]0;PWN␇<0xFF>"},
+		}[args[0]]
+		if len(args) == 2 || args[0] == "compare" && len(args) == 3 {
+			for _, want := range shown {
+				if !strings.Contains(out, want) {
+					t.Errorf("%v does not show %q", args, want)
+				}
 			}
 		}
 		json := strings.Contains(strings.Join(args, " "), "json")

@@ -88,17 +88,17 @@ func (t *textWriter) heading(s string) {
 func sideLine(s *Side) string {
 	tr := &s.Trace
 	parts := []string{}
-	os := tr.OS
+	os := report.Printable(tr.OS)
 	if tr.OSVersion != "" {
-		os += " " + tr.OSVersion
+		os += " " + report.Printable(tr.OSVersion)
 	}
 	if os != "" {
 		parts = append(parts, os)
 	}
 	if tr.Hostname != "" {
-		parts = append(parts, tr.Hostname)
+		parts = append(parts, report.Printable(tr.Hostname))
 	}
-	parts = append(parts, report.FormatDuration(uint64(max(tr.Duration, 0))), report.FormatCount(tr.Events)+" events", tr.Source)
+	parts = append(parts, report.FormatDuration(uint64(max(tr.Duration, 0))), report.FormatCount(tr.Events)+" events", report.Printable(tr.Source))
 	return strings.Join(parts, ", ")
 }
 
@@ -112,7 +112,7 @@ func (t *textWriter) header(res *Result) {
 		label := report.FitPath(report.Printable(s.side.Label), len("  A:   ()")+utf8.RuneCountInString(info), report.LineWidth)
 		fmt.Fprintf(t.w, "  %s: %s  (%s)\n", s.name, label, info)
 		for _, p := range s.side.Probs {
-			msg := fmt.Sprintf("     %s %s: %s", p.Kind, report.FormatCount(p.Value), p.Name)
+			msg := fmt.Sprintf("     %s %s: %s", report.Printable(p.Kind), report.FormatCount(p.Value), report.Printable(p.Name))
 			if t.o.Color {
 				msg = "\x1b[31m" + msg + "\x1b[0m"
 			}
@@ -177,7 +177,7 @@ func (t *textWriter) totals(res *Result) {
 	tb := report.Table{Header: []string{"LAYER", "OPS A → B", "", "BYTES A → B", "", "TIME A → B", "", "DISK I/Os PER OP", "CACHE HIT"},
 		Right: []bool{false, true, true, true, true, true, true, true, true}, Indent: "  "}
 	for _, r := range res.Totals {
-		tb.Add(r.Layer, pair(r.Count, report.FormatCount), t.ratioCell(r.Count), pair(r.Bytes, report.FormatBytes), t.ratioCell(r.Bytes),
+		tb.Add(report.Printable(r.Layer), pair(r.Count, report.FormatCount), t.ratioCell(r.Count), pair(r.Bytes, report.FormatBytes), t.ratioCell(r.Bytes),
 			pair(r.Time, report.FormatDuration), t.ratioCell(r.Time), perOpPair(r.DiskPerOp), pctPair(r.HitRatio))
 	}
 	tb.Write(t.w)
@@ -195,9 +195,9 @@ func (t *textWriter) rows(title string, rows []Row, files bool) {
 	tb := report.Table{Header: []string{first, "COUNT A → B", "", "BYTES A → B", "", "P50 A → B", "", "P99 A → B", "", "TIME A → B", "", "DISK/OP", "CACHE HIT"},
 		Right: []bool{false, true, true, true, true, true, true, true, true, true, true, true, true}, Indent: "  ", Fit: report.LineWidth}
 	for _, r := range rows {
-		key := r.Key
+		key := report.Printable(r.Key)
 		if files {
-			key = report.ShortenPath(report.Printable(key), t.o.PathWidth)
+			key = report.ShortenPath(key, t.o.PathWidth)
 		} else if r.Layer == "block" {
 			key += " (block)"
 		}

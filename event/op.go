@@ -28,14 +28,38 @@ func (s Source) String() string {
 	return fmt.Sprintf("source(%d)", uint8(s))
 }
 
-// ParseSource is the inverse of [Source.String].
+// ParseSource is the inverse of [Source.String], a value without a name
+// ("source(9)") included.
 func ParseSource(s string) (Source, error) {
 	for i, n := range sourceNames {
 		if n == s {
 			return Source(i), nil
 		}
 	}
+	if v, ok := parseNumbered(s, "source"); ok {
+		return Source(v), nil
+	}
 	return 0, fmt.Errorf("unknown source %q", s)
+}
+
+// parseNumbered reads the form String gives a value without a name,
+// name(N) with N a decimal uint8, so that every value parses back.
+func parseNumbered(s, name string) (uint8, bool) {
+	digits, ok := strings.CutPrefix(s, name+"(")
+	if digits, ok = strings.CutSuffix(digits, ")"); !ok || digits == "" || len(digits) > 3 {
+		return 0, false
+	}
+	v := 0
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	if v > 255 || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	return uint8(v), true
 }
 
 // Layer separates requests made to the file system (system calls, FileIo
@@ -60,9 +84,13 @@ func (l Layer) String() string {
 	return fmt.Sprintf("layer(%d)", uint8(l))
 }
 
-// ParseLayer is the inverse of [Layer.String]; it also accepts "syscall" and
+// ParseLayer is the inverse of [Layer.String], a value without a name
+// ("layer(9)") included; it also accepts "syscall" and
 // "fs" for LayerFile and "disk" and "bio" for LayerBlock.
 func ParseLayer(s string) (Layer, error) {
+	if v, ok := parseNumbered(s, "layer"); ok {
+		return Layer(v), nil
+	}
 	switch strings.ToLower(s) {
 	case "file", "syscall", "fs":
 		return LayerFile, nil
@@ -140,7 +168,8 @@ func (o Op) String() string {
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
 
-// ParseOp is the inverse of [Op.String]. It also accepts a few aliases:
+// ParseOp is the inverse of [Op.String], a value without a name ("op(200)")
+// included. It also accepts a few aliases:
 // "create" (open), "fsync" (flush), "unlink" (delete), "query-info" (stat),
 // "truncate" and "set-info" (setinfo), "dirent" (readdir).
 func ParseOp(s string) (Op, error) {
@@ -175,6 +204,9 @@ func ParseOp(s string) (Op, error) {
 		return OpBlockRead, nil
 	case "block-write", "diskwrite":
 		return OpBlockWrite, nil
+	}
+	if v, ok := parseNumbered(s, "op"); ok {
+		return Op(v), nil
 	}
 	return 0, fmt.Errorf("unknown op %q", s)
 }

@@ -35,12 +35,16 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
-// ParseStatus is the inverse of [Status.String].
+// ParseStatus is the inverse of [Status.String], a value without a name
+// ("status(200)") included.
 func ParseStatus(s string) (Status, error) {
 	for i, n := range statusNames {
 		if n == s {
 			return Status(i), nil
 		}
+	}
+	if v, ok := parseNumbered(s, "status"); ok {
+		return Status(v), nil
 	}
 	return 0, fmt.Errorf("unknown status %q", s)
 }

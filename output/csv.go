@@ -153,7 +153,7 @@ func (c *CSV) Event(e *event.Event) error {
 		c.tmp = append(c.tmp[:0], e.Dev.String()...)
 		if name := c.devices[e.Dev]; name != "" {
 			c.tmp = append(c.tmp, " ("...)
-			c.tmp = append(c.tmp, name...)
+			c.tmp = append(c.tmp, c.name(name)...)
 			c.tmp = append(c.tmp, ')')
 		}
 	}

@@ -84,6 +84,23 @@ func (o *jsonObj) uint(k string, v uint64) {
 	o.b = strconv.AppendUint(o.b, v, 10)
 }
 
+// maxJSONID is 2^53, from where JSON readers that hold numbers as
+// doubles (jq, JavaScript) round integers.
+const maxJSONID = 1 << 53
+
+// id writes an event ID: a number below 2^53, else its decimal digits in
+// a string, so that no reader rounds it (IDs of older traces reach 2^64-1).
+func (o *jsonObj) id(k string, v uint64) {
+	o.key(k)
+	if v < maxJSONID {
+		o.b = strconv.AppendUint(o.b, v, 10)
+		return
+	}
+	o.b = append(o.b, '"')
+	o.b = strconv.AppendUint(o.b, v, 10)
+	o.b = append(o.b, '"')
+}
+
 func (o *jsonObj) uintNZ(k string, v uint64) {
 	if v != 0 {
 		o.uint(k, v)
@@ -188,7 +205,7 @@ func (j *JSONL) Begin(h *event.Header) error {
 func (j *JSONL) Event(e *event.Event) error {
 	j.events++
 	o := j.open("event")
-	o.uint("id", e.ID)
+	o.id("id", e.ID)
 	o.str("source", e.Source.String())
 	o.str("layer", e.Layer.String())
 	o.str("op", e.Op.String())
@@ -249,7 +266,9 @@ func (j *JSONL) Event(e *event.Event) error {
 	}
 	o.uintNZ("sector", e.Sector)
 	o.hexNZ("request", e.Request)
-	o.uintNZ("cause", e.Cause)
+	if e.Cause != 0 {
+		o.id("cause", e.Cause)
+	}
 	o.uintNZ("caused_ios", uint64(e.CausedIOs))
 	o.uintNZ("caused_bytes", e.CausedBytes)
 	o.strNZ("note", e.Note)
@@ -325,8 +344,8 @@ func (j *JSONL) End(t *event.Trailer) error {
 		}
 		o.b = append(o.b, `{"kind":"`...)
 		o.b = append(o.b, c.Kind.String()...)
-		o.b = append(o.b, `","name":`...)
-		o.b = appendJSONString(o.b, c.Name)
+		o.b = append(o.b, '"')
+		o.str("name", c.Name)
 		o.b = append(o.b, `,"value":`...)
 		o.b = strconv.AppendUint(o.b, c.Value, 10)
 		o.b = append(o.b, '}')

@@ -216,7 +216,7 @@ func (d *eventDecoder) event(b []byte, e *event.Event) bool {
 			typed = true
 		case "id":
 			bit = kID
-			if e.ID, i, ok = parseUint(b, i); !ok {
+			if e.ID, i, ok = parseID(b, i); !ok {
 				return false
 			}
 		case "source":
@@ -380,7 +380,7 @@ func (d *eventDecoder) event(b []byte, e *event.Event) bool {
 			}
 		case "cause":
 			bit = kCause
-			if e.Cause, i, ok = parseUint(b, i); !ok {
+			if e.Cause, i, ok = parseID(b, i); !ok {
 				return false
 			}
 		case "caused_bytes":
@@ -700,6 +700,19 @@ func parseInt(b []byte, i int) (int64, int, bool) {
 		return int64(n), i, true
 	}
 	return 0, i, false
+}
+
+// parseID reads an event ID: a JSON number, or (from 2^53 on, see
+// jsonObj.id) its decimal digits in a string.
+func parseID(b []byte, i int) (uint64, int, bool) {
+	if b[i] != '"' {
+		return parseUint(b, i)
+	}
+	n, j, ok := parseUint(b, i+1)
+	if !ok || j >= len(b) || b[j] != '"' {
+		return 0, i, false
+	}
+	return n, j + 1, true
 }
 
 // parseHexNum reads a kernel address: a JSON number or "0x" and 1 to 16

@@ -37,13 +37,32 @@ func (h *hexNum) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// idNum is an event ID: a JSON number, or its decimal digits in a
+// string (as IDs from 2^53 on are written).
+type idNum uint64
+
+func (n *idNum) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not an id: %s", b)
+	}
+	*n = idNum(v)
+	return nil
+}
+
 // jsonRecord holds every field of every jsonl object type.
 type jsonRecord struct {
 	Type string `json:"type"`
 
 	// header
 	OS          string `json:"os"`
+	OSB64       string `json:"os_b64"`
 	OSVersion   string `json:"os_version"`
+	VersionB64  string `json:"os_version_b64"`
 	Hostname    string `json:"hostname"`
 	HostnameB64 string `json:"hostname_b64"`
 	CPUs        uint32 `json:"cpus"`
@@ -55,9 +74,10 @@ type jsonRecord struct {
 	Command     string `json:"command"`
 	CommandB64  string `json:"command_b64"`
 	Tool        string `json:"tool"`
+	ToolB64     string `json:"tool_b64"`
 
 	// event
-	ID          uint64   `json:"id"`
+	ID          idNum    `json:"id"`
 	Source      string   `json:"source"`
 	Layer       string   `json:"layer"`
 	Op          string   `json:"op"`
@@ -95,7 +115,7 @@ type jsonRecord struct {
 	Dev         string   `json:"dev"`
 	Sector      uint64   `json:"sector"`
 	Request     hexNum   `json:"request"`
-	Cause       uint64   `json:"cause"`
+	Cause       idNum    `json:"cause"`
 	CausedIOs   uint32   `json:"caused_ios"`
 	CausedBytes uint64   `json:"caused_bytes"`
 	Note        string   `json:"note"`
@@ -124,9 +144,10 @@ type jsonRecord struct {
 	// trailer
 	End      int64 `json:"end"`
 	Counters []struct {
-		Kind  string `json:"kind"`
-		Name  string `json:"name"`
-		Value uint64 `json:"value"`
+		Kind    string `json:"kind"`
+		Name    string `json:"name"`
+		NameB64 string `json:"name_b64"`
+		Value   uint64 `json:"value"`
 	} `json:"counters"`
 }
 
@@ -475,7 +496,16 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 					lineErr = fail("%v", err)
 					break
 				}
-				trailer.Stats.Add(k, c.Name, c.Value)
+				name := c.Name
+				if c.NameB64 != "" {
+					b, err := base64.StdEncoding.DecodeString(c.NameB64)
+					if err != nil {
+						lineErr = fail("counter name_b64: %v", err)
+						break
+					}
+					name = string(b)
+				}
+				trailer.Stats.Add(k, name, c.Value)
 			}
 			sawEnd = true
 		default:
@@ -534,6 +564,11 @@ func parseCounterKind(s string) (event.CounterKind, error) {
 			return k, nil
 		}
 	}
+	for k := event.CountDropped + 1; k != 0; k++ { // kind(N), as a kind without a name is written
+		if k.String() == s {
+			return k, nil
+		}
+	}
 	return 0, fmt.Errorf("unknown counter kind %q", s)
 }
 
@@ -541,9 +576,12 @@ func parseClockKind(s string) (event.ClockKind, error) {
 	if s == "" {
 		return event.ClockUnknown, nil
 	}
-	for k := event.ClockUnknown; k < 32; k++ {
+	for k := event.ClockUnknown; ; k++ { // clock(N) too, as a clock without a name is written
 		if k.String() == s {
 			return k, nil
+		}
+		if k == 255 {
+			break
 		}
 	}
 	return 0, fmt.Errorf("unknown clock %q", s)
@@ -612,7 +650,7 @@ func (r *jsonRecord) event(e *event.Event) error {
 		}
 		e.Flags |= bit
 	}
-	e.ID, e.Native, e.Time, e.Duration, e.Wait = r.ID, r.Native, r.Time, r.Duration, r.Wait
+	e.ID, e.Native, e.Time, e.Duration, e.Wait = uint64(r.ID), r.Native, r.Time, r.Duration, r.Wait
 	e.CPU, e.Pid, e.Tid, e.ProcStart = r.CPU, r.Pid, r.Tid, r.ProcStart
 	e.Comm, e.Path, e.Path2 = r.Comm, r.Path, r.Path2
 	if r.FD != nil {
@@ -628,7 +666,7 @@ func (r *jsonRecord) event(e *event.Event) error {
 	}
 	e.Code, e.OpenFlags, e.Mode, e.Disposition = r.Code, r.OpenFlags, r.Mode, r.Disposition
 	e.Priority, e.IOFlags, e.Info = r.Priority, r.IOFlags, r.Info
-	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), r.Cause
+	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), uint64(r.Cause)
 	e.CausedIOs, e.CausedBytes, e.Note = r.CausedIOs, r.CausedBytes, r.Note
 	e.Stack = r.Stack
 	return nil
@@ -682,7 +720,7 @@ func addrList(a []hexNum) []uint64 {
 }
 
 // factNames maps the names of the fact kinds and handle spaces (those of
-// the first 32 values) back to their values, built once: String() of a
+// every value) back to their values, built once: String() of a
 // value without a name formats one, too slow for every fact line.
 var factNames = sync.OnceValue(func() (t struct {
 	kinds  map[string]event.FactKind
@@ -690,14 +728,17 @@ var factNames = sync.OnceValue(func() (t struct {
 }) {
 	t.kinds = make(map[string]event.FactKind)
 	t.spaces = make(map[string]event.HandleSpace)
-	for k := event.FactKind(31); ; k-- { // the first value of a name wins
+	for k := event.FactKind(255); ; k-- { // the first value of a name wins
 		t.kinds[k.String()] = k
 		if k == event.FactUnknown {
 			break
 		}
 	}
-	for s := event.SpaceNone; s < 32; s++ { // the last value of a name wins, as before
+	for s := event.SpaceNone; ; s++ { // the last value of a name wins, as before
 		t.spaces[s.String()] = s
+		if s == 255 {
+			break
+		}
 	}
 	return t
 })
@@ -800,7 +841,8 @@ func (r *jsonRecord) restoreBytes() error {
 		dst *string
 		b64 string
 		key string
-	}{{&r.Hostname, r.HostnameB64, "hostname"}, {&r.Command, r.CommandB64, "command"}, {&r.Native, r.NativeB64, "native"},
+	}{{&r.OS, r.OSB64, "os"}, {&r.OSVersion, r.VersionB64, "os_version"}, {&r.Tool, r.ToolB64, "tool"},
+		{&r.Hostname, r.HostnameB64, "hostname"}, {&r.Command, r.CommandB64, "command"}, {&r.Native, r.NativeB64, "native"},
 		{&r.Comm, r.CommB64, "comm"}, {&r.Path, r.PathB64, "path"}, {&r.Path2, r.Path2B64, "path2"}, {&r.Note, r.NoteB64, "note"},
 		{&r.Name, r.NameB64, "name"}, {&r.Image, r.ImageB64, "image"}, {&r.Detail, r.DetailB64, "detail"}} {
 		if f.b64 == "" {

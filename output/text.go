@@ -55,10 +55,10 @@ func (t *Text) Begin(h *event.Header) error {
 	b = append(b, h.Source.String()...)
 	if h.OS != "" {
 		b = append(b, ": "...)
-		b = append(b, h.OS...)
+		b = appendSafe(b, h.OS)
 		if h.OSVersion != "" {
 			b = append(b, ' ')
-			b = append(b, h.OSVersion...)
+			b = appendSafe(b, h.OSVersion)
 		}
 	}
 	if h.Hostname != "" {
@@ -165,9 +165,12 @@ func (t *Text) Event(e *event.Event) error {
 	}
 	b := t.appendTime(t.out.buf, e.Time)
 	s := len(b)
-	b = append(b, '#')
-	b = strconv.AppendUint(b, e.ID, 10)
-	b = alignRight(b, s, wID+1)
+	b = appendTextID(b, e.ID)
+	if e.ID >= maxTextID {
+		b = alignRight(b, s, wID+1+len("…")-1) // "…" is 3 bytes, one column
+	} else {
+		b = alignRight(b, s, wID+1)
+	}
 	b = append(b, ' ')
 	b = appendProcess(b, e)
 	b = append(b, ' ')
@@ -327,8 +330,8 @@ func (t *Text) appendBlock(b []byte, e *event.Event) []byte {
 		b = appendPath(b, e.Path)
 	}
 	if e.Cause != 0 {
-		b = append(b, " ← #"...)
-		b = strconv.AppendUint(b, e.Cause, 10)
+		b = append(b, " ← "...)
+		b = appendTextID(b, e.Cause)
 	}
 	return b
 }
@@ -452,6 +455,25 @@ func (t *Text) End(tr *event.Trailer) error {
 	}
 	t.out.buf = b
 	return t.out.flush()
+}
+
+// maxTextID is the first event ID too long for the text column (13
+// digits): such IDs (traces from before IDs were kept below 2^53) show
+// as "#…" and their last 10 digits, so that the columns stay aligned;
+// jsonl and csv have them whole.
+const maxTextID = 1e12
+
+// appendTextID appends "#" and the event ID id, shortened when it has more
+// than 12 digits (see maxTextID).
+func appendTextID(b []byte, id uint64) []byte {
+	b = append(b, '#')
+	if id < maxTextID {
+		return strconv.AppendUint(b, id, 10)
+	}
+	var d [20]byte
+	digits := strconv.AppendUint(d[:0], id, 10)
+	b = append(b, "…"...)
+	return append(b, digits[len(digits)-10:]...)
 }
 
 // appendTextQuote appends s in double quotes for a person to read: a

@@ -66,20 +66,20 @@ func (t *textWriter) header(res *Result) {
 	tr := &res.Trace
 	var parts []string
 	if tr.OS != "" {
-		os := tr.OS
+		os := Printable(tr.OS)
 		if tr.OSVersion != "" {
-			os += " " + tr.OSVersion
+			os += " " + Printable(tr.OSVersion)
 		}
 		parts = append(parts, os)
 	}
 	if tr.Hostname != "" {
-		parts = append(parts, "host "+tr.Hostname)
+		parts = append(parts, "host "+Printable(tr.Hostname))
 	}
 	if tr.Start != "" {
-		parts = append(parts, tr.Start)
+		parts = append(parts, Printable(tr.Start))
 	}
 	parts = append(parts, FormatDuration(uint64(max(tr.Duration, 0))),
-		FormatCount(tr.Events)+" events", "source "+tr.Source)
+		FormatCount(tr.Events)+" events", "source "+Printable(tr.Source))
 	fmt.Fprintf(t.w, "iotrace report: %s\n", strings.Join(parts, ", "))
 	if tr.Command != "" {
 		fmt.Fprintf(t.w, "command: %s\n", Printable(tr.Command))
@@ -96,11 +96,11 @@ func (t *textWriter) problems(res *Result) {
 	t.heading("PROBLEMS (counted, not hidden)")
 	tb := Table{Header: []string{"KIND", "COUNT", "WHAT", "FROM"}, Right: []bool{false, true}, Indent: "  "}
 	for _, p := range res.Problems {
-		kind := p.Kind
+		kind := Printable(p.Kind)
 		if t.opts.Color {
 			kind = "\x1b[31m" + kind + "\x1b[0m"
 		}
-		tb.Add(kind, FormatCount(p.Value), p.Name, p.Origin)
+		tb.Add(kind, FormatCount(p.Value), Printable(p.Name), Printable(p.Origin))
 	}
 	tb.Write(t.w)
 }
@@ -138,7 +138,7 @@ func (t *textWriter) hosts(res *Result) {
 				bytes += l.Bytes
 			}
 		}
-		tb.Add(Printable(h.Host), h.OS, FormatCount(uint64(h.Traces)), FormatCount(h.Events),
+		tb.Add(Printable(h.Host), Printable(h.OS), FormatCount(uint64(h.Traces)), FormatCount(h.Events),
 			FormatCount(counts["file"]), FormatDuration(ops["file"].Quantile(0.99)),
 			FormatCount(counts["block"]), FormatDuration(ops["block"].Quantile(0.99)),
 			FormatBytes(bytes), FormatCount(h.Problems))
@@ -150,7 +150,7 @@ func (t *textWriter) totals(res *Result) {
 	t.heading("TOTALS")
 	tb := Table{Header: []string{"LAYER", "OPS", "BYTES", "TIME", "FAILED", "INCOMPLETE"}, Right: []bool{false, true, true, true, true, true}, Indent: "  "}
 	for _, l := range res.Layers {
-		tb.Add(l.Layer, FormatCount(l.Ops), FormatBytes(l.Bytes), FormatDuration(l.Time), FormatCount(l.Failed), FormatCount(l.Incomplete))
+		tb.Add(Printable(l.Layer), FormatCount(l.Ops), FormatBytes(l.Bytes), FormatDuration(l.Time), FormatCount(l.Failed), FormatCount(l.Incomplete))
 	}
 	tb.Write(t.w)
 }
@@ -167,7 +167,7 @@ func (t *textWriter) ops(res *Result) {
 		if o.Layer == "file" && res.Cache != nil {
 			disk = FormatCount(o.DiskIOs)
 		}
-		tb.Add(o.Layer, o.Op, FormatCount(o.Count), FormatBytes(o.Bytes), FormatCount(o.Failed),
+		tb.Add(Printable(o.Layer), Printable(o.Op), FormatCount(o.Count), FormatBytes(o.Bytes), FormatCount(o.Failed),
 			FormatDuration(o.Latency.P50), FormatDuration(o.Latency.P90), FormatDuration(o.Latency.P99),
 			FormatDuration(o.Latency.Max), FormatDuration(o.Time), disk)
 	}
@@ -226,7 +226,7 @@ func opsCell(e *Entity) string {
 			parts = append(parts, "…")
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s", o.Op, FormatCount(o.Count)))
+		parts = append(parts, fmt.Sprintf("%s %s", Printable(o.Op), FormatCount(o.Count)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -274,7 +274,7 @@ func (t *textWriter) cache(res *Result) {
 		if o.DiskIOs == 0 {
 			continue
 		}
-		tb.Add(o.Op, FormatCount(o.Count), FormatCount(o.DiskIOs), FormatBytes(o.DiskBytes), fmt.Sprintf("%.3f", o.DiskIOsPerFSOp))
+		tb.Add(Printable(o.Op), FormatCount(o.Count), FormatCount(o.DiskIOs), FormatBytes(o.DiskBytes), fmt.Sprintf("%.3f", o.DiskIOsPerFSOp))
 	}
 	if len(tb.Rows) > 0 {
 		tb.Write(t.w)
@@ -292,9 +292,9 @@ func hasLayer(res *Result, l string) bool {
 
 func devLabel(d *Device) string {
 	if d.Name != "" {
-		return onHost(d.Host, d.Name+" ("+d.Device+")")
+		return onHost(d.Host, Printable(d.Name)+" ("+Printable(d.Device)+")")
 	}
-	return onHost(d.Host, d.Device)
+	return onHost(d.Host, Printable(d.Device))
 }
 
 func (t *textWriter) devices(res *Result) {
@@ -382,7 +382,7 @@ func (t *textWriter) histograms(res *Result) {
 	}
 	t.heading("LATENCY HISTOGRAMS")
 	for _, o := range ops {
-		fmt.Fprintf(t.w, "\n  %s %s (%s ops)\n", o.Layer, o.Op, FormatCount(o.Histogram.Count))
+		fmt.Fprintf(t.w, "\n  %s %s (%s ops)\n", Printable(o.Layer), Printable(o.Op), FormatCount(o.Histogram.Count))
 		drawLog2(t.w, o.Histogram, "usecs")
 	}
 	for i := range res.Devices {
@@ -413,7 +413,7 @@ func (t *textWriter) errors(res *Result) {
 	var shown uint64
 	for _, e := range res.Errors {
 		shown += e.Count
-		tb.Add(FormatCount(e.Count), e.Op, e.Result, onHost(e.Host, fmt.Sprintf("%s[%d]", Printable(e.Comm), e.Pid)), ShortenPath(Printable(e.Path), t.opts.PathWidth))
+		tb.Add(FormatCount(e.Count), Printable(e.Op), Printable(e.Result), onHost(e.Host, fmt.Sprintf("%s[%d]", Printable(e.Comm), e.Pid)), ShortenPath(Printable(e.Path), t.opts.PathWidth))
 	}
 	tb.Write(t.w)
 	if rest := res.ErrorsTotal - shown; rest > 0 {
@@ -432,7 +432,7 @@ func (t *textWriter) slowest(res *Result) {
 			// LineWidth (up to PathWidth).
 			var before, after string
 			if s.Device != "" {
-				before = s.Device + " " + FormatBytes(uint64(max(s.Bytes, 0))) + " at " + fmt.Sprint(s.Offset)
+				before = Printable(s.Device) + " " + FormatBytes(uint64(max(s.Bytes, 0))) + " at " + fmt.Sprint(s.Offset)
 				if s.Path != "" {
 					before += " "
 				}
@@ -443,12 +443,12 @@ func (t *textWriter) slowest(res *Result) {
 					after = fmt.Sprintf(" (%s)", FormatBytes(uint64(s.Bytes)))
 				}
 			}
-			name := s.Op
+			name := Printable(s.Op)
 			if s.Native != "" && s.Native != s.Op {
-				name += "/" + s.Native
+				name += "/" + Printable(s.Native)
 			}
 			head := fmt.Sprintf("  %9s  #%d %s %s[%d/%d] %s", FormatDuration(uint64(s.Duration)), s.ID, name, onHost(s.Host, Printable(s.Comm)), s.Pid, s.Tid, before)
-			tail := after + " → " + s.Result
+			tail := after + " → " + Printable(s.Result)
 			if s.Wait > 0 {
 				tail += fmt.Sprintf(" (queue %s, service %s)", FormatDuration(uint64(s.Wait)), FormatDuration(uint64(s.Duration-s.Wait)))
 			}
@@ -470,7 +470,7 @@ func (t *textWriter) slowest(res *Result) {
 			io.WriteString(t.w, below)
 			for _, b := range s.Blocks {
 				fmt.Fprintf(t.w, "  %9s    └ #%d %s %s %s at sector %d, queue %s, service %s, %s\n", FormatDuration(uint64(b.Duration)),
-					b.ID, b.Op, b.Device, FormatBytes(b.Bytes), b.Sector, FormatDuration(uint64(b.Wait)), FormatDuration(uint64(b.Duration-b.Wait)), b.Result)
+					b.ID, Printable(b.Op), Printable(b.Device), FormatBytes(b.Bytes), b.Sector, FormatDuration(uint64(b.Wait)), FormatDuration(uint64(b.Duration-b.Wait)), Printable(b.Result))
 			}
 			if missing := int(s.CausedIOs) - len(s.Blocks); missing > 0 {
 				fmt.Fprintf(t.w, "  %9s    └ %d more block I/O not in the trace window\n", "", missing)

@@ -832,6 +832,12 @@ func (p *Pipeline) newID() uint64 {
 	return p.nextID
 }
 
+// NewID returns the next event ID of the pipeline's sequence (counted from
+// 1), for an event made outside the pipeline into its stream (a live
+// session's markers), so that it shares the pipeline's compact IDs without
+// colliding. Call it only from the goroutine that calls Push.
+func (p *Pipeline) NewID() uint64 { return p.newID() }
+
 // Close flushes what is still pending (requests without OpEnd are
 // emitted, flagged; Inits without completion are counted) and ends the
 // trace with the stats. extra are added to the trailer's stats (the

@@ -575,7 +575,7 @@ func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *li
 		}
 		switch {
 		case it.rec.Provider == record.GUID(MarkerGUID) && it.rec.Opcode == ownprovider.OpcodeMarker:
-			err = out.marker(&it.rec)
+			err = out.marker(&it.rec, pl.NewID())
 		case sf != nil && isStackWalk(&it.rec) && !sf.apply(&it.rec):
 			// none of the frames asked for
 		default:
@@ -642,6 +642,9 @@ func consume(q *queue, ro *reorderer, now func() int64, pl recordPusher, out *li
 // recordPusher takes decoded-to-be records: the etw pipeline.
 type recordPusher interface {
 	Push(r *record.Record) error
+	// NewID numbers an event made beside the pipeline (a marker) in the
+	// pipeline's ID sequence.
+	NewID() uint64
 }
 
 // clockTicks converts d to ticks of the session clock.

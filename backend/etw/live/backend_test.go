@@ -352,7 +352,7 @@ func TestRundownTimeout(t *testing.T) {
 }
 
 // TestMarker: `iotrace mark` reaches the running session and shows as a
-// marker event.
+// marker event, numbered in the pipeline's id sequence.
 func TestMarker(t *testing.T) {
 	f := newFakeAPI()
 	f.procs = append(f.procs, Process{Pid: 500, Name: "iotrace.exe"})
@@ -384,8 +384,18 @@ func TestMarker(t *testing.T) {
 	if len(got) != 1 || got[0].Note != "phase 2 starts" || got[0].Layer != event.LayerMarker || got[0].Time != 500_000_000 {
 		t.Fatalf("markers: %+v", got)
 	}
-	if got[0].ID >= 1<<53 {
-		t.Errorf("marker id %d: not exact as a JSON number", got[0].ID)
+	// The marker's id is the pipeline's next one: exact as a JSON number,
+	// as short as the events' ids (text shows up to 12 digits), and
+	// unique.
+	if got[0].ID == 0 || got[0].ID >= 1e12 {
+		t.Errorf("marker id %d: not a compact id", got[0].ID)
+	}
+	seen := map[uint64]bool{}
+	for _, e := range sink.events {
+		if seen[e.ID] {
+			t.Errorf("id %d given twice", e.ID)
+		}
+		seen[e.ID] = true
 	}
 }
 

@@ -111,6 +111,14 @@ func TestImageFilePath(t *testing.T) {
 type recorder struct {
 	mu   sync.Mutex
 	recs []record.Record
+	ids  uint64
+}
+
+func (r *recorder) NewID() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids++
+	return r.ids
 }
 
 func (r *recorder) Push(rec *record.Record) error {

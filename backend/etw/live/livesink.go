@@ -21,7 +21,6 @@ type liveSink struct {
 	filter   *pidFilter
 	markers  uint64
 	filtered uint64
-	nextID   uint64
 }
 
 func newLiveSink(s event.Sink, hdr *event.Header, facts []event.Fact, f *pidFilter) *liveSink {
@@ -62,15 +61,16 @@ func (l *liveSink) Fact(f *event.Fact) error {
 
 func (l *liveSink) End(t *event.Trailer) error { return l.sink.End(t) }
 
-// marker writes a marker event (from `iotrace mark`) in stream order.
-func (l *liveSink) marker(r *record.Record) error {
+// marker writes a marker event (from `iotrace mark`) in stream order, with
+// the ID id from the pipeline's sequence (compact, and unique among the
+// pipeline's events).
+func (l *liveSink) marker(r *record.Record, id uint64) error {
 	if err := l.Begin(l.hdr); err != nil {
 		return err
 	}
 	l.markers++
-	l.nextID++
 	e := event.Event{
-		ID:     1<<52 | l.nextID, // apart from the pipeline's ids (counted from 1), below 2^53 (exact in JSON readers)
+		ID:     id,
 		Source: event.SourceETWLive,
 		Layer:  event.LayerMarker,
 		Op:     event.OpMarker,
