@@ -66,7 +66,12 @@ func (s *synth) dbgID(ts int64, base uint64, pid uint32, guid [16]byte, age uint
 
 // imageV2 adds an Image event with a TimeDateStamp.
 func (s *synth) imageV2(ts int64, opcode uint8, pid uint32, base, size uint64, tds uint32, path string) {
-	b := buf{}.ptr(s.ptr, base).ptr(s.ptr, size).u32(pid).u32(0x1234).u32(tds).u32(0).ptr(s.ptr, base)
+	s.imageV2Sum(ts, opcode, pid, base, size, tds, 0x1234, path)
+}
+
+// imageV2Sum is imageV2 with the image's PE checksum.
+func (s *synth) imageV2Sum(ts int64, opcode uint8, pid uint32, base, size uint64, tds, checksum uint32, path string) {
+	b := buf{}.ptr(s.ptr, base).ptr(s.ptr, size).u32(pid).u32(checksum).u32(tds).u32(0).ptr(s.ptr, base)
 	b = b.u32(0).u32(0).u32(0).u32(0).wstr(path)
 	s.add(record.KindSystem, record.GroupImage, opcode, 2, ts, record.NoID, pid, 0, b)
 }
@@ -308,6 +313,12 @@ func TestModuleIdentity(t *testing.T) {
 	s.classic(4600, ownprovider.GUID, ownprovider.OpcodeMarker, ownprovider.Version, pidSvc, tidSvc, ownprovider.Marker("phase 2"))
 	s.imageV2(5000, 10, pidSvc, 0x7ff900000000, 0x1000, 0, `\Device\HarddiskVolume9\x.dll`)
 	s.imageV2(6000, 2, pidSvc, 0x7ff900000000, 0x1000, 0, `\Device\HarddiskVolume9\x.dll`)
+	// An image event without time stamp or checksum: both from iotrace's
+	// image record.
+	s.imageV2Sum(7000, 10, pidSvc, 0x7ffa00000000, 0x3000, 0, 0, `\Device\HarddiskVolume2\y.dll`)
+	s.classic(7000, ownprovider.GUID, ownprovider.OpcodeImage, ownprovider.Version, pidSvc, tidSvc,
+		(&ownprovider.Image{Base: 0x7ffa00000000, Size: 0x3000, ProcessID: pidSvc, TimeDateStamp: 0x5010AC4C, CheckSum: 0xabcdef,
+			FileName: `C:\y.dll`}).Encode())
 	out := runSynth(t, s)
 	var mods []event.Fact
 	for _, f := range out.facts {
@@ -315,19 +326,22 @@ func TestModuleIdentity(t *testing.T) {
 			mods = append(mods, f)
 		}
 	}
-	if len(mods) != 4 {
+	if len(mods) != 5 {
 		t.Fatalf("%d module facts: %+v", len(mods), mods)
 	}
 	k := mods[0]
 	if k.Pid != 0 || k.Handle != 0xfffff80021489000 || k.Size != 7634944 || !k.Rundown ||
 		k.Name != `C:\Windows\system32\ntoskrnl.exe` && !strings.HasSuffix(k.Name, `system32\ntoskrnl.exe`) ||
-		k.Detail != "pe:5010AC4B748000" || k.Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" {
+		k.Detail != "pe:5010AC4B748000/00001234" || k.Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" {
 		t.Errorf("kernel module %+v", k)
 	}
 	u := mods[1]
 	if u.Pid != pidSvc || u.Handle != 0x7ff700000000 || u.Rundown || u.Name != `C:\Windows\System32\svchost.exe` ||
-		u.Detail != "pe:5010AC4B20000" || u.Image != symbolize.PDBID("svchost.pdb", testGUID, 3) {
+		u.Detail != "pe:5010AC4B20000/00001234" || u.Image != symbolize.PDBID("svchost.pdb", testGUID, 3) {
 		t.Errorf("user module %+v", u)
+	}
+	if y := mods[4]; y.Name != `C:\y.dll` || y.Detail != "pe:5010AC4C3000/00ABCDEF" {
+		t.Errorf("module identified by iotrace's record %+v", y)
 	}
 	if x := mods[2]; x.Name != `E:\x.dll` || x.Image != "" || x.Detail != "" {
 		t.Errorf("module on the iotrace volume %+v", x)
@@ -366,7 +380,11 @@ func TestModuleIdentity(t *testing.T) {
 //     (the golden TraceEvent baseline shows the start of the GUID,
 //     "72482100-1c1c-4a03-a…", Age=2 and PDBFileName=ntkrnlmp.pdb);
 //     ImageSize 7,634,944 and TimeDateStamp 1,343,269,963 are in the
-//     baseline's ImageID and Image/DCStart lines.
+//     baseline's ImageID and Image/DCStart lines, and the checksum
+//     ImageChecksum=6,989,512 (0x6AA6C8) in the Image/DCStart line of
+//     ImageBase 0xfffff80021489000 (golden/perfview_win8_x64_kernel_
+//     diskio_fileio-names_clr_compressed.traceevent-baseline.txt, the
+//     line after the ImageID of OriginalFileName=ntkrnlmp.exe).
 func TestPerfViewStacks(t *testing.T) {
 	path := filepath.Join(testenv.ETLDir(t), fixtureWin8)
 	// The independent scan.
@@ -445,7 +463,7 @@ func TestPerfViewStacks(t *testing.T) {
 		}
 	}
 	if nt == nil || nt.Size != 7634944 || !strings.HasSuffix(strings.ToLower(nt.Name), `\ntoskrnl.exe`) ||
-		nt.Detail != "pe:5010AC4B748000" || nt.Image != symbolize.PDBID(pdb, guid, age) {
+		nt.Detail != "pe:5010AC4B748000/006AA6C8" || nt.Image != symbolize.PDBID(pdb, guid, age) {
 		t.Fatalf("ntoskrnl module %+v", nt)
 	}
 	// Every frame of the stacks is inside a known module or counted as
@@ -576,8 +594,8 @@ func TestLiveIdentityAndStacks(t *testing.T) {
 		}
 	}
 	if len(mods) != 2 || mods[0].Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" ||
-		mods[0].Detail != "pe:5010AC4B748000" || mods[1].Image != symbolize.PDBID("svchost.pdb", testGUID, 3) ||
-		mods[1].Detail != "pe:5010AC4B20000" || mods[1].Name != `C:\Windows\System32\svchost.exe` {
+		mods[0].Detail != "pe:5010AC4B748000/00001234" || mods[1].Image != symbolize.PDBID("svchost.pdb", testGUID, 3) ||
+		mods[1].Detail != "pe:5010AC4B20000/00001234" || mods[1].Name != `C:\Windows\System32\svchost.exe` {
 		t.Fatalf("modules %+v", mods)
 	}
 	reads := out.byNative("FileIo/Read")
