@@ -73,6 +73,7 @@ const (
 	StatRecords             = "etw: records"
 	StatDecodeErrors        = "etw: records whose payload does not fit its layout (skipped)"
 	StatDiskIOs             = "etw: disk I/Os"
+	StatDiskFlushes         = "etw: disk flushes"
 	StatDiskResolved        = "etw: disk I/Os resolved to a path"
 	StatDiskUnresolved      = "etw: disk I/Os not resolved to a path"
 	StatDiskNoFile          = "etw: disk I/Os not resolved to a path (no FileKey)"

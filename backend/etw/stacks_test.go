@@ -397,7 +397,7 @@ func TestPerfViewStacks(t *testing.T) {
 		ts  int64
 		tid uint32
 	}
-	inits := map[key]bool{}
+	inits := map[key]bool{} // true: a flush (FlushInit, opcode 15)
 	stacked := map[key]bool{}
 	extStacks := 0
 	var rsds []byte
@@ -410,7 +410,7 @@ func TestPerfViewStacks(t *testing.T) {
 				}
 			}
 		case rec.Group == record.GroupDiskIo && rec.Kind != record.KindClassic && (rec.Opcode == 12 || rec.Opcode == 13 || rec.Opcode == 15):
-			inits[key{rec.Timestamp, rec.ThreadID}] = true
+			inits[key{rec.Timestamp, rec.ThreadID}] = rec.Opcode == 15
 		case rec.Group == record.GroupStackWalk && rec.Kind != record.KindClassic && rec.Opcode >= 32 && rec.Opcode != 35 && rec.Opcode != 36 && len(rec.UserData) >= 16:
 			stacked[key{int64(binary.LittleEndian.Uint64(rec.UserData)), binary.LittleEndian.Uint32(rec.UserData[12:])}] = true
 		case rec.Kind == record.KindClassic && rec.Provider == kernel.GUIDImageID && rec.Opcode == 36 &&
@@ -422,14 +422,21 @@ func TestPerfViewStacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diskStacks := 0
-	for k := range inits {
-		if stacked[k] {
+	diskStacks, flushStacks, flushes := 0, 0, 0
+	for k, flush := range inits {
+		if flush {
+			flushes++
+		}
+		switch {
+		case stacked[k] && flush:
+			flushStacks++
+		case stacked[k]:
 			diskStacks++
 		}
 	}
-	if extStacks != 562 || diskStacks != 1231 || len(inits) != 1231 {
-		t.Fatalf("independent scan: %d Kernel-File stacks, %d of %d disk Inits with a stack", extStacks, diskStacks, len(inits))
+	if extStacks != 562 || diskStacks+flushStacks != 1231 || len(inits) != 1231 || flushes != 2 || flushStacks != 2 {
+		t.Fatalf("independent scan: %d Kernel-File stacks, %d+%d of %d disk Inits (%d flushes) with a stack",
+			extStacks, diskStacks, flushStacks, len(inits), flushes)
 	}
 	if len(rsds) < 45 {
 		t.Fatalf("no DbgID_RSDS for ntoskrnl")
@@ -451,8 +458,13 @@ func TestPerfViewStacks(t *testing.T) {
 	if got := st.Get(event.CountInfo, StatStacksFile); got != uint64(extStacks) {
 		t.Errorf("file requests with a stack: %d, want %d", got, extStacks)
 	}
-	if got := st.Get(event.CountInfo, StatStacksDisk); got != uint64(diskStacks) {
-		t.Errorf("disk I/Os with a stack: %d, want %d", got, diskStacks)
+	// Reads and writes, and flushes, counted apart alike: as many with
+	// a stack as there are.
+	if got, n := st.Get(event.CountInfo, StatStacksDisk), st.Get(event.CountInfo, StatDiskIOs); got != uint64(diskStacks) || n != uint64(len(inits)-flushes) {
+		t.Errorf("disk I/Os with a stack: %d of %d, want %d of %d", got, n, diskStacks, len(inits)-flushes)
+	}
+	if got, n := st.Get(event.CountInfo, StatStacksFlush), st.Get(event.CountInfo, StatDiskFlushes); got != uint64(flushStacks) || n != uint64(flushes) {
+		t.Errorf("disk flushes with a stack: %d of %d, want %d of %d", got, n, flushStacks, flushes)
 	}
 	var nt *event.Fact
 	for i := range out.facts {
@@ -512,8 +524,8 @@ func TestPerfViewStacks(t *testing.T) {
 		outside += n
 		tab.Frames(e)
 	}
-	if withStack != extStacks+diskStacks {
-		t.Errorf("%d events with a stack, want %d", withStack, extStacks+diskStacks)
+	if withStack != extStacks+diskStacks+flushStacks {
+		t.Errorf("%d events with a stack, want %d", withStack, extStacks+diskStacks+flushStacks)
 	}
 	var counted uint64
 	var problems []string
