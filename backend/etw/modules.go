@@ -2,7 +2,6 @@ package etw
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -174,11 +173,33 @@ type modKey struct {
 
 // peID formats a "pe:" identity: the symbol-server key (TimeDateStamp
 // and SizeOfImage), then "/" and the CheckSum when it is not 0.
+// It is built by hand, one allocation: fmt would box each number.
 func peID(tds uint32, size uint64, checksum uint32) string {
-	if checksum == 0 {
-		return fmt.Sprintf("pe:%08X%X", tds, size)
+	var buf [len("pe:") + 8 + 16 + 1 + 8]byte
+	b := appendHex(append(buf[:0], "pe:"...), uint64(tds), 8)
+	b = appendHex(b, size, 0)
+	if checksum != 0 {
+		b = appendHex(append(b, '/'), uint64(checksum), 8)
 	}
-	return fmt.Sprintf("pe:%08X%X/%08X", tds, size, checksum)
+	return string(b)
+}
+
+// appendHex appends v in upper-case hex, zero-padded to width digits.
+func appendHex(b []byte, v uint64, width int) []byte {
+	var d [16]byte
+	n := len(d)
+	for {
+		n--
+		d[n] = "0123456789ABCDEF"[v&0xf]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	for i := len(d) - n; i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d[n:]...)
 }
 
 // settleModules emits the held image and counts the identities left
