@@ -126,7 +126,8 @@ type Fact struct {
 	// Detail is the command line of a FactProcess, the disk a partition
 	// belongs to for a FactDevice, the identity of a FactModule ("gnu:"
 	// and the hex ELF build-id, "go:" and the Go build ID, "pe:" and the
-	// PE TimeDateStamp and SizeOfImage as %08X%X), the module of a
+	// PE TimeDateStamp and SizeOfImage as %08X%X, then "/%08X" and the
+	// PE CheckSum when it is not 0), the module of a
 	// FactKernelSymbol ("" for the kernel itself).
 	Detail string
 

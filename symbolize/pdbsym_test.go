@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/iotrace/iotrace/internal/testenv"
@@ -146,5 +147,27 @@ func TestPDBSymbols(t *testing.T) {
 	s = New(Options{Dirs: []string{t.TempDir()}, DebugDirs: []string{}, NoModulePath: true})
 	if f := s.Symbolize(m, base+uint64(outer)); f.Reason != NoFile {
 		t.Errorf("frame without a PDB: %+v", f)
+	}
+}
+
+// TestWindowsReasons: a Windows image the trace knows by its PE time
+// stamp and size alone ("pe:", no PDB GUID and age) counts as recorded
+// without a debug identity, even where its file exists (it is no ELF
+// file to read symbols from); the reasons' wording names the Windows
+// identity beside the ELF one.
+func TestWindowsReasons(t *testing.T) {
+	path, err := filepath.Abs("peid/testdata/modules.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Module{Path: path, ID: "pe:6B068FB85000", Start: 0x140000000, End: 0x140005000}
+	s := New(Options{DebugDirs: []string{}})
+	if f := s.Symbolize(m, 0x140001010); f.Reason != NoID || f.String() != "modules.exe+0x1010" {
+		t.Errorf("frame of a pe: module: %+v (%s), want %v", f, f, NoID)
+	}
+	for _, r := range []Reason{NoID, NoFile, IDMismatch} {
+		if s := r.String(); !strings.Contains(s, "PDB GUID and age") || !strings.Contains(s, "build-id") {
+			t.Errorf("reason %q does not name both identities", s)
+		}
 	}
 }

@@ -19,7 +19,9 @@ type Module struct {
 	Path string
 	// ID is the file's identity: "gnu:" and the hex GNU build-id, "go:"
 	// and the Go build ID, or for a Windows image the PDB its CodeView
-	// record names (PDBID: "pdb:NAME.pdb/GUIDAGE"); "" when unknown.
+	// record names (PDBID: "pdb:NAME.pdb/GUIDAGE"); "" when unknown. A
+	// Windows image known only by its "pe:" time stamp and size has no
+	// identity its symbols can be found by: its frames count as NoID.
 	ID string
 	// Start and End bound the mapping's addresses; Offset is the file
 	// offset mapped at Start.
@@ -70,7 +72,7 @@ type Reason uint8
 const (
 	Resolved   Reason = iota
 	NoModule          // no module of the process holds the address
-	NoID              // the module was recorded without an identity
+	NoID              // the module was recorded without a debug identity (build-id, PDB GUID and age)
 	NoFile            // no file with the module's identity was found
 	IDMismatch        // files were found, but with another identity
 	NoSymbols         // the matching file has no symbol table (stripped)
@@ -83,9 +85,9 @@ const (
 var reasonNames = [...]string{
 	"resolved",
 	"frames outside every known module",
-	"frames in modules recorded without a build-id",
-	"frames whose module file (by build-id) was not found",
-	"frames not named: the files found have another build-id",
+	"frames in modules recorded without a debug identity (ELF build-id, Go build ID, Windows PDB GUID and age)",
+	"frames whose module's symbol file (by ELF build-id, Go build ID, Windows PDB GUID and age) was not found",
+	"frames not named: the files found have another identity (build-id, PDB GUID and age)",
 	"frames in modules whose file has no symbols (stripped)",
 	"frames at addresses no symbol covers",
 	"frames in module files that could not be read",
@@ -176,7 +178,10 @@ func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
 	}
 	f.Module = baseName(m.Path)
 	f.Offset = addr - m.Start + m.Offset
-	if m.ID == "" {
+	if m.ID == "" || strings.HasPrefix(m.ID, "pe:") {
+		// A Windows image known by its time stamp and size alone: its
+		// PDB, the only source of its symbols here, is matched by GUID
+		// and age, which the trace did not record.
 		return s.done(f, NoID)
 	}
 	// A Windows module: the system's symbol engine first; when it cannot

@@ -135,7 +135,7 @@ func TestSymbolizeELF(t *testing.T) {
 	if f.Function != "" || f.Reason != IDMismatch || s.Counts()[IDMismatch] != 1 {
 		t.Errorf("rebuilt binary: named %q, %v, counts %v", f.Function, f.Reason, s.Counts())
 	}
-	if p := s.Problems(); len(p) != 1 || !strings.Contains(p[0], "another build-id") {
+	if p := s.Problems(); len(p) != 1 || !strings.Contains(p[0], "another identity") {
 		t.Errorf("problems %q", p)
 	}
 }

@@ -399,6 +399,10 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 				p.count(StatDiskUnresolved, event.CountUnresolved, 1)
 			}
 		}
+	} else {
+		// A flush names no file: counted apart from the reads and
+		// writes, whose resolution StatDiskIOs totals.
+		p.count(StatDiskFlushes, event.CountInfo, 1)
 	}
 	var sp *stackParts
 	if ok {

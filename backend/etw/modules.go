@@ -2,7 +2,6 @@ package etw
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -19,8 +18,10 @@ import (
 // session) becomes a module fact: process Pid (0 and ProcStart 0 for the
 // kernel's drivers), ImageBase as Handle, ImageSize as Size, the file as
 // Name (NT paths mapped to drive letters) and, from Image v2 on, the PE
-// TimeDateStamp and SizeOfImage as Detail ("pe:%08X%X"). An Unload ends
-// the module.
+// TimeDateStamp and SizeOfImage as Detail ("pe:%08X%X", the key a symbol
+// server files the image under), followed by "/%08X" and the PE CheckSum
+// when the image has one (Image v2+ ImageChecksum, or iotrace's own image
+// record). An Unload ends the module.
 //
 // The identity a symbol server needs (the PDB's GUID, age and name) is not
 // in Image events: traces merged by xperf, WPR or PerfView carry it in
@@ -62,14 +63,17 @@ const (
 
 // modIdentity is what identity records say about one image.
 type modIdentity struct {
-	ts     int64 // raw timestamp of the records
-	base   uint64
-	tds    uint32 // PE TimeDateStamp (0: unknown)
-	size   uint64
-	hasPDB bool
-	guid   [16]byte
-	age    uint32
-	pdbID  string // symbolize.PDBID
+	ts   int64 // raw timestamp of the records
+	base uint64
+	tds  uint32 // PE TimeDateStamp (0: unknown)
+	size uint64
+	// checksum is the PE CheckSum (0: unknown or none), from the image
+	// event or iotrace's image record.
+	checksum uint32
+	hasPDB   bool
+	guid     [16]byte
+	age      uint32
+	pdbID    string // symbolize.PDBID
 	// iotrace image records: matched by process and base, checked by
 	// file name (lower-case base name) besides TimeDateStamp and size.
 	own  bool
@@ -130,13 +134,20 @@ func (p *Pipeline) pdbID(name []byte, guid [16]byte, age uint32) string {
 	return id
 }
 
-// peID returns the "pe:" identity of a TimeDateStamp and size, cached.
-func (p *Pipeline) peID(tds uint32, size uint64) string {
-	k := uint64(tds)<<32 ^ size
+// peKey is the cache key of a "pe:" identity.
+type peKey struct {
+	tds, checksum uint32
+	size          uint64
+}
+
+// peID returns the "pe:" identity of a TimeDateStamp, size and checksum,
+// cached.
+func (p *Pipeline) peID(tds uint32, size uint64, checksum uint32) string {
+	k := peKey{tds: tds, checksum: checksum, size: size}
 	if s, ok := p.peIDs[k]; ok {
 		return s
 	}
-	s := peID(tds, size)
+	s := peID(tds, size, checksum)
 	if len(p.peIDs) < 1<<16 {
 		p.peIDs[k] = s
 	}
@@ -160,7 +171,36 @@ type modKey struct {
 	base uint64
 }
 
-func peID(tds uint32, size uint64) string { return fmt.Sprintf("pe:%08X%X", tds, size) }
+// peID formats a "pe:" identity: the symbol-server key (TimeDateStamp
+// and SizeOfImage), then "/" and the CheckSum when it is not 0.
+// It is built by hand, one allocation: fmt would box each number.
+func peID(tds uint32, size uint64, checksum uint32) string {
+	var buf [len("pe:") + 8 + 16 + 1 + 8]byte
+	b := appendHex(append(buf[:0], "pe:"...), uint64(tds), 8)
+	b = appendHex(b, size, 0)
+	if checksum != 0 {
+		b = appendHex(append(b, '/'), uint64(checksum), 8)
+	}
+	return string(b)
+}
+
+// appendHex appends v in upper-case hex, zero-padded to width digits.
+func appendHex(b []byte, v uint64, width int) []byte {
+	var d [16]byte
+	n := len(d)
+	for {
+		n--
+		d[n] = "0123456789ABCDEF"[v&0xf]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	for i := len(d) - n; i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d[n:]...)
+}
 
 // settleModules emits the held image and counts the identities left
 // without their image, once a record with a later timestamp than theirs
@@ -232,7 +272,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	p.flushModule()
 	pm := &p.pendMod
 	*pm = pendingModule{ts: r.Timestamp, has: true, known: known,
-		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}}
+		chk: imageCheck{tds: ev.TimeDateStamp, size: ev.ImageSize}, id: modIdentity{checksum: ev.Checksum}}
 	// The file name checks iotrace identities (none to check in a
 	// file's second pass without them) and names a module not known yet.
 	check := p.mode != modeReplay || len(p.own1) > 0
@@ -251,7 +291,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 			f.Name = p.dosPath(ntPath(name))
 		}
 		if ev.TimeDateStamp != 0 {
-			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize)
+			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize, ev.Checksum)
 		}
 	}
 	if p.mode == modeReplay {
@@ -306,6 +346,9 @@ func (p *Pipeline) mergeIdentity(dst, src *modIdentity) {
 		} else {
 			dst.hasPDB, dst.guid, dst.age, dst.pdbID = true, src.guid, src.age, src.pdbID
 		}
+	}
+	if dst.checksum == 0 {
+		dst.checksum = src.checksum
 	}
 	dst.base, dst.ts = src.base, src.ts
 }
@@ -364,7 +407,7 @@ const maxIdsBefore = 64
 // emitModule completes a module fact with its identity and emits it.
 func (p *Pipeline) emitModule(f *event.Fact, id *modIdentity) {
 	if f.Detail == "" && id.tds != 0 {
-		f.Detail = p.peID(id.tds, id.size)
+		f.Detail = p.peID(id.tds, id.size, id.checksum)
 	}
 	if id.hasPDB && id.pdbID != "" {
 		f.Image = id.pdbID
@@ -399,7 +442,7 @@ func (p *Pipeline) identityOf(r *record.Record, ev *kernel.Event) (modIdentity, 
 			}
 			return id, false
 		}
-		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size, own: true, pid: im.ProcessID, name: imageName(im.FileName)}
+		id = modIdentity{base: im.Base, tds: im.TimeDateStamp, size: im.Size, checksum: im.CheckSum, own: true, pid: im.ProcessID, name: imageName(im.FileName)}
 		if im.HasPDB() {
 			id.hasPDB, id.age, id.guid = true, im.Age, guidBytes(im.PdbGUID)
 			if im.PdbName != "" {
@@ -569,7 +612,7 @@ func (p *Pipeline) collectOwn(id *modIdentity) {
 	list := p.own1[k]
 	for i := range list {
 		c := &list[i].id
-		if c.tds == id.tds && c.size == id.size && c.name == id.name && c.hasPDB == id.hasPDB && c.guid == id.guid && c.age == id.age && c.pdbID == id.pdbID {
+		if c.tds == id.tds && c.size == id.size && c.checksum == id.checksum && c.name == id.name && c.hasPDB == id.hasPDB && c.guid == id.guid && c.age == id.age && c.pdbID == id.pdbID {
 			list[i].n++
 			return
 		}

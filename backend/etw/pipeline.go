@@ -73,6 +73,7 @@ const (
 	StatRecords             = "etw: records"
 	StatDecodeErrors        = "etw: records whose payload does not fit its layout (skipped)"
 	StatDiskIOs             = "etw: disk I/Os"
+	StatDiskFlushes         = "etw: disk flushes"
 	StatDiskResolved        = "etw: disk I/Os resolved to a path"
 	StatDiskUnresolved      = "etw: disk I/Os not resolved to a path"
 	StatDiskNoFile          = "etw: disk I/Os not resolved to a path (no FileKey)"
@@ -196,7 +197,7 @@ type Pipeline struct {
 	ids1         collectedIDs // identities a file's first pass collected (sortIdentities)
 	idConflicts1 uint64       // conflicts among them, counted when the second pass starts
 	pdbIDs       map[pdbKey]pdbEntry
-	peIDs        map[uint64]string
+	peIDs        map[peKey]string
 
 	// iotrace image identities a file's first pass collected, by
 	// process and base (modules.go).
@@ -237,7 +238,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		mainImg:  make(map[event.ProcessKey]*mainImage),
 		mods:     make(map[modKey]struct{}),
 		pdbIDs:   make(map[pdbKey]pdbEntry),
-		peIDs:    make(map[uint64]string),
+		peIDs:    make(map[peKey]string),
 		counts:   make(map[string]*counter),
 		qpcFreq:  opts.QPCFreq,
 	}

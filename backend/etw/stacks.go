@@ -41,6 +41,7 @@ import (
 const (
 	StatStacksFile        = "etw: file requests with a stack"
 	StatStacksDisk        = "etw: disk I/Os with a stack"
+	StatStacksFlush       = "etw: disk flushes with a stack"
 	StatStackRecords      = "etw: stack records joined to their event (StackWalk, extended data)"
 	StatStacksOther       = "etw: stack records of other events (process, thread, image…: not kept)"
 	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
@@ -1230,9 +1231,12 @@ func (p *Pipeline) setStack(e *event.Event, sp *stackParts) {
 			return
 		}
 	}
-	if e.Layer == event.LayerBlock {
+	switch {
+	case e.Layer == event.LayerBlock && e.Op == event.OpBlockFlush:
+		p.count(StatStacksFlush, event.CountInfo, 1)
+	case e.Layer == event.LayerBlock:
 		p.count(StatStacksDisk, event.CountInfo, 1)
-	} else {
+	default:
 		p.count(StatStacksFile, event.CountInfo, 1)
 	}
 	e.Stack = p.internStack(k, sp.user, flags)

@@ -66,7 +66,12 @@ func (s *synth) dbgID(ts int64, base uint64, pid uint32, guid [16]byte, age uint
 
 // imageV2 adds an Image event with a TimeDateStamp.
 func (s *synth) imageV2(ts int64, opcode uint8, pid uint32, base, size uint64, tds uint32, path string) {
-	b := buf{}.ptr(s.ptr, base).ptr(s.ptr, size).u32(pid).u32(0x1234).u32(tds).u32(0).ptr(s.ptr, base)
+	s.imageV2Sum(ts, opcode, pid, base, size, tds, 0x1234, path)
+}
+
+// imageV2Sum is imageV2 with the image's PE checksum.
+func (s *synth) imageV2Sum(ts int64, opcode uint8, pid uint32, base, size uint64, tds, checksum uint32, path string) {
+	b := buf{}.ptr(s.ptr, base).ptr(s.ptr, size).u32(pid).u32(checksum).u32(tds).u32(0).ptr(s.ptr, base)
 	b = b.u32(0).u32(0).u32(0).u32(0).wstr(path)
 	s.add(record.KindSystem, record.GroupImage, opcode, 2, ts, record.NoID, pid, 0, b)
 }
@@ -308,6 +313,12 @@ func TestModuleIdentity(t *testing.T) {
 	s.classic(4600, ownprovider.GUID, ownprovider.OpcodeMarker, ownprovider.Version, pidSvc, tidSvc, ownprovider.Marker("phase 2"))
 	s.imageV2(5000, 10, pidSvc, 0x7ff900000000, 0x1000, 0, `\Device\HarddiskVolume9\x.dll`)
 	s.imageV2(6000, 2, pidSvc, 0x7ff900000000, 0x1000, 0, `\Device\HarddiskVolume9\x.dll`)
+	// An image event without time stamp or checksum: both from iotrace's
+	// image record.
+	s.imageV2Sum(7000, 10, pidSvc, 0x7ffa00000000, 0x3000, 0, 0, `\Device\HarddiskVolume2\y.dll`)
+	s.classic(7000, ownprovider.GUID, ownprovider.OpcodeImage, ownprovider.Version, pidSvc, tidSvc,
+		(&ownprovider.Image{Base: 0x7ffa00000000, Size: 0x3000, ProcessID: pidSvc, TimeDateStamp: 0x5010AC4C, CheckSum: 0xabcdef,
+			FileName: `C:\y.dll`}).Encode())
 	out := runSynth(t, s)
 	var mods []event.Fact
 	for _, f := range out.facts {
@@ -315,19 +326,22 @@ func TestModuleIdentity(t *testing.T) {
 			mods = append(mods, f)
 		}
 	}
-	if len(mods) != 4 {
+	if len(mods) != 5 {
 		t.Fatalf("%d module facts: %+v", len(mods), mods)
 	}
 	k := mods[0]
 	if k.Pid != 0 || k.Handle != 0xfffff80021489000 || k.Size != 7634944 || !k.Rundown ||
 		k.Name != `C:\Windows\system32\ntoskrnl.exe` && !strings.HasSuffix(k.Name, `system32\ntoskrnl.exe`) ||
-		k.Detail != "pe:5010AC4B748000" || k.Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" {
+		k.Detail != "pe:5010AC4B748000/00001234" || k.Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" {
 		t.Errorf("kernel module %+v", k)
 	}
 	u := mods[1]
 	if u.Pid != pidSvc || u.Handle != 0x7ff700000000 || u.Rundown || u.Name != `C:\Windows\System32\svchost.exe` ||
-		u.Detail != "pe:5010AC4B20000" || u.Image != symbolize.PDBID("svchost.pdb", testGUID, 3) {
+		u.Detail != "pe:5010AC4B20000/00001234" || u.Image != symbolize.PDBID("svchost.pdb", testGUID, 3) {
 		t.Errorf("user module %+v", u)
+	}
+	if y := mods[4]; y.Name != `C:\y.dll` || y.Detail != "pe:5010AC4C3000/00ABCDEF" {
+		t.Errorf("module identified by iotrace's record %+v", y)
 	}
 	if x := mods[2]; x.Name != `E:\x.dll` || x.Image != "" || x.Detail != "" {
 		t.Errorf("module on the iotrace volume %+v", x)
@@ -366,7 +380,11 @@ func TestModuleIdentity(t *testing.T) {
 //     (the golden TraceEvent baseline shows the start of the GUID,
 //     "72482100-1c1c-4a03-a…", Age=2 and PDBFileName=ntkrnlmp.pdb);
 //     ImageSize 7,634,944 and TimeDateStamp 1,343,269,963 are in the
-//     baseline's ImageID and Image/DCStart lines;
+//     baseline's ImageID and Image/DCStart lines, and the checksum
+//     ImageChecksum=6,989,512 (0x6AA6C8) in the Image/DCStart line of
+//     ImageBase 0xfffff80021489000 (golden/perfview_win8_x64_kernel_
+//     diskio_fileio-names_clr_compressed.traceevent-baseline.txt, the
+//     line after the ImageID of OriginalFileName=ntkrnlmp.exe);
 //   - the stack records no event takes (6,933): every stack record
 //     (opcodes 32, 37, 38) has a record of its time and thread (or of its
 //     time, with no thread in the header) in the trace, found here over
@@ -383,7 +401,7 @@ func TestPerfViewStacks(t *testing.T) {
 		ts  int64
 		tid uint32
 	}
-	inits := map[key]bool{}
+	inits := map[key]bool{} // true: a flush (FlushInit, opcode 15)
 	stacked := map[key]bool{}
 	recs := map[key]bool{} // every record but stack walks
 	var walks []key        // the stack records' events'
@@ -399,7 +417,7 @@ func TestPerfViewStacks(t *testing.T) {
 				}
 			}
 		case rec.Group == record.GroupDiskIo && rec.Kind != record.KindClassic && (rec.Opcode == 12 || rec.Opcode == 13 || rec.Opcode == 15):
-			inits[key{rec.Timestamp, rec.ThreadID}] = true
+			inits[key{rec.Timestamp, rec.ThreadID}] = rec.Opcode == 15
 		case rec.Group == record.GroupStackWalk && rec.Kind != record.KindClassic && rec.Opcode >= 32 && rec.Opcode != 35 && rec.Opcode != 36 && len(rec.UserData) >= 16:
 			k := key{int64(binary.LittleEndian.Uint64(rec.UserData)), binary.LittleEndian.Uint32(rec.UserData[12:])}
 			stacked[k] = true
@@ -416,14 +434,21 @@ func TestPerfViewStacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diskStacks := 0
-	for k := range inits {
-		if stacked[k] {
+	diskStacks, flushStacks, flushes := 0, 0, 0
+	for k, flush := range inits {
+		if flush {
+			flushes++
+		}
+		switch {
+		case stacked[k] && flush:
+			flushStacks++
+		case stacked[k]:
 			diskStacks++
 		}
 	}
-	if extStacks != 562 || diskStacks != 1231 || len(inits) != 1231 {
-		t.Fatalf("independent scan: %d Kernel-File stacks, %d of %d disk Inits with a stack", extStacks, diskStacks, len(inits))
+	if extStacks != 562 || diskStacks+flushStacks != 1231 || len(inits) != 1231 || flushes != 2 || flushStacks != 2 {
+		t.Fatalf("independent scan: %d Kernel-File stacks, %d+%d of %d disk Inits (%d flushes) with a stack",
+			extStacks, diskStacks, flushStacks, len(inits), flushes)
 	}
 	orphans := 0
 	for _, k := range walks {
@@ -454,8 +479,13 @@ func TestPerfViewStacks(t *testing.T) {
 	if got := st.Get(event.CountInfo, StatStacksFile); got != uint64(extStacks) {
 		t.Errorf("file requests with a stack: %d, want %d", got, extStacks)
 	}
-	if got := st.Get(event.CountInfo, StatStacksDisk); got != uint64(diskStacks) {
-		t.Errorf("disk I/Os with a stack: %d, want %d", got, diskStacks)
+	// Reads and writes, and flushes, counted apart alike: as many with
+	// a stack as there are.
+	if got, n := st.Get(event.CountInfo, StatStacksDisk), st.Get(event.CountInfo, StatDiskIOs); got != uint64(diskStacks) || n != uint64(len(inits)-flushes) {
+		t.Errorf("disk I/Os with a stack: %d of %d, want %d of %d", got, n, diskStacks, len(inits)-flushes)
+	}
+	if got, n := st.Get(event.CountInfo, StatStacksFlush), st.Get(event.CountInfo, StatDiskFlushes); got != uint64(flushStacks) || n != uint64(flushes) {
+		t.Errorf("disk flushes with a stack: %d of %d, want %d of %d", got, n, flushStacks, flushes)
 	}
 	if got := st.Get(event.CountInfo, StatStacksNoEvent); got != 6933 {
 		t.Errorf("stack records no event took: %d, want 6933", got)
@@ -469,7 +499,7 @@ func TestPerfViewStacks(t *testing.T) {
 		}
 	}
 	if nt == nil || nt.Size != 7634944 || !strings.HasSuffix(strings.ToLower(nt.Name), `\ntoskrnl.exe`) ||
-		nt.Detail != "pe:5010AC4B748000" || nt.Image != symbolize.PDBID(pdb, guid, age) {
+		nt.Detail != "pe:5010AC4B748000/006AA6C8" || nt.Image != symbolize.PDBID(pdb, guid, age) {
 		t.Fatalf("ntoskrnl module %+v", nt)
 	}
 	// Every frame of the stacks is inside a known module or counted as
@@ -518,8 +548,8 @@ func TestPerfViewStacks(t *testing.T) {
 		outside += n
 		tab.Frames(e)
 	}
-	if withStack != extStacks+diskStacks {
-		t.Errorf("%d events with a stack, want %d", withStack, extStacks+diskStacks)
+	if withStack != extStacks+diskStacks+flushStacks {
+		t.Errorf("%d events with a stack, want %d", withStack, extStacks+diskStacks+flushStacks)
 	}
 	var counted uint64
 	var problems []string
@@ -603,8 +633,8 @@ func TestLiveIdentityAndStacks(t *testing.T) {
 		}
 	}
 	if len(mods) != 2 || mods[0].Image != "pdb:ntkrnlmp.pdb/724821001C1C4A03AED8C4C71C2E8D1D2" ||
-		mods[0].Detail != "pe:5010AC4B748000" || mods[1].Image != symbolize.PDBID("svchost.pdb", testGUID, 3) ||
-		mods[1].Detail != "pe:5010AC4B20000" || mods[1].Name != `C:\Windows\System32\svchost.exe` {
+		mods[0].Detail != "pe:5010AC4B748000/00001234" || mods[1].Image != symbolize.PDBID("svchost.pdb", testGUID, 3) ||
+		mods[1].Detail != "pe:5010AC4B20000/00001234" || mods[1].Name != `C:\Windows\System32\svchost.exe` {
 		t.Fatalf("modules %+v", mods)
 	}
 	reads := out.byNative("FileIo/Read")
@@ -919,5 +949,28 @@ func TestIdentityConflictCounted(t *testing.T) {
 		if f.Kind == event.FactModule && !f.End && f.Image != symbolize.PDBID("ntkrnlmp.pdb", testGUID, 2) {
 			t.Errorf("module %s: image %q, want the first record's PDB", f.Name, f.Image)
 		}
+	}
+}
+
+// TestPEID: the pe: identity is the symbol-server key (time stamp as 8
+// hex digits, size as few as it takes), then the checksum when not 0.
+func TestPEID(t *testing.T) {
+	for _, c := range []struct {
+		tds      uint32
+		size     uint64
+		checksum uint32
+		want     string
+	}{
+		{0x5010AC4B, 0x748000, 0x6AA6C8, "pe:5010AC4B748000/006AA6C8"},
+		{0x5010AC4B, 0x20000, 0, "pe:5010AC4B20000"},
+		{0xA, 0x0, 0xFFFFFFFF, "pe:0000000A0/FFFFFFFF"},
+		{0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 1, "pe:FFFFFFFFFFFFFFFFFFFFFFFF/00000001"},
+	} {
+		if got := peID(c.tds, c.size, c.checksum); got != c.want {
+			t.Errorf("peID(%#x, %#x, %#x) = %s, want %s", c.tds, c.size, c.checksum, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = peID(0x5010AC4B, 0x748000, 0x6AA6C8) }); n > 1 {
+		t.Errorf("peID: %v allocations, want 1", n)
 	}
 }

@@ -13,24 +13,11 @@ import (
 	"github.com/iotrace/iotrace/symbolize/peid"
 )
 
-// tool skips (or, in CI, fails) without a tool the test runs.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if testenv.Required() {
-			t.Fatalf("%s not installed (scripts/setup installs it)", name)
-		}
-		t.Skipf("%s not installed (scripts/setup installs it)", name)
-	}
-	return p
-}
-
 // build compiles testdata/modules.c for target (x86_64 or i686) into
 // an executable and its PDB, and returns both paths.
 func build(t *testing.T, arch string) (exe, pdb string) {
 	t.Helper()
-	clang, lld := tool(t, "clang"), tool(t, "lld-link")
+	clang, lld := testenv.Tool(t, "clang"), testenv.Tool(t, "lld-link")
 	dir := t.TempDir()
 	obj := filepath.Join(dir, "modules.obj")
 	exe, pdb = filepath.Join(dir, "modules.exe"), filepath.Join(dir, "modules.pdb")
@@ -67,7 +54,7 @@ func parseFile(t *testing.T, path string) *File {
 // virtual address.
 func pdbutilPublics(t *testing.T, pdb string) map[string]uint32 {
 	t.Helper()
-	pu := tool(t, "llvm-pdbutil")
+	pu := testenv.Tool(t, "llvm-pdbutil")
 	out, err := exec.Command(pu, "dump", "-publics", "-section-headers", pdb).CombinedOutput()
 	if err != nil {
 		t.Fatalf("llvm-pdbutil: %v\n%s", err, out)

@@ -14,19 +14,7 @@ func allKeys() []Key {
 		k := Key{Class: Class(pk >> 40), Code: uint16(pk >> 24), Version: uint16(pk >> 8), PtrSize: uint8(pk)}
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.Class != b.Class {
-			return a.Class < b.Class
-		}
-		if a.Code != b.Code {
-			return a.Code < b.Code
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.PtrSize < b.PtrSize
-	})
+	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 	return keys
 }
 
@@ -49,14 +37,64 @@ func recordFor(k Key, data []byte) *record.Record {
 	return r
 }
 
+// keyLess orders keys as allKeys lists them.
+func keyLess(a, b Key) bool {
+	if a.Class != b.Class {
+		return a.Class < b.Class
+	}
+	if a.Code != b.Code {
+		return a.Code < b.Code
+	}
+	if a.Version != b.Version {
+		return a.Version < b.Version
+	}
+	return a.PtrSize < b.PtrSize
+}
+
+// classOfData1 returns the class whose GUID begins with d1 (the GUIDs'
+// first 32 bits differ, see classByData1), or false.
+func classOfData1(d1 uint32) (Class, bool) {
+	for c := ClassEventTrace; c < numClasses; c++ {
+		if classGUID[c].Data1 == d1 {
+			return c, true
+		}
+	}
+	return ClassUnknown, false
+}
+
+// fuzzKey returns the decoder a fuzz input names: the class by the first
+// 32 bits of its GUID (guid1: stable, unlike the Class numbers or a
+// position in the table), the opcode or event id, the version and the
+// pointer size. A key with a decoder is taken as it is, whatever other
+// decoders are added; any other input lands on the next key in allKeys'
+// order (of a class picked by guid1 when guid1 names none), so that
+// mutations still reach every decoder.
+func fuzzKey(keys []Key, guid1 uint32, code, version uint16, ptr uint8) Key {
+	c, ok := classOfData1(guid1)
+	if !ok {
+		c = ClassEventTrace + Class(guid1%uint32(numClasses-ClassEventTrace))
+	}
+	want := Key{Class: c, Code: code, Version: version, PtrSize: ptr}
+	i := sort.Search(len(keys), func(i int) bool { return !keyLess(keys[i], want) })
+	if i == len(keys) {
+		i = 0
+	}
+	return keys[i]
+}
+
 // FuzzDecode runs every decoder on arbitrary payloads: it must never
-// panic, and decoded strings must lie inside the payload.
+// panic, and decoded strings must lie inside the payload. The input names
+// its decoder by class GUID (first 32 bits), code, version and pointer
+// size (fuzzKey), so the seeds in testdata/fuzz/FuzzDecode, named
+// CLASS_CODE_vVERSION_pPTRSIZE, keep reaching their decoder
+// (TestFuzzDecodeSeeds) when decoders are added; write-corpus rewrites
+// the seeds of real payloads (TestWriteFuzzDecodeSeeds).
 func FuzzDecode(f *testing.F) {
 	keys := allKeys()
-	f.Add(uint16(0), []byte{})
-	f.Add(uint16(7), make([]byte, 52))
-	f.Fuzz(func(t *testing.T, sel uint16, data []byte) {
-		k := keys[int(sel)%len(keys)]
+	f.Add(uint32(0), uint16(0), uint16(0), uint8(8), []byte{})
+	f.Add(classGUID[ClassDiskIo].Data1, uint16(10), uint16(3), uint8(8), make([]byte, 52))
+	f.Fuzz(func(t *testing.T, guid1 uint32, code, version uint16, ptr uint8, data []byte) {
+		k := fuzzKey(keys, guid1, code, version, ptr)
 		r := recordFor(k, data)
 		if got := KeyOf(r); got != k {
 			t.Fatalf("record for %v has key %v", k, got)
