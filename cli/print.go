@@ -78,7 +78,7 @@ as module+0xoffset, and the summary counts such frames by reason
 // damaged input prints what it holds intact; the others still print, and
 // the command fails at the end naming the damage.
 func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags, sf stackFlags) error {
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), paths...)
+	w, closeOut, err := openOutput(of.path, cmd.InOrStdin(), cmd.OutOrStdout(), paths...)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 		// The frames' counts reach the summary with the trailer.
 		sink = tab.Summary(sink)
 	}
-	if format != "text" || (of.path != "" && of.path != "-") {
+	if format != "text" || !isStdout(of.path) {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
 	prog := withProgress(sink, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())

@@ -127,7 +127,7 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if err != nil {
 		return err
 	}
-	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout(), rf.input, path)
+	out, closeOut, err := openOutput(rf.output, cmd.InOrStdin(), cmd.OutOrStdout(), rf.input, path)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	var runErr error
 	if live {
 		var cmdOut io.Writer
-		if rf.output == "" || rf.output == "-" {
+		if isStdout(rf.output) {
 			cmdOut = stderr // the script's output is on stdout
 		}
 		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
