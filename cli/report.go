@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
@@ -402,15 +403,11 @@ func writeResult(res *report.Result, f *reportFlags, stdout io.Writer) error {
 	return nil
 }
 
-// isTerminal reports whether w is a character device (a terminal or a
-// console).
+// isTerminal reports whether w is a terminal (or a console). Not any
+// character device: /dev/null is one, and output sent there is not seen.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // useColor reports whether to colour output to w: a terminal, and NO_COLOR
