@@ -320,9 +320,6 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		begun     bool
 		trailer   event.Trailer
 		sawEnd    bool
-		// the last trailer line's number and offset
-		trailerLine int
-		trailerOff  int64
 		rec       jsonRecord
 		ev        event.Event
 		fact      event.Fact
@@ -330,6 +327,11 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		readErr   error
 		sinkErr   error
 		damageErr error
+	)
+	// The last trailer line's number and byte offset.
+	var (
+		trailerLine int
+		trailerOff  int64
 	)
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: line %d at byte offset %d: %s", name, line, off, fmt.Sprintf(format, args...))
