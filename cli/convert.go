@@ -95,7 +95,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 	if len(traces) > 1 && (format == "iot" || format == "perfetto" || format == "parquet" || format == "pprof" || format == "folded") {
 		return fmt.Errorf("%s holds %d concatenated traces; a %s file holds one: convert to jsonl, csv or text, or split the input", in, len(traces), format)
 	}
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), in)
+	w, closeOut, err := openOutput(of.path, cmd.InOrStdin(), cmd.OutOrStdout(), in)
 	if err != nil {
 		return err
 	}
@@ -168,10 +168,10 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 
 // withProgress returns next wrapped in a progress line on stderr, as
 // report shows it (after a second, rewritten in place), when stderr is a
-// terminal that the output (path, or stdout for "" and "-") does not share;
+// terminal that the output (path, or stdout: isStdout) does not share;
 // else nil.
 func withProgress(next event.Sink, stderr io.Writer, path string, stdout io.Writer) *report.Progress {
-	if !isTerminal(stderr) || ((path == "" || path == "-") && isTerminal(stdout)) {
+	if !isTerminal(stderr) || (isStdout(path) && isTerminal(stdout)) {
 		return nil
 	}
 	return report.NewProgress(next, stderr, 0)

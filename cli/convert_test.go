@@ -221,25 +221,19 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-// TestConvertProgress: convert (and print -o) show report's progress line
-// on stderr when it is a terminal the output does not share.
-func TestConvertProgress(t *testing.T) {
-	tty, err := os.OpenFile("/dev/null", os.O_WRONLY, 0) // a character device, as a terminal is
+// TestNullIsNoTerminal: /dev/null is a character device, not a terminal:
+// output sent there is not seen, so it neither takes the terminal rule
+// nor keeps the progress line off stderr.
+func TestNullIsNoTerminal(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip(err)
 	}
-	defer tty.Close()
-	var buf bytes.Buffer
-	if withProgress(nil, tty, "out.jsonl", tty) == nil {
-		t.Errorf("no progress on a terminal while writing a file")
+	defer null.Close()
+	if isTerminal(null) || toTerminal("-", null) {
+		t.Errorf("%s taken for a terminal", os.DevNull)
 	}
-	if withProgress(nil, tty, "-", tty) != nil || withProgress(nil, tty, "", tty) != nil {
-		t.Errorf("progress on the terminal the output goes to")
-	}
-	if withProgress(nil, tty, "-", &buf) == nil {
-		t.Errorf("no progress on a terminal while stdout is piped")
-	}
-	if withProgress(nil, &buf, "out.jsonl", tty) != nil {
-		t.Errorf("progress on a stderr that is not a terminal")
+	if withProgress(nil, null, "out.jsonl", null) != nil {
+		t.Errorf("progress on a stderr that is %s", os.DevNull)
 	}
 }

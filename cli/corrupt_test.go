@@ -31,6 +31,30 @@ func printEvents(t *testing.T, dir, name string, data []byte) (int, int, string)
 	return strings.Count(out, `{"type":"event"`), code, errs
 }
 
+// checkDamageMessage checks that stderr says truthfully what the reader
+// did: read past damage at offset past (-1: none), saying whether events
+// were lost, and stopped reading at offset stop (-1: it did not stop).
+func checkDamageMessage(t *testing.T, what, errs string, past, stop int, lost bool) {
+	t.Helper()
+	if past >= 0 {
+		if !strings.Contains(errs, fmt.Sprintf("damaged at byte offset %d", past)) || !strings.Contains(errs, "read past: every intact event was written") {
+			t.Errorf("%s: stderr does not say the damage at %d was read past: %s", what, past, errs)
+		}
+		if none := strings.Contains(errs, "and none was lost"); none == lost {
+			t.Errorf("%s: stderr says none lost %v, want %v: %s", what, none, !lost, errs)
+		}
+	} else if strings.Contains(errs, "read past") {
+		t.Errorf("%s: stderr tells of damage read past: %s", what, errs)
+	}
+	if stop >= 0 {
+		if !strings.Contains(errs, fmt.Sprintf("reading stopped at byte offset %d: every event before it was written", stop)) {
+			t.Errorf("%s: stderr does not say reading stopped at %d: %s", what, stop, errs)
+		}
+	} else if strings.Contains(errs, "reading stopped") {
+		t.Errorf("%s: stderr says reading stopped, but it went on: %s", what, errs)
+	}
+}
+
 // iotChunks returns the offsets of the chunks of a well-formed .iot file
 // (docs/file-format.md: a file header, then chunks of a 16-byte header
 // whose bytes 8-11 are the payload length) and the file's end.
@@ -64,6 +88,7 @@ func TestCorruptIOT(t *testing.T) {
 		if code != 2 || n > total || !strings.Contains(errs, "offset") {
 			t.Errorf("cut at chunk %d (offset %d): %d events, exit %d: %s", k, chunks[k], n, code, errs)
 		}
+		checkDamageMessage(t, fmt.Sprintf("cut at chunk %d", k), errs, -1, chunks[k], true)
 		if k == last {
 			continue
 		}
@@ -75,11 +100,21 @@ func TestCorruptIOT(t *testing.T) {
 		if code != 2 || n < total-100 || n >= total || !strings.Contains(errs, fmt.Sprint(chunks[k])) {
 			t.Errorf("bit flip in chunk %d at %d: %d events of %d, exit %d: %s", k, chunks[k], n, total, code, errs)
 		}
+		checkDamageMessage(t, fmt.Sprintf("bit flip in chunk %d", k), errs, chunks[k], -1, true)
 		// Chunk k twice: nothing printed twice.
 		dup := append(append(append([]byte(nil), good[:chunks[k+1]]...), good[chunks[k]:chunks[k+1]]...), good[chunks[k+1]:]...)
 		n, code, errs = printEvents(t, dir, "dup.iot", dup)
 		if code != 2 || n != total {
 			t.Errorf("chunk %d duplicated: %d events of %d, exit %d: %s", k, n, total, code, errs)
+		}
+		checkDamageMessage(t, fmt.Sprintf("chunk %d duplicated", k), errs, chunks[k+1], -1, false)
+		if k == 2 {
+			// The summary counts the repeat, not as lost events.
+			out, _, _ := runIotrace(t, "print", filepath.Join(dir, "dup.iot"))
+			_, problems, _ := strings.Cut(out, "# PROBLEMS")
+			if strings.Contains(problems, "iotrace file") || !strings.Contains(out, fmt.Sprintf("iotrace file bytes skipped as damaged (no event lost): %d", chunks[k+1]-chunks[k])) {
+				t.Errorf("chunk %d duplicated: the summary counts it as lost, or not at all:\n%s", k, out[strings.LastIndex(out, "# counters"):])
+			}
 		}
 	}
 	// A stray trailer in the middle: every chunk after it prints too.
@@ -87,6 +122,8 @@ func TestCorruptIOT(t *testing.T) {
 	stray := append(append(append([]byte(nil), good[:chunks[3]]...), tl...), good[chunks[3]:]...)
 	if n, code, errs := printEvents(t, dir, "stray.iot", stray); code != 2 || n != total || !strings.Contains(errs, "trailer") {
 		t.Errorf("stray trailer: %d events of %d, exit %d: %s", n, total, code, errs)
+	} else {
+		checkDamageMessage(t, "stray trailer", errs, chunks[3], -1, false)
 	}
 }
 
@@ -124,12 +161,14 @@ func TestCorruptETL(t *testing.T) {
 			if code != 2 || n > total || !strings.Contains(errs, "buffer boundary") {
 				t.Errorf("%s cut at buffer %d: %d events, exit %d: %s", name, k, n, code, errs)
 			}
+			checkDamageMessage(t, fmt.Sprintf("%s cut at buffer %d", name, k), errs, -1, bufs[k], true)
 			// Buffer k twice: read once, reported.
 			dup := append(append(append([]byte(nil), good[:bufs[k+1]]...), good[bufs[k]:bufs[k+1]]...), good[bufs[k+1]:]...)
 			n, code, errs = printEvents(t, dir, "dup.etl", dup)
 			if code != 2 || n != total || !strings.Contains(errs, "duplicated buffer") {
 				t.Errorf("%s buffer %d duplicated: %d events of %d, exit %d: %s", name, k, n, total, code, errs)
 			}
+			checkDamageMessage(t, fmt.Sprintf("%s buffer %d duplicated", name, k), errs, bufs[k+1], -1, false)
 			// A flipped byte (ETL has no checksums: a flip in a payload can
 			// go unseen, but it must never crash the reader).
 			bad := bytes.Clone(good)
@@ -156,11 +195,15 @@ func TestCorruptJSONL(t *testing.T) {
 		if code != 2 || n > total || !strings.Contains(errs, "trailer") {
 			t.Errorf("cut at line %d: %d events, exit %d: %s", k, n, code, errs)
 		}
+		checkDamageMessage(t, fmt.Sprintf("cut at line %d", k), errs, -1, len(strings.Join(lines[:k], "")), true)
 		// Line k twice: reported, nothing printed twice.
 		dup := strings.Join(lines[:k+1], "") + lines[k] + strings.Join(lines[k+1:], "")
 		n, code, errs = printEvents(t, dir, "dup.jsonl", []byte(dup))
-		if strings.HasPrefix(lines[k], `{"type":"event"`) && (code != 2 || n != total || !strings.Contains(errs, fmt.Sprintf("line %d", k+2))) {
-			t.Errorf("line %d repeated: %d events of %d, exit %d: %s", k+1, n, total, code, errs)
+		if strings.HasPrefix(lines[k], `{"type":"event"`) {
+			if code != 2 || n != total || !strings.Contains(errs, fmt.Sprintf("line %d", k+2)) {
+				t.Errorf("line %d repeated: %d events of %d, exit %d: %s", k+1, n, total, code, errs)
+			}
+			checkDamageMessage(t, fmt.Sprintf("line %d repeated", k+1), errs, len(strings.Join(lines[:k+1], "")), -1, false)
 		}
 		// Line k cut in the middle: skipped, named, the rest prints.
 		cut := strings.Join(lines[:k], "") + lines[k][:len(lines[k])/2] + "\n" + strings.Join(lines[k+1:], "")
@@ -168,5 +211,18 @@ func TestCorruptJSONL(t *testing.T) {
 		if code != 2 || n < total-1 || !strings.Contains(errs, fmt.Sprintf("line %d", k+1)) {
 			t.Errorf("line %d cut: %d events of %d, exit %d: %s", k+1, n, total, code, errs)
 		}
+		if strings.HasPrefix(lines[k], `{"type":"event"`) {
+			checkDamageMessage(t, fmt.Sprintf("line %d cut", k+1), errs, len(strings.Join(lines[:k], "")), -1, true)
+		}
 	}
+	// A trailer line in the middle (issue #17's audit: line 602 of 1551
+	// stopped the reading): read past, named, every event prints.
+	k := len(lines) * 2 / 5
+	trailer := lines[len(lines)-2]
+	stray := strings.Join(lines[:k], "") + trailer + strings.Join(lines[k:], "")
+	n, code, errs := printEvents(t, dir, "stray.jsonl", []byte(stray))
+	if code != 2 || n != total || !strings.Contains(errs, fmt.Sprintf("line %d at byte offset %d: a trailer before the end", k+1, len(strings.Join(lines[:k], "")))) {
+		t.Errorf("stray trailer at line %d: %d events of %d, exit %d: %s", k+1, n, total, code, errs)
+	}
+	checkDamageMessage(t, "stray trailer", errs, len(strings.Join(lines[:k], "")), -1, false)
 }

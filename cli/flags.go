@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -118,7 +120,7 @@ func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([
 // extension, else def. It checks the result is one of valid.
 func formatFor(flag, path, def string, valid []string) (string, error) {
 	f := strings.ToLower(flag)
-	if f == "" && path != "" && path != "-" {
+	if f == "" && !isStdout(path) {
 		f = formatForExt(path)
 		// .json is Perfetto's trace-event JSON where the command writes
 		// it (convert), jsonl elsewhere.
@@ -157,17 +159,18 @@ func formatForExt(path string) string {
 	return output.FormatForPath(path)
 }
 
-// openOutput returns the writer for path ("" or "-" is stdout) and a
-// function that finishes it: the file is created by internal/outfile's
-// rule (never one of inputs, never through a symlink, 0600, written to a
+// openOutput returns the writer for path (standard output when
+// isStdout(path)) and a function that finishes it: the file is created by
+// internal/outfile's rule (never one of inputs, nor the file on stdin
+// when an input is "-"; never through a symlink, 0600, written to a
 // temporary file) and finish(true) renames it into place, reporting any
 // write error; finish(false), or any write error, removes it and leaves
 // what was at path.
 //
 // A failed write makes finish return a *writeError, which a command
 // reports (exit 1) rather than the reading error it caused.
-func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
-	if path == "" || path == "-" {
+func openOutput(path string, stdin io.Reader, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
+	if isStdout(path) {
 		w := &errWriter{w: stdout}
 		return w, func(bool) error {
 			if w.err != nil {
@@ -176,7 +179,7 @@ func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, fun
 			return nil
 		}, nil
 	}
-	f, err := outfile.Create(path, inputs...)
+	f, err := outfile.CreateReading(path, stdinFile(stdin, inputs), inputs...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,6 +197,30 @@ func openOutput(path string, stdout io.Writer, inputs ...string) (io.Writer, fun
 		}
 		return nil
 	}, nil
+}
+
+// isStdout reports whether an output path names standard output: "" (no
+// -o), "-", or /dev/stdout (a symbolic link, which outfile would refuse,
+// to the descriptor the command already holds).
+func isStdout(path string) bool {
+	return path == "" || path == "-" || (runtime.GOOS != "windows" && path == "/dev/stdout")
+}
+
+// stdinFile describes the file on standard input when one of inputs is
+// "-" and stdin is a file, so that the output cannot be it; else nil.
+func stdinFile(stdin io.Reader, inputs []string) fs.FileInfo {
+	if !slices.Contains(inputs, "-") {
+		return nil
+	}
+	f, ok := stdin.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // writeError is a failure to write the output: the input may be intact.

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -41,6 +43,76 @@ func TestOutputNeverOverInput(t *testing.T) {
 		if got, _ := os.ReadFile(in); string(got) != string(orig) {
 			t.Fatalf("%v changed the input (%d bytes, was %d)", args, len(got), len(orig))
 		}
+	}
+}
+
+// TestOutputNeverOverStdin: standard input counts as an input: an output
+// that is the file on stdin is refused, the file left intact. Another
+// file, or a pipe, on stdin does not stop the output.
+func TestOutputNeverOverStdin(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	orig, _ := os.ReadFile(in)
+	dir := testenv.TempDir(t)
+	script := filepath.Join(dir, "s.star")
+	os.WriteFile(script, []byte("def on_event(e):\n    pass\n"), 0o600)
+	run := func(stdinPath string, args ...string) (string, int) {
+		t.Helper()
+		f, err := os.Open(stdinPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, f, &out, &errb)
+		return errb.String(), code
+	}
+	for _, c := range []struct {
+		stdin string
+		args  []string
+	}{
+		{in, []string{"convert", "-", "-o", in, "-f", "jsonl"}},
+		{in, []string{"print", "-", "-f", "text", "-o", in}},
+		{in, []string{"run", script, "--input", "-", "-o", in}},
+		{in, []string{"report", "-", "--heatmap", in}},
+		{script, []string{"run", "-", "--input", in, "-o", script}},
+	} {
+		errOut, code := run(c.stdin, c.args...)
+		if code == 0 || !strings.Contains(errOut, "same file as the input - (standard input)") {
+			t.Errorf("%v < %s: exit %d, stderr %q; want refused", c.args, filepath.Base(c.stdin), code, errOut)
+		}
+		if got, _ := os.ReadFile(in); string(got) != string(orig) {
+			t.Fatalf("%v changed the input (%d bytes, was %d)", c.args, len(got), len(orig))
+		}
+	}
+	// Another file: written, as from the named input.
+	other, named := filepath.Join(dir, "other.jsonl"), filepath.Join(dir, "named.jsonl")
+	if errOut, code := run(in, "convert", "-", "-o", other, "-f", "jsonl"); code != 0 {
+		t.Errorf("convert - -o another file: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "convert", in, "-o", named, "-f", "jsonl"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errOut)
+	}
+	got, _ := os.ReadFile(other)
+	want, _ := os.ReadFile(named)
+	if len(want) == 0 || string(got) != string(want) {
+		t.Errorf("convert - -o another file wrote %d bytes, want the %d of the named input's", len(got), len(want))
+	}
+}
+
+// TestOutputDevStdout: -o /dev/stdout is standard output, as -o - is,
+// though /dev/stdout is a symbolic link, which -o refuses elsewhere.
+func TestOutputDevStdout(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/stdout")
+	}
+	in := writeJSONL(t, resolvedTrace("linux"))
+	want, errOut, code := runCLI(t, "print", in, "-f", "jsonl", "-o", "-")
+	if code != 0 {
+		t.Fatalf("print -o -: exit %d: %s", code, errOut)
+	}
+	got, errOut, code := runCLI(t, "print", in, "-f", "jsonl", "-o", "/dev/stdout")
+	if code != 0 || got != want {
+		t.Errorf("print -o /dev/stdout: exit %d, %d bytes on stdout (want %d): %s", code, len(got), len(want), errOut)
 	}
 }
 

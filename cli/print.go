@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/timeorder"
-	"github.com/iotrace/iotrace/tracefile"
 )
 
 func newPrintCmd() *cobra.Command {
@@ -78,7 +78,7 @@ as module+0xoffset, and the summary counts such frames by reason
 // damaged input prints what it holds intact; the others still print, and
 // the command fails at the end naming the damage.
 func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Options, of outputFlags, sf stackFlags) error {
-	w, closeOut, err := openOutput(of.path, cmd.OutOrStdout(), paths...)
+	w, closeOut, err := openOutput(of.path, cmd.InOrStdin(), cmd.OutOrStdout(), paths...)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,10 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 				return err
 			}
 			if runErr != nil {
-				damaged = append(damaged, fmt.Errorf("%s: %w", name, runErr))
+				if len(traces) > 1 || !strings.HasPrefix(runErr.Error(), path+": ") {
+					runErr = fmt.Errorf("%s: %w", name, runErr)
+				}
+				damaged = append(damaged, runErr)
 			}
 		}
 		closeAll(traces)
@@ -135,7 +138,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 		// The frames' counts reach the summary with the trailer.
 		sink = tab.Summary(sink)
 	}
-	if format != "text" || (of.path != "" && of.path != "-") {
+	if format != "text" || !isStdout(of.path) {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
 	prog := withProgress(sink, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
@@ -176,16 +179,29 @@ func damaged(ctx context.Context, err error) error {
 }
 
 // readError marks an error from reading a trace: the output holds every
-// event before it; exit code 2 tells scripts the input was damaged.
+// event before it; exit code 2 tells scripts the input was damaged. The
+// message says what the reader did: damage skipped and read past (every
+// intact event written, whether any was lost), or reading stopped.
 func readError(err error) error {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return err
 	}
-	var de *tracefile.DamageError
-	if errors.As(err, &de) {
-		// The .iot reader skips damaged regions and reads on: say so.
-		return &ExitError{Code: 2, Err: fmt.Errorf("the input is damaged: every intact event was written, the events in the damaged regions were not: %w", err)}
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 1 {
+		// Several damaged inputs (print): each said for itself.
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, describeDamage(e))
+		}
+		return &ExitError{Code: 2, Err: errors.Join(errs...)}
 	}
-	return &ExitError{Code: 2, Err: fmt.Errorf("reading stopped; every event before this point was written: %w", err)}
+	return &ExitError{Code: 2, Err: describeDamage(err)}
+}
+
+// describeDamage prefixes a reading error with what the reader did.
+func describeDamage(err error) error {
+	if s, ok := summarize(err); ok {
+		return fmt.Errorf("the input is damaged: %s: %w", s.message(), err)
+	}
+	return fmt.Errorf("reading stopped; every event before this point was written: %w", err)
 }

@@ -105,7 +105,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 			if err != nil {
 				return err
 			}
-			if path == "" || path == "-" {
+			if isStdout(path) {
 				return fmt.Errorf("record needs an output file: -o FILE.iot")
 			}
 			toETL := strings.HasSuffix(strings.ToLower(path), ".etl")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
@@ -132,7 +133,7 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 	if len(command) > 0 {
 		opts.FollowChildren = true
 	}
-	hm, err := createHeatmap(f)
+	hm, err := createHeatmap(f, nil)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Re
 	if len(traces) == 1 {
 		// The heatmap file is checked (not the input, not a link) before
 		// the trace is read.
-		hm, err := createHeatmap(f, paths[0])
+		hm, err := createHeatmap(f, stdin, paths[0])
 		if err != nil {
 			return err
 		}
@@ -352,11 +353,12 @@ func expandInputs(args []string) ([]string, error) {
 }
 
 // createHeatmap starts the --heatmap file, if any (nil without one).
-func createHeatmap(f *reportFlags, inputs ...string) (*outfile.File, error) {
+// stdin is standard input, an input when one of inputs is "-".
+func createHeatmap(f *reportFlags, stdin io.Reader, inputs ...string) (*outfile.File, error) {
 	if f.heatmap == "" {
 		return nil, nil
 	}
-	out, err := outfile.Create(f.heatmap, inputs...)
+	out, err := outfile.CreateReading(f.heatmap, stdinFile(stdin, inputs), inputs...)
 	if err != nil {
 		return nil, fmt.Errorf("heatmap: %w", err)
 	}
@@ -401,15 +403,11 @@ func writeResult(res *report.Result, f *reportFlags, stdout io.Writer) error {
 	return nil
 }
 
-// isTerminal reports whether w is a character device (a terminal or a
-// console).
+// isTerminal reports whether w is a terminal (or a console). Not any
+// character device: /dev/null is one, and output sent there is not seen.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // useColor reports whether to colour output to w: a terminal, and NO_COLOR
@@ -428,11 +426,11 @@ func (s filteredSource) Run(ctx context.Context, sink event.Sink) error {
 	return s.in.Run(ctx, s.flt.Sink(sink))
 }
 
-// toTerminal reports whether an output to path ("" and "-" are stdout)
+// toTerminal reports whether an output to path (isStdout: standard output)
 // goes to a terminal, where names from the traced system are shown by the
 // terminal rule (internal/termesc) in every format meant for people.
 func toTerminal(path string, stdout io.Writer) bool {
-	return (path == "" || path == "-") && isTerminal(stdout)
+	return isStdout(path) && isTerminal(stdout)
 }
 
 // jsonOnTerminal returns w, through the terminal rule (internal/termesc)

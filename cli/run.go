@@ -127,7 +127,18 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if err != nil {
 		return err
 	}
-	out, closeOut, err := openOutput(rf.output, cmd.OutOrStdout(), rf.input, path)
+	live := rf.input == ""
+	var in input.Reader
+	if !live {
+		// A missing or unrecognized input is an error (exit 1), found
+		// before the script runs or its output is created; damage
+		// inside a recognized one is found while reading (exit 2).
+		if in, err = input.OpenFrom(rf.input, cmd.InOrStdin()); err != nil {
+			return err
+		}
+		defer in.Close()
+	}
+	out, closeOut, err := openOutput(rf.output, cmd.InOrStdin(), cmd.OutOrStdout(), rf.input, path)
 	if err != nil {
 		return err
 	}
@@ -145,7 +156,6 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	live := rf.input == ""
 	s, err := script.Load(path, src, script.Options{
 		MaxMemory: uint64(maxMem),
 		Stdout:    out,
@@ -168,12 +178,12 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	var runErr error
 	if live {
 		var cmdOut io.Writer
-		if rf.output == "" || rf.output == "-" {
+		if isStdout(rf.output) {
 			cmdOut = stderr // the script's output is on stdout
 		}
 		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
 	} else {
-		runErr = runScriptInput(ctx, rf.input, cmd.InOrStdin(), sink)
+		runErr = in.Run(ctx, sink)
 	}
 	// on_end runs here if the source stopped without ending the trace.
 	closeErr := s.Close()
@@ -188,23 +198,8 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	if rf.verbose {
 		fmt.Fprintf(stderr, "iotrace run: %d events, %d passed the filter\n", s.Seen(), s.Matched())
 	}
-	if serr := s.Err(); serr != nil {
-		// The script failed (maybe in a timer while no event came):
-		// that is the error to report, whatever the source said.
-		runErr = serr
-	}
-	if runErr != nil && !errors.Is(runErr, script.ErrExit) {
-		var re *script.RuntimeError
-		switch {
-		case errors.As(runErr, &re):
-			return re
-		case errors.Is(runErr, context.Canceled) && cmd.Context().Err() != nil:
-			// Ctrl-C: like SystemTap, on_end has printed the results.
-		case live:
-			return runErr
-		default:
-			return readError(runErr)
-		}
+	if err := runOutcome(cmd.Context(), runErr, s.Err(), live, rf.output); err != nil {
+		return err
 	}
 	if closeErr != nil {
 		return closeErr
@@ -215,14 +210,40 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 	return nil
 }
 
-// runScriptInput plays a recorded trace into the script.
-func runScriptInput(ctx context.Context, path string, stdin io.Reader, sink event.Sink) error {
-	r, err := input.OpenFrom(path, stdin)
-	if err != nil {
-		return err
+// runOutcome turns how a run ended into the command's error. scriptErr,
+// the script's own failure (a runtime error, the memory limit; maybe in a
+// timer while no event came), is the error to report whatever the source
+// said, and is a script error (exit 1). Else runErr, the source's: an
+// interruption by the user (ctx done) is no error, a live backend's
+// failure is exit 1, a recorded trace's damage exit 2. output is the -o
+// path, to say where what the script printed went.
+func runOutcome(ctx context.Context, runErr, scriptErr error, live bool, output string) error {
+	if scriptErr != nil {
+		runErr = scriptErr
 	}
-	defer r.Close()
-	return r.Run(ctx, sink)
+	if runErr == nil || errors.Is(runErr, script.ErrExit) {
+		return nil
+	}
+	var (
+		re *script.RuntimeError
+		me *script.MemoryLimitError
+	)
+	switch {
+	case errors.As(runErr, &re):
+		return re
+	case errors.As(runErr, &me):
+		where := "standard output"
+		if !isStdout(output) {
+			where = output
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%w (what the script printed before it was stopped, and on_end's output if it ran, went to %s)", me, where)}
+	case errors.Is(runErr, context.Canceled) && ctx.Err() != nil:
+		// Ctrl-C: like SystemTap, on_end has printed the results.
+		return nil
+	case live:
+		return runErr
+	}
+	return readError(runErr)
 }
 
 // runScriptLive traces this machine into the script (runLiveTo picks the

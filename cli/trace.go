@@ -47,7 +47,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if err != nil {
 				return err
 			}
-			w, closeOut, err := openOutput(out.path, cmd.OutOrStdout())
+			w, closeOut, err := openOutput(out.path, nil, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			}
 			finish := commandStatus(&opts)
 			stderr := cmd.ErrOrStderr()
-			if out.path == "" || out.path == "-" {
+			if isStdout(out.path) {
 				// The trace is on stdout: the command's own output goes
 				// to stderr, as it would beside strace's trace, so that
 				// "trace -f jsonl -- CMD | jq" reads only the trace.

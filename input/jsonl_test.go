@@ -164,8 +164,11 @@ func TestJSONLDamageCountedOnce(t *testing.T) {
 	if !strings.Contains(msg, "line "+strconv.Itoa(damagedAt)+" ") || !strings.Contains(msg, "and 2 more damaged lines") {
 		t.Errorf("error %q: want line %d named and 2 more damaged lines", msg, damagedAt)
 	}
-	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged or repeated (skipped)"); n != 3 {
-		t.Errorf("%d damaged lines counted, want 3", n)
+	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 2 {
+		t.Errorf("%d damaged lines counted, want 2", n)
+	}
+	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)"); n != 1 {
+		t.Errorf("%d repeated lines counted, want 1", n)
 	}
 	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) {
 		t.Errorf("%d events, %d facts read; want %d, %d", len(got.Events), len(got.Facts), len(want.Events), len(want.Facts))

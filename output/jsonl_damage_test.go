@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -46,8 +47,61 @@ func TestJSONLDamagedLinesSkipped(t *testing.T) {
 	if len(got.Events) != len(tr.Events) || !got.Ended {
 		t.Errorf("%d events read of %d (ended %v)", len(got.Events), len(tr.Events), got.Ended)
 	}
-	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged or repeated (skipped)"); n != 2 {
-		t.Errorf("trailer counts %d damaged lines, want 2", n)
+	// The cut line may have held an event: lost. The repeated one holds
+	// nothing that was not read: counted, not as lost.
+	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 1 {
+		t.Errorf("trailer counts %d damaged lines lost, want 1", n)
+	}
+	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)"); n != 1 {
+		t.Errorf("trailer counts %d repeated lines, want 1", n)
+	}
+	var de *JSONLDamageError
+	if !errors.As(err, &de) || de.Stop != nil || de.Count != 2 || de.Lost != 1 || len(de.Skipped) != 2 || !de.Skipped[0].Lossless ||
+		de.Skipped[0].Line != a+2 || de.Skipped[1].Line != b+3 || de.Bytes != int64(len(lines[a])+len(out[b+2])) {
+		t.Errorf("error %#v: want the two lines read past, the first a repeat", err)
+	}
+}
+
+// TestJSONLStrayTrailer: a trailer line in the middle of a trace (lines
+// spliced) does not end it: the lines after it are read, the stray
+// trailer is damage that cost nothing, the last trailer's counts are
+// kept; a second header after a trailer still stops the reading.
+func TestJSONLStrayTrailer(t *testing.T) {
+	tr := synth.Trace(synth.Options{Seed: 9, Events: 1200})
+	var buf bytes.Buffer
+	if err := tr.Replay(NewJSONL(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	trailer := lines[len(lines)-1]
+	at := len(lines) * 2 / 5
+	var out []string
+	out = append(out, lines[:at]...)
+	out = append(out, trailer+"\n")
+	out = append(out, lines[at:]...)
+	data := strings.Join(out, "")
+	rec := synth.NewRecorder()
+	err := ReadJSONL(context.Background(), strings.NewReader(data), "t.jsonl", rec)
+	var de *JSONLDamageError
+	if !errors.As(err, &de) || de.Stop != nil || de.Count != 1 || de.Lost != 0 || de.Skipped[0].Line != at+1 ||
+		de.Skipped[0].Offset != int64(len(strings.Join(lines[:at], ""))) || !strings.Contains(err.Error(), "a trailer before the end of the trace") {
+		t.Fatalf("err %v, want the stray trailer on line %d read past", err, at+1)
+	}
+	got := rec.Trace()
+	if len(got.Events) != len(tr.Events) || !got.Ended {
+		t.Errorf("%d events read of %d (ended %v)", len(got.Events), len(tr.Events), got.Ended)
+	}
+	if got.Trailer.End != tr.Trailer.End || got.Trailer.Stats.Total(event.CountLost) != tr.Trailer.Stats.Total(event.CountLost) {
+		t.Errorf("trailer %+v, want the source's %+v", got.Trailer, tr.Trailer)
+	}
+	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)"); n != 1 {
+		t.Errorf("%d stray trailers counted, want 1", n)
+	}
+	// Another trace's header after the trailer stops reading.
+	rec = synth.NewRecorder()
+	err = ReadJSONL(context.Background(), strings.NewReader(buf.String()+lines[0]), "t.jsonl", rec)
+	if !errors.As(err, &de) || de.Stop == nil || !strings.Contains(err.Error(), "data after the trailer") {
+		t.Errorf("a second header after the trailer: %v", err)
 	}
 }
 

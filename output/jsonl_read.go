@@ -349,21 +349,41 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		sinkErr   error
 		damageErr error
 	)
+	// The last trailer line's number and byte offset.
+	var (
+		trailerLine int
+		trailerOff  int64
+	)
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: line %d at byte offset %d: %s", name, line, off, fmt.Sprintf(format, args...))
 	}
 	// A damaged line (bad JSON, a bad field, a repeated event) is skipped
-	// and counted; reading goes on.
+	// and counted, a trailer before the end of the trace read past;
+	// reading goes on.
 	var (
-		bad      int
-		firstBad error
-		ids      recentIDs
+		raw     []byte
+		damage  JSONLDamageError
+		repeats int
+		strays  int
+		ids     recentIDs
 	)
-	badLine := func(err error) {
-		if bad == 0 {
-			firstBad = err
+	readPast := func(d JSONLDamage) {
+		if len(damage.Skipped) < maxListedDamage {
+			damage.Skipped = append(damage.Skipped, d)
 		}
-		bad++
+		damage.Count++
+		damage.Bytes += d.Bytes
+		if !d.Lossless {
+			damage.Lost++
+		}
+	}
+	badLine := func(err error) {
+		var r repeatedLine
+		lossless := errors.As(err, &r)
+		if lossless {
+			repeats++
+		}
+		readPast(JSONLDamage{Line: line, Offset: off, Bytes: int64(len(raw)), Lossless: lossless, Err: err})
 	}
 	// accept delivers a decoded event unless its id was just seen.
 	accept := func(ev *event.Event) error {
@@ -371,7 +391,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			return nil
 		}
 		if first, dup := ids.seen(ev.ID, line); dup {
-			return fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)
+			return repeatedLine{fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)}
 		}
 		if end := ev.End(); end > lastEnd {
 			lastEnd = end
@@ -386,7 +406,8 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				break
 			}
 		}
-		raw, err := src.next()
+		var err error
+		raw, err = src.next()
 		if len(raw) == 0 && err != nil {
 			if !errors.Is(err, io.EOF) {
 				readErr = fmt.Errorf("%s: read at byte offset %d: %w", name, off, err)
@@ -400,8 +421,18 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			continue
 		}
 		if sawEnd {
-			damageErr = fail("data after the trailer")
-			break
+			if bytes.HasPrefix(text, []byte(JSONLMagic)) {
+				// Another trace (concatenated): OpenAll reads it as one.
+				damageErr = fail("data after the trailer: another trace's header")
+				break
+			}
+			// A trailer before the end of the trace (lines spliced, a
+			// writer's bug): the lines after it are read; the last
+			// trailer's counts are kept.
+			strays++
+			readPast(JSONLDamage{Line: trailerLine, Offset: trailerOff, Lossless: true,
+				Err: fmt.Errorf("%s: line %d at byte offset %d: a trailer before the end of the trace (the lines after it are read, the last trailer's counts kept)", name, trailerLine, trailerOff)})
+			sawEnd = false
 		}
 		if !begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
 			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
@@ -489,7 +520,8 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			}
 			sinkErr = sink.Fact(&fact)
 		case "trailer":
-			trailer.End = rec.End
+			trailer = event.Trailer{End: rec.End}
+			trailerLine, trailerOff = line, off
 			for _, c := range rec.Counters {
 				k, err := parseCounterKind(c.Kind)
 				if err != nil {
@@ -522,14 +554,14 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			break // EOF after a last line without '\n'
 		}
 	}
-	if bad > 0 {
-		trailer.Stats.Add(event.CountLost, "jsonl lines damaged or repeated (skipped)", uint64(bad))
-		if damageErr == nil {
-			damageErr = firstBad
-			if bad > 1 {
-				damageErr = fmt.Errorf("%w (and %d more damaged lines, skipped; every intact line was read)", firstBad, bad-1)
-			}
-		}
+	if damage.Lost > 0 {
+		trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(damage.Lost))
+	}
+	if repeats > 0 {
+		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)", uint64(repeats))
+	}
+	if strays > 0 {
+		trailer.Stats.Add(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)", uint64(strays))
 	}
 	if sinkErr != nil {
 		return sinkErr
@@ -543,20 +575,34 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		}
 		return fmt.Errorf("%s: empty jsonl trace (no header)", name)
 	}
+	stopLine := line
 	if !sawEnd {
-		trailer.End = lastEnd
+		// Without a trailer at the end, a stray one's counts are kept.
+		trailer.End = max(trailer.End, lastEnd)
 		if damageErr == nil && readErr == nil {
 			damageErr = fmt.Errorf("%s: ends at byte offset %d without a trailer (truncated?)", name, off)
+			stopLine = 0
 		}
 	}
 	if err := sink.End(&trailer); err != nil {
 		return err
 	}
-	if damageErr != nil {
-		return damageErr
+	switch {
+	case damageErr != nil:
+		damage.Stop = &JSONLDamage{Line: stopLine, Offset: off, Err: damageErr}
+	case damage.Count == 0:
+		return readErr
+	case readErr != nil:
+		damage.Stop = &JSONLDamage{Offset: off, Err: readErr}
 	}
-	return readErr
+	return &damage
 }
+
+// repeatedLine is the error of a line that repeats an event already read:
+// damage, but nothing is missing for it.
+type repeatedLine struct{ error }
+
+func (r repeatedLine) Unwrap() error { return r.error }
 
 func parseCounterKind(s string) (event.CounterKind, error) {
 	for k := event.CountInfo; k <= event.CountDropped; k++ {

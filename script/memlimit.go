@@ -84,8 +84,11 @@ func (w *memWatch) run() {
 }
 
 func (w *memWatch) message() string {
-	return fmt.Sprintf("memory limit exceeded: the script's data grew the heap by %s, past its limit of %s; raise it with --max-memory",
-		fmtSize(w.heap.Load()-w.base), fmtSize(w.limit))
+	return w.error().limitMessage()
+}
+
+func (w *memWatch) error() *MemoryLimitError {
+	return &MemoryLimitError{Limit: w.limit, Grown: w.heap.Load() - w.base}
 }
 
 // err returns the limit's error once it was passed, else nil.
@@ -93,7 +96,25 @@ func (w *memWatch) err() error {
 	if w == nil || !w.over.Load() {
 		return nil
 	}
-	return fmt.Errorf("script stopped: %s", w.message())
+	return w.error()
+}
+
+// MemoryLimitError is the error of a script stopped because its data
+// grew the heap past Options.MaxMemory: a failure of the script, not of
+// its input.
+type MemoryLimitError struct {
+	// Limit is Options.MaxMemory, Grown how much the heap had grown when
+	// the script was stopped (bytes).
+	Limit, Grown uint64
+}
+
+func (e *MemoryLimitError) Error() string {
+	return "script stopped: " + e.limitMessage()
+}
+
+func (e *MemoryLimitError) limitMessage() string {
+	return fmt.Sprintf("memory limit exceeded: the script's data grew the heap by %s, past its limit of %s; raise it with --max-memory",
+		fmtSize(e.Grown), fmtSize(e.Limit))
 }
 
 func (w *memWatch) close() {

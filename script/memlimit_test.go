@@ -2,6 +2,7 @@ package script
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -52,6 +53,10 @@ func TestMemoryLimitStopsHostileScripts(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "memory limit exceeded") || !strings.Contains(err.Error(), "--max-memory") {
 			t.Errorf("%s: took %d events, err %v; want the memory limit's error", c.name, took, err)
 			continue
+		}
+		var me *MemoryLimitError
+		if !errors.As(err, &me) || me.Limit != limit || me.Grown < limit {
+			t.Errorf("%s: %v is not a *MemoryLimitError past %d bytes", c.name, err, limit)
 		}
 		if took >= c.events {
 			t.Errorf("%s: stopped only after every event", c.name)

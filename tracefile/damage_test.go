@@ -252,6 +252,9 @@ func TestCutShortWithoutTrailer(t *testing.T) {
 	if got.Trailer.End != want.Events[len(want.Events)-1].End() && got.Trailer.End < want.Events[0].Time {
 		t.Errorf("made-up trailer end %d", got.Trailer.End)
 	}
+	if !de.End || de.NoneLost {
+		t.Errorf("a file cut short: End %v NoneLost %v, want reading stopped there, losses unknown", de.End, de.NoneLost)
+	}
 }
 
 func must(t testing.TB, err error) {
@@ -320,6 +323,9 @@ func testDamageInTheMiddleResumes(t *testing.T, version int) {
 	if got.Trailer.Stats.Get(event.CountLost, "iotrace file bytes skipped as damaged") != uint64(chunks[6].off-chunks[3].off) {
 		t.Errorf("skipped bytes: %+v", got.Trailer.Stats)
 	}
+	if de.End || de.NoneLost || de.Lossless {
+		t.Errorf("damage in the middle: %+v NoneLost %v, want read on past it, events lost", de.Damage, de.NoneLost)
+	}
 }
 
 func TestDuplicatedChunk(t *testing.T) { eachVersion(t, testDuplicatedChunk) }
@@ -342,6 +348,17 @@ func testDuplicatedChunk(t *testing.T, version int) {
 	}
 	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) {
 		t.Errorf("%d events, %d facts; want %d, %d (nothing twice)", len(got.Events), len(got.Facts), len(want.Events), len(want.Facts))
+	}
+	// Nothing was lost: the repeat is damage, counted, but not as lost
+	// events, and the reader read on.
+	if !de.NoneLost || !de.Lossless || de.End || len(de.More) != 0 {
+		t.Errorf("damage %+v NoneLost %v, want one lossless region read past", de.Damage, de.NoneLost)
+	}
+	if n := lostCount(&got.Trailer); n != lostCount(&want.Trailer) {
+		t.Errorf("%d lost in the trailer, the source had %d: %+v", n, lostCount(&want.Trailer), got.Trailer.Stats)
+	}
+	if n := got.Trailer.Stats.Get(event.CountInfo, "iotrace file bytes skipped as damaged (no event lost)"); n != uint64(c.end-c.off) {
+		t.Errorf("%d bytes skipped counted, want the %d of the repeat", n, c.end-c.off)
 	}
 }
 
@@ -368,5 +385,8 @@ func testStrayTrailer(t *testing.T, version int) {
 	}
 	if len(got.Events) != len(want.Events) || !got.Ended {
 		t.Errorf("%d events of %d after a stray trailer", len(got.Events), len(want.Events))
+	}
+	if !de.NoneLost || de.End || lostCount(&got.Trailer) != lostCount(&want.Trailer) {
+		t.Errorf("a stray trailer: NoneLost %v End %v, %d lost (source %d); want nothing lost", de.NoneLost, de.End, lostCount(&got.Trailer), lostCount(&want.Trailer))
 	}
 }

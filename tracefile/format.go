@@ -74,6 +74,13 @@ type Damage struct {
 	// Skipped is the number of bytes the reader could not use, up to the
 	// next intact chunk or the end of the file.
 	Skipped int64
+	// Lossless is set when the region held nothing missing from what was
+	// read: a records chunk repeating one read before, a stray trailer, a
+	// second header.
+	Lossless bool
+	// End is set when nothing intact follows the damage: reading stopped
+	// at Offset (the file is cut short, or unreadable from there).
+	End bool
 }
 
 // String says where the damage is and what it is.
@@ -89,6 +96,10 @@ type DamageError struct {
 	Damage
 	// More lists further damaged regions after the first.
 	More []Damage
+	// NoneLost is set when no event or fact is missing: every region is
+	// Lossless, or the trailer's counts of events and facts match what
+	// was read.
+	NoneLost bool
 }
 
 // Error names the file, the first damaged region, and how many more.

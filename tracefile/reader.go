@@ -230,7 +230,7 @@ func (r *Reader) next() (*chunk, bool) {
 		r.chunks++
 		if c.typ == chunkRecords {
 			if first, dup := r.repeated(c.payload, off); dup {
-				r.addDamage(Damage{Offset: off, Chunk: c.index, Skipped: int64(chunkHeaderSize + length),
+				r.addDamage(Damage{Offset: off, Chunk: c.index, Skipped: int64(chunkHeaderSize + length), Lossless: true,
 					Reason: fmt.Sprintf("a records chunk that repeats the one at offset %d byte for byte (duplicated, its records skipped)", first)})
 				w.discard(chunkHeaderSize + length)
 				continue
@@ -347,7 +347,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 			// Records after a trailer: that trailer was a stray one (two
 			// recordings' bytes spliced, a writer's bug). The records are
 			// read; the last trailer is the one that counts.
-			r.addDamage(Damage{Offset: r.trailerAt, Chunk: c.index - 1,
+			r.addDamage(Damage{Offset: r.trailerAt, Chunk: c.index - 1, Lossless: true,
 				Reason: fmt.Sprintf("a trailer before the end of the file (records follow it at offset %d: they are read, the last trailer's counts are kept)", c.off)})
 			r.trailer = nil
 		}
@@ -368,7 +368,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 			}
 			r.trailer, r.trailerAt = &t, c.off
 		case c.typ == chunkHeader:
-			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize),
+			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize), Lossless: true,
 				Reason: "a second trace header (ignored)"})
 		case c.typ&chunkOptional != 0:
 			// An optional chunk of a newer writer: skipped by design.
@@ -377,8 +377,14 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 				Reason: fmt.Sprintf("unknown chunk type %d (written by a newer iotrace?)", c.typ)})
 		}
 	}
-	if r.trailer == nil && !r.cut() {
-		r.addDamage(Damage{Offset: r.win.off, Chunk: r.chunks,
+	if r.cut() {
+		// The last damage runs to the end of the file: reading stopped
+		// there (unless it was a repeat).
+		if d := &r.damage[len(r.damage)-1]; !d.Lossless {
+			d.End = true
+		}
+	} else if r.trailer == nil {
+		r.addDamage(Damage{Offset: r.win.off, Chunk: r.chunks, End: true,
 			Reason: "truncated: the file ends without a trailer (the recording was cut short)"})
 	}
 	t := r.finalTrailer()
@@ -406,6 +412,14 @@ func (r *Reader) finalTrailer() event.Trailer {
 	for _, d := range r.damage {
 		skipped += d.Skipped
 	}
+	if r.noneLost() {
+		// Damage, but no event or fact is missing: counted, not as lost.
+		t.Stats.Add(event.CountInfo, "iotrace file damaged regions (no event lost)", uint64(len(r.damage)))
+		if skipped > 0 {
+			t.Stats.Add(event.CountInfo, "iotrace file bytes skipped as damaged (no event lost)", uint64(skipped))
+		}
+		return t
+	}
 	t.Stats.Add(event.CountLost, "iotrace file damaged regions", uint64(len(r.damage)))
 	if skipped > 0 {
 		t.Stats.Add(event.CountLost, "iotrace file bytes skipped as damaged", uint64(skipped))
@@ -421,11 +435,26 @@ func (r *Reader) finalTrailer() event.Trailer {
 	return t
 }
 
+// noneLost reports whether the damage cost no event or fact: every
+// region held nothing new, or the trailer counts what was written and
+// all of it was read.
+func (r *Reader) noneLost() bool {
+	if tr := r.trailer; tr != nil && tr.hasCounts {
+		return tr.events <= r.events && tr.facts <= r.facts
+	}
+	for _, d := range r.damage {
+		if !d.Lossless {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *Reader) damageError() error {
 	if len(r.damage) == 0 {
 		return nil
 	}
-	e := &DamageError{Path: r.path, Damage: r.damage[0]}
+	e := &DamageError{Path: r.path, Damage: r.damage[0], NoneLost: r.noneLost()}
 	if len(r.damage) > 1 {
 		e.More = append([]Damage(nil), r.damage[1:]...)
 	}

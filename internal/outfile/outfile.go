@@ -4,7 +4,8 @@
 // process's paths and command lines:
 //
 //   - An output is never one of the command's own inputs: Create refuses a
-//     path that is the same file (device and inode, not name) as an input.
+//     path that is the same file (device and inode, not name) as an input,
+//     standard input included when it is a regular file (CreateReading).
 //   - A symbolic link at the final path component is an error: it is never
 //     written through nor replaced (a user's link in /tmp must not make
 //     root overwrite the link's target, nor lose the link silently).
@@ -44,13 +45,22 @@ type File struct {
 // Create starts the output at path. inputs are the files the command
 // reads ("" and "-" are skipped); path must not be one of them.
 func Create(path string, inputs ...string) (*File, error) {
+	return CreateReading(path, nil, inputs...)
+}
+
+// CreateReading is Create for a command that also reads standard input:
+// stdin describes the file behind it (nil when the command does not read
+// it). When that is a regular file, path must not be it either
+// ("convert - -o t.iot < t.iot" would replace the trace it reads); a
+// pipe or a terminal cannot be an output file.
+func CreateReading(path string, stdin fs.FileInfo, inputs ...string) (*File, error) {
 	st, err := os.Lstat(path)
 	switch {
 	case err == nil:
 		if st.Mode()&fs.ModeSymlink != 0 {
 			return nil, fmt.Errorf("output %s is a symbolic link: iotrace does not write through links (remove it or name the target)", path)
 		}
-		if err := notAnInput(path, st, inputs); err != nil {
+		if err := notAnInput(path, st, stdin, inputs); err != nil {
 			return nil, err
 		}
 		if st.IsDir() {
@@ -84,8 +94,11 @@ func Create(path string, inputs ...string) (*File, error) {
 }
 
 // notAnInput refuses an existing output that is the same file as one of
-// inputs.
-func notAnInput(path string, st fs.FileInfo, inputs []string) error {
+// inputs, or as standard input (stdin, when a regular file).
+func notAnInput(path string, st, stdin fs.FileInfo, inputs []string) error {
+	if stdin != nil && stdin.Mode().IsRegular() && os.SameFile(st, stdin) {
+		return fmt.Errorf("output %s is the same file as the input - (standard input): refusing to overwrite it", path)
+	}
 	for _, in := range inputs {
 		if in == "" || in == "-" {
 			continue

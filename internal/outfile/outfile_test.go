@@ -72,6 +72,55 @@ func TestRefusesInput(t *testing.T) {
 	}
 }
 
+// TestRefusesStdin: standard input, when it is a regular file, is an
+// input like a named one; a pipe behind it is no file to compare.
+func TestRefusesStdin(t *testing.T) {
+	dir := testenv.TempDir(t)
+	in := filepath.Join(dir, "in.iot")
+	os.WriteFile(in, []byte("trace"), 0o600)
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := CreateReading(in, st); err == nil || !strings.Contains(err.Error(), "same file as the input - (standard input)") {
+		if err == nil {
+			o.Abort()
+		}
+		t.Errorf("CreateReading(%s, stdin the same file) = %v, want refused", in, err)
+	}
+	if b, _ := os.ReadFile(in); string(b) != "trace" {
+		t.Errorf("input changed: %q", b)
+	}
+	// Another file on stdin: the output is written.
+	other := filepath.Join(dir, "other.iot")
+	o, err := CreateReading(other, st)
+	if err != nil {
+		t.Fatalf("CreateReading(%s, stdin another file) = %v", other, err)
+	}
+	o.Abort()
+	// A pipe on stdin compares with nothing.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	pst, err := r.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err = CreateReading(in, pst)
+	if err != nil {
+		t.Fatalf("CreateReading(%s, stdin a pipe) = %v", in, err)
+	}
+	o.Abort()
+}
+
 func TestRefusesSymlink(t *testing.T) {
 	testenv.SkipUnderWine(t, "wine's symbolic links are not reparse points (Lstat sees a plain file)")
 	dir := testenv.TempDir(t)

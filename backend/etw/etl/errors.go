@@ -12,6 +12,11 @@ var ErrTruncated = errors.New("file truncated")
 // ErrCorrupt is wrapped by every error about malformed data.
 var ErrCorrupt = errors.New("corrupt data")
 
+// ErrDuplicate is wrapped by the error that reports a buffer repeating an
+// earlier one (a duplicated region of the file): it is not read again,
+// and nothing is missing for it.
+var ErrDuplicate = errors.New("duplicated buffer")
+
 // FormatError reports malformed or missing data: which buffer, where in
 // the file, and which field.
 type FormatError struct {
@@ -28,8 +33,12 @@ type FormatError struct {
 	// Field names the element that failed ("BufferSize", "record size",
 	// "extended data item", ...).
 	Field string
-	// Err says what is wrong; it wraps ErrCorrupt or ErrTruncated.
+	// Err says what is wrong; it wraps ErrCorrupt, ErrTruncated or
+	// ErrDuplicate.
 	Err error
+	// RestUnread is set when the buffers after this point cannot be
+	// located or are missing: reading stopped here.
+	RestUnread bool
 }
 
 func (e *FormatError) Error() string {

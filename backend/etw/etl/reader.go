@@ -218,7 +218,7 @@ func newReaderFrom(ra io.ReaderAt, m *mmapfile.Mapping, size int64, opts Options
 	if n := uint32(len(r.buffers) - len(r.dups)); r.indexErr == nil && r.header.BuffersWritten > n && r.header.LogFileMode&fileModeCircular == 0 {
 		// Every buffer present is whole, but the logger wrote more: the
 		// file was cut exactly at a buffer boundary.
-		r.indexErr = &FormatError{Buffer: len(r.buffers), BufferOffset: r.size, Pos: -1, Field: "file",
+		r.indexErr = &FormatError{Buffer: len(r.buffers), BufferOffset: r.size, Pos: -1, Field: "file", RestUnread: true,
 			Err: truncatedf("the log-file header says %d buffers were written, the file ends after %d (cut at a buffer boundary)", r.header.BuffersWritten, n)}
 	}
 	r.group()
@@ -272,7 +272,7 @@ func (r *Reader) index(w *window) {
 	small := true
 	for i := 0; off < r.size; i++ {
 		fe := func(field string, err error) {
-			r.indexErr = &FormatError{Buffer: i, BufferOffset: off, Pos: -1, Field: field, Err: err}
+			r.indexErr = &FormatError{Buffer: i, BufferOffset: off, Pos: -1, Field: field, Err: err, RestUnread: true}
 		}
 		if r.size-off < BufferHeaderSize {
 			fe("WMI_BUFFER_HEADER", truncatedf("%d bytes left, a buffer header needs %d", r.size-off, BufferHeaderSize))
@@ -362,8 +362,8 @@ func (r *Reader) findDuplicates() {
 		if j, ok := first[k]; ok {
 			b.Duplicate = true
 			r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "SequenceNumber",
-				Err: corruptf("buffer %d repeats buffer %d at file offset %#x (processor %d, sequence number %d): a duplicated buffer, not read again",
-					i, j, r.buffers[j].FileOffset, b.Processor, b.SequenceNumber)})
+				Err: fmt.Errorf("%w: buffer %d repeats buffer %d at file offset %#x (processor %d, sequence number %d), not read again",
+					ErrDuplicate, i, j, r.buffers[j].FileOffset, b.Processor, b.SequenceNumber)})
 			continue
 		}
 		first[k] = i

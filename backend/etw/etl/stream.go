@@ -547,7 +547,8 @@ func (rs *Records) Stats() event.Stats {
 		s.Set(event.CountLost, "etl: bytes skipped after corrupt records", c.cutBytes)
 	}
 	if n := len(rs.r.dups); n > 0 {
-		s.Set(event.CountLost, "etl: duplicated buffers not read again", uint64(n))
+		// Counted, not as lost: their records were read once.
+		s.Set(event.CountInfo, "etl: duplicated buffers not read again (no event lost)", uint64(n))
 	}
 	if ie := rs.r.indexErr; ie != nil {
 		if errors.Is(ie, ErrTruncated) {

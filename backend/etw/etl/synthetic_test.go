@@ -304,13 +304,13 @@ func TestTruncated(t *testing.T) {
 				// the file is short.
 				before, err := countRecords(t, prefix)
 				var bfe *FormatError
-				if !errors.Is(err, ErrTruncated) || !errors.As(err, &bfe) || bfe.Buffer != k || !strings.Contains(err.Error(), "cut at a buffer boundary") {
+				if !errors.Is(err, ErrTruncated) || !errors.As(err, &bfe) || bfe.Buffer != k || !bfe.RestUnread || !strings.Contains(err.Error(), "cut at a buffer boundary") {
 					t.Fatalf("cut at buffer %d's start: err = %v", k, err)
 				}
 				for _, cut := range []int64{b.FileOffset + 10, b.FileOffset + int64(b.BufferSize)/2, b.FileOffset + int64(b.BufferSize) - 1} {
 					n, err := countRecords(t, full[:cut])
 					var fe *FormatError
-					if !errors.Is(err, ErrTruncated) || !errors.As(err, &fe) || fe.Buffer != k || fe.BufferOffset != b.FileOffset {
+					if !errors.Is(err, ErrTruncated) || !errors.As(err, &fe) || fe.Buffer != k || fe.BufferOffset != b.FileOffset || !fe.RestUnread {
 						t.Fatalf("cut at %#x (buffer %d): err = %v", cut, k, err)
 					}
 					if n < before || n > total {
@@ -460,5 +460,20 @@ func TestDuplicatedBuffer(t *testing.T) {
 	n, err := countRecords(t, dup)
 	if n != total || err == nil || !strings.Contains(err.Error(), "duplicated buffer") {
 		t.Errorf("%d records of %d, err %v", n, total, err)
+	}
+	var fe *FormatError
+	if !errors.Is(err, ErrDuplicate) || !errors.As(err, &fe) || fe.RestUnread || fe.BufferOffset != end {
+		t.Errorf("err %#v: want the duplicate at %#x, wrapping ErrDuplicate, read past", err, end)
+	}
+	// Counted, but not as lost: nothing is missing.
+	r, _ = NewReader(bytes.NewReader(dup), int64(len(dup)), Options{})
+	st, _ := r.Read(context.Background(), func(*record.Record) error { return nil })
+	if st.Get(event.CountInfo, "etl: duplicated buffers not read again (no event lost)") != 1 {
+		t.Errorf("duplicate not counted: %+v", st.Counters)
+	}
+	for _, c := range st.Problems() {
+		if strings.Contains(c.Name, "duplicated") {
+			t.Errorf("the duplicate counted as a problem: %+v", c)
+		}
 	}
 }
