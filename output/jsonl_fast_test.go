@@ -293,7 +293,7 @@ func TestRecentIDs(t *testing.T) {
 		for line := 1; line <= 5*recentIDWindow; line++ {
 			rnd = rnd*6364136223846793005 + 1442695040888963407
 			id := g.id(rnd, line)
-			first, dup := r.seen(id, line)
+			first, dup := r.seen(id, 0, line)
 			want, wantDup := model[id]
 			if dup != wantDup || (dup && first != want) {
 				t.Fatalf("%s: line %d id %d: seen %d %v, want %d %v", g.name, line, id, first, dup, want, wantDup)
@@ -332,10 +332,29 @@ func BenchmarkRecentIDs(b *testing.B) {
 		b.Run(g.name, func(b *testing.B) {
 			var r recentIDs
 			for i := range uint64(b.N) {
-				if _, dup := r.seen(g.id(i), int(i)); dup {
+				if _, dup := r.seen(g.id(i), 0, int(i)); dup {
 					b.Fatal("repeat")
 				}
 			}
 		})
+	}
+}
+
+// TestRecentIDsSameIDOtherLine: a line repeated is a repeat; another line
+// with the same event id is another event (old traces gave one id to
+// several events).
+func TestRecentIDsSameIDOtherLine(t *testing.T) {
+	var r recentIDs
+	if _, dup := r.seen(7, 1, 1); dup {
+		t.Fatal("first line a repeat")
+	}
+	if _, dup := r.seen(7, 2, 2); dup {
+		t.Error("another line of the same id taken for a repeat")
+	}
+	if first, dup := r.seen(7, 2, 3); !dup || first != 2 {
+		t.Errorf("line 2 again: %d %v, want a repeat of line 2", first, dup)
+	}
+	if first, dup := r.seen(7, 1, 4); !dup || first != 1 {
+		t.Errorf("line 1 again: %d %v, want a repeat of line 1", first, dup)
 	}
 }

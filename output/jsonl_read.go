@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	gojson "github.com/goccy/go-json"
+	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -365,7 +366,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		damage  JSONLDamageError
 		repeats int
 		strays  int
-		ids     recentIDs
+		ids     = recentIDs{seed: maphash.MakeSeed()}
 	)
 	readPast := func(d JSONLDamage) {
 		if len(damage.Skipped) < maxListedDamage {
@@ -390,7 +391,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		if mode == readFacts {
 			return nil
 		}
-		if first, dup := ids.seen(ev.ID, line); dup {
+		if first, dup := ids.seen(ev.ID, maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")), line); dup {
 			return repeatedLine{fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)}
 		}
 		if end := ev.End(); end > lastEnd {
@@ -811,12 +812,14 @@ var factNames = sync.OnceValue(func() (t struct {
 type recentIDs struct {
 	head []uint64 // per bucket: the newest entry's number, 0 for none
 	ring []recentID
-	n    uint64 // entries so far
-	mult uint64 // 0: the fold; else the multiplier
+	n    uint64       // entries so far
+	mult uint64       // 0: the fold; else the multiplier
+	seed maphash.Seed // hashes the lines
 }
 
 type recentID struct {
 	id, prev uint64 // prev: the number of the bucket's previous entry
+	sum      uint64 // the line's hash: a repeat is the same line, not only the same id
 	line     int
 }
 
@@ -833,9 +836,11 @@ func (r *recentIDs) bucket(id uint64) uint64 {
 	return (id ^ id>>14 ^ id>>28 ^ id>>42 ^ id>>56) & (1<<recentIDBits - 1)
 }
 
-// seen records id at line; it reports the earlier line when id is among
-// the recent ones.
-func (r *recentIDs) seen(id uint64, line int) (int, bool) {
+// seen records id, of a line whose hash is sum, at line; it reports the
+// earlier line when the same id on the same line is among the recent
+// ones. Two events of one id on different lines are two events (a trace
+// may give one id to several, as old eBPF traces did).
+func (r *recentIDs) seen(id, sum uint64, line int) (int, bool) {
 	if r.head == nil {
 		r.head = make([]uint64, 1<<recentIDBits)
 		r.ring = make([]recentID, recentIDWindow)
@@ -849,13 +854,13 @@ func (r *recentIDs) seen(id uint64, line int) (int, bool) {
 	steps := 0
 	for e := r.head[b]; e > oldest; steps++ {
 		x := &r.ring[e%recentIDWindow]
-		if x.id == id {
+		if x.id == id && x.sum == sum {
 			return x.line, true
 		}
 		e = x.prev
 	}
 	r.n++
-	r.ring[r.n%recentIDWindow] = recentID{id: id, prev: r.head[b], line: line}
+	r.ring[r.n%recentIDWindow] = recentID{id: id, prev: r.head[b], sum: sum, line: line}
 	r.head[b] = r.n
 	if steps > maxRecentChain && r.mult == 0 {
 		r.rehash()
