@@ -52,14 +52,7 @@ func TestLateNameNotFromReusedDescriptor(t *testing.T) {
 	cmd, in, out := startWorkload(t, "reuse", "WL_DIR="+dir)
 	pid := uint32(cmd.Process.Pid)
 	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{pid}, Layers: []event.Layer{event.LayerFile}}, pid)
-	<-ready
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("workload: %q, %v", line, err)
-	}
+	line := goWorkload(t, ready, in, out)
 	var pw, ifd int32
 	if _, err := fmt.Sscanf(line, "fds %d %d", &pw, &ifd); err != nil {
 		t.Fatalf("workload said %q: %v", line, err)

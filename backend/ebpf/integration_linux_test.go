@@ -130,13 +130,9 @@ func TestFileSyscalls(t *testing.T) {
 	wpid := uint32(cmd.Process.Pid)
 	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid}, FollowChildren: true,
 		Layers: []event.Layer{event.LayerFile}}, wpid)
-	<-ready
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := out.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "done ") {
-		t.Fatalf("workload: %q, %v", line, err)
+	line := goWorkload(t, ready, in, out)
+	if !strings.HasPrefix(line, "done ") {
+		t.Fatalf("workload: %q", line)
 	}
 	childPid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "done ")))
 	time.Sleep(50 * time.Millisecond) // let the last records reach the ring

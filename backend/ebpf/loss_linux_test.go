@@ -31,12 +31,8 @@ func TestLossAccounting(t *testing.T) {
 		BufferSize: 4096,
 		Warn:       func(string) { warned++ },
 	}, wpid)
-	<-ready
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := out.ReadString('\n'); err != nil || line != "done\n" {
-		t.Fatalf("workload: %q %v", line, err)
+	if line := goWorkload(t, ready, in, out); line != "done\n" {
+		t.Fatalf("workload: %q", line)
 	}
 	time.Sleep(50 * time.Millisecond)
 	if err := stop(); err != nil {

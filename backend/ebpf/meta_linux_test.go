@@ -83,17 +83,10 @@ func TestMetaSyscalls(t *testing.T) {
 	wpid := uint32(cmd.Process.Pid)
 	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
 		Layers: []event.Layer{event.LayerFile}}, wpid)
-	<-ready
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := out.ReadString('\n')
+	line := goWorkload(t, ready, in, out)
 	var efd, mfd, sfd int32
 	var sino, pino uint64
 	var p0, p1, s1 int32
-	if err != nil {
-		t.Fatalf("workload: %q, %v", line, err)
-	}
 	if _, err := fmt.Sscanf(line, "done %d %d %d %d %d %d %d %d", &efd, &mfd, &sfd, &sino, &p0, &p1, &pino, &s1); err != nil {
 		t.Fatalf("workload: %q: %v", line, err)
 	}
@@ -305,14 +298,7 @@ func TestMetaPathSyscalls(t *testing.T) {
 	wpid := uint32(cmd.Process.Pid)
 	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
 		Layers: []event.Layer{event.LayerFile}}, wpid)
-	<-ready
-	if _, err := in.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	line, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("workload: %q, %v", line, err)
-	}
+	line := goWorkload(t, ready, in, out)
 	fields := strings.Fields(line)
 	if len(fields) != 1+len(metaPathCalls)+5 || fields[0] != "done" {
 		t.Fatalf("workload: %q", line)

@@ -190,6 +190,21 @@ func workloadPreads() {
 
 // workload starts the test binary as workload name with env and returns
 // it with its stdin and stdout after it said "ready".
+// goWorkload waits until the trace is ready, tells the workload to go and
+// returns the line it says when done.
+func goWorkload(t *testing.T, ready <-chan struct{}, in io.Writer, out *bufio.Reader) string {
+	t.Helper()
+	<-ready
+	if _, err := in.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("workload: %q, %v", line, err)
+	}
+	return line
+}
+
 func startWorkload(t *testing.T, name string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
 	self, err := os.Executable()
