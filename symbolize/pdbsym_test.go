@@ -63,14 +63,20 @@ func TestPDBSymbols(t *testing.T) {
 			outer = s.RVA
 		}
 	}
-	store := filepath.Join(dir, "store")
 	key := pdb.SymStoreKey(id.PDBGUID, id.PDBAge)
-	if err := os.MkdirAll(filepath.Join(store, "modules.pdb", key), 0o755); err != nil {
-		t.Fatal(err)
+	// fileStore files data as the module's PDB in a symbol store named
+	// name, under the module's key.
+	fileStore := func(name string, data []byte) string {
+		store := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Join(store, "modules.pdb", key), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(store, "modules.pdb", key, "modules.pdb"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return store
 	}
-	if err := os.WriteFile(filepath.Join(store, "modules.pdb", key, "modules.pdb"), pf, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	store := fileStore("store", pf)
 	const base = 0x140000000
 	m := &Module{Path: `C:\app\modules.exe`, ID: PDBID(id.PDBName, id.PDBGUID, id.PDBAge), Start: base, End: base + uint64(id.SizeOfImage)}
 	s := New(Options{Dirs: []string{store}, DebugDirs: []string{}, NoModulePath: true})
@@ -95,20 +101,19 @@ func TestPDBSymbols(t *testing.T) {
 	if op.GUID == p.GUID {
 		t.Fatal("two links gave the same PDB GUID")
 	}
-	bad := filepath.Join(dir, "bad")
-	if err := os.MkdirAll(filepath.Join(bad, "modules.pdb", key), 0o755); err != nil {
-		t.Fatal(err)
+	// unnamed checks that a store holding data leaves outer_fn's frame
+	// module+offset, counted once for why.
+	unnamed := func(what, name string, data []byte, why Reason) {
+		t.Helper()
+		s := New(Options{Dirs: []string{fileStore(name, data)}, DebugDirs: []string{}, NoModulePath: true})
+		if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "" || f.Reason != why || f.String() != "modules.exe+0x"+strconv.FormatUint(uint64(outer)+2, 16) {
+			t.Errorf("frame from %s: %+v (%s)", what, f, f)
+		}
+		if c := s.Counts(); c[why] != 1 {
+			t.Errorf("%s: counts %v, want one %q", what, c, why)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(bad, "modules.pdb", key, "modules.pdb"), of, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = New(Options{Dirs: []string{bad}, DebugDirs: []string{}, NoModulePath: true})
-	if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "" || f.Reason != IDMismatch || f.String() != "modules.exe+0x"+strconv.FormatUint(uint64(outer)+2, 16) {
-		t.Errorf("frame from a PDB of another GUID: %+v (%s)", f, f)
-	}
-	if s.Counts()[IDMismatch] != 1 {
-		t.Errorf("counts %v, want one mismatch", s.Counts())
-	}
+	unnamed("a PDB of another GUID", "bad", of, IDMismatch)
 	// The right PDB, damaged: outer_fn's public record names a section
 	// the module does not have. Read before, it left inner_fn covering
 	// outer_fn's code.
@@ -129,20 +134,7 @@ func TestPDBSymbols(t *testing.T) {
 		t.Fatal("no S_PUB32 record of outer_fn in the PDB")
 	}
 	dmg[at] = 0x7f
-	damaged := filepath.Join(dir, "damaged")
-	if err := os.MkdirAll(filepath.Join(damaged, "modules.pdb", key), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(damaged, "modules.pdb", key, "modules.pdb"), dmg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = New(Options{Dirs: []string{damaged}, DebugDirs: []string{}, NoModulePath: true})
-	if f := s.Symbolize(m, base+uint64(outer)+2); f.Function != "" || f.Reason != BadFile || f.String() != "modules.exe+0x"+strconv.FormatUint(uint64(outer)+2, 16) {
-		t.Errorf("frame from a damaged PDB of the right GUID: %+v (%s)", f, f)
-	}
-	if s.Counts()[BadFile] != 1 {
-		t.Errorf("counts %v, want one unreadable file", s.Counts())
-	}
+	unnamed("a damaged PDB of the right GUID", "damaged", dmg, BadFile)
 
 	s = New(Options{Dirs: []string{t.TempDir()}, DebugDirs: []string{}, NoModulePath: true})
 	if f := s.Symbolize(m, base+uint64(outer)); f.Reason != NoFile {
