@@ -544,16 +544,21 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 // collectKeep reports whether the first pass must decode r, counting the
 // records it only needs to count and taking those it takes first. It must
 // see every record of the first pass once, in the order of its
-// processor's stream, but not merged by time: a source may apply it
-// before merging its streams.
+// processor's stream (noteRecord), but not merged by time: a source may
+// apply it before merging its streams.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	switch c {
-	case kernel.ClassStackWalk:
+	if c == kernel.ClassStackWalk {
 		if !p.opts.NoStacks {
 			p.takeFirst(r, c)
 		}
 		return false
+	}
+	if !p.opts.NoStacks {
+		// A record a stack walk may follow.
+		p.stk.noteRecord(r)
+	}
+	switch c {
 	case kernel.ClassImageID, kernel.ClassOwn:
 		if takenFirstClass(c, r) {
 			p.takeFirst(r, c)

@@ -28,7 +28,10 @@ import (
 // A file's first pass takes every stack record and key definition before
 // the merge by time (takeFirst) and assembles each event's stack
 // (assemble); the second pass gives each event its stack as it meets the
-// event (takeStack), in time order. A live session joins a stack to a
+// event (takeStack), in time order. The first pass logs the time and
+// thread of every other record (noteRecord): a stack no event takes is
+// of a record iotrace does not decode, or of none (its event was lost:
+// flushStacks). A live session joins a stack to a
 // recent pending event (noteTarget, findTarget) and holds a complete event
 // whose stack still waits for its user part (emitStacked, liveUser).
 //
@@ -44,7 +47,9 @@ const (
 	StatStacksFlush       = "etw: disk flushes with a stack"
 	StatStackRecords      = "etw: stack records joined to their event (StackWalk, extended data)"
 	StatStacksOther       = "etw: stack records of other events (process, thread, image…: not kept)"
-	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
+	StatStacksNoEvent     = "etw: stack records of other records in the trace (CPU samples, CLR, events iotrace does not decode: not kept)"
+	StatStacksUserAlone   = "etw: user parts of stacks no event took, walked when their thread returned to user mode (their event not looked for: not kept)"
+	StatStacksOrphan      = "etw: stack records of no record in the trace (no record of their time and thread: their event lost)"
 	StatStacksUndecoded   = "etw: stack records of records iotrace does not decode (live: CPU samples, CLR…: not kept)"
 	StatStacksNoRecent    = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records came between them: dropped)"
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
@@ -128,6 +133,106 @@ type stackState struct {
 	errs    map[string]uint64 // damaged stack records of the first pass, by counter
 	errMsgs []string
 	undec   []undecoded // records of the first pass no decoder knows
+	// A file's first pass: the time and thread of every record but
+	// stack walks, by processor, in the order of its stream (noteRecord).
+	logs []recordLog
+}
+
+// recordLog is the time and thread of the records of one processor's
+// stream but stack walks, in the order of the stream, in chunks of
+// logChunk (never copied: a first pass logs every record).
+type recordLog struct {
+	chunks   []*logChunk
+	n        int   // records logged
+	last     int64 // the time of the last one
+	unsorted bool  // a record older than the one before it
+}
+
+// logChunkLen is the length of a recordLog's chunks.
+const logChunkLen = 4096
+
+type logChunk struct {
+	ts  [logChunkLen]int64
+	tid [logChunkLen]uint32
+}
+
+// noteRecord logs a record other than a stack walk that a file's first
+// pass sees: it must see every record once, in the order of its
+// processor's stream (the order is the same however the passes read the
+// file, merged by time or not: it tells the same stacks apart).
+func (s *stackState) noteRecord(r *record.Record) {
+	c := int(r.CPU)
+	if c >= len(s.logs) {
+		s.logs = append(s.logs, make([]recordLog, c+1-len(s.logs))...)
+	}
+	g := &s.logs[c]
+	i := g.n % logChunkLen
+	if i == 0 {
+		g.chunks = append(g.chunks, new(logChunk))
+	}
+	ch := g.chunks[len(g.chunks)-1]
+	ch.ts[i], ch.tid[i] = r.Timestamp, r.ThreadID
+	if r.Timestamp < g.last {
+		g.unsorted = true
+	}
+	g.last = r.Timestamp
+	g.n++
+}
+
+// numRecent is how many of the latest records of its processor's stream
+// a stack walk's event is first looked for among (the kernel logs the
+// walk right after its event, on the event's processor).
+const numRecent = 16
+
+// followsRecord reports whether one of the latest records of processor
+// cpu's stream is at ts on thread tid (or at ts with no thread in its
+// header: its thread is in its payload).
+func (s *stackState) followsRecord(cpu uint16, ts int64, tid uint32) bool {
+	if int(cpu) >= len(s.logs) {
+		return false
+	}
+	g := &s.logs[cpu]
+	for i := g.n - 1; i >= 0 && i >= g.n-numRecent; i-- {
+		ch := g.chunks[i/logChunkLen]
+		j := i % logChunkLen
+		if ch.ts[j] == ts && (ch.tid[j] == tid || ch.tid[j] == record.NoID) {
+			return true
+		}
+	}
+	return false
+}
+
+// logged reports whether any record of the first pass is at ts on thread
+// tid (or at ts with no thread in its header), in any processor's
+// stream: a stack walk's event was not among the latest records of its
+// own (a sample logged on another processor, a record far before it).
+func (s *stackState) logged(ts int64, tid uint32) bool {
+	for c := range s.logs {
+		g := &s.logs[c]
+		for k, ch := range g.chunks {
+			n := min(g.n-k*logChunkLen, logChunkLen)
+			i := 0
+			if !g.unsorted {
+				if ch.ts[n-1] < ts {
+					continue
+				}
+				if ch.ts[0] > ts {
+					break
+				}
+				i, _ = slices.BinarySearch(ch.ts[:n], ts)
+			}
+			for ; i < n; i++ {
+				if ch.ts[i] == ts {
+					if ch.tid[i] == tid || ch.tid[i] == record.NoID {
+						return true
+					}
+				} else if !g.unsorted {
+					break
+				}
+			}
+		}
+	}
+	return false
 }
 
 // noteTarget records an event of thread tid (stackTid) a stack record
@@ -217,6 +322,7 @@ type preStack struct {
 	kern, user part
 	shared     bool // user came from another event's stack record
 	taken      bool // an event of the second pass took it
+	seen       bool // a record of its time and thread is in the trace (followsRecord, logged)
 	userGone   bool // its thread's ID went to another process first
 }
 
@@ -236,7 +342,8 @@ const maxWaitUser = 256
 // the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU}
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU,
+		seen: s.followsRecord(r.CPU, sw.StackTime, sw.Tid)}
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
@@ -280,6 +387,7 @@ type rawStack struct {
 	pid       uint32
 	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
+	seen      bool // its event is in the trace (followsRecord; logged, but for a user part alone)
 }
 
 // Kinds of key references of a rawStack.
@@ -296,9 +404,16 @@ func (s *stackState) assemble() []tsIndex {
 	order := make([]tsIndex, 0, s.nraw)
 	for c, chunk := range s.raw {
 		for i := range chunk {
-			order = append(order, tsIndex{ts: chunk[i].recTS, i: uint64(c*rawChunk + i)})
+			r := &chunk[i]
+			if !r.seen && (r.ref == refKernel || r.ref == refNone && r.nk > 0) {
+				// Not right after its event: looked for in the
+				// whole trace. A user part alone is not.
+				r.seen = s.logged(r.ts, r.tid)
+			}
+			order = append(order, tsIndex{ts: r.recTS, i: uint64(c*rawChunk + i)})
 		}
 	}
+	s.logs = nil
 	sortTS(order)
 	s.waitUser = make(map[uint32][]int32)
 	s.pres = make([]preStack, 0, s.nraw)
@@ -306,10 +421,10 @@ func (s *stackState) assemble() []tsIndex {
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
-			s.addKernel(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addKernel(r, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refUser:
-			s.addUser(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addUser(r, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refThreadEnd:
 			s.threadEnd(r.pid, r.tid)
@@ -320,21 +435,22 @@ func (s *stackState) assemble() []tsIndex {
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
-			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user})
+			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user, seen: r.seen})
 		case kern.ok:
-			s.addKernel(r.ts, r.pid, r.tid, r.cpu, kern)
+			s.addKernel(r, kern)
 		case user.ok:
-			s.addUser(r.ts, r.pid, r.tid, r.cpu, user)
+			s.addUser(r, user)
 		}
 	}
 	s.raw, s.nraw = nil, 0
 	return order[:0]
 }
 
-// addKernel collects the kernel part of the stack of the event at ts on
-// tid: the event then waits for its thread's next user part.
-func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
-	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, kern: k})
+// addKernel collects the kernel part of the stack of the event of stack
+// record r: the event then waits for its thread's next user part.
+func (s *stackState) addKernel(r *rawStack, k part) {
+	tid := r.tid
+	s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: tid, cpu: r.cpu, nrec: 1, kern: k, seen: r.seen})
 	list := s.waitUser[tid]
 	if len(list) >= maxWaitUser {
 		list = append(list[:0], list[1:]...)
@@ -346,7 +462,8 @@ func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
 // event of the thread still waiting for one. A waiting event of another
 // process had its thread end before it returned to user mode, the
 // thread's ID then reused: it gets none (userGone).
-func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
+func (s *stackState) addUser(r *rawStack, u part) {
+	ts, pid, tid := r.ts, r.pid, r.tid
 	list := s.waitUser[tid]
 	own := false
 	for _, j := range list {
@@ -362,13 +479,14 @@ func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
 		if e.ts == ts && !own {
 			e.shared, own = false, true
 			e.nrec++
+			e.seen = e.seen || r.seen
 		}
 	}
 	if list != nil {
 		s.waitUser[tid] = list[:0]
 	}
 	if !own {
-		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, user: u})
+		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: r.cpu, nrec: 1, user: u, seen: r.seen})
 	}
 }
 
@@ -634,16 +752,34 @@ func (p *Pipeline) otherStack(r *record.Record) {
 	p.noteTarget(r, r.ThreadID, targetOther, nil, 0)
 }
 
-// flushStacks counts the collected stacks no event took.
+// flushStacks counts the collected stacks no event took: those of a
+// record in the trace (iotrace does not decode it, or keeps no stack of
+// it), those with a kernel part of no record of their time and thread
+// (their event was lost: a problem) and user parts alone, whose event is
+// not looked for (walked when the thread returned to user mode, maybe on
+// another processor, any number of records later).
 func (p *Pipeline) flushStacks() {
-	var n uint64
+	var other, orphan, user uint64
 	for i := range p.stk.pres {
-		if !p.stk.pres[i].taken {
-			n += uint64(p.stk.pres[i].nrec)
+		e := &p.stk.pres[i]
+		switch {
+		case e.taken:
+		case e.seen:
+			other += uint64(e.nrec)
+		case e.kern.ok:
+			orphan += uint64(e.nrec)
+		default:
+			user += uint64(e.nrec)
 		}
 	}
-	if n > 0 {
-		p.count(StatStacksNoEvent, event.CountInfo, n)
+	if other > 0 {
+		p.count(StatStacksNoEvent, event.CountInfo, other)
+	}
+	if orphan > 0 {
+		p.count(StatStacksOrphan, event.CountLost, orphan)
+	}
+	if user > 0 {
+		p.count(StatStacksUserAlone, event.CountInfo, user)
 	}
 	p.stk.pres, p.stk.order, p.stk.arena, p.stk.defs = nil, nil, nil, nil
 }
