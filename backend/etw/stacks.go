@@ -28,7 +28,7 @@ import (
 // A file's first pass takes every stack record and key definition before
 // the merge by time (takeFirst) and assembles each event's stack
 // (assemble); the second pass gives each event its stack as it meets the
-// event (takeStack), in time order. The first pass logs the time and
+// event (takeStack), in time order. The first pass notes the time and
 // thread of every other record (noteRecord): a stack no event takes is
 // of a record iotrace does not decode, or of none (its event was lost:
 // flushStacks). A live session joins a stack to a
@@ -135,100 +135,136 @@ type stackState struct {
 	undec   []undecoded // records of the first pass no decoder knows
 	// A file's first pass: the time and thread of every record but
 	// stack walks, by processor, in the order of its stream (noteRecord).
-	logs []recordLog
+	recent []recentRecs // by processor
+	noTid  []noTidLog   // by processor
 }
 
-// recordLog is the time and thread of the records of one processor's
-// stream but stack walks, in the order of the stream, in chunks of
-// logChunk (never copied: a first pass logs every record).
-type recordLog struct {
-	chunks   []*logChunk
-	n        int   // records logged
-	last     int64 // the time of the last one
-	unsorted bool  // a record older than the one before it
-}
-
-// logChunkLen is the length of a recordLog's chunks.
-const logChunkLen = 4096
-
-type logChunk struct {
-	ts  [logChunkLen]int64
-	tid [logChunkLen]uint32
-}
-
-// noteRecord logs a record other than a stack walk that a file's first
-// pass sees: it must see every record once, in the order of its
-// processor's stream (the order is the same however the passes read the
-// file, merged by time or not: it tells the same stacks apart).
-func (s *stackState) noteRecord(r *record.Record) {
-	c := int(r.CPU)
-	if c >= len(s.logs) {
-		s.logs = append(s.logs, make([]recordLog, c+1-len(s.logs))...)
-	}
-	g := &s.logs[c]
-	i := g.n % logChunkLen
-	if i == 0 {
-		g.chunks = append(g.chunks, new(logChunk))
-	}
-	ch := g.chunks[len(g.chunks)-1]
-	ch.ts[i], ch.tid[i] = r.Timestamp, r.ThreadID
-	if r.Timestamp < g.last {
-		g.unsorted = true
-	}
-	g.last = r.Timestamp
-	g.n++
-}
+// The first pass of a file tells the stacks no event takes apart: those of
+// a record in the trace (a record iotrace does not decode) and those of
+// none (their event was lost). The kernel logs a stack walk right after
+// its event, on the event's processor: a stack's event is looked for
+// among the latest records of the walk's processor (recentRecs), then,
+// as a record with no thread in its header (a PERFINFO record: a sample,
+// a context switch; the stack's thread is in its payload), on any
+// processor (noTidLog: such records are logged on another processor at
+// times). A record with a thread in its header is not looked for on
+// other processors: its thread was running on that processor, not on the
+// walk's. Both are filled in the order of each processor's stream, which
+// is the same however the file is read (merged by time or not, cached or
+// not): they tell the same stacks apart.
 
 // numRecent is how many of the latest records of its processor's stream
-// a stack walk's event is first looked for among (the kernel logs the
-// walk right after its event, on the event's processor).
-const numRecent = 16
+// a stack walk's event is looked for among (a power of 2).
+const numRecent = 32
+
+// recentRecs is the time and thread of the latest records of one
+// processor's stream but stack walks.
+type recentRecs struct {
+	ts   [numRecent]int64
+	tid  [numRecent]uint32
+	next uint32
+}
+
+// noTidLog is the time of every record of one processor's stream with no
+// thread in its header, in chunks (never copied).
+type noTidLog struct {
+	chunks []*noTidChunk
+}
+
+// noTidChunkLen is the length of a noTidLog's chunks.
+const noTidChunkLen = 4096
+
+// noTidChunk is times of records of one processor. Once full (close), it
+// knows its span and whether they are in order.
+type noTidChunk struct {
+	n        int
+	min, max int64
+	sorted   bool
+	ts       [noTidChunkLen]int64
+}
+
+// noteRecord notes a record other than a stack walk that a file's first
+// pass sees: it must see every record once, in the order of its
+// processor's stream.
+func (s *stackState) noteRecord(r *record.Record) {
+	c := int(r.CPU)
+	if c >= len(s.recent) {
+		s.recent = append(s.recent, make([]recentRecs, c+1-len(s.recent))...)
+		s.noTid = append(s.noTid, make([]noTidLog, c+1-len(s.noTid))...)
+	}
+	g := &s.recent[c]
+	i := g.next % numRecent
+	g.ts[i], g.tid[i] = r.Timestamp, r.ThreadID
+	g.next++
+	if r.ThreadID == record.NoID {
+		s.noteNoTid(c, r.Timestamp)
+	}
+}
+
+// noteNoTid logs the time of a record of processor c with no thread in
+// its header.
+func (s *stackState) noteNoTid(c int, ts int64) {
+	l := &s.noTid[c]
+	n := len(l.chunks)
+	if n == 0 || l.chunks[n-1].n == noTidChunkLen {
+		if n > 0 {
+			l.chunks[n-1].close()
+		}
+		l.chunks = append(l.chunks, new(noTidChunk))
+		n++
+	}
+	ch := l.chunks[n-1]
+	ch.ts[ch.n] = ts
+	ch.n++
+}
+
+// close notes the time span of a chunk, and whether it is in order.
+func (ch *noTidChunk) close() {
+	t := ch.ts[:ch.n]
+	ch.sorted = slices.IsSorted(t)
+	ch.min, ch.max = slices.Min(t), slices.Max(t)
+}
 
 // followsRecord reports whether one of the latest records of processor
-// cpu's stream is at ts on thread tid (or at ts with no thread in its
-// header: its thread is in its payload).
+// cpu's stream is at ts on thread tid, or at ts with no thread in its
+// header.
 func (s *stackState) followsRecord(cpu uint16, ts int64, tid uint32) bool {
-	if int(cpu) >= len(s.logs) {
+	if int(cpu) >= len(s.recent) {
 		return false
 	}
-	g := &s.logs[cpu]
-	for i := g.n - 1; i >= 0 && i >= g.n-numRecent; i-- {
-		ch := g.chunks[i/logChunkLen]
-		j := i % logChunkLen
-		if ch.ts[j] == ts && (ch.tid[j] == tid || ch.tid[j] == record.NoID) {
+	g := &s.recent[cpu]
+	for i := range g.ts {
+		if g.ts[i] == ts && (g.tid[i] == tid || g.tid[i] == record.NoID) && uint32(i) < g.next {
 			return true
 		}
 	}
 	return false
 }
 
-// logged reports whether any record of the first pass is at ts on thread
-// tid (or at ts with no thread in its header), in any processor's
-// stream: a stack walk's event was not among the latest records of its
-// own (a sample logged on another processor, a record far before it).
-func (s *stackState) logged(ts int64, tid uint32) bool {
-	for c := range s.logs {
-		g := &s.logs[c]
-		for k, ch := range g.chunks {
-			n := min(g.n-k*logChunkLen, logChunkLen)
-			i := 0
-			if !g.unsorted {
-				if ch.ts[n-1] < ts {
-					continue
-				}
-				if ch.ts[0] > ts {
-					break
-				}
-				i, _ = slices.BinarySearch(ch.ts[:n], ts)
+// closeNoTid closes the last chunk of each processor's noTidLog.
+func (s *stackState) closeNoTid() {
+	for c := range s.noTid {
+		if n := len(s.noTid[c].chunks); n > 0 {
+			s.noTid[c].chunks[n-1].close()
+		}
+	}
+}
+
+// loggedNoTid reports whether a record with no thread in its header is
+// at ts, on any processor. The chunks must be closed (closeNoTid).
+func (s *stackState) loggedNoTid(ts int64) bool {
+	for c := range s.noTid {
+		for _, ch := range s.noTid[c].chunks {
+			if ts < ch.min || ts > ch.max {
+				continue
 			}
-			for ; i < n; i++ {
-				if ch.ts[i] == ts {
-					if ch.tid[i] == tid || ch.tid[i] == record.NoID {
-						return true
-					}
-				} else if !g.unsorted {
-					break
+			t := ch.ts[:ch.n]
+			if ch.sorted {
+				if _, ok := slices.BinarySearch(t, ts); ok {
+					return true
 				}
+			} else if slices.Contains(t, ts) {
+				return true
 			}
 		}
 	}
@@ -322,7 +358,7 @@ type preStack struct {
 	kern, user part
 	shared     bool // user came from another event's stack record
 	taken      bool // an event of the second pass took it
-	seen       bool // a record of its time and thread is in the trace (followsRecord, logged)
+	seen       bool // a record of its time and thread is in the trace (followsRecord, loggedNoTid)
 	userGone   bool // its thread's ID went to another process first
 }
 
@@ -387,7 +423,7 @@ type rawStack struct {
 	pid       uint32
 	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
-	seen      bool // its event is in the trace (followsRecord; logged, but for a user part alone)
+	seen      bool // its event is in the trace (followsRecord; loggedNoTid, but for a user part alone)
 }
 
 // Kinds of key references of a rawStack.
@@ -402,18 +438,20 @@ const (
 // order. It returns its sort buffer, emptied, for sortCollected.
 func (s *stackState) assemble() []tsIndex {
 	order := make([]tsIndex, 0, s.nraw)
+	s.closeNoTid()
 	for c, chunk := range s.raw {
 		for i := range chunk {
 			r := &chunk[i]
 			if !r.seen && (r.ref == refKernel || r.ref == refNone && r.nk > 0) {
-				// Not right after its event: looked for in the
-				// whole trace. A user part alone is not.
-				r.seen = s.logged(r.ts, r.tid)
+				// Not right after its event: its event may be a
+				// record with no thread in its header on another
+				// processor. A user part alone is not looked for.
+				r.seen = s.loggedNoTid(r.ts)
 			}
 			order = append(order, tsIndex{ts: r.recTS, i: uint64(c*rawChunk + i)})
 		}
 	}
-	s.logs = nil
+	s.recent, s.noTid = nil, nil
 	sortTS(order)
 	s.waitUser = make(map[uint32][]int32)
 	s.pres = make([]preStack, 0, s.nraw)

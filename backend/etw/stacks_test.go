@@ -185,13 +185,12 @@ func (s *synth) sample(ts int64, tid uint32, ip uint64) {
 }
 
 // TestStackOrphans: the stacks no event takes are told apart. A stack
-// right after a record iotrace does not decode, or after one of its time
-// and thread more than numRecent records before it, or on another
-// processor (with no thread in its header), is of a record of the trace
-// (information); one of no record of its time and thread lost its event
-// and is a problem (CountLost); a user part alone is not looked for. A
-// source that applies the first pass's filter before its merge gives the
-// same counts.
+// right after a record iotrace does not decode, or of a record with no
+// thread in its header more than numRecent records before it or on
+// another processor, is of a record of the trace (information); one of
+// no record of its time and thread lost its event and is a problem
+// (CountLost); a user part alone is not looked for. A source that applies
+// the first pass's filter before its merge gives the same counts.
 func TestStackOrphans(t *testing.T) {
 	s := &synth{ptr: 8, version: 3}
 	s.header(1000)
@@ -200,8 +199,9 @@ func TestStackOrphans(t *testing.T) {
 	// A sample and its stack right after it.
 	s.sample(2000, tidSvc, kA)
 	s.stack(2000, 2000, pidSvc, tidSvc, kA, uA)
-	// A sample, numRecent+4 samples of another thread, then its stack.
-	s.sample(3000, tidSvc, kA)
+	// A sample with no thread in its header, numRecent+4 samples of
+	// another thread, then its stack.
+	s.add(record.KindSystem, record.GroupPerfInfo, 46, 2, 3000, record.NoID, record.NoID, 0, buf{}.ptr(8, kA).u32(tidSvc).u32(0))
 	for i := range numRecent + 4 {
 		s.sample(3001+int64(i), tidSvc+1, kB)
 	}
@@ -592,16 +592,17 @@ func TestPerfViewStacks(t *testing.T) {
 	if got, n := st.Get(event.CountInfo, StatStacksFlush), st.Get(event.CountInfo, StatDiskFlushes); got != uint64(flushStacks) || n != uint64(flushes) {
 		t.Errorf("disk flushes with a stack: %d of %d, want %d of %d", got, n, flushStacks, flushes)
 	}
-	// The 6,933 stack records no event takes: 6,929 of records
-	// iotrace does not decode (samples, CLR…), 4 user parts alone, none
-	// of a lost event.
+	// The 6,933 stack records no event takes: 6,932 of records
+	// iotrace does not decode (samples, CLR…), a user part alone (its
+	// event more than numRecent records before it), none of a lost
+	// event.
 	for _, c := range []struct {
 		kind event.CounterKind
 		name string
 		want uint64
 	}{
-		{event.CountInfo, StatStacksNoEvent, 6929},
-		{event.CountInfo, StatStacksUserAlone, 4},
+		{event.CountInfo, StatStacksNoEvent, 6932},
+		{event.CountInfo, StatStacksUserAlone, 1},
 		{event.CountLost, StatStacksOrphan, uint64(orphans)},
 	} {
 		if got := st.Get(c.kind, c.name); got != c.want {
