@@ -160,9 +160,10 @@ const numRecent = 32
 // recentRecs is the time and thread of the latest records of one
 // processor's stream but stack walks.
 type recentRecs struct {
-	ts   [numRecent]int64
-	tid  [numRecent]uint32
-	next uint32
+	ts    [numRecent]int64
+	tid   [numRecent]uint32
+	next  uint32
+	noTid *noTidChunk // the last chunk of the processor's noTidLog
 }
 
 // noTidLog is the time of every record of one processor's stream with no
@@ -189,40 +190,49 @@ type noTidChunk struct {
 func (s *stackState) noteRecord(r *record.Record) {
 	c := int(r.CPU)
 	if c >= len(s.recent) {
-		s.recent = append(s.recent, make([]recentRecs, c+1-len(s.recent))...)
-		s.noTid = append(s.noTid, make([]noTidLog, c+1-len(s.noTid))...)
+		s.growRecent(c)
 	}
 	g := &s.recent[c]
 	i := g.next % numRecent
 	g.ts[i], g.tid[i] = r.Timestamp, r.ThreadID
 	g.next++
 	if r.ThreadID == record.NoID {
-		s.noteNoTid(c, r.Timestamp)
+		if ch := g.noTid; ch != nil && ch.n < noTidChunkLen {
+			ch.ts[ch.n] = r.Timestamp
+			ch.n++
+		} else {
+			s.noteNoTid(c, r.Timestamp)
+		}
 	}
 }
 
+// growRecent makes room for processor c.
+func (s *stackState) growRecent(c int) {
+	s.recent = append(s.recent, make([]recentRecs, c+1-len(s.recent))...)
+	s.noTid = append(s.noTid, make([]noTidLog, c+1-len(s.noTid))...)
+}
+
 // noteNoTid logs the time of a record of processor c with no thread in
-// its header.
+// its header that begins a chunk.
 func (s *stackState) noteNoTid(c int, ts int64) {
-	l := &s.noTid[c]
-	n := len(l.chunks)
-	if n == 0 || l.chunks[n-1].n == noTidChunkLen {
-		if n > 0 {
-			l.chunks[n-1].close()
-		}
-		l.chunks = append(l.chunks, new(noTidChunk))
-		n++
+	g, l := &s.recent[c], &s.noTid[c]
+	if g.noTid != nil {
+		g.noTid.close()
 	}
-	ch := l.chunks[n-1]
-	ch.ts[ch.n] = ts
-	ch.n++
+	g.noTid = &noTidChunk{n: 1}
+	g.noTid.ts[0] = ts
+	l.chunks = append(l.chunks, g.noTid)
 }
 
 // close notes the time span of a chunk, and whether it is in order.
 func (ch *noTidChunk) close() {
 	t := ch.ts[:ch.n]
 	ch.sorted = slices.IsSorted(t)
-	ch.min, ch.max = slices.Min(t), slices.Max(t)
+	if ch.sorted {
+		ch.min, ch.max = t[0], t[len(t)-1]
+	} else {
+		ch.min, ch.max = slices.Min(t), slices.Max(t)
+	}
 }
 
 // followsRecord reports whether one of the latest records of processor
@@ -233,8 +243,10 @@ func (s *stackState) followsRecord(cpu uint16, ts int64, tid uint32) bool {
 		return false
 	}
 	g := &s.recent[cpu]
-	for i := range g.ts {
-		if g.ts[i] == ts && (g.tid[i] == tid || g.tid[i] == record.NoID) && uint32(i) < g.next {
+	// The latest first: mostly the one right before the walk.
+	for k := uint32(1); k <= numRecent && k <= g.next; k++ {
+		i := (g.next - k) % numRecent
+		if g.ts[i] == ts && (g.tid[i] == tid || g.tid[i] == record.NoID) {
 			return true
 		}
 	}
