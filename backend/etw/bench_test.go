@@ -149,7 +149,7 @@ func BenchmarkPass1Largest(b *testing.B) {
 		r := openLargest(b, path, etl.Options{})
 		var d discard
 		p := NewPipeline(&d, Options{})
-		p.mode = modeCollect
+		p.mode, p.keptFirst = modeCollect, true
 		if err := FileRecords(r).(keptRecords).EachKept(context.Background(), p.collectKeep, p.Push); err != nil {
 			b.Fatal(err)
 		}

@@ -49,11 +49,12 @@ func (f *fileRecords) Each(ctx context.Context, fn func(*record.Record) error) e
 }
 
 // EachKept implements keptRecords: the reader applies keep before its
-// merge. Records at or before the header record (time 0) are always
-// kept, so that the first record is the one Each would deliver first.
+// merge, to every record. Records at or before the header record (time
+// 0) are always kept, so that the first record is the one Each would
+// deliver first.
 func (f *fileRecords) EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error {
 	t0 := f.r.Header().HeaderTimestamp
-	st, err := f.r.ReadKept(ctx, func(r *record.Record) bool { return r.Timestamp <= t0 || keep(r) }, fn)
+	st, err := f.r.ReadKept(ctx, func(r *record.Record) bool { return keep(r) || r.Timestamp <= t0 }, fn)
 	f.stats = st
 	return err
 }

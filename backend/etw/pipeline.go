@@ -149,6 +149,10 @@ type Pipeline struct {
 	sink event.Sink
 	opts Options
 	mode mode
+	// keptFirst: the source applied collectKeep to every record of the
+	// first pass (EachKept); the records it passes on are not counted or
+	// taken again.
+	keptFirst bool
 
 	dec    *kernel.Decoder
 	ev     kernel.Event
@@ -524,7 +528,11 @@ var pass1Counted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
 // the records it only needs to count. The first record fixes time 0 when
 // the stream has no header.
 func (p *Pipeline) collectWanted(r *record.Record) bool {
-	if p.collectKeep(r) {
+	if p.keptFirst {
+		if firstDecodes(r) {
+			return true
+		}
+	} else if p.collectKeep(r) {
 		return true
 	}
 	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
@@ -534,16 +542,23 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 }
 
 // collectKeep reports whether the first pass must decode r, counting the
-// records it only needs to count. It does not depend on the order of the
-// records: a source may apply it before merging its streams by time.
+// records it only needs to count and taking those it takes first. It must
+// see every record of the first pass once, in the order of its
+// processor's stream (noteRecord), but not merged by time: a source may
+// apply it before merging its streams.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	switch c {
-	case kernel.ClassStackWalk:
+	if c == kernel.ClassStackWalk {
 		if !p.opts.NoStacks {
 			p.takeFirst(r, c)
 		}
 		return false
+	}
+	if !p.opts.NoStacks {
+		// A record a stack walk may follow.
+		p.stk.noteRecord(r)
+	}
+	switch c {
 	case kernel.ClassImageID, kernel.ClassOwn:
 		if takenFirstClass(c, r) {
 			p.takeFirst(r, c)
@@ -564,6 +579,16 @@ func (p *Pipeline) collectKeep(r *record.Record) bool {
 		}
 	}
 	return false
+}
+
+// firstDecodes reports whether the first pass decodes r, as collectKeep
+// does, without counting or taking anything.
+func firstDecodes(r *record.Record) bool {
+	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
+	if c == kernel.ClassStackWalk || (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r) {
+		return false
+	}
+	return pass1Facts.Has(c, code)
 }
 
 // onHeader takes the trace's clock and machine from the EventTrace header

@@ -26,7 +26,9 @@ type keptRecords interface {
 	// EachKept is Each over the records keep accepts, plus every record
 	// that may precede the source's first record (its header) in time
 	// order, whatever keep says: the first record delivered is the same
-	// as Each's. keep sees each record once, not in time order.
+	// as Each's. keep sees every record once, not in time order but in
+	// the order of its processor's stream (the first pass matches stack
+	// walks to the records before them there).
 	EachKept(ctx context.Context, keep func(*record.Record) bool, fn func(*record.Record) error) error
 }
 
@@ -54,7 +56,9 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 	if k, ok := src.(keptRecords); ok {
 		// The first pass wants only the records that carry facts: the
 		// others are counted or rejected before the source merges them.
+		p.keptFirst = true
 		err1 = k.EachKept(ctx, p.collectKeep, p.Push)
+		p.keptFirst = false
 	} else {
 		err1 = src.Each(ctx, p.Push)
 	}

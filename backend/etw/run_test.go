@@ -123,7 +123,7 @@ func sameOutput(t *testing.T, name string, want, got *sink) {
 // TestEachKeptFirstRecord checks that records before the header record
 // reach the first pass whatever the filter says: a stream whose first
 // record in time order is not the EventTrace header is counted as such
-// with or without the filter.
+// with or without the filter. The filter sees them too, as every record.
 func TestEachKeptFirstRecord(t *testing.T) {
 	r, err := etl.Open(filepath.Join(testenv.ETLDir(t), fixtureFiltrace), etl.Options{})
 	if err != nil {
@@ -132,10 +132,19 @@ func TestEachKeptFirstRecord(t *testing.T) {
 	defer r.Close()
 	t0 := r.Header().HeaderTimestamp
 	var first []int64
-	err = FileRecords(r).(keptRecords).EachKept(context.Background(), func(*record.Record) bool { return false },
+	seen := 0
+	err = FileRecords(r).(keptRecords).EachKept(context.Background(), func(*record.Record) bool { seen++; return false },
 		func(rec *record.Record) error { first = append(first, rec.Timestamp); return nil })
 	if err != nil {
 		t.Fatal(err)
+	}
+	// keep sees every record, those passed on whatever it says too.
+	all := 0
+	if err := FileRecords(r).Each(context.Background(), func(*record.Record) error { all++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen != all {
+		t.Errorf("keep saw %d records of %d", seen, all)
 	}
 	if len(first) == 0 {
 		t.Fatal("the header record was not delivered")

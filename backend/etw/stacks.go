@@ -28,7 +28,10 @@ import (
 // A file's first pass takes every stack record and key definition before
 // the merge by time (takeFirst) and assembles each event's stack
 // (assemble); the second pass gives each event its stack as it meets the
-// event (takeStack), in time order. A live session joins a stack to a
+// event (takeStack), in time order. The first pass notes the time and
+// thread of every other record (noteRecord): a stack no event takes is
+// of a record iotrace does not decode, or of none (its event was lost:
+// flushStacks). A live session joins a stack to a
 // recent pending event (noteTarget, findTarget) and holds a complete event
 // whose stack still waits for its user part (emitStacked, liveUser).
 //
@@ -44,7 +47,9 @@ const (
 	StatStacksFlush       = "etw: disk flushes with a stack"
 	StatStackRecords      = "etw: stack records joined to their event (StackWalk, extended data)"
 	StatStacksOther       = "etw: stack records of other events (process, thread, image…: not kept)"
-	StatStacksNoEvent     = "etw: stack records matching no decoded event (samples and events iotrace does not decode: dropped)"
+	StatStacksNoEvent     = "etw: stack records of other records in the trace (CPU samples, CLR, events iotrace does not decode: not kept)"
+	StatStacksUserAlone   = "etw: user parts of stacks no event took, walked when their thread returned to user mode (their event not looked for: not kept)"
+	StatStacksOrphan      = "etw: stack records of no record in the trace (no record of their time and thread: their event lost)"
 	StatStacksUndecoded   = "etw: stack records of records iotrace does not decode (live: CPU samples, CLR…: not kept)"
 	StatStacksNoRecent    = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records came between them: dropped)"
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
@@ -128,6 +133,154 @@ type stackState struct {
 	errs    map[string]uint64 // damaged stack records of the first pass, by counter
 	errMsgs []string
 	undec   []undecoded // records of the first pass no decoder knows
+	// A file's first pass: the time and thread of every record but
+	// stack walks, by processor, in the order of its stream (noteRecord).
+	recent []recentRecs // by processor
+	noTid  []noTidLog   // by processor
+}
+
+// The first pass of a file tells the stacks no event takes apart: those of
+// a record in the trace (a record iotrace does not decode) and those of
+// none (their event was lost). The kernel logs a stack walk right after
+// its event, on the event's processor: a stack's event is looked for
+// among the latest records of the walk's processor (recentRecs), then,
+// as a record with no thread in its header (a PERFINFO record: a sample,
+// a context switch; the stack's thread is in its payload), on any
+// processor (noTidLog: such records are logged on another processor at
+// times). A record with a thread in its header is not looked for on
+// other processors: its thread was running on that processor, not on the
+// walk's. Both are filled in the order of each processor's stream, which
+// is the same however the file is read (merged by time or not, cached or
+// not): they tell the same stacks apart.
+
+// numRecent is how many of the latest records of its processor's stream
+// a stack walk's event is looked for among (a power of 2).
+const numRecent = 32
+
+// recentRecs is the time and thread of the latest records of one
+// processor's stream but stack walks.
+type recentRecs struct {
+	ts    [numRecent]int64
+	tid   [numRecent]uint32
+	next  uint32
+	noTid *noTidChunk // the last chunk of the processor's noTidLog
+}
+
+// noTidLog is the time of every record of one processor's stream with no
+// thread in its header, in chunks (never copied).
+type noTidLog struct {
+	chunks []*noTidChunk
+}
+
+// noTidChunkLen is the length of a noTidLog's chunks.
+const noTidChunkLen = 4096
+
+// noTidChunk is times of records of one processor. Once full (close), it
+// knows its span and whether they are in order.
+type noTidChunk struct {
+	n        int
+	min, max int64
+	sorted   bool
+	ts       [noTidChunkLen]int64
+}
+
+// noteRecord notes a record other than a stack walk that a file's first
+// pass sees: it must see every record once, in the order of its
+// processor's stream.
+func (s *stackState) noteRecord(r *record.Record) {
+	c := int(r.CPU)
+	if c >= len(s.recent) {
+		s.growRecent(c)
+	}
+	g := &s.recent[c]
+	i := g.next % numRecent
+	g.ts[i], g.tid[i] = r.Timestamp, r.ThreadID
+	g.next++
+	if r.ThreadID == record.NoID {
+		if ch := g.noTid; ch != nil && ch.n < noTidChunkLen {
+			ch.ts[ch.n] = r.Timestamp
+			ch.n++
+		} else {
+			s.noteNoTid(c, r.Timestamp)
+		}
+	}
+}
+
+// growRecent makes room for processor c.
+func (s *stackState) growRecent(c int) {
+	s.recent = append(s.recent, make([]recentRecs, c+1-len(s.recent))...)
+	s.noTid = append(s.noTid, make([]noTidLog, c+1-len(s.noTid))...)
+}
+
+// noteNoTid logs the time of a record of processor c with no thread in
+// its header that begins a chunk.
+func (s *stackState) noteNoTid(c int, ts int64) {
+	g, l := &s.recent[c], &s.noTid[c]
+	if g.noTid != nil {
+		g.noTid.close()
+	}
+	g.noTid = &noTidChunk{n: 1}
+	g.noTid.ts[0] = ts
+	l.chunks = append(l.chunks, g.noTid)
+}
+
+// close notes the time span of a chunk, and whether it is in order.
+func (ch *noTidChunk) close() {
+	t := ch.ts[:ch.n]
+	ch.sorted = slices.IsSorted(t)
+	if ch.sorted {
+		ch.min, ch.max = t[0], t[len(t)-1]
+	} else {
+		ch.min, ch.max = slices.Min(t), slices.Max(t)
+	}
+}
+
+// followsRecord reports whether one of the latest records of processor
+// cpu's stream is at ts on thread tid, or at ts with no thread in its
+// header.
+func (s *stackState) followsRecord(cpu uint16, ts int64, tid uint32) bool {
+	if int(cpu) >= len(s.recent) {
+		return false
+	}
+	g := &s.recent[cpu]
+	// The latest first: mostly the one right before the walk.
+	for k := uint32(1); k <= numRecent && k <= g.next; k++ {
+		i := (g.next - k) % numRecent
+		if g.ts[i] == ts && (g.tid[i] == tid || g.tid[i] == record.NoID) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeNoTid closes the last chunk of each processor's noTidLog.
+func (s *stackState) closeNoTid() {
+	for c := range s.noTid {
+		if n := len(s.noTid[c].chunks); n > 0 {
+			s.noTid[c].chunks[n-1].close()
+		}
+	}
+}
+
+// loggedNoTid reports whether a record with no thread in its header is
+// at ts, on any processor. The chunks must be closed (closeNoTid).
+func (s *stackState) loggedNoTid(ts int64) bool {
+	for c := range s.noTid {
+		for _, ch := range s.noTid[c].chunks {
+			if ts < ch.min || ts > ch.max {
+				continue
+			}
+			t := ch.ts[:ch.n]
+			if ch.sorted {
+				if _, ok := slices.BinarySearch(t, ts); ok {
+					return true
+				}
+			} else if slices.Contains(t, ts) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // noteTarget records an event of thread tid (stackTid) a stack record
@@ -217,6 +370,7 @@ type preStack struct {
 	kern, user part
 	shared     bool // user came from another event's stack record
 	taken      bool // an event of the second pass took it
+	seen       bool // a record of its time and thread is in the trace (followsRecord, loggedNoTid)
 	userGone   bool // its thread's ID went to another process first
 }
 
@@ -236,7 +390,8 @@ const maxWaitUser = 256
 // the first pass gives each event its whole stack.
 func (p *Pipeline) collectStack(r *record.Record, sw *kernel.StackWalk) {
 	s := &p.stk
-	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU}
+	raw := rawStack{recTS: r.Timestamp, ts: sw.StackTime, pid: sw.Pid, tid: sw.Tid, cpu: r.CPU,
+		seen: s.followsRecord(r.CPU, sw.StackTime, sw.Tid)}
 	switch {
 	case sw.Kind == kernel.KindStack:
 		ptr := sw.Frames.PtrSize()
@@ -280,6 +435,7 @@ type rawStack struct {
 	pid       uint32
 	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
+	seen      bool // its event is in the trace (followsRecord; loggedNoTid, but for a user part alone)
 }
 
 // Kinds of key references of a rawStack.
@@ -294,11 +450,20 @@ const (
 // order. It returns its sort buffer, emptied, for sortCollected.
 func (s *stackState) assemble() []tsIndex {
 	order := make([]tsIndex, 0, s.nraw)
+	s.closeNoTid()
 	for c, chunk := range s.raw {
 		for i := range chunk {
-			order = append(order, tsIndex{ts: chunk[i].recTS, i: uint64(c*rawChunk + i)})
+			r := &chunk[i]
+			if !r.seen && (r.ref == refKernel || r.ref == refNone && r.nk > 0) {
+				// Not right after its event: its event may be a
+				// record with no thread in its header on another
+				// processor. A user part alone is not looked for.
+				r.seen = s.loggedNoTid(r.ts)
+			}
+			order = append(order, tsIndex{ts: r.recTS, i: uint64(c*rawChunk + i)})
 		}
 	}
+	s.recent, s.noTid = nil, nil
 	sortTS(order)
 	s.waitUser = make(map[uint32][]int32)
 	s.pres = make([]preStack, 0, s.nraw)
@@ -306,10 +471,10 @@ func (s *stackState) assemble() []tsIndex {
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
-			s.addKernel(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addKernel(r, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refUser:
-			s.addUser(r.ts, r.pid, r.tid, r.cpu, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
+			s.addUser(r, part{key: r.key, ts: r.recTS, isRef: true, ok: true})
 			continue
 		case refThreadEnd:
 			s.threadEnd(r.pid, r.tid)
@@ -320,21 +485,22 @@ func (s *stackState) assemble() []tsIndex {
 		switch {
 		case kern.ok && user.ok:
 			// A whole stack: its user part is its own.
-			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user})
+			s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: r.tid, cpu: r.cpu, nrec: 1, kern: kern, user: user, seen: r.seen})
 		case kern.ok:
-			s.addKernel(r.ts, r.pid, r.tid, r.cpu, kern)
+			s.addKernel(r, kern)
 		case user.ok:
-			s.addUser(r.ts, r.pid, r.tid, r.cpu, user)
+			s.addUser(r, user)
 		}
 	}
 	s.raw, s.nraw = nil, 0
 	return order[:0]
 }
 
-// addKernel collects the kernel part of the stack of the event at ts on
-// tid: the event then waits for its thread's next user part.
-func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
-	s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, kern: k})
+// addKernel collects the kernel part of the stack of the event of stack
+// record r: the event then waits for its thread's next user part.
+func (s *stackState) addKernel(r *rawStack, k part) {
+	tid := r.tid
+	s.pres = append(s.pres, preStack{ts: r.ts, pid: r.pid, tid: tid, cpu: r.cpu, nrec: 1, kern: k, seen: r.seen})
 	list := s.waitUser[tid]
 	if len(list) >= maxWaitUser {
 		list = append(list[:0], list[1:]...)
@@ -346,7 +512,8 @@ func (s *stackState) addKernel(ts int64, pid, tid uint32, cpu uint16, k part) {
 // event of the thread still waiting for one. A waiting event of another
 // process had its thread end before it returned to user mode, the
 // thread's ID then reused: it gets none (userGone).
-func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
+func (s *stackState) addUser(r *rawStack, u part) {
+	ts, pid, tid := r.ts, r.pid, r.tid
 	list := s.waitUser[tid]
 	own := false
 	for _, j := range list {
@@ -362,13 +529,14 @@ func (s *stackState) addUser(ts int64, pid, tid uint32, cpu uint16, u part) {
 		if e.ts == ts && !own {
 			e.shared, own = false, true
 			e.nrec++
+			e.seen = e.seen || r.seen
 		}
 	}
 	if list != nil {
 		s.waitUser[tid] = list[:0]
 	}
 	if !own {
-		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: cpu, nrec: 1, user: u})
+		s.pres = append(s.pres, preStack{ts: ts, pid: pid, tid: tid, cpu: r.cpu, nrec: 1, user: u, seen: r.seen})
 	}
 }
 
@@ -634,16 +802,34 @@ func (p *Pipeline) otherStack(r *record.Record) {
 	p.noteTarget(r, r.ThreadID, targetOther, nil, 0)
 }
 
-// flushStacks counts the collected stacks no event took.
+// flushStacks counts the collected stacks no event took: those of a
+// record in the trace (iotrace does not decode it, or keeps no stack of
+// it), those with a kernel part of no record of their time and thread
+// (their event was lost: a problem) and user parts alone, whose event is
+// not looked for (walked when the thread returned to user mode, maybe on
+// another processor, any number of records later).
 func (p *Pipeline) flushStacks() {
-	var n uint64
+	var other, orphan, user uint64
 	for i := range p.stk.pres {
-		if !p.stk.pres[i].taken {
-			n += uint64(p.stk.pres[i].nrec)
+		e := &p.stk.pres[i]
+		switch {
+		case e.taken:
+		case e.seen:
+			other += uint64(e.nrec)
+		case e.kern.ok:
+			orphan += uint64(e.nrec)
+		default:
+			user += uint64(e.nrec)
 		}
 	}
-	if n > 0 {
-		p.count(StatStacksNoEvent, event.CountInfo, n)
+	if other > 0 {
+		p.count(StatStacksNoEvent, event.CountInfo, other)
+	}
+	if orphan > 0 {
+		p.count(StatStacksOrphan, event.CountLost, orphan)
+	}
+	if user > 0 {
+		p.count(StatStacksUserAlone, event.CountInfo, user)
 	}
 	p.stk.pres, p.stk.order, p.stk.arena, p.stk.defs = nil, nil, nil, nil
 }
