@@ -167,7 +167,7 @@ func TestJSONLDamageCountedOnce(t *testing.T) {
 	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 2 {
 		t.Errorf("%d damaged lines counted, want 2", n)
 	}
-	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)"); n != 1 {
 		t.Errorf("%d repeated lines counted, want 1", n)
 	}
 	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) {

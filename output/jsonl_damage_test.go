@@ -52,7 +52,7 @@ func TestJSONLDamagedLinesSkipped(t *testing.T) {
 	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 1 {
 		t.Errorf("trailer counts %d damaged lines lost, want 1", n)
 	}
-	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)"); n != 1 {
 		t.Errorf("trailer counts %d repeated lines, want 1", n)
 	}
 	var de *JSONLDamageError

@@ -367,6 +367,8 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		repeats int
 		strays  int
 		ids     = recentIDs{seed: maphash.MakeSeed()}
+		// headerSum is the hash of the trace's header line.
+		headerSum uint64
 	)
 	readPast := func(d JSONLDamage) {
 		if len(damage.Skipped) < maxListedDamage {
@@ -498,9 +500,16 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		switch rec.Type {
 		case "header":
 			if begun {
+				if maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")) == headerSum {
+					// The header line again (a duplicated line): the
+					// same trace goes on.
+					lineErr = repeatedLine{fail("the header again (first on line 1): a repeated line, skipped")}
+					break
+				}
 				damageErr = fail("second header")
 				break
 			}
+			headerSum = maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n"))
 			h, err := rec.header()
 			if err != nil {
 				damageErr = fail("%v", err)
@@ -559,7 +568,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(damage.Lost))
 	}
 	if repeats > 0 {
-		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating an event already read (skipped, no event lost)", uint64(repeats))
+		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)", uint64(repeats))
 	}
 	if strays > 0 {
 		trailer.Stats.Add(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)", uint64(strays))

@@ -109,7 +109,8 @@ type BufferInfo struct {
 	// Truncated is set for the last buffer of a file cut short: only the
 	// bytes present are read.
 	Truncated bool
-	// Duplicate is set for a buffer that repeats an earlier one: it is not
-	// read.
+	// Duplicate is set for a buffer that repeats an earlier one, and for a
+	// log-file header buffer past the first (a stray copy of a file's
+	// start): it is not read.
 	Duplicate bool
 }

@@ -344,7 +344,10 @@ func (r *Reader) readHeader(w *window) error {
 // findDuplicates marks the buffers that repeat an earlier one (same
 // processor and sequence number, the same bytes in their headers): a
 // duplicated region of the file. Their records are not delivered twice;
-// each is reported as damage.
+// each is reported as damage. A log-file header buffer past the first is
+// marked too: a logger writes one, at the start of the file, so another
+// is a stray copy of a file's start (whose sequence number, 0, the check
+// by key passes over).
 func (r *Reader) findDuplicates() {
 	type key struct {
 		cpu uint16
@@ -355,6 +358,16 @@ func (r *Reader) findDuplicates() {
 	first := map[key]int{}
 	for i := range r.buffers {
 		b := &r.buffers[i]
+		if i > 0 && b.Type == BufferTypeHeader {
+			b.Duplicate = true
+			err := corruptf("buffer %d is a log-file header buffer, which only the first buffer is: a stray copy of a file's start, not read", i)
+			if h := &r.buffers[0]; b.Processor == h.Processor && b.TimeStamp == h.TimeStamp && b.Used() == h.Used() {
+				// This file's own first buffer again: nothing is lost.
+				err = fmt.Errorf("%w: buffer %d repeats buffer 0, the log-file header buffer, not read again", ErrDuplicate, i)
+			}
+			r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "BufferType", Err: err})
+			continue
+		}
 		if b.SequenceNumber == 0 {
 			continue // a logger that does not number its buffers
 		}

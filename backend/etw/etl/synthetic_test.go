@@ -477,3 +477,24 @@ func TestDuplicatedBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestStrayHeaderBuffer: the log-file header buffer again inside the file
+// (a stray copy of a file's start) is not read, and is reported at its
+// offset; every record around it is read.
+func TestStrayHeaderBuffer(t *testing.T) {
+	name := "filtrace_win11_kernel_diskio_fileio-names_compressed.etl"
+	full := fixtureBytes(t, name)
+	total, err := countRecords(t, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewReader(bytes.NewReader(full), int64(len(full)), Options{})
+	head := full[:r.Buffers()[0].BufferSize]
+	at := r.Buffers()[5].FileOffset
+	stray := append(append(append([]byte(nil), full[:at]...), head...), full[at:]...)
+	n, err := countRecords(t, stray)
+	var fe *FormatError
+	if n != total || !errors.As(err, &fe) || fe.Field != "BufferType" || fe.BufferOffset != at {
+		t.Errorf("%d records of %d, err %v", n, total, err)
+	}
+}
