@@ -491,10 +491,19 @@ func TestStrayHeaderBuffer(t *testing.T) {
 	r, _ := NewReader(bytes.NewReader(full), int64(len(full)), Options{})
 	head := full[:r.Buffers()[0].BufferSize]
 	at := r.Buffers()[5].FileOffset
-	stray := append(append(append([]byte(nil), full[:at]...), head...), full[at:]...)
-	n, err := countRecords(t, stray)
-	var fe *FormatError
-	if n != total || !errors.As(err, &fe) || fe.Field != "BufferType" || fe.BufferOffset != at {
-		t.Errorf("%d records of %d, err %v", n, total, err)
+	// This file's own first buffer again: a duplicate, nothing lost; the
+	// first buffer of another file (here: another flush time): damage.
+	other := bytes.Clone(head)
+	other[0x10] ^= 1 // its TimeStamp
+	for _, c := range []struct {
+		ins []byte
+		dup bool
+	}{{head, true}, {other, false}} {
+		stray := append(append(append([]byte(nil), full[:at]...), c.ins...), full[at:]...)
+		n, err := countRecords(t, stray)
+		var fe *FormatError
+		if n != total || !errors.As(err, &fe) || fe.Field != "BufferType" || fe.BufferOffset != at || errors.Is(err, ErrDuplicate) != c.dup {
+			t.Errorf("a header buffer (this file's own: %v): %d records of %d, err %v", c.dup, n, total, err)
+		}
 	}
 }
