@@ -541,6 +541,30 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 	return false
 }
 
+// What the first pass does with a record (firstUse).
+const (
+	firstSkip   = iota // nothing
+	firstStack         // a stack walk: taken first (takeFirst)
+	firstTaken         // an image identity or iotrace's own record: taken first
+	firstDecode        // decoded (it carries facts)
+	firstCount         // only counted (pass1Counted)
+)
+
+// firstUse says what the first pass does with r, of class c and code.
+func firstUse(r *record.Record, c kernel.Class, code uint16) int {
+	switch {
+	case c == kernel.ClassStackWalk:
+		return firstStack
+	case (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r):
+		return firstTaken
+	case pass1Facts.Has(c, code):
+		return firstDecode
+	case pass1Counted.Has(c, code):
+		return firstCount
+	}
+	return firstSkip
+}
+
 // collectKeep reports whether the first pass must decode r, counting the
 // records it only needs to count and taking those it takes first. It must
 // see every record of the first pass once, in the order of its
@@ -548,27 +572,21 @@ func (p *Pipeline) collectWanted(r *record.Record) bool {
 // apply it before merging its streams.
 func (p *Pipeline) collectKeep(r *record.Record) bool {
 	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	if c == kernel.ClassStackWalk {
-		if !p.opts.NoStacks {
-			p.takeFirst(r, c)
-		}
-		return false
-	}
-	if !p.opts.NoStacks {
+	use := firstUse(r, c, code)
+	if !p.opts.NoStacks && use != firstStack {
 		// A record a stack walk may follow.
 		p.stk.noteRecord(r)
 	}
-	switch c {
-	case kernel.ClassImageID, kernel.ClassOwn:
-		if takenFirstClass(c, r) {
+	switch use {
+	case firstStack:
+		if !p.opts.NoStacks {
 			p.takeFirst(r, c)
-			return false
 		}
-	}
-	if pass1Facts.Has(c, code) {
+	case firstTaken:
+		p.takeFirst(r, c)
+	case firstDecode:
 		return true
-	}
-	if pass1Counted.Has(c, code) {
+	case firstCount:
 		switch c {
 		case kernel.ClassDiskIo:
 			p.diskInits++
@@ -584,11 +602,7 @@ func (p *Pipeline) collectKeep(r *record.Record) bool {
 // firstDecodes reports whether the first pass decodes r, as collectKeep
 // does, without counting or taking anything.
 func firstDecodes(r *record.Record) bool {
-	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	if c == kernel.ClassStackWalk || (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r) {
-		return false
-	}
-	return pass1Facts.Has(c, code)
+	return firstUse(r, kernel.ClassOf(r), kernel.CodeOf(r)) == firstDecode
 }
 
 // onHeader takes the trace's clock and machine from the EventTrace header
