@@ -370,6 +370,9 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		// headerSum is the hash of the trace's header line.
 		headerSum uint64
 	)
+	// lineSum hashes the current line (without its end): a repeated line
+	// is the same bytes.
+	lineSum := func() uint64 { return maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")) }
 	readPast := func(d JSONLDamage) {
 		if len(damage.Skipped) < maxListedDamage {
 			damage.Skipped = append(damage.Skipped, d)
@@ -393,7 +396,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		if mode == readFacts {
 			return nil
 		}
-		if first, dup := ids.seen(ev.ID, maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")), line); dup {
+		if first, dup := ids.seen(ev.ID, lineSum(), line); dup {
 			return repeatedLine{fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)}
 		}
 		if end := ev.End(); end > lastEnd {
@@ -500,7 +503,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		switch rec.Type {
 		case "header":
 			if begun {
-				if maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")) == headerSum {
+				if lineSum() == headerSum {
 					// The header line again (a duplicated line): the
 					// same trace goes on.
 					lineErr = repeatedLine{fail("the header again (first on line 1): a repeated line, skipped")}
@@ -509,7 +512,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				damageErr = fail("second header")
 				break
 			}
-			headerSum = maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n"))
+			headerSum = lineSum()
 			h, err := rec.header()
 			if err != nil {
 				damageErr = fail("%v", err)
