@@ -1,8 +1,6 @@
 package symbolize
 
 import (
-	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotrace/iotrace/internal/crafted"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
 
@@ -53,34 +52,9 @@ func TestParseID(t *testing.T) {
 	}
 }
 
-// sparseELF writes an ELF file at path whose .symtab claims size bytes
-// at offset 4096, the file extended to hold them as a hole (a few KB on
-// disk).
 func sparseELF(t *testing.T, path string, size int64) {
 	t.Helper()
-	shstr := "\x00.symtab\x00.strtab\x00.shstrtab\x00"
-	const shoff, shnum = 64, 4
-	strOff := uint64(shoff + shnum*64)
-	secs := []elf.Section64{
-		{},
-		{Name: 1, Type: uint32(elf.SHT_SYMTAB), Off: 4096, Size: uint64(size), Link: 2, Entsize: 24, Addralign: 8},
-		{Name: 9, Type: uint32(elf.SHT_STRTAB), Off: strOff, Size: 1, Addralign: 1},
-		{Name: 17, Type: uint32(elf.SHT_STRTAB), Off: strOff + 1, Size: uint64(len(shstr)), Addralign: 1},
-	}
-	h := elf.Header64{Type: uint16(elf.ET_EXEC), Machine: uint16(elf.EM_X86_64), Version: 1, Shoff: shoff,
-		Ehsize: 64, Phentsize: 56, Shentsize: 64, Shnum: shnum, Shstrndx: 3}
-	copy(h.Ident[:], "\x7fELF\x02\x01\x01")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, v := range []any{h, secs, []byte("\x00" + shstr)} {
-		if err := binary.Write(f, binary.LittleEndian, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Truncate(4096 + size); err != nil {
+	if err := crafted.SparseELF(path, size); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,39 +2,12 @@ package pdb
 
 import (
 	"bytes"
-	"encoding/binary"
 	"runtime"
 	"strings"
 	"testing"
-)
 
-// repeatedBlockMSF returns an MSF file of blocks of blockSize bytes whose
-// stream 1 claims claim bytes by listing one data block over and over:
-// the stream directory is the only large part.
-func repeatedBlockMSF(blockSize, claim uint32) []byte {
-	nb := (claim + blockSize - 1) / blockSize
-	dir := binary.LittleEndian.AppendUint32(nil, 2) // streams
-	dir = binary.LittleEndian.AppendUint32(dir, 0)
-	dir = binary.LittleEndian.AppendUint32(dir, claim)
-	const data = 2 // block 0: superblock, 1: directory block map, 2: data
-	for range nb {
-		dir = binary.LittleEndian.AppendUint32(dir, data)
-	}
-	nDir := (uint32(len(dir)) + blockSize - 1) / blockSize
-	numBlocks := 3 + nDir
-	out := make([]byte, int(numBlocks)*int(blockSize))
-	copy(out, msfMagic)
-	le.PutUint32(out[32:], blockSize)
-	le.PutUint32(out[36:], 1) // free block map
-	le.PutUint32(out[40:], numBlocks)
-	le.PutUint32(out[44:], uint32(len(dir)))
-	le.PutUint32(out[52:], 1)
-	for i := range nDir {
-		le.PutUint32(out[int(blockSize)+4*int(i):], 3+i)
-	}
-	copy(out[3*int(blockSize):], dir)
-	return out
-}
+	"github.com/iotrace/iotrace/internal/crafted"
+)
 
 // TestRepeatedBlockClaim: a PDB of a few hundred KB whose stream lists
 // one block again and again to claim 1 GiB (issue 25, item 4: 2.1 GB
@@ -42,7 +15,7 @@ func repeatedBlockMSF(blockSize, claim uint32) []byte {
 // before the stream is read.
 func TestRepeatedBlockClaim(t *testing.T) {
 	for _, claim := range []uint32{1 << 30, 0xfff00000} {
-		b := repeatedBlockMSF(32768, claim)
+		b := crafted.RepeatedBlockMSF(32768, claim)
 		if len(b) > 1<<20 {
 			t.Fatalf("the crafted file is %d bytes", len(b))
 		}
