@@ -200,3 +200,29 @@ func TestInterruptNamedFIFO(t *testing.T) {
 		t.Errorf("exit %d, frames not printed:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRunMemoryWithinAStep: the scripts of issue 25 (item 7) that passed
+// --max-memory within one step end with the script error (exit 1) and
+// the limit's message, within the limit: s.replace("a", s) on 32 KiB and
+// 128 KiB strings (1 GiB and 16 GiB asked for), "".join([s] * 48).
+func TestRunMemoryWithinAStep(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	dir := testenv.TempDir(t)
+	for i, src := range []string{
+		"s = \"a\" * (32 << 10)\ndef on_event(e):\n    x = s.replace(\"a\", s)\n",
+		"s = \"a\" * (128 << 10)\ndef on_event(e):\n    x = s.replace(\"a\", s)\n",
+		"s = \"a\" * (16 << 20)\ndef on_event(e):\n    x = \"\".join([s] * 48)\n",
+	} {
+		script := filepath.Join(dir, "s"+strconv.Itoa(i)+".star")
+		if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := runChild(t, 60*time.Second, 0, "run", script, "--input", in, "--max-memory", "100M")
+		if r.code != 1 || !strings.Contains(r.stderr, "memory limit exceeded") {
+			t.Errorf("script %d: exit %d: %s", i, r.code, r.stderr)
+		}
+		if r.rss > 200<<20 {
+			t.Errorf("script %d: %d MB resident under --max-memory 100M", i, r.rss>>20)
+		}
+	}
+}
