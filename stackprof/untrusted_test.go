@@ -82,7 +82,7 @@ func TestFrameKeysBounded(t *testing.T) {
 	// every process: keys of about 200 KB.
 	tab.Fact(&event.Fact{Kind: event.FactModule, Rundown: true, Handle: 0x7f00_0000_0000, Size: 1 << 30, Name: "/" + strings.Repeat("m", 200)})
 	a := NewAggregator(tab)
-	for pid := range uint32(300) {
+	for pid := range uint32(2*maxFrameKeyBytes/(stacks.MaxFrames*200) + 1) { // past the bound twice
 		e := hostileEvent()
 		e.Pid, e.Comm = pid+1, "p"
 		a.Add(e)

@@ -110,7 +110,10 @@ func TestFactsThatChangeFrames(t *testing.T) {
 func TestCacheBound(t *testing.T) {
 	tab := newTestTable()
 	tab.Fact(deepStack(1, MaxFrames, 0x1000))
-	for pid := range uint32(800) { // 800 stacks of 1,024 frames rendered: past the bound
+	// Enough stacks of MaxFrames frames, rendered, to pass the bound
+	// twice.
+	n := uint32(2*maxCacheBytes/(MaxFrames*(frameBytes+stringHeader)) + 1)
+	for pid := range n {
 		tab.FrameStrings(eventOf(pid+1, 1, 0))
 	}
 	if tab.cacheBytes > maxCacheBytes || len(tab.cache) == 0 {
