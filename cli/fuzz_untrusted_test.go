@@ -9,6 +9,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/crafted"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/symbolize"
 	"github.com/iotrace/iotrace/symbolize/pdb"
 )
@@ -38,7 +39,7 @@ func FuzzReadUntrusted(f *testing.F) {
 		if len(spec) > 4096 || len(elfData) > 1<<20 || len(pdbData) > 1<<20 {
 			return
 		}
-		dir := t.TempDir()
+		dir := testenv.TempDir(t)
 		syms := filepath.Join(dir, "syms")
 		ids := fuzzSymbolDir(t, syms, elfData, pdbData)
 		tr := fuzzTrace(spec, ids)
