@@ -108,13 +108,13 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 		)
 		switch format {
 		case "pprof":
-			tab = sf.table()
+			tab = sf.table(cmd.Context())
 			sink = stackprof.NewPprof(w, tab)
 		case "folded":
-			tab = sf.table()
+			tab = sf.table(cmd.Context())
 			sink = stackprof.NewFolded(w, tab, weight)
 		case "parquet":
-			tab = sf.table()
+			tab = sf.table(cmd.Context())
 			sink = parquetfile.New(w, parquetfile.Options{Stack: tab.FrameStrings})
 		default:
 			sink, err = newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -29,7 +31,29 @@ func TestMain(m *testing.M) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		stop()
+		if f := os.Getenv(childPeakEnv); f != "" {
+			writePeakMemory(f)
+		}
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
+}
+
+// childPeakEnv names the file a child writes its peak resident memory to
+// (bytes) when it ends.
+const childPeakEnv = "IOTRACE_TEST_PEAK_FILE"
+
+// writePeakMemory writes the process's peak resident memory (Linux's
+// VmHWM) to path; nothing where it is not known.
+func writePeakMemory(path string) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			os.WriteFile(path, []byte(strconv.FormatInt(kb<<10, 10)), 0o600)
+		}
+	}
 }

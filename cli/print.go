@@ -125,7 +125,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	oo := output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())}
 	var tab *stacks.Table
 	if sf.show {
-		tab = sf.table()
+		tab = sf.table(cmd.Context())
 		defer tab.Close()
 		oo.Frames = tab.Lines
 	}

@@ -162,7 +162,7 @@ func reportOfStacks(ctx context.Context, in input.Reader, name string, f *report
 	rep := report.New(report.Options{TopN: f.top, Heatmap: f.heatmap != ""})
 	var sink event.Sink
 	if agg != nil && f.stacks.show {
-		tab := f.stacks.table()
+		tab := f.stacks.table(ctx)
 		*agg = stackprof.NewAggregator(tab)
 		sink = tab.Feed(flt.Sink(tab.Summary(stackTee{rep, *agg})))
 	} else {

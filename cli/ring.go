@@ -79,7 +79,9 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 		}()
 	}
 	s := &summary{Sink: problemWarner{Sink: r, w: stderr}, w: stderr, verb: "recorded"}
-	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }}
+	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }, OnRefused: func() {
+		fmt.Fprintf(stderr, "iotrace: iotrace mark --save: refused, too soon after the last save (at most one per %s; counted)\n", ring.DefaultSaveInterval)
+	}}
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
 	runErr := runLiveTo(ctx, opts, trig, stderr)

@@ -23,8 +23,8 @@ type rotateFlags struct {
 func addRotateFlags(cmd *cobra.Command, r *rotateFlags) {
 	fs := cmd.Flags()
 	fs.StringSliceVar(&r.rotate, "rotate", nil, "start a new file every DURATION (1h) or SIZE (1GiB), or both (--rotate 1h,1GiB): -o then names the directory (or DIR/PREFIX.iot) of a series of self-contained files named with host and UTC start time")
-	fs.IntVar(&r.keep, "keep", 0, "with --rotate: keep only the newest N files of the series (older ones are removed)")
-	fs.StringVar(&r.maxTotal, "max-total", "", "with --rotate: remove the oldest files of the series while they take more than SIZE together")
+	fs.IntVar(&r.keep, "keep", 0, "with --rotate: keep only the newest N files of the series (older ones are removed: only traces of this host recorded by this user before this recording, and this recording's own)")
+	fs.StringVar(&r.maxTotal, "max-total", "", "with --rotate: remove the oldest files of the series (as --keep chooses them) while they take more than SIZE together")
 }
 
 // set reports whether any rotation flag was given.

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/iotrace/iotrace/stacks"
@@ -27,7 +29,8 @@ func addStackFlags(cmd *cobra.Command, o *stackFlags, show string) {
 
 // table returns the stack table that names frames from the trace's
 // modules, the --symbols directories, /usr/lib/debug and the modules' own
-// paths (when their build-id matches).
-func (o *stackFlags) table() *stacks.Table {
-	return stacks.New(stacks.Options{Symbols: symbolize.Options{Dirs: o.symbols}})
+// paths (when their build-id matches). Symbol files stop being read when
+// ctx is done.
+func (o *stackFlags) table(ctx context.Context) *stacks.Table {
+	return stacks.New(stacks.Options{Symbols: symbolize.Options{Dirs: o.symbols, Done: ctx.Done()}})
 }

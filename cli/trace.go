@@ -62,7 +62,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if opts.Stacks != backend.StacksNone && format == "text" {
 				// Frames printed under their events, named from the
 				// modules on this machine, as print --stacks does.
-				tab = (&stackFlags{}).table()
+				tab = (&stackFlags{}).table(cmd.Context())
 				defer tab.Close()
 				oo.Frames = tab.Lines
 			}

@@ -62,7 +62,31 @@ func (c *CSV) field(b []byte) []byte {
 	return append(b, ',')
 }
 
+// A text cell that starts like a formula (=, +, -, @, a tab or a carriage
+// return) is written with a single quote before it, as OWASP's CSV
+// injection guidance says: a spreadsheet then shows it as text instead
+// of evaluating it (a process named "=cmd|' /C calc'!A0"). Number
+// columns are numbers and are written as they are.
+
+// formulaStart reports whether a cell starting with c is read as a
+// formula.
+func formulaStart(c byte) bool {
+	return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' || c == '\r'
+}
+
+// appendCSVText appends s as one text field, neutralised when it starts
+// like a formula.
+func appendCSVText(b []byte, s string) []byte {
+	if len(s) > 0 && formulaStart(s[0]) {
+		return appendCSV(b, "'"+s)
+	}
+	return appendCSV(b, s)
+}
+
 func appendCSVBytes(b, s []byte) []byte {
+	if len(s) > 0 && formulaStart(s[0]) {
+		return appendCSV(b, "'"+string(s))
+	}
 	for _, ch := range s {
 		if ch == ',' || ch == '"' || ch == '\n' || ch == '\r' {
 			return appendCSV(b, string(s))
@@ -103,7 +127,7 @@ func (c *CSV) Event(e *event.Event) error {
 		b = time.Unix(0, c.h.StartWall+e.Time).UTC().AppendFormat(b, "2006-01-02T15:04:05.000000000Z")
 	}
 	b = append(b, ',')
-	b = appendCSV(b, c.name(e.Comm))
+	b = appendCSVText(b, c.name(e.Comm))
 	b = append(b, ',')
 	b = strconv.AppendUint(b, uint64(e.Pid), 10)
 	b = append(b, ',')
@@ -115,11 +139,11 @@ func (c *CSV) Event(e *event.Event) error {
 	b = append(b, ',')
 	b = append(b, e.Op.String()...)
 	b = append(b, ',')
-	b = appendCSV(b, c.name(e.Native))
+	b = appendCSVText(b, c.name(e.Native))
 	b = append(b, ',')
-	b = appendCSV(b, c.name(e.Path))
+	b = appendCSVText(b, c.name(e.Path))
 	b = append(b, ',')
-	b = appendCSV(b, c.name(e.Path2))
+	b = appendCSVText(b, c.name(e.Path2))
 	b = append(b, ',')
 	c.tmp = appendResult(c.tmp[:0], e, c.windows)
 	b = c.field(b)

@@ -36,7 +36,8 @@ func Merge(parts []*Result, top int) (*Result, error) {
 	hosts := map[string]*hostAcc{}
 	var order []string
 	fleet := newOpAcc()
-	cache := cacheAcc{}
+	cache := cacheAcc{perOp: newSumList(opDiskKey, addOpDisk)}
+	layers, problems, tracking := newLayers(), newSumList(problemKey, addProblem), newSumList(trackingKey, addTracking)
 	for i, p := range parts {
 		if err := checkSketches(p); err != nil {
 			return nil, fmt.Errorf("report %d (%s): %w", i+1, describeTrace(&p.Trace), err)
@@ -45,7 +46,7 @@ func Merge(parts []*Result, top int) (*Result, error) {
 			key := h.Host + "\x00" + h.OS
 			acc := hosts[key]
 			if acc == nil {
-				acc = &hostAcc{HostSummary: HostSummary{Host: h.Host, OS: h.OS}, ops: newOpAcc()}
+				acc = &hostAcc{HostSummary: HostSummary{Host: h.Host, OS: h.OS}, ops: newOpAcc(), layers: newLayers()}
 				hosts[key] = acc
 				order = append(order, key)
 			}
@@ -61,8 +62,8 @@ func Merge(parts []*Result, top int) (*Result, error) {
 		if err := fleet.addOps(p.Ops); err != nil {
 			return nil, fmt.Errorf("report %d (%s): %w", i+1, describeTrace(&p.Trace), err)
 		}
-		out.Layers = addLayers(out.Layers, p.Layers)
-		out.Problems = addProblems(out.Problems, p.Problems)
+		layers.addAll(p.Layers)
+		problems.addAll(p.Problems)
 		host := hostOf(&p.Trace)
 		entityHost := func(e *Entity) *string { return &e.Host }
 		out.Processes = appendOnHost(out.Processes, p.Processes, host, entityHost)
@@ -78,9 +79,10 @@ func Merge(parts []*Result, top int) (*Result, error) {
 		if p.Cache != nil {
 			cache.add(p.Cache)
 		}
-		out.Tracking = addTracking(out.Tracking, p.Tracking)
+		tracking.addAll(p.Tracking)
 		out.Excluded += p.Excluded
 	}
+	out.Layers, out.Problems, out.Tracking = layers.list, problems.list, tracking.list
 	out.Trace = fleetInfo(out.Traces)
 	out.Ops = fleet.result()
 	for _, k := range order {
@@ -152,7 +154,8 @@ func hostsOf(p *Result) []HostSummary {
 // hostAcc accumulates one host's summaries.
 type hostAcc struct {
 	HostSummary
-	ops *opAcc
+	ops    *opAcc
+	layers *sumList[LayerSummary, string]
 }
 
 func (h *hostAcc) add(s HostSummary) error {
@@ -160,13 +163,14 @@ func (h *hostAcc) add(s HostSummary) error {
 	h.Events += s.Events
 	h.Duration += s.Duration
 	h.Problems += s.Problems
-	h.Layers = addLayers(h.Layers, s.Layers)
+	h.layers.addAll(s.Layers)
 	return h.ops.addOps(s.Ops)
 }
 
 func (h *hostAcc) result() HostSummary {
 	s := h.HostSummary
 	s.Ops = h.ops.result()
+	s.Layers = h.layers.list
 	return s
 }
 
@@ -235,44 +239,57 @@ func (a *opAcc) result() []OpSummary {
 	return out
 }
 
-// upsert adds v to the entry of dst that same finds, or appends it.
-func upsert[T any](dst []T, v T, same func(a, b *T) bool, add func(d, v *T)) []T {
-	for i := range dst {
-		if same(&dst[i], &v) {
-			add(&dst[i], &v)
-			return dst
+// sumList is a list whose entries of one key are added together, in the
+// order the keys were first seen; the positions by key keep a merge of
+// many entries linear.
+type sumList[T any, K comparable] struct {
+	list []T
+	at   map[K]int
+	key  func(*T) K
+	add  func(d, v *T)
+}
+
+func newSumList[T any, K comparable](key func(*T) K, add func(d, v *T)) *sumList[T, K] {
+	return &sumList[T, K]{at: map[K]int{}, key: key, add: add}
+}
+
+// addAll adds each entry of src to the entry of its key, or appends it.
+func (l *sumList[T, K]) addAll(src []T) {
+	for _, v := range src {
+		k := l.key(&v)
+		if i, ok := l.at[k]; ok {
+			l.add(&l.list[i], &v)
+			continue
 		}
+		l.at[k] = len(l.list)
+		l.list = append(l.list, v)
 	}
-	return append(dst, v)
 }
 
-func addLayers(dst, src []LayerSummary) []LayerSummary {
-	for _, l := range src {
-		dst = upsert(dst, l, func(a, b *LayerSummary) bool { return a.Layer == b.Layer }, func(d, l *LayerSummary) {
-			d.Ops += l.Ops
-			d.Bytes += l.Bytes
-			d.Time += l.Time
-			d.Failed += l.Failed
-			d.Incomplete += l.Incomplete
-		})
-	}
-	return dst
+func newLayers() *sumList[LayerSummary, string] {
+	return newSumList(func(l *LayerSummary) string { return l.Layer }, func(d, l *LayerSummary) {
+		d.Ops += l.Ops
+		d.Bytes += l.Bytes
+		d.Time += l.Time
+		d.Failed += l.Failed
+		d.Incomplete += l.Incomplete
+	})
 }
 
-func addProblems(dst, src []Problem) []Problem {
-	for _, p := range src {
-		dst = upsert(dst, p, func(a, b *Problem) bool { return a.Kind == b.Kind && a.Name == b.Name && a.Origin == b.Origin },
-			func(d, p *Problem) { d.Value += p.Value })
-	}
-	return dst
-}
+func problemKey(p *Problem) [3]string { return [3]string{p.Kind, p.Name, p.Origin} }
 
-func addTracking(dst, src []TrackingInfo) []TrackingInfo {
-	for _, t := range src {
-		dst = upsert(dst, t, func(a, b *TrackingInfo) bool { return a.Table == b.Table },
-			func(d, t *TrackingInfo) { d.Tracked += t.Tracked; d.Pruned += t.Pruned })
-	}
-	return dst
+func addProblem(d, p *Problem) { d.Value += p.Value }
+
+func trackingKey(t *TrackingInfo) string { return t.Table }
+
+func addTracking(d, t *TrackingInfo) { d.Tracked += t.Tracked; d.Pruned += t.Pruned }
+
+func opDiskKey(o *OpDisk) string { return o.Op }
+
+func addOpDisk(d, o *OpDisk) {
+	d.Count += o.Count
+	d.DiskIOs += o.DiskIOs
+	d.DiskBytes += o.DiskBytes
 }
 
 // appendOnHost appends src to dst, setting the host of the entries that
@@ -305,7 +322,7 @@ func slowest(s []SlowOp, n int) []SlowOp {
 type cacheAcc struct {
 	seen  bool
 	c     CacheCounts
-	perOp []OpDisk
+	perOp *sumList[OpDisk, string]
 }
 
 func (a *cacheAcc) add(c *Cache) {
@@ -322,17 +339,11 @@ func (a *cacheAcc) add(c *Cache) {
 	a.c.FSOps += c.FSOps
 	a.c.DiskIOs += c.DiskIOs
 	a.c.DiskBytes += c.DiskBytes
-	for _, o := range c.PerOp {
-		a.perOp = upsert(a.perOp, o, func(x, y *OpDisk) bool { return x.Op == y.Op }, func(d, o *OpDisk) {
-			d.Count += o.Count
-			d.DiskIOs += o.DiskIOs
-			d.DiskBytes += o.DiskBytes
-		})
-	}
+	a.perOp.addAll(c.PerOp)
 }
 
 func (a *cacheAcc) result() *Cache {
-	c := &Cache{CacheCounts: a.c, PerOp: a.perOp}
+	c := &Cache{CacheCounts: a.c, PerOp: a.perOp.list}
 	c.HitRatio = ratio(c.CacheReads, c.CacheReads+c.DiskReads+c.WaitedReads)
 	c.DiskIOsPerFSOp = ratio(c.DiskIOs, c.FSOps)
 	for i := range c.PerOp {

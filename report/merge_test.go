@@ -3,7 +3,9 @@ package report
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/hist"
@@ -153,4 +155,38 @@ func TestMergeRejects(t *testing.T) {
 		t.Error("nothing merged")
 	}
 	_ = event.OpRead
+}
+
+// TestMergeManyEntriesLinear: two reports of 80,000 problem, layer,
+// tracking and per-op cache entries each merge in well under a second (issue 25, item 9: a linear search per entry took 18.7 s), the
+// entries of one key added together.
+func TestMergeManyEntriesLinear(t *testing.T) {
+	const n = 20_000
+	part := func(off int) *Result {
+		r := &Result{Top: 10, Cache: &Cache{}}
+		for i := range n {
+			name := strconv.Itoa(off + i)
+			r.Problems = append(r.Problems, Problem{Kind: "info", Name: name, Value: 1})
+			r.Layers = append(r.Layers, LayerSummary{Layer: name, Ops: 1})
+			r.Tracking = append(r.Tracking, TrackingInfo{Table: name, Tracked: 1})
+			r.Cache.PerOp = append(r.Cache.PerOp, OpDisk{Op: name, Count: 1})
+		}
+		return r
+	}
+	// Half the keys of the second part are the first's.
+	parts := []*Result{part(0), part(n / 2)}
+	t0 := time.Now()
+	m, err := Merge(parts, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("merging %d entries took %v", 8*n, d)
+	}
+	if len(m.Problems) != n*3/2 || len(m.Layers) != n*3/2 || len(m.Tracking) != n*3/2 || len(m.Cache.PerOp) != n*3/2 {
+		t.Errorf("%d problems, %d layers, %d tracking, %d per op; want %d each", len(m.Problems), len(m.Layers), len(m.Tracking), len(m.Cache.PerOp), n*3/2)
+	}
+	if m.Problems[n/2].Value != 2 || m.Problems[0].Value != 1 || m.Layers[n-1].Ops != 2 {
+		t.Errorf("entries of one key not added: %+v %+v %+v", m.Problems[n/2], m.Problems[0], m.Layers[n-1])
+	}
 }

@@ -102,6 +102,14 @@ func (r *Recorder) SaveTo(f *os.File, name string) (Stats, error) {
 // pass a save request's time.
 const DefaultSaveDelay = time.Second
 
+// DefaultSaveInterval is the least time between two saves a Trigger
+// makes on request.
+const DefaultSaveInterval = 10 * time.Second
+
+// RefusedCounter names the informational counter of save requests a
+// Trigger refused (too soon after the last save).
+const RefusedCounter = "flight recorder: save requests refused (too soon after the last save)"
+
 // Trigger passes a stream on to Sink (a Ring, or filters in front of
 // one) and calls OnSave for each `iotrace mark --save` marker. A marker
 // can overtake events of the moments before it (they wait in kernel
@@ -109,16 +117,30 @@ const DefaultSaveDelay = time.Second
 // the marker arrives, or Delay after the marker when none does: the saved
 // trace holds what happened up to the request. Put it before any filter:
 // a --layer or --op selection drops markers, not the request.
+//
+// Saves are rate-limited: a request less than Interval after the last
+// one taken is refused (OnRefused is called and it is counted in the
+// trailer), so that no one can make the recorder write a file per
+// request as often as they like.
 type Trigger struct {
 	Sink   event.Sink
 	OnSave func()
+	// OnRefused, when set, is called for each request refused.
+	OnRefused func()
 	// Delay bounds the wait for later events; 0 means DefaultSaveDelay.
 	Delay time.Duration
+	// Interval is the least time between two requests taken; 0 means
+	// DefaultSaveInterval.
+	Interval time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	pending bool
 	at      int64 // the pending request's time
 	seq     uint64
+	last    time.Time // when the last request was taken
+	refused uint64
 }
 
 // Begin implements event.Sink.
@@ -127,10 +149,53 @@ func (t *Trigger) Begin(h *event.Header) error { return t.Sink.Begin(h) }
 // Fact implements event.Sink.
 func (t *Trigger) Fact(f *event.Fact) error { return t.Sink.Fact(f) }
 
-// End implements event.Sink; a pending save is made before the end.
+// End implements event.Sink; a pending save is made before the end, and
+// the requests refused are counted in the trailer.
 func (t *Trigger) End(tr *event.Trailer) error {
 	t.fire(0, true)
+	t.mu.Lock()
+	n := t.refused
+	t.mu.Unlock()
+	if n > 0 {
+		c := *tr
+		c.Stats = event.Stats{Counters: append([]event.Counter(nil), tr.Stats.Counters...)}
+		c.Stats.Add(event.CountInfo, RefusedCounter, n)
+		tr = &c
+	}
 	return t.Sink.End(tr)
+}
+
+// Refused returns how many save requests were refused.
+func (t *Trigger) Refused() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
+}
+
+// take reports whether a save request arriving now is taken (not too
+// soon after the last one taken), counting it when it is not.
+func (t *Trigger) take() bool {
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	interval := t.Interval
+	if interval <= 0 {
+		interval = DefaultSaveInterval
+	}
+	at := now()
+	t.mu.Lock()
+	ok := t.last.IsZero() || at.Sub(t.last) >= interval || at.Before(t.last)
+	if ok {
+		t.last = at
+	} else {
+		t.refused++
+	}
+	t.mu.Unlock()
+	if !ok && t.OnRefused != nil {
+		t.OnRefused()
+	}
+	return ok
 }
 
 // Event implements event.Sink.
@@ -141,7 +206,7 @@ func (t *Trigger) Event(e *event.Event) error {
 	if err := t.Sink.Event(e); err != nil {
 		return err
 	}
-	if t.OnSave != nil && IsSaveRequest(e) {
+	if t.OnSave != nil && IsSaveRequest(e) && t.take() {
 		t.mu.Lock()
 		t.pending, t.at = true, e.Time
 		t.seq++

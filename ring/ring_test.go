@@ -212,7 +212,7 @@ func TestTriggerSavesAfterTheRequest(t *testing.T) {
 	var m memSink
 	var saves atomic.Int32
 	var mu sync.Mutex
-	trig := &Trigger{Sink: r, OnSave: func() {
+	trig := &Trigger{Sink: r, Interval: time.Nanosecond, OnSave: func() {
 		mu.Lock()
 		defer mu.Unlock()
 		saves.Add(1)
@@ -301,5 +301,40 @@ func TestRecorderNumberedFiles(t *testing.T) {
 	}
 	if _, err := CreateOutput(filepath.Join(dir, "t.2.iot")); linked && err == nil {
 		t.Error("CreateOutput went through a symlink")
+	}
+}
+
+// TestTriggerRateLimit: save requests closer than the interval to the
+// last one taken are refused and counted (issue 25, item 10: any local
+// user could make root's recorder write a file per request); a clock
+// stepped back does not block saves.
+func TestTriggerRateLimit(t *testing.T) {
+	var saves, refusals int
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	trig := &Trigger{OnSave: func() { saves++ }, OnRefused: func() { refusals++ }, Now: func() time.Time { return now }}
+	var end memSink
+	trig.Sink = &end
+	trig.Begin(&event.Header{})
+	req := event.New()
+	req.Op, req.Layer, req.Note = event.OpMarker, event.LayerMarker, SaveRequestText("")
+	ask := func(at int64) {
+		req.Time = at
+		trig.Event(&req)
+		trig.Event(ev(uint64(at+1), 1)) // the stream passes the request
+	}
+	for i := range 5 { // five requests in four seconds: one save
+		ask(int64(i) * 10)
+		now = now.Add(time.Second)
+	}
+	now = now.Add(DefaultSaveInterval)
+	ask(100) // ten seconds on: saved
+	now = now.Add(-time.Hour)
+	ask(200) // the clock stepped back: saved
+	if saves != 3 || refusals != 4 || trig.Refused() != 4 {
+		t.Errorf("%d saves, %d refusals (%d counted), want 3 and 4", saves, refusals, trig.Refused())
+	}
+	trig.End(&event.Trailer{})
+	if got := end.trailer.Stats.Get(event.CountInfo, RefusedCounter); got != 4 {
+		t.Errorf("trailer counts %d refusals", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,9 @@ type Series struct {
 	lastTime  int64
 	removed   uint64
 	err       error
+	// mine are the files this Series wrote, oldest first (the current
+	// one last).
+	mine []string
 }
 
 // New returns a Series writing to opts.Dir. The first file is created by
@@ -267,6 +271,7 @@ func (s *Series) open() error {
 		return s.err
 	}
 	s.part++
+	s.mine = append(s.mine, path)
 	s.cur, s.curFile, s.curPath = tracefile.NewWriter(f, s.opts.Writer), f, path
 	s.curStart, s.curEvents = s.opts.Now(), 0
 	s.nextFlush = s.curStart.Add(s.opts.FlushEvery)
@@ -320,35 +325,104 @@ func Files(dir, prefix, host string) ([]string, error) {
 }
 
 // prune removes the oldest files of the series beyond Keep and MaxTotal.
+// Only files the series owns count and may go (see owned): the earlier
+// recordings' files, oldest first by their header's start, then this
+// recording's own, in the order it wrote them; never the current file.
 func (s *Series) prune() error {
 	if s.opts.Keep == 0 && s.opts.MaxTotal == 0 {
 		return nil
 	}
-	files, err := Files(s.opts.Dir, s.opts.Prefix, s.opts.Host)
+	earlier, err := s.earlier()
 	if err != nil {
 		return fmt.Errorf("rotate: list %s: %w", s.opts.Dir, err)
 	}
-	sizes := make([]int64, len(files))
-	var total int64
-	for i, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			sizes[i] = st.Size()
-			total += st.Size()
+	files := earlier
+	mine := s.mine[:0]
+	for _, p := range s.mine {
+		// A file of ours that is gone, or is no longer a regular file,
+		// is no longer ours.
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			mine = append(mine, p)
+			files = append(files, ownedFile{path: p, size: st.Size()})
 		}
 	}
+	s.mine = mine
+	var total int64
+	for _, f := range files {
+		total += f.size
+	}
 	for i, f := range files {
-		if f == s.curPath {
+		if f.path == s.curPath {
 			break
 		}
 		over := (s.opts.Keep > 0 && len(files)-i > s.opts.Keep) || (s.opts.MaxTotal > 0 && total > s.opts.MaxTotal)
 		if !over {
 			break
 		}
-		if err := os.Remove(f); err != nil {
-			return fmt.Errorf("rotate: remove %s: %w", f, err)
+		if err := os.Remove(f.path); err != nil {
+			return fmt.Errorf("rotate: remove %s: %w", f.path, err)
 		}
-		total -= sizes[i]
+		total -= f.size
 		s.removed++
+		if len(s.mine) > 0 && s.mine[0] == f.path {
+			s.mine = s.mine[1:]
+		}
 	}
 	return nil
 }
+
+// ownedFile is a file of the series that retention may remove.
+type ownedFile struct {
+	path  string
+	size  int64
+	start int64 // its trace header's StartWall
+}
+
+// earlier returns the files of earlier recordings of the series that it
+// owns, oldest first. A file named like the series is one of its files
+// only when it is a regular file owned by this process's user whose
+// trace header names the same host and starts before this recording:
+// a file of another kind, another user's, one that cannot be read, or
+// one dated after this recording (a planted name, a clock stepped back)
+// is left alone and not counted.
+func (s *Series) earlier() ([]ownedFile, error) {
+	names, err := Files(s.opts.Dir, s.opts.Prefix, s.opts.Host)
+	if err != nil {
+		return nil, err
+	}
+	var out []ownedFile
+	for _, p := range names {
+		if slices.Contains(s.mine, p) {
+			continue
+		}
+		h, size, ok := readOwned(p)
+		if ok && h.Hostname == s.hdr.Hostname && h.StartWall < s.hdr.StartWall {
+			out = append(out, ownedFile{path: p, size: size, start: h.StartWall})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ownedFile) int { return cmp.Compare(a.start, b.start) })
+	return out, nil
+}
+
+// readOwned reads the trace header of the file at path when it is a
+// regular file of this process's user (opened without following a
+// symbolic link or waiting on a FIFO).
+func readOwned(path string) (event.Header, int64, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow|openNonBlock, 0)
+	if err != nil {
+		return event.Header{}, 0, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || !ownedByMe(st) {
+		return event.Header{}, 0, false
+	}
+	r, err := tracefile.NewReader(io.LimitReader(f, maxHeaderRead))
+	if err != nil {
+		return event.Header{}, 0, false
+	}
+	return r.Header(), st.Size(), true
+}
+
+// maxHeaderRead bounds what is read of a file to find its trace header.
+const maxHeaderRead = 1 << 20

@@ -132,11 +132,8 @@ func TestSeriesBySizeAndRetention(t *testing.T) {
 	host := tr.Header.Hostname
 	old := filepath.Join(dir, host+"-20200101T000000.000Z.iot")
 	other := filepath.Join(dir, "other-20200101T000000.000Z.iot")
-	for _, p := range []string{old, other} {
-		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTrace(t, old, host, tr.Header.StartWall-int64(time.Hour))
+	writeTrace(t, other, "other", tr.Header.StartWall-int64(time.Hour))
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Microsecond}
 	s, err := New(Options{Dir: dir, MaxBytes: 64 << 10, Keep: 3, Now: clk.now, Writer: tracefileOpts()})
 	if err != nil {
@@ -227,3 +224,99 @@ func TestSeriesOptions(t *testing.T) {
 }
 
 func tracefileOpts() (o tracefile.WriterOptions) { o.ChunkSize = 16 << 10; return o }
+
+// writeTrace writes a small trace at path recorded on host, starting at
+// start (Header.StartWall).
+func writeTrace(t *testing.T, path, host string, start int64) {
+	t.Helper()
+	tr := synth.Trace(synth.Options{Seed: 9, Events: 10})
+	tr.Header.Hostname, tr.Header.StartWall = host, start
+	w, err := tracefile.Create(path, tracefile.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Replay(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetentionOwnsItsFiles: --keep and --max-total remove only the
+// series' own files (issue 25, item 6). A text file, a trace of another
+// host and a file of another user named like the series stay and are
+// not counted; a trace dated after this recording (a planted name from
+// the future) does not make this recording's files count as older; a
+// clock stepped back during the recording does not make it remove its
+// newer files.
+func TestRetentionOwnsItsFiles(t *testing.T) {
+	tr := synth.Trace(synth.Options{Seed: 6, Events: 30000})
+	host := tr.Header.Hostname
+	dir := testenv.TempDir(t)
+	name := func(ts string) string { return filepath.Join(dir, host+"-"+ts+".iot") }
+	text := name("20200101T000000.000Z")
+	if err := os.WriteFile(text, []byte("not a trace\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	otherHost := name("20200101T000001.000Z")
+	writeTrace(t, otherHost, "elsewhere", tr.Header.StartWall-int64(time.Hour))
+	future := name("29991231T235959.000Z")
+	writeTrace(t, future, host, tr.Header.StartWall+int64(100*365*24*time.Hour))
+	earlier := name("20200101T000002.000Z")
+	writeTrace(t, earlier, host, tr.Header.StartWall-int64(time.Hour))
+	var foreign string
+	if os.Geteuid() == 0 && runtime.GOOS != "windows" {
+		foreign = name("20200101T000003.000Z")
+		writeTrace(t, foreign, host, tr.Header.StartWall-int64(time.Hour))
+		if err := os.Chown(foreign, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The clock goes back an hour after a few files.
+	clk := &steppedClock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	var written []string
+	s, err := New(Options{Dir: dir, MaxBytes: 64 << 10, Keep: 3, Now: clk.now, Writer: tracefileOpts(),
+		OnFile: func(p string, _ uint64) { written = append(written, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Replay(s); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) < 6 {
+		t.Fatalf("%d files written, want several", len(written))
+	}
+	for _, p := range []string{text, otherHost, future, foreign} {
+		if _, err := os.Stat(p); p != "" && err != nil {
+			t.Errorf("%s, not the series' own, was removed", filepath.Base(p))
+		}
+	}
+	if _, err := os.Stat(earlier); !os.IsNotExist(err) {
+		t.Error("the earlier recording's file was kept past --keep 3")
+	}
+	// The newest 3 of this recording's files, in the order written
+	// (their names are not: the clock went back), are what is left of it.
+	for i, p := range written {
+		_, err := os.Stat(p)
+		if kept := err == nil; kept != (i >= len(written)-3) {
+			t.Errorf("file %d of %d (%s): kept %v", i+1, len(written), filepath.Base(p), kept)
+		}
+	}
+}
+
+// steppedClock advances by a millisecond a call, and steps back an hour
+// at its 20th call.
+type steppedClock struct {
+	t     time.Time
+	calls int
+}
+
+func (c *steppedClock) now() time.Time {
+	c.calls++
+	c.t = c.t.Add(time.Millisecond)
+	if c.calls == 20 {
+		c.t = c.t.Add(-time.Hour)
+	}
+	return c.t
+}

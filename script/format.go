@@ -21,6 +21,7 @@ type format struct {
 type verb struct {
 	spec string // the Go format of the verb: "%-10d"
 	conv byte   // d x X o b c s q v f F e E g G
+	pad  uint64 // its width and precision: what it may add to its value
 }
 
 // maxFormats bounds the cache of parsed formats.
@@ -46,14 +47,19 @@ func parseFormat(f string) (*format, error) {
 		for j < len(f) && strings.IndexByte("-+ #0", f[j]) >= 0 {
 			j++
 		}
-		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
-			j++
-		}
-		if j < len(f) && f[j] == '.' {
-			j++
+		var pad uint64
+		number := func() {
+			n := uint64(0)
 			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				n = min(n*10+uint64(f[j]-'0'), 1<<40)
 				j++
 			}
+			pad += n
+		}
+		number()
+		if j < len(f) && f[j] == '.' {
+			j++
+			number()
 		}
 		if j >= len(f) {
 			return nil, fmt.Errorf("format %q ends inside a %%-verb", f)
@@ -74,7 +80,7 @@ func parseFormat(f string) (*format, error) {
 		if conv == 'v' && f[j] == 'r' {
 			spec = f[i:j] + "s"
 		}
-		p.verbs = append(p.verbs, verb{spec: spec, conv: f[j]})
+		p.verbs = append(p.verbs, verb{spec: spec, conv: f[j], pad: pad})
 		i = j
 	}
 	p.lits = append(p.lits, lit.String())
@@ -115,6 +121,13 @@ func (s *Script) formatTo(w io.Writer, fn string, args starlark.Tuple) error {
 	vals := args[1:]
 	if len(vals) != len(p.verbs) {
 		return fmt.Errorf("%s: the format has %d verb(s) but %d argument(s) follow it", fn, len(p.verbs), len(vals))
+	}
+	need := uint64(len(fs))
+	for i, v := range p.verbs {
+		need = satAdd(need, satAdd(reprSize(vals[i], s.limit()), v.pad))
+	}
+	if err := s.reserve(need); err != nil {
+		return err
 	}
 	for i, v := range p.verbs {
 		io.WriteString(w, p.lits[i])
@@ -199,6 +212,9 @@ func (s *Script) sprintf(_ *starlark.Thread, b *starlark.Builtin, args starlark.
 func (s *Script) emit(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var buf []byte
 	var err error
+	if err := s.reserve(estimateRepr(args, kwargs, s.limit())); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(args) == 0 && len(kwargs) > 0:
 		buf = append(buf, '{')

@@ -35,6 +35,7 @@ type memWatch struct {
 	thread      *starlark.Thread
 	over        atomic.Bool
 	heap        atomic.Uint64 // the heap when the limit was passed
+	wanted      atomic.Uint64 // what the step refused asked for (0: the watch saw the limit passed)
 	stop        chan struct{}
 	wg          sync.WaitGroup
 }
@@ -83,12 +84,31 @@ func (w *memWatch) run() {
 	}
 }
 
+// reserve checks that the heap can grow by need more bytes within the
+// limit, after a garbage collection if it seems it cannot; past it, the
+// limit is passed (as if the watch had seen it) and its error returned:
+// the allocation is never made.
+func (w *memWatch) reserve(need uint64) error {
+	grown := func(h uint64) uint64 { return h - min(h, w.base) }
+	if satAdd(grown(heapBytes()), need) <= w.limit {
+		return nil
+	}
+	g := grown(liveHeap())
+	if satAdd(g, need) <= w.limit {
+		return nil
+	}
+	w.heap.Store(w.base + g)
+	w.wanted.Store(need)
+	w.over.Store(true)
+	return w.error()
+}
+
 func (w *memWatch) message() string {
 	return w.error().limitMessage()
 }
 
 func (w *memWatch) error() *MemoryLimitError {
-	return &MemoryLimitError{Limit: w.limit, Grown: w.heap.Load() - w.base}
+	return &MemoryLimitError{Limit: w.limit, Grown: w.heap.Load() - w.base, Wanted: w.wanted.Load()}
 }
 
 // err returns the limit's error once it was passed, else nil.
@@ -106,6 +126,10 @@ type MemoryLimitError struct {
 	// Limit is Options.MaxMemory, Grown how much the heap had grown when
 	// the script was stopped (bytes).
 	Limit, Grown uint64
+	// Wanted is what one step asked for that would have passed the
+	// limit (refused before it was allocated); 0 when the watch saw the
+	// heap past the limit.
+	Wanted uint64
 }
 
 func (e *MemoryLimitError) Error() string {
@@ -113,6 +137,10 @@ func (e *MemoryLimitError) Error() string {
 }
 
 func (e *MemoryLimitError) limitMessage() string {
+	if e.Wanted > 0 {
+		return fmt.Sprintf("memory limit exceeded: one step of the script asked for %s with the heap grown by %s, past its limit of %s; raise it with --max-memory",
+			fmtSize(e.Wanted), fmtSize(e.Grown), fmtSize(e.Limit))
+	}
 	return fmt.Sprintf("memory limit exceeded: the script's data grew the heap by %s, past its limit of %s; raise it with --max-memory",
 		fmtSize(e.Grown), fmtSize(e.Limit))
 }

@@ -3,8 +3,14 @@ package script
 import (
 	"bytes"
 	"errors"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -55,7 +61,7 @@ func TestMemoryLimitStopsHostileScripts(t *testing.T) {
 			continue
 		}
 		var me *MemoryLimitError
-		if !errors.As(err, &me) || me.Limit != limit || me.Grown < limit {
+		if !errors.As(err, &me) || me.Limit != limit || me.Grown+me.Wanted < limit {
 			t.Errorf("%s: %v is not a *MemoryLimitError past %d bytes", c.name, err, limit)
 		}
 		if took >= c.events {
@@ -75,5 +81,126 @@ func TestMemoryLimitStopsHostileScripts(t *testing.T) {
 	// A script within its limit runs to the end.
 	if took, err := feed(t, "data = []\ndef on_event(e):\n    data.append(e.id)\n", limit, 10000); err != nil || took != 10000 {
 		t.Errorf("small script: took %d, %v", took, err)
+	}
+}
+
+// TestMemoryWithinAStep: every operation and builtin that builds a value
+// in proportion to its operands is checked before it allocates (issue
+// 25, item 7: s.replace("a", s) grew the heap by 1 GiB under a 100 MB
+// limit; with a 128 KiB string the process died of Go's fatal out of
+// memory). Each case asks for far more than the limit in one step and
+// must end with the limit's error, having allocated little.
+func TestMemoryWithinAStep(t *testing.T) {
+	const limit = 24 << 20
+	// s is 128 KiB of "a"; big is 8 MiB; l a list of big, 48 times; d
+	// a dict of big; n a number of 41 bits.
+	const prelude = "s = \"a\" * (128 << 10)\nbig = \"b\" * (8 << 20)\nl = [big] * 48\nn = 1 << 40\nd = {i: big for i in range(48)}\n"
+	cases := map[string]string{
+		"replace":          `x = s.replace("a", s)`,
+		"replace bound":    `f = s.replace` + "\n" + `x = f("a", s)`,
+		"getattr replace":  `x = getattr(s, "replace")("a", s)`,
+		"join":             `x = "".join(l)`,
+		"join of a repeat": `x = "".join([s] * 100000)`,
+		"repeat":           `x = s * 100000`,
+		"repeat left":      `x = 100000 * s`,
+		"list repeat":      `x = [0] * (1 << 26)`,
+		"tuple repeat":     `x = (0,) * (1 << 26)`,
+		"concatenation":    `x = big + big`,
+		"augmented +=":     "x = big\nfor i in range(4):\n    x += x",
+		"augmented *=":     `x = s` + "\n" + `x *= 100000`,
+		"augmented index":  `x = [s]` + "\n" + `x[0] *= 100000`,
+		"list +=":          `x = []` + "\n" + `x += l * 100000`,
+		"format %":         `x = ("%s" * 48) % tuple(l)`,
+		"format % dict":    `x = ("%(k)s" * 48) % {"k": big}`,
+		"str.format":       `x = ("{0}" * 48).format(big)`,
+		"str of a list":    `x = str(l)`,
+		"repr of a list":   `x = repr([l, l])`,
+		"str of a dict":    `x = str(d)`,
+		"nested repeat":    "x = [s]\nfor i in range(4):\n    x = [x] * 100\ny = str(x)",
+		"print":            `print(l)`,
+		"sprintf":          `x = sprintf("%s", l)`,
+		"sprintf width":    `x = sprintf("%999999s" * 200, *([1] * 200))`,
+		"emit":             `emit(l)`,
+		"list of a range":  `x = list(range(1 << 24))`,
+		"sorted":           `x = sorted(range(1 << 24))`,
+		"enumerate":        `x = enumerate(range(1 << 23))`,
+		"zip":              `x = zip(range(1 << 23), range(1 << 23))`,
+		"tuple of a range": `x = tuple(range(1 << 24))`,
+		"dict of pairs":    `x = dict([(i, i) for i in range(1 << 10)] * 8192)`,
+		"split":            `x = (s * 256).split("a")`,
+		"upper":            `x = (big + big).upper()`,
+		"extend":           `x = []` + "\n" + `x.extend(range(1 << 24))`,
+		"dict update":      `x = {}` + "\n" + `x.update([(i, i) for i in range(1 << 10)] * 8192)`,
+		"big int product":  "x = n\nfor i in range(30):\n    x = x * x",
+		"fail":             `fail(l)`,
+		"lambda default":   `f = lambda a = s.replace("a", s): a`,
+	}
+	for name, body := range cases {
+		src := prelude + body + "\n"
+		var err error
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		done := make(chan struct{})
+		t0 := time.Now()
+		go func() {
+			defer close(done)
+			var s *Script
+			s, err = Load(name+".star", []byte(src), Options{Stdout: io.Discard, Stderr: io.Discard, MaxMemory: limit})
+			if s != nil {
+				s.Close()
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still running after 30 s", name)
+		}
+		runtime.ReadMemStats(&after)
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("%s: stopped after %v", name, d)
+		}
+		var me *MemoryLimitError
+		if !errors.As(err, &me) {
+			t.Errorf("%s: %v, want the memory limit's error", name, err)
+			continue
+		}
+		if me.Wanted == 0 {
+			t.Errorf("%s: stopped by the watch after the step (%v), not refused before it allocated", name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 6*limit {
+			t.Errorf("%s: %d MB allocated before the limit stopped it", name, grew>>20)
+		}
+	}
+}
+
+// TestSizeEstimates: the estimates behind the checks, for what the
+// script cases cannot isolate.
+func TestSizeEstimates(t *testing.T) {
+	a, b := starlark.NewDict(0), starlark.NewDict(0)
+	for i := range 1000 {
+		a.SetKey(starlark.MakeInt(i), starlark.None)
+		b.SetKey(starlark.MakeInt(-i), starlark.None)
+	}
+	if n := binarySize(syntax.PIPE, a, b, 1<<40); n != 2000*entryBytes {
+		t.Errorf("dict | dict: %d", n)
+	}
+	s := starlark.String(strings.Repeat("ab", 500))
+	if n := methodSize(s, "replace", starlark.Tuple{starlark.String("a"), s}, nil, 1<<40); n != 1000+500*1000 {
+		t.Errorf("replace: %d", n)
+	}
+	// A list holding itself renders as [...] once; one holding a string
+	// ten times renders it ten times.
+	l := starlark.NewList(nil)
+	l.Append(l)
+	if n := reprSize(l, 1<<40); n > 16 {
+		t.Errorf("a list holding itself: %d", n)
+	}
+	ten := starlark.NewList(nil)
+	for range 10 {
+		ten.Append(s)
+	}
+	if n := reprSize(ten, 1<<40); n < 10*1000 {
+		t.Errorf("a string ten times: %d", n)
 	}
 }

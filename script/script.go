@@ -184,7 +184,10 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 		s.opts.MaxMemory = DefaultMaxMemory
 	}
 	predeclared := s.builtins()
-	_, prog, err := starlark.SourceProgramOptions(fileOptions, filename, src, predeclared.Has)
+	for name, b := range s.guardBuiltins() {
+		predeclared[name] = b
+	}
+	prog, err := compile(filename, src, predeclared)
 	if err != nil {
 		return nil, loadError(err)
 	}
@@ -209,6 +212,17 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// compile parses src, rewrites it so that its memory is checked within
+// each step (guard.go) and compiles it.
+func compile(filename string, src []byte, predeclared starlark.StringDict) (*starlark.Program, error) {
+	f, err := fileOptions.Parse(filename, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	guardFile(f)
+	return starlark.FileProgram(f, predeclared.Has)
 }
 
 // loadError formats parse and resolve errors as file:line:col: msg.

@@ -23,6 +23,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/stacks"
 )
 
@@ -71,13 +72,20 @@ type agg struct {
 
 // Aggregator sums events by stack and op.
 type Aggregator struct {
-	tab       *stacks.Table
-	byKey     map[aggKey]*agg
-	frameKeys map[*stacks.Stack]string
-	order     []*agg
-	totals    Totals
-	end       int64
+	tab   *stacks.Table
+	byKey map[aggKey]*agg
+	// frameKeys remembers the key of each symbolized stack met, up to
+	// maxFrameKeyBytes of keys (then it starts again).
+	frameKeys     map[*stacks.Stack]string
+	frameKeyBytes int
+	order         []*agg
+	totals        Totals
+	end           int64
 }
+
+// maxFrameKeyBytes bounds the memory of frame keys: a stack is named per
+// process that uses it, and a key holds every frame's name.
+const maxFrameKeyBytes = 32 << 20
 
 // NewAggregator returns an Aggregator naming frames with tab.
 func NewAggregator(tab *stacks.Table) *Aggregator {
@@ -103,6 +111,10 @@ func (a *Aggregator) Add(e *event.Event) {
 				kb.WriteString(stacks.FrameString(f))
 			}
 			k = kb.String()
+			if a.frameKeyBytes += len(k); a.frameKeyBytes > maxFrameKeyBytes {
+				clear(a.frameKeys)
+				a.frameKeyBytes = len(k)
+			}
 			a.frameKeys[st] = k
 		}
 		fk = k
@@ -171,7 +183,7 @@ func (a *Aggregator) Profile() *profile.Profile {
 		}
 		m, ok := maps[name]
 		if !ok {
-			m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: name, HasFunctions: true}
+			m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: termesc.String(name), HasFunctions: true}
 			maps[name] = m
 			p.Mapping = append(p.Mapping, m)
 		}
@@ -181,7 +193,8 @@ func (a *Aggregator) Profile() *profile.Profile {
 		k := [2]string{name, file}
 		fn, ok := funcs[k]
 		if !ok {
-			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
+			shown := termesc.String(name)
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: shown, SystemName: shown, Filename: termesc.String(file)}
 			funcs[k] = fn
 			p.Function = append(p.Function, fn)
 		}
@@ -216,7 +229,7 @@ func (a *Aggregator) Profile() *profile.Profile {
 		ls = append(ls, location(pseudo(s.root)))
 		labels := map[string][]string{"op": {s.root}}
 		if s.comm != "" {
-			labels["comm"] = []string{s.comm}
+			labels["comm"] = []string{termesc.String(s.comm)}
 		}
 		p.Sample = append(p.Sample, &profile.Sample{Location: ls, Value: []int64{s.Count, s.Bytes, s.Latency}, Label: labels})
 	}
@@ -227,7 +240,8 @@ func (a *Aggregator) Profile() *profile.Profile {
 // first, the op as the root ("write;main;outer_fn;inner_fn;write_block
 // 4096"), one line per stack with its weight, sorted; lines of weight 0
 // are left out. Frame names have ';' and newlines replaced, as the
-// format needs.
+// format needs, and other control bytes shown as the text output shows
+// them (package termesc).
 func (a *Aggregator) WriteFolded(w io.Writer, weight Weight) error {
 	lines := map[string]int64{}
 	for _, s := range a.order {
@@ -277,7 +291,7 @@ func shortName(f stacks.Frame) string {
 
 var foldReplacer = strings.NewReplacer(";", ":", "\n", " ", "\r", " ")
 
-func foldName(s string) string { return foldReplacer.Replace(s) }
+func foldName(s string) string { return termesc.String(foldReplacer.Replace(s)) }
 
 // Sink is an event.Sink that aggregates every event and, at End, writes
 // the profile in its format.

@@ -15,6 +15,7 @@ package stacks
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -42,7 +43,15 @@ type Stack struct {
 	// Flags are the stack's truncation marks (event.FactUserTruncated,
 	// ...).
 	Flags event.FactFlags
+	strs  []string // FrameStrings' renderings
 }
+
+// MaxFrames is the most frames of a stack's kernel part, and of its user
+// part, that a Table keeps: a stack fact holding more is cut there and
+// flagged truncated (event.FactKernelTruncated, event.FactUserTruncated).
+// Recorders capture far fewer (127 on Linux, 192 in ETW); the bound keeps
+// a trace from elsewhere from making each event cost millions of frames.
+const MaxFrames = 1024
 
 // Reasons beyond symbolize's, for frames and stacks this package cannot
 // hand to it.
@@ -65,24 +74,20 @@ type ksym struct {
 	name, mod  string
 }
 
-type cacheKey struct {
-	stack uint64
-	proc  event.ProcessKey
-	gen   uint64 // module facts seen so far for the process (and the kernel)
-}
-
 // Table holds a trace's stacks, modules and kernel symbols.
 type Table struct {
-	sym      *symbolize.Symbolizer
-	stacks   map[uint64]*event.Fact
-	modules  map[event.ProcessKey][]mapping // by process; {0, 0} is the kernel
-	gen      map[event.ProcessKey]uint64
-	ksyms    []ksym
-	ksorted  bool
-	cache    map[cacheKey]*Stack
-	strs     map[*Stack][]string // FrameStrings' renderings
-	counts   map[string]uint64
-	resolved uint64
+	sym     *symbolize.Symbolizer
+	stacks  map[uint64]*event.Fact
+	modules map[event.ProcessKey][]mapping // by process; {0, 0} is the kernel
+	ksyms   []ksym
+	ksorted bool
+	// changes logs the address ranges whose naming facts changed, by
+	// process ({0, 0}: the kernel's modules and symbols); see cache.go.
+	changes    map[event.ProcessKey][]addrRange
+	cache      map[cacheKey]*cached
+	cacheBytes int
+	counts     map[string]uint64
+	resolved   uint64
 }
 
 // New returns an empty Table.
@@ -91,9 +96,8 @@ func New(opts Options) *Table {
 		sym:     symbolize.New(opts.Symbols),
 		stacks:  map[uint64]*event.Fact{},
 		modules: map[event.ProcessKey][]mapping{},
-		gen:     map[event.ProcessKey]uint64{},
-		cache:   map[cacheKey]*Stack{},
-		strs:    map[*Stack][]string{},
+		changes: map[event.ProcessKey][]addrRange{},
+		cache:   map[cacheKey]*cached{},
 		counts:  map[string]uint64{},
 	}
 }
@@ -111,17 +115,21 @@ func (t *Table) FrameStrings(e *event.Event) []string {
 	if st == nil {
 		return nil
 	}
-	if s, ok := t.strs[st]; ok {
-		return s
+	if st.strs != nil {
+		return st.strs
 	}
 	s := make([]string, len(st.Frames))
+	n := 0
 	for i, fr := range st.Frames {
 		s[i] = FrameString(fr)
+		n += stringHeader + len(s[i])
 	}
-	if len(t.strs) > 1<<20 {
-		clear(t.strs)
+	st.strs = s
+	if c, ok := t.cache[cacheKey{e.Stack, e.Process()}]; ok && c.st == st {
+		c.bytes += n
+		t.cacheBytes += n
+		t.trim()
 	}
-	t.strs[st] = s
 	return s
 }
 
@@ -137,18 +145,24 @@ func (t *Table) Fact(f *event.Fact) {
 	case event.FactStack:
 		if _, ok := t.stacks[f.Handle]; !ok && f.Handle != 0 {
 			c := *f
-			c.Kernel, c.User = slices.Clone(f.Kernel), slices.Clone(f.User)
+			c.Kernel, c.User = bounded(f.Kernel), bounded(f.User)
+			if len(f.Kernel) > MaxFrames {
+				c.Flags |= event.FactKernelTruncated
+			}
+			if len(f.User) > MaxFrames {
+				c.Flags |= event.FactUserTruncated
+			}
 			t.stacks[f.Handle] = &c
 		}
 	case event.FactModule:
 		k := event.ProcessKey{Pid: f.Pid, Start: f.ProcStart}
 		ms := t.modules[k]
-		t.gen[k]++
 		if f.End {
 			// The mapping at Handle ends at Time.
 			for i := len(ms) - 1; i >= 0; i-- {
 				if ms[i].mod.Start == f.Handle && ms[i].to == maxTime {
 					ms[i].to = f.Time
+					t.changed(k, ms[i].span())
 					break
 				}
 			}
@@ -171,11 +185,27 @@ func (t *Table) Fact(f *event.Fact) {
 			m.mod.End = 0
 		}
 		t.modules[k] = append(ms, m)
+		t.changed(k, m.span())
 	case event.FactKernelSymbol:
 		t.ksyms = append(t.ksyms, ksym{addr: f.Handle, size: f.Size, name: f.Name, mod: f.Detail})
 		t.ksorted = false
-		t.gen[event.ProcessKey{}]++
+		// The new symbol may name any address from its own up (the one
+		// below an address names it).
+		t.changed(event.ProcessKey{}, addrRange{f.Handle, math.MaxUint64})
 	}
+}
+
+// bounded is a copy of the first MaxFrames addresses of a stack part.
+func bounded(part []uint64) []uint64 {
+	return slices.Clone(part[:min(len(part), MaxFrames)])
+}
+
+// span is the range of addresses a mapping holds.
+func (m *mapping) span() addrRange {
+	if m.mod.End == 0 || m.mod.End <= m.mod.Start {
+		return addrRange{m.mod.Start, math.MaxUint64}
+	}
+	return addrRange{m.mod.Start, m.mod.End - 1}
 }
 
 // Len returns the number of stacks the table holds.
@@ -196,24 +226,21 @@ func (t *Table) Frames(e *event.Event) *Stack {
 		return nil
 	}
 	p := e.Process()
-	key := cacheKey{stack: e.Stack, proc: p, gen: t.gen[p]<<32 ^ t.gen[event.ProcessKey{}]}
-	st, ok := t.cache[key]
-	if !ok {
+	key := cacheKey{stack: e.Stack, proc: p}
+	c, ok := t.cache[key]
+	if !ok || !t.fresh(c, p) {
 		f, known := t.stacks[e.Stack]
 		if !known {
 			t.counts[unknownStack]++
 			return nil
 		}
-		st = t.symbolize(f, p, e.Time)
-		if len(t.cache) > 1<<20 {
-			clear(t.cache)
-		}
-		t.cache[key] = st
+		c = t.symbolize(f, p, e.Time)
+		t.store(key, c)
 	}
-	for _, fr := range st.Frames {
+	for _, fr := range c.st.Frames {
 		t.count(fr)
 	}
-	return st
+	return c.st
 }
 
 func (t *Table) count(fr Frame) {
@@ -227,15 +254,35 @@ func (t *Table) count(fr Frame) {
 	}
 }
 
-func (t *Table) symbolize(f *event.Fact, p event.ProcessKey, at int64) *Stack {
+// symbolize names the frames of stack f in process p at time at, noting
+// the addresses it looked up for the cache.
+func (t *Table) symbolize(f *event.Fact, p event.ProcessKey, at int64) *cached {
 	st := &Stack{Flags: f.Flags, Frames: make([]Frame, 0, len(f.Kernel)+len(f.User))}
+	c := &cached{st: st, user: emptyRange, kernel: emptyRange,
+		userSeen: len(t.changes[p]), kernelSeen: len(t.changes[event.ProcessKey{}])}
 	for _, a := range f.Kernel {
 		st.Frames = append(st.Frames, Frame{Frame: t.kernelFrame(a, at), Kernel: true})
+		c.kernel.add(lookupAddr(a))
 	}
 	for _, a := range f.User {
-		st.Frames = append(st.Frames, Frame{Frame: t.userFrame(p, a, at)})
+		fr, inKernel := t.userFrame(p, a, at)
+		st.Frames = append(st.Frames, Frame{Frame: fr})
+		c.user.add(lookupAddr(a))
+		if inKernel {
+			c.kernel.add(lookupAddr(a))
+		}
 	}
-	return st
+	return c
+}
+
+// lookupAddr is the address a return address is looked up at: the call
+// is the byte before it (a function ending in a call would otherwise be
+// named after its neighbour).
+func lookupAddr(addr uint64) uint64 {
+	if addr > 0 {
+		return addr - 1
+	}
+	return addr
 }
 
 // module returns the module of process p holding addr at time at.
@@ -250,34 +297,29 @@ func (t *Table) module(p event.ProcessKey, addr uint64, at int64) *symbolize.Mod
 	return nil
 }
 
-// userFrame names a return address: the call is the byte before it, so
-// the lookup uses addr-1 (a function ending in a call would otherwise
-// be named after its neighbour); the frame keeps addr.
-func (t *Table) userFrame(p event.ProcessKey, addr uint64, at int64) symbolize.Frame {
-	look := addr
-	if look > 0 {
-		look--
-	}
+// userFrame names a return address, looked up at lookupAddr(addr); the
+// frame keeps addr. inKernel reports that no module of p held it and the
+// kernel's modules were asked.
+func (t *Table) userFrame(p event.ProcessKey, addr uint64, at int64) (fr symbolize.Frame, inKernel bool) {
+	look := lookupAddr(addr)
 	m := t.module(p, look, at)
 	if m == nil && p != (event.ProcessKey{}) {
 		// A user part may hold kernel frames: a Windows user-mode
 		// callback (user code calls the kernel, which calls back into
 		// user code) is one user stack with kernel frames inside.
 		m = t.module(event.ProcessKey{}, look, at)
+		inKernel = true
 	}
-	fr := t.sym.Symbolize(m, look)
+	fr = t.sym.Symbolize(m, look)
 	fr.Addr = addr
 	if fr.Module != "" {
 		fr.Offset++
 	}
-	return fr
+	return fr, inKernel
 }
 
 func (t *Table) kernelFrame(addr uint64, at int64) symbolize.Frame {
-	look := addr
-	if look > 0 {
-		look--
-	}
+	look := lookupAddr(addr)
 	if fr, ok := t.ksym(look); ok {
 		fr.Addr = addr
 		fr.Offset++

@@ -10,9 +10,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ianlancetaylor/demangle"
 
@@ -37,8 +37,8 @@ type symFile struct {
 
 // openPDB reads the PDB at path; its identity is "pdb:" + name + "/" +
 // the symbol-store key of its GUID and age.
-func openPDB(path, name string) (*symFile, error) {
-	f, err := os.Open(path)
+func openPDB(path, name string, done <-chan struct{}) (*symFile, error) {
+	f, budget, err := openRegular(path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,11 @@ func openPDB(path, name string) (*symFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pdb.Parse(f, st.Size())
+	br := &budgetReader{r: f, left: budget, done: done}
+	p, err := pdb.Parse(br, st.Size())
+	if br.err != nil {
+		err = br.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -78,12 +82,12 @@ type lineRow struct {
 // ReadID returns the identity of the ELF file at path ("gnu:HEX" or
 // "go:ID"), "" when it has none.
 func ReadID(path string) (string, error) {
-	f, err := os.Open(path)
+	f, budget, err := openRegular(path, false)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	return readID(f)
+	return readID(&budgetReader{r: f, left: budget})
 }
 
 func readID(r io.ReaderAt) (id string, err error) {
@@ -157,21 +161,27 @@ func findNote(data []byte, bo binary.ByteOrder, owner string, typ uint32) []byte
 }
 
 // openFile reads the identity, segments and symbols of the ELF file at
-// path. A malformed file is an error, never a panic.
-func openFile(path string) (*symFile, error) {
-	f, err := os.Open(path)
+// path (a regular file; a final symbolic link not followed when
+// noFollow). A malformed file is an error, never a panic; a file claiming
+// more data than it holds is refused (see readBudget).
+func openFile(path string, noFollow bool, done <-chan struct{}) (*symFile, error) {
+	f, budget, err := openRegular(path, noFollow)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	sf, err := parseFile(f)
+	br := &budgetReader{r: f, left: budget, done: done}
+	sf, err := parseFile(br)
+	if br.err != nil {
+		err = br.err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return sf, nil
 }
 
-func parseFile(r io.ReaderAt) (sf *symFile, err error) {
+func parseFile(r *budgetReader) (sf *symFile, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			sf, err = nil, fmt.Errorf("malformed ELF file: %v", p)
@@ -182,6 +192,9 @@ func parseFile(r io.ReaderAt) (sf *symFile, err error) {
 		return nil, err
 	}
 	defer ef.Close()
+	if err := checkCompressed(ef, r); err != nil {
+		return nil, err
+	}
 	sf = &symFile{id: elfID(ef)}
 	for _, p := range ef.Progs {
 		if p.Type != elf.PT_LOAD {
@@ -222,9 +235,36 @@ func parseFile(r io.ReaderAt) (sf *symFile, err error) {
 	return sf, nil
 }
 
+// checkCompressed refuses a file whose compressed sections claim more
+// bytes, once decompressed, than the file may give (its budget): their
+// sizes come from the file, and a small compressed stream can claim and
+// produce gigabytes.
+func checkCompressed(ef *elf.File, r *budgetReader) error {
+	var claimed uint64
+	for _, s := range ef.Sections {
+		switch {
+		case s.Flags&elf.SHF_COMPRESSED != 0:
+			claimed += s.Size
+		case strings.HasPrefix(s.Name, ".zdebug") && s.Type != elf.SHT_NOBITS:
+			// GNU's older form: "ZLIB" and the size, big endian.
+			var h [12]byte
+			if _, err := r.ReadAt(h[:], int64(s.Offset)); err == nil && string(h[:4]) == "ZLIB" {
+				claimed += binary.BigEndian.Uint64(h[4:])
+			}
+		}
+		if claimed > uint64(r.left) {
+			return fmt.Errorf("section %s: %w (%d bytes once decompressed)", s.Name, errBudget, claimed)
+		}
+	}
+	return nil
+}
+
 // lineTable collects the rows of every line program, by address.
 func lineTable(d *dwarf.Data) []lineRow {
 	var rows []lineRow
+	// Each line program is read once, however many units name it: rows
+	// stay within one per byte of the line table.
+	read := map[int64]bool{}
 	r := d.Reader()
 	for {
 		e, err := r.Next()
@@ -234,6 +274,12 @@ func lineTable(d *dwarf.Data) []lineRow {
 		if e.Tag != dwarf.TagCompileUnit {
 			r.SkipChildren()
 			continue
+		}
+		if off, ok := e.Val(dwarf.AttrStmtList).(int64); ok {
+			if read[off] {
+				continue
+			}
+			read[off] = true
 		}
 		lr, err := d.LineReader(e)
 		if err != nil || lr == nil {

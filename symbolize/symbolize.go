@@ -79,6 +79,7 @@ const (
 	NoSymbol          // no symbol covers the address
 	BadFile           // the matching file could not be read
 	NoLayout          // only a separate debug file matched, and the module was recorded without its virtual address
+	BadID             // the identity the trace records is not one: refused, never used to name a file
 	numReasons
 )
 
@@ -92,6 +93,7 @@ var reasonNames = [...]string{
 	"frames at addresses no symbol covers",
 	"frames in module files that could not be read",
 	"frames in modules recorded without their virtual address, with only a separate debug file",
+	"frames not named: module identity not valid (not a build-id, Go build ID or PDB name, GUID and age)",
 }
 
 func (r Reason) String() string {
@@ -118,6 +120,9 @@ type Options struct {
 	// the system's: dbghelp.dll on Windows (package dbghelp), none
 	// elsewhere.
 	PE PEResolver
+	// Done, when closed, stops the reading of symbol files (the command
+	// was interrupted): files not read by then count as unreadable.
+	Done <-chan struct{}
 }
 
 // Symbolizer names addresses. It caches the files it opens (by path) and
@@ -178,11 +183,14 @@ func (s *Symbolizer) Symbolize(m *Module, addr uint64) Frame {
 	}
 	f.Module = baseName(m.Path)
 	f.Offset = addr - m.Start + m.Offset
-	if m.ID == "" || strings.HasPrefix(m.ID, "pe:") {
-		// A Windows image known by its time stamp and size alone: its
-		// PDB, the only source of its symbols here, is matched by GUID
-		// and age, which the trace did not record.
+	switch kind, _, _ := parseID(m.ID); kind {
+	case idNone:
+		// No identity, or a Windows image known by its time stamp and
+		// size alone: its PDB, the only source of its symbols here, is
+		// matched by GUID and age, which the trace did not record.
 		return s.done(f, NoID)
+	case idInvalid:
+		return s.done(f, BadID)
 	}
 	// A Windows module: the system's symbol engine first; when it cannot
 	// name the frame, the PDB reader, and the more telling of the two
@@ -254,8 +262,10 @@ func (s *Symbolizer) fileFor(m *Module) (*symFile, Reason) {
 
 func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
 	why := NoFile
-	try := func(path string) *symFile {
-		sf, err := s.open(path)
+	// try reads the file at path; noFollow for a path that came from the
+	// trace.
+	try := func(path string, noFollow bool) *symFile {
+		sf, err := s.open(path, noFollow)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				why = max(why, BadFile)
@@ -268,32 +278,16 @@ func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
 		}
 		return sf
 	}
-	kind, id, _ := strings.Cut(m.ID, ":")
-	if kind == "gnu" && len(id) > 2 {
-		for _, d := range s.opts.Dirs {
-			for _, p := range []string{
-				filepath.Join(d, id, "debuginfo"),
-				filepath.Join(d, ".build-id", id[:2], id[2:]+".debug"),
-				filepath.Join(d, ".build-id", id[:2], id[2:]),
-			} {
-				if sf := try(p); sf != nil {
-					return sf, Resolved
-				}
-			}
-		}
-		for _, d := range s.opts.DebugDirs {
-			if sf := try(filepath.Join(d, ".build-id", id[:2], id[2:]+".debug")); sf != nil {
-				return sf, Resolved
-			}
-		}
-	}
-	if kind == "pdb" {
+	kind, name, key := parseID(m.ID)
+	if kind == idPDB {
 		// Symbol-store layout: DIR/NAME.pdb/GUIDAGE/NAME.pdb, the file's
 		// own GUID and age checked.
-		name, key, _ := strings.Cut(id, "/")
 		for _, d := range s.opts.Dirs {
 			for _, n := range uniq(name, strings.ToLower(name)) {
-				p := filepath.Join(d, n, key, n)
+				p, ok := within(d, n, key, n)
+				if !ok {
+					continue
+				}
 				sf, err := s.openPDB(p, name)
 				if err != nil {
 					if !errors.Is(err, os.ErrNotExist) {
@@ -310,21 +304,47 @@ func (s *Symbolizer) find(m *Module) (*symFile, Reason) {
 		}
 		return nil, why
 	}
-	if kind == "go" {
-		// Go programs carry their own symbols: a copy of the binary in a
-		// symbol directory under its base name is found there.
-		for _, d := range s.opts.Dirs {
-			if sf := try(filepath.Join(d, filepath.Base(m.Path))); sf != nil {
-				return sf, Resolved
-			}
+	for _, p := range s.candidates(kind, key, m.Path) {
+		if sf := try(p, false); sf != nil {
+			return sf, Resolved
 		}
 	}
-	if !s.opts.NoModulePath {
-		if sf := try(m.Path); sf != nil {
+	if !s.opts.NoModulePath && filepath.IsAbs(m.Path) {
+		if sf := try(m.Path, true); sf != nil {
 			return sf, Resolved
 		}
 	}
 	return nil, why
+}
+
+// candidates returns the paths in the symbol directories where a file of
+// identity kind and key (the GNU build-id's hex) may be, in the order they
+// are tried; each inside its directory.
+func (s *Symbolizer) candidates(kind idKind, key, modPath string) []string {
+	var out []string
+	add := func(dir string, names ...string) {
+		if p, ok := within(dir, names...); ok {
+			out = append(out, p)
+		}
+	}
+	switch kind {
+	case idGNU:
+		for _, d := range s.opts.Dirs {
+			add(d, key, "debuginfo")
+			add(d, ".build-id", key[:2], key[2:]+".debug")
+			add(d, ".build-id", key[:2], key[2:])
+		}
+		for _, d := range s.opts.DebugDirs {
+			add(d, ".build-id", key[:2], key[2:]+".debug")
+		}
+	case idGo:
+		// Go programs carry their own symbols: a copy of the binary in a
+		// symbol directory under its base name is found there.
+		for _, d := range s.opts.Dirs {
+			add(d, baseName(modPath))
+		}
+	}
+	return out
 }
 
 // openPDB reads the PDB at path (cached).
@@ -335,7 +355,7 @@ func (s *Symbolizer) openPDB(path, name string) (*symFile, error) {
 		}
 		return sf, nil
 	}
-	sf, err := openPDB(path, name)
+	sf, err := openPDB(path, name, s.opts.Done)
 	if err != nil {
 		s.files[path] = nil
 		return nil, err
@@ -364,15 +384,16 @@ func uniq(ss ...string) []string {
 	return out
 }
 
-// open reads the file at path (cached).
-func (s *Symbolizer) open(path string) (*symFile, error) {
+// open reads the file at path (cached); noFollow for a path from a
+// trace.
+func (s *Symbolizer) open(path string, noFollow bool) (*symFile, error) {
 	if sf, ok := s.files[path]; ok {
 		if sf == nil {
 			return nil, os.ErrNotExist
 		}
 		return sf, nil
 	}
-	sf, err := openFile(path)
+	sf, err := openFile(path, noFollow, s.opts.Done)
 	if err != nil {
 		s.files[path] = nil
 		return nil, err

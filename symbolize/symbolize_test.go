@@ -303,7 +303,7 @@ func FuzzParseFile(f *testing.F) {
 	f.Add(tiny)
 	f.Add(tiny[:64])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sf, err := parseFile(bytes.NewReader(data))
+		sf, err := parseFile(&budgetReader{r: bytes.NewReader(data), left: 2*int64(len(data)) + budgetSlack})
 		if err != nil {
 			return
 		}

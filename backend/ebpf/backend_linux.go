@@ -102,6 +102,8 @@ type run struct {
 	nmarks uint64
 	// marksDropped counts markers dropped because the reader was behind.
 	marksDropped atomic.Uint64
+	// savesRefused counts save requests from senders that may not ask.
+	savesRefused atomic.Uint64
 	warnedAt     uint64
 	nextWarn     time.Time
 
@@ -247,6 +249,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	if n := r.marksDropped.Load(); n > 0 {
 		r.stats.Add(event.CountDropped, "markers dropped: the reader was behind", n)
+	}
+	if n := r.savesRefused.Load(); n > 0 {
+		r.stats.Add(event.CountInfo, "save requests refused: the sender is neither root nor the recording's user", n)
 	}
 	if err == nil {
 		err = ls.failed()
@@ -397,6 +402,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 					m, err := ml.Read()
 					if err != nil {
 						return
+					}
+					if m.SaveRefused {
+						r.savesRefused.Add(1)
 					}
 					select {
 					case r.marks <- m:

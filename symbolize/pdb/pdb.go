@@ -198,6 +198,10 @@ func openMSF(r io.ReaderAt, size int64) (*msf, error) {
 	for i := range dirBlocks {
 		dirBlocks[i] = le.Uint32(mapBlock[4*i:])
 	}
+	distinct := newBlockSet(numBlocks)
+	if err := distinct.check(dirBlocks); err != nil {
+		return nil, fmt.Errorf("pdb: stream directory: %w", err)
+	}
 	dir, err := m.read(dirBlocks, dirBytes)
 	if err != nil {
 		return nil, fmt.Errorf("pdb: stream directory: %w", err)
@@ -227,10 +231,48 @@ func openMSF(r io.ReaderAt, size int64) (*msf, error) {
 		for j := range bl {
 			bl[j] = le.Uint32(dir[off+4*uint64(j):])
 		}
+		if err := distinct.check(bl); err != nil {
+			return nil, fmt.Errorf("pdb: stream directory at offset %#x: stream %d (%d bytes): %w", off, i, sz, err)
+		}
 		m.blocks[i] = bl
 		off += nb * 4
 	}
 	return m, nil
+}
+
+// blockSet checks a stream's block list: every block one of the file's,
+// none listed twice. A stream's size is then bounded by its distinct
+// blocks, so by the file: a block listed many times cannot make a small
+// file claim gigabytes.
+type blockSet struct {
+	n    uint32
+	bits []uint64
+}
+
+func newBlockSet(numBlocks uint32) *blockSet {
+	return &blockSet{n: numBlocks, bits: make([]uint64, (uint64(numBlocks)+63)/64)}
+}
+
+// check checks one stream's blocks, and leaves the set empty again.
+func (s *blockSet) check(blocks []uint32) error {
+	var err error
+	k := 0
+	for ; k < len(blocks); k++ {
+		b := blocks[k]
+		if b >= s.n {
+			err = fmt.Errorf("block %d (entry %d) is not one of the file's %d blocks", b, k, s.n)
+			break
+		}
+		if s.bits[b/64]&(1<<(b%64)) != 0 {
+			err = fmt.Errorf("block %d is listed twice (entry %d)", b, k)
+			break
+		}
+		s.bits[b/64] |= 1 << (b % 64)
+	}
+	for _, b := range blocks[:k] {
+		s.bits[b/64] &^= 1 << (b % 64)
+	}
+	return err
 }
 
 // block reads block b.

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/iotrace/iotrace/ring"
 )
 
 // DefaultDir is where running traces listen.
@@ -19,7 +22,34 @@ type Mark struct {
 	// Pid is the sender's process (from the kernel); Tid its thread (as
 	// it said).
 	Pid, Tid uint32
-	Text     string
+	// Uid is the sender's user (from the kernel).
+	Uid  uint32
+	Text string
+	// SaveRefused marks a request to save a flight recorder
+	// (ring.SavePrefix) from a sender that may not ask for one: neither
+	// root nor the recording's user. Its text says so instead of asking.
+	SaveRefused bool
+}
+
+// RefusedPrefix starts the text of a save request that was refused (it
+// replaces ring.SavePrefix): the marker stays in the trace, and no
+// flight recorder saves.
+const RefusedPrefix = "[iotrace save refused]"
+
+// mayAskToSave reports whether a sender of user uid may ask a flight
+// recorder run by user self to save: root or the recorder's own user.
+// Any local user may add a marker; only those may make it write a file.
+func mayAskToSave(uid, self uint32) bool { return uid == 0 || uid == self }
+
+// guardSave turns a save request from a sender who may not ask into a
+// plain marker saying it was refused; known says whether the kernel gave
+// the sender's credentials.
+func guardSave(m *Mark, known bool, self uint32) {
+	if !strings.HasPrefix(m.Text, ring.SavePrefix) || known && mayAskToSave(m.Uid, self) {
+		return
+	}
+	m.Text = RefusedPrefix + strings.TrimPrefix(m.Text, ring.SavePrefix)
+	m.SaveRefused = true
 }
 
 const magic = "IOTMARK1"

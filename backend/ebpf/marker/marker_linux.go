@@ -20,7 +20,8 @@ type Listener struct {
 
 // Listen creates dir (mode 0755) and listens on dir/<pid>.sock. The socket
 // is writable by every user, so unprivileged programs can mark a trace
-// run as root.
+// run as root; a request to save a flight recorder is taken only from
+// root or the recording's user (see Read).
 func Listen(dir string) (*Listener, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("marker: create %s: %w", dir, err)
@@ -67,7 +68,10 @@ func Listen(dir string) (*Listener, error) {
 func (l *Listener) Path() string { return l.path }
 
 // Read blocks until a marker arrives. Datagrams that are not markers are
-// skipped. It returns an error wrapping net.ErrClosed after Close.
+// skipped. A save request from a sender that is neither root nor this
+// process's user (by the credentials the kernel attaches) comes as a
+// marker saying it was refused (Mark.SaveRefused). It returns an error
+// wrapping net.ErrClosed after Close.
 func (l *Listener) Read() (Mark, error) {
 	buf := make([]byte, len(magic)+12+MaxText+1)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
@@ -80,13 +84,15 @@ func (l *Listener) Read() (Mark, error) {
 		if err != nil {
 			continue
 		}
+		known := false
 		if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
 			for i := range msgs {
 				if cred, err := syscall.ParseUnixCredentials(&msgs[i]); err == nil {
-					m.Pid = uint32(cred.Pid)
+					m.Pid, m.Uid, known = uint32(cred.Pid), cred.Uid, true
 				}
 			}
 		}
+		guardSave(&m, known, uint32(os.Geteuid()))
 		return m, nil
 	}
 }
