@@ -111,6 +111,9 @@ type run struct {
 	// it started.
 	noEnterAtStop uint64
 	stopping      bool
+	// wakeupBytes is the syscall ring's forced-wakeup threshold (the
+	// block programs' page-cache records share that ring).
+	wakeupBytes uint64
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -212,7 +215,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
-	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
@@ -301,6 +304,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		if wantFile {
 			bo.CurSyscall = pr.objs.CurSyscall
 			bo.InodeIO = pr.objs.InodeIo
+			bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
 		}
 		if opts.Stacks != 0 {
 			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks

@@ -83,6 +83,11 @@ type tracker struct {
 	exit     exitRec
 	uring    uringRec
 	aio      aioRec
+	pcr      pcRec
+	// pc is the page-cache provenance of reads (provenance.go);
+	// pcUnclassified counts the reads it could not classify, by reason.
+	pc             *pageCache
+	pcUnclassified [numPCReasons]uint64
 	err      error // first sink error
 	lastTime int64
 
@@ -119,6 +124,7 @@ func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 		gone:         make(map[uint32]goneProc),
 		execPath:     make(map[uint32]string),
 		inlineStacks: make(map[uint64][]uint64),
+		pc:           newPageCache(),
 	}
 	t.table.Probe = probe
 	t.table.Emit = t.fact
@@ -218,6 +224,10 @@ func (t *tracker) handle(b []byte) error {
 			var em execMapsRec
 			if err = em.decode(b); err == nil {
 				t.execMaps(&em)
+			}
+		case recPageCache:
+			if err = t.pcr.decode(b); err == nil {
+				t.pc.record(&t.pcr)
 			}
 		case recAIO:
 			if err = t.aio.decode(b); err == nil {
@@ -416,13 +426,8 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		if ok {
 			e.Bytes = r.Ret
 		}
-		if t.block && ok && e.Op == event.OpRead && r.Ret > 0 && r.SFlags&sfCause != 0 &&
-			r.NrBios == 0 && e.Dev.Major != 0 && e.Flags&event.FlagDirect == 0 {
-			if r.SFlags&sfWaitedIO != 0 {
-				e.Flags |= event.FlagWaitedIO
-			} else {
-				e.Flags |= event.FlagCacheHit
-			}
+		if e.Op == event.OpRead && complete {
+			t.readProvenance(e, r)
 		}
 	case kClose:
 		fd := argFD(r.Args[0])
@@ -1126,6 +1131,7 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountUnresolved, "file events whose descriptor has no name", t.fdsUnnamed)
 	s.Add(event.CountUnresolved, "path arguments missing (record lost or unreadable)", t.pathsMissing)
 	s.Add(event.CountUnresolved, "relative paths with an unknown base directory", t.cwdUnknown)
+	t.pcStats(s)
 	if t.stalePaths != 0 {
 		s.Add(event.CountUnpaired, "path records whose syscall never arrived", t.stalePaths)
 	}
