@@ -475,7 +475,11 @@ static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
 			v->sflags |= SF_REG;
 		struct super_block *sb = ino->i_sb;
 		if (sb) {
-			v->dev = sb->s_dev;
+			__u32 dev = sb->s_dev;
+			/* keeps clang from sharing this load with a load of
+			 * another pointer type (the verifier refuses that) */
+			asm volatile("" : "+r"(dev));
+			v->dev = dev;
 			if (sb->s_bdev)
 				v->sflags |= SF_BDEV_FS;
 			else if (sb->s_magic == TMPFS_MAGIC || sb->s_magic == RAMFS_MAGIC)
