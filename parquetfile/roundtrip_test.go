@@ -174,6 +174,11 @@ func diffRow(got, want *row) string {
 	ptr("offset", show(g.Offset), show(w.Offset))
 	ptr("bytes", show(g.Bytes), show(w.Bytes))
 	ptr("sector", show(g.Sector), show(w.Sector))
+	ptr("read_cached", show(g.ReadCached), show(w.ReadCached))
+	ptr("read_ahead", show(g.ReadAhead), show(w.ReadAhead))
+	ptr("read_disk", show(g.ReadDisk), show(w.ReadDisk))
+	ptr("read_waited", show(g.ReadWaited), show(w.ReadWaited))
+	g.ReadCached, w.ReadCached, g.ReadAhead, w.ReadAhead, g.ReadDisk, w.ReadDisk, g.ReadWaited, w.ReadWaited = nil, nil, nil, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(g.Stack, w.Stack) {
 		d += fmt.Sprintf(" stack=%q (nil %v) want %q (nil %v);", g.Stack, g.Stack == nil, w.Stack, w.Stack == nil)
 	}
