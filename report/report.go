@@ -228,12 +228,14 @@ func (r *Report) Event(e *event.Event) error {
 }
 
 // dataBytes returns the bytes an event moved: Bytes when known, for block
-// I/O the requested Size otherwise.
+// I/O the requested Size otherwise, except for an I/O whose completion was
+// never seen: its bytes are not known to have moved (0, as the null bytes
+// of Parquet and the -1 of scripts say; it is counted as incomplete).
 func dataBytes(e *event.Event) uint64 {
 	if e.Bytes >= 0 {
 		return uint64(e.Bytes)
 	}
-	if e.Layer == event.LayerBlock {
+	if e.Layer == event.LayerBlock && e.Flags&event.FlagNoCompletion == 0 {
 		return e.Size
 	}
 	return 0
@@ -514,15 +516,21 @@ func (r *Report) blockEvent(e *event.Event) {
 	if pe.name == "" && e.Comm != "" {
 		pe.name = e.Comm
 	}
+	// Bytes as in the layer's total: data moved (reads and writes), not
+	// the ranges of discards or flushes.
+	db := uint64(0)
+	if movesData(op) {
+		db = b
+	}
 	pe.blockIOs++
-	pe.blockBytes += b
+	pe.blockBytes += db
 	if e.Cause == 0 && e.Path != "" {
 		fe, created := r.files.get(r.fileKey(e.Path))
 		if created {
 			fe.name = r.fileKey(e.Path)
 		}
 		fe.blockIOs++
-		fe.blockBytes += b
+		fe.blockBytes += db
 	}
 	if e.Cause != 0 {
 		r.linkSeen = true
