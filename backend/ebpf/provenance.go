@@ -110,8 +110,12 @@ type pageCache struct {
 
 	// Counters (Stats).
 	forgotten, unknownBytes, pendingBytes, noncontigBytes uint64
-	orphanDone, decodeErrs                                uint64
+	orphanDone, decodeErrs, dropped                       uint64
 }
+
+// maxInflight bounds the fills awaiting their completion record (the
+// kernel tracks at most 65,536 bios in flight).
+const maxInflight = 1 << 18
 
 func newPageCache() *pageCache {
 	return &pageCache{files: make(map[pcFile]*pcFileState), inflight: make(map[uint64]*fill)}
@@ -123,6 +127,12 @@ func (pc *pageCache) record(r *pcRec) {
 	case pcQueue:
 		f := pc.inflight[r.Bio]
 		if f == nil || r.Flags&pcfSplit == 0 {
+			if len(pc.inflight) >= maxInflight {
+				// Completions lost (ring buffer full): those fills stay
+				// in flight for ever, their bytes not classified.
+				pc.dropped += uint64(len(pc.inflight))
+				clear(pc.inflight)
+			}
 			f = &fill{bio: r.Bio, pid: r.PidStatus, cause: r.Cause}
 			pc.inflight[r.Bio] = f
 		}
@@ -320,6 +330,9 @@ func (pc *pageCache) stats(s *event.Stats) {
 	}
 	if pc.orphanDone != 0 {
 		s.Add(event.CountUnpaired, "page-cache fill completions without their queue record", pc.orphanDone)
+	}
+	if pc.dropped != 0 {
+		s.Add(event.CountUnpaired, "page-cache fills whose completion record never came (dropped; their bytes not classified)", pc.dropped)
 	}
 	if pc.decodeErrs != 0 {
 		s.Add(event.CountLost, "page-cache records malformed", pc.decodeErrs)

@@ -83,13 +83,15 @@ type tracker struct {
 	exit     exitRec
 	uring    uringRec
 	aio      aioRec
-	pcr      pcRec
-	// pc is the page-cache provenance of reads (provenance.go);
-	// pcUnclassified counts the reads it could not classify, by reason.
-	pc             *pageCache
-	pcUnclassified [numPCReasons]uint64
 	err      error // first sink error
 	lastTime int64
+
+	// pc is the page-cache provenance of reads (provenance.go), pcr its
+	// record; pcUnclassified counts the reads it could not classify, by
+	// reason.
+	pc             *pageCache
+	pcr            pcRec
+	pcUnclassified [numPCReasons]uint64
 
 	// Counters reported in Stats.
 	events, facts              uint64

@@ -137,7 +137,7 @@ func Open(opts Options) (*Tracer, error) {
 		adopt(spec.Maps["pc_ring"], m)
 		repl["pc_ring"] = m
 	}
-		if m := opts.PidFilter; m != nil {
+	if m := opts.PidFilter; m != nil {
 		if m.KeySize() != 4 || m.ValueSize() == 0 {
 			return nil, fmt.Errorf("blockio: Options.PidFilter has key size %d and value size %d, want a __u32 tgid key", m.KeySize(), m.ValueSize())
 		}
