@@ -114,6 +114,8 @@ type run struct {
 	// wakeupBytes is the syscall ring's forced-wakeup threshold (the
 	// block programs' page-cache records share that ring).
 	wakeupBytes uint64
+	// wb waits for the command's writeback (writeback_linux.go).
+	wb writebackWait
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -467,7 +469,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		case <-ctx.Done():
 			return true
 		case <-cmdDone:
-			return true
+			return r.commandDone()
 		case <-timeout:
 			return true
 		default:

@@ -92,6 +92,9 @@ type tracker struct {
 	pc             *pageCache
 	pcr            pcRec
 	pcUnclassified [numPCReasons]uint64
+	// written are the files the traced processes wrote (writeback.go).
+	written     map[string]struct{}
+	writtenOver uint64
 
 	// Counters reported in Stats.
 	events, facts              uint64
@@ -430,6 +433,9 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		}
 		if e.Op == event.OpRead && complete {
 			t.readProvenance(e, r)
+		}
+		if e.Op == event.OpWrite && ok && r.Ret > 0 && e.Flags&event.FlagDirect == 0 {
+			t.wrote(e.Path)
 		}
 	case kClose:
 		fd := argFD(r.Args[0])
