@@ -119,7 +119,8 @@ type Event struct {
 	// Bytes; Bytes minus their sum is what could not be classified (all
 	// 0: the read was not classified). 0 on every other event.
 	ReadCached, ReadAhead, ReadDisk, ReadWaited uint64
-	ReadAheadFrom                              uint64
+	// ReadAheadFrom: see ReadAhead.
+	ReadAheadFrom uint64
 
 	// Note is free text: a marker's message, an io_uring op name.
 	Note string

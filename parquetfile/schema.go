@@ -44,12 +44,13 @@ type columns struct {
 	dev, devName           strColumn
 	sector, request, cause intColumn
 	causedIOs, causedBytes intColumn
-	// a read's page-cache provenance (version 3)
-	readCached, readAhead, readDisk, readWaited, readAheadFrom intColumn
 	note                   strColumn
 
 	// Since version 2: the event\'s stack.
 	stack listColumn
+
+	// Since version 3: a read's page-cache provenance.
+	readCached, readAhead, readDisk, readWaited, readAheadFrom intColumn
 }
 
 // init sets every column's spec, preallocates room for n rows and returns

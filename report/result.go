@@ -134,6 +134,12 @@ type CacheCounts struct {
 	BytesDisk   uint64  `json:"bytes_from_disk"`
 	BytesWaited uint64  `json:"bytes_waited"`
 	BytesOther  uint64  `json:"bytes_other"`
+	FSOps       uint64  `json:"fs_ops"`
+	DiskIOs     uint64  `json:"disk_ios"`
+	DiskBytes   uint64  `json:"disk_bytes"`
+	// DiskIOsPerFSOp is DiskIOs / FSOps.
+	DiskIOsPerFSOp float64 `json:"disk_ios_per_fs_op"`
+
 	// BytesReadahead, with page-cache provenance (Linux): bytes brought in
 	// by the readers' own read-ahead during the trace. Then BytesCache is
 	// only what was in memory already, BytesDisk what was read from disk
@@ -143,13 +149,9 @@ type CacheCounts struct {
 	BytesReadahead uint64  `json:"bytes_readahead,omitempty"`
 	MemoryRatio    float64 `json:"memory_ratio,omitempty"`
 	// Provenance is set when reads were classified by page-cache
-	// provenance (by bytes: the four parts above).
+	// provenance (by bytes: BytesCache, BytesReadahead, BytesDisk,
+	// BytesWaited).
 	Provenance bool `json:"provenance,omitempty"`
-	FSOps       uint64  `json:"fs_ops"`
-	DiskIOs     uint64  `json:"disk_ios"`
-	DiskBytes   uint64  `json:"disk_bytes"`
-	// DiskIOsPerFSOp is DiskIOs / FSOps.
-	DiskIOsPerFSOp float64 `json:"disk_ios_per_fs_op"`
 }
 
 // Entity is one process or file.

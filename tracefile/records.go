@@ -32,8 +32,9 @@ const (
 	mCausedIOs
 	mCausedBytes
 	mNote
-	mStack         // from version 3
-	mReadCached    // from version 4: a read's page-cache provenance
+	mStack // from version 3
+	// from version 4: a read's page-cache provenance
+	mReadCached
 	mReadAhead
 	mReadDisk
 	mReadWaited
