@@ -72,6 +72,12 @@ type Options struct {
 	Ops []event.Op
 	// Duration stops the trace after this long; 0 means no limit.
 	Duration time.Duration
+	// WaitWriteback, with a Command, keeps tracing after it exits until
+	// the files it wrote have no dirty page left (written back to disk,
+	// so that their writeback I/O is in the trace), at most this long;
+	// reaching the limit is counted. 0 stops at its exit (the trace then
+	// counts the pages it left dirty).
+	WaitWriteback time.Duration
 	// BufferSize is the kernel buffer size in bytes (ring buffer, ETW
 	// buffers); 0 means the backend's default.
 	BufferSize int

@@ -7,6 +7,9 @@
 # per call and the target ratios; then the start-up time and the cost on an
 # untraced system call. Run as root from the repository root:
 #   sudo bash bench/run.sh              (ROUNDS=3 N=2000000 by default)
+# BASE=/path/to/an/older/iotrace adds that binary as one more mode, run the
+# same way in every round, and prints this tree's iotrace over it (the cost
+# of a change, side by side: e.g. page-cache provenance, docs/benchmarks.md).
 # The block I/O benchmark is bench/block/run.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
@@ -19,4 +22,4 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o "$out/iotrace" ./cmd/iotrace
 go build -o "$out/syscall-bench" ./bench/syscall
-"$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N"
+"$out/syscall-bench" -iotrace "$out/iotrace" ${BASE:+-base "$BASE"} -rounds "$ROUNDS" -n "$N"

@@ -101,6 +101,12 @@ func checkLiveOptions(opts backend.Options) error {
 	if opts.Duration < 0 {
 		return fmt.Errorf("--duration %v: want a positive duration (or none to trace until stopped)", opts.Duration)
 	}
+	if opts.WaitWriteback < 0 {
+		return fmt.Errorf("--wait-writeback %v: want a positive timeout", opts.WaitWriteback)
+	}
+	if opts.WaitWriteback > 0 && len(opts.Command) == 0 {
+		return fmt.Errorf("--wait-writeback waits for what a command wrote: give the command after --")
+	}
 	for _, p := range opts.Pids {
 		if !pidExists(p) {
 			return fmt.Errorf("--pid %d: no such process", p)
@@ -126,15 +132,18 @@ func commandStatus(opts *backend.Options) func(err error) error {
 
 // liveFlags are the flags trace and record share.
 type liveFlags struct {
-	duration   time.Duration
-	bufferSize string
-	stacks     string
+	duration      time.Duration
+	bufferSize    string
+	stacks        string
+	waitWriteback time.Duration
 }
 
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs := cmd.Flags()
 	fs.DurationVar(&l.duration, "duration", 0, "stop after this long (10s, 5m); default: until Ctrl-C or the command exits")
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF)")
+	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
+	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
 }
 
 // addCaptureStacksFlag binds --stacks, the stacks a live trace captures

@@ -128,13 +128,13 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 			if err != nil {
 				return err
 			}
-			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids}); err != nil {
+			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids, Command: command, WaitWriteback: live.waitWriteback}); err != nil {
 				return err
 			}
 			if ringBytes > 0 && (toETL || toParquet || rotOpts != nil) {
 				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
 			}
-			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0}
+			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0, WaitWriteback: live.waitWriteback}
 			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
 				return err
 			}

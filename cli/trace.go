@@ -52,7 +52,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				return err
 			}
 			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
-			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size}
+			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, WaitWriteback: live.waitWriteback}
 			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
 				closeOut(false)
 				return err

@@ -107,6 +107,21 @@ type Event struct {
 	CausedIOs   uint32
 	CausedBytes uint64
 
+	// ReadCached, ReadAhead, ReadDisk and ReadWaited say where the bytes
+	// of a read of a regular file came from (Linux page cache, see
+	// docs/block.md): already in memory (cached before the trace or
+	// before this process touched them, or never from disk); brought in
+	// during the trace by this process's read-ahead, complete when the
+	// read began (ReadAheadFrom: the read whose read-ahead brought in
+	// most of them, 0 when none did, as for a page fault's); read from
+	// disk for this read (its own block I/O, or O_DIRECT); waited for on
+	// disk I/O already in flight. On a classified read they add up to
+	// Bytes; Bytes minus their sum is what could not be classified (all
+	// 0: the read was not classified). 0 on every other event.
+	ReadCached, ReadAhead, ReadDisk, ReadWaited uint64
+	// ReadAheadFrom: see ReadAhead.
+	ReadAheadFrom uint64
+
 	// Note is free text: a marker's message, an io_uring op name.
 	Note string
 
@@ -132,6 +147,10 @@ func (e *Event) Thread() ThreadKey { return MakeThreadKey(e.Pid, e.Tid, e.CPU) }
 
 // Process returns the key of the issuing process.
 func (e *Event) Process() ProcessKey { return ProcessKey{Pid: e.Pid, Start: e.ProcStart} }
+
+// ReadKnown returns the bytes of a read whose provenance is known (the
+// sum of ReadCached, ReadAhead, ReadDisk and ReadWaited).
+func (e *Event) ReadKnown() uint64 { return e.ReadCached + e.ReadAhead + e.ReadDisk + e.ReadWaited }
 
 // Failed reports whether the operation completed with an error.
 func (e *Event) Failed() bool { return e.Status.Failed() }

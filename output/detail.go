@@ -275,6 +275,39 @@ func appendFileDetail(b []byte, e *event.Event, windows bool) []byte {
 		b = append(b, " I/O "...)
 		b = appendBytes(b, e.CausedBytes)
 	}
+	if e.ReadKnown() != 0 {
+		b = appendProvenance(b, e)
+	}
+	return b
+}
+
+// appendProvenance appends where a read's bytes came from: " ← cached
+// 4.0 KiB, read-ahead 60 KiB (#123), disk …, waited …" (the parts that
+// are not 0; what is left of Bytes was not classified).
+func appendProvenance(b []byte, e *event.Event) []byte {
+	sep := " ← "
+	for _, p := range [...]struct {
+		name string
+		v    uint64
+	}{{"cached ", e.ReadCached}, {"read-ahead ", e.ReadAhead}, {"disk ", e.ReadDisk}, {"waited ", e.ReadWaited}} {
+		if p.v == 0 {
+			continue
+		}
+		b = append(b, sep...)
+		b = append(b, p.name...)
+		b = appendBytes(b, p.v)
+		if p.name == "read-ahead " && e.ReadAheadFrom != 0 {
+			b = append(b, " (#"...)
+			b = strconv.AppendUint(b, e.ReadAheadFrom, 10)
+			b = append(b, ')')
+		}
+		sep = ", "
+	}
+	if e.Bytes > 0 && uint64(e.Bytes) > e.ReadKnown() {
+		b = append(b, sep...)
+		b = append(b, "unknown "...)
+		b = appendBytes(b, uint64(e.Bytes)-e.ReadKnown())
+	}
 	return b
 }
 

@@ -271,6 +271,13 @@ func (j *JSONL) Event(e *event.Event) error {
 	}
 	o.uintNZ("caused_ios", uint64(e.CausedIOs))
 	o.uintNZ("caused_bytes", e.CausedBytes)
+	o.uintNZ("read_cached", e.ReadCached)
+	o.uintNZ("read_ahead", e.ReadAhead)
+	o.uintNZ("read_disk", e.ReadDisk)
+	o.uintNZ("read_waited", e.ReadWaited)
+	if e.ReadAheadFrom != 0 {
+		o.id("read_ahead_from", e.ReadAheadFrom)
+	}
 	o.strNZ("note", e.Note)
 	o.uintNZ("stack", e.Stack)
 	return j.close(o)

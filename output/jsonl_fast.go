@@ -131,6 +131,11 @@ const (
 	kCause
 	kCausedIOs
 	kCausedBytes
+	kReadCached
+	kReadAhead
+	kReadDisk
+	kReadWaited
+	kReadAheadFrom
 	kNote
 	kNoteB64
 	kStack
@@ -401,6 +406,26 @@ func (d *eventDecoder) event(b []byte, e *event.Event) bool {
 		case "request":
 			bit = kRequest
 			if e.Request, i, ok = parseHexNum(b, i); !ok {
+				return false
+			}
+		case "read_cached", "read_ahead", "read_disk", "read_waited":
+			var v uint64
+			if v, i, ok = parseUint(b, i); !ok {
+				return false
+			}
+			switch string(key) {
+			case "read_cached":
+				bit, e.ReadCached = kReadCached, v
+			case "read_ahead":
+				bit, e.ReadAhead = kReadAhead, v
+			case "read_disk":
+				bit, e.ReadDisk = kReadDisk, v
+			default:
+				bit, e.ReadWaited = kReadWaited, v
+			}
+		case "read_ahead_from":
+			bit = kReadAheadFrom
+			if e.ReadAheadFrom, i, ok = parseID(b, i); !ok {
 				return false
 			}
 		case "stack":

@@ -119,6 +119,11 @@ type jsonRecord struct {
 	Cause       idNum    `json:"cause"`
 	CausedIOs   uint32   `json:"caused_ios"`
 	CausedBytes uint64   `json:"caused_bytes"`
+	ReadCached  uint64   `json:"read_cached"`
+	ReadAhead   uint64   `json:"read_ahead"`
+	ReadDisk    uint64   `json:"read_disk"`
+	ReadWaited  uint64   `json:"read_waited"`
+	AheadFrom   idNum    `json:"read_ahead_from"`
 	Note        string   `json:"note"`
 	NoteB64     string   `json:"note_b64"`
 	Stack       uint64   `json:"stack"`
@@ -728,6 +733,8 @@ func (r *jsonRecord) event(e *event.Event) error {
 	e.Sector, e.Request, e.Cause = r.Sector, uint64(r.Request), uint64(r.Cause)
 	e.CausedIOs, e.CausedBytes, e.Note = r.CausedIOs, r.CausedBytes, r.Note
 	e.Stack = r.Stack
+	e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited = r.ReadCached, r.ReadAhead, r.ReadDisk, r.ReadWaited
+	e.ReadAheadFrom = uint64(r.AheadFrom)
 	return nil
 }
 

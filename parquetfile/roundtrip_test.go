@@ -27,7 +27,14 @@ func TestRoundTripEveryRow(t *testing.T) {
 			}
 			tr := rec.Trace()
 			for i := range tr.Events {
-				tr.Events[i].Stack = uint64(i % 5)
+				e := &tr.Events[i]
+				e.Stack = uint64(i % 5)
+				if e.Op == event.OpRead && e.Bytes > 3 && i%3 == 0 {
+					// page-cache provenance, one part possibly 0
+					b := uint64(e.Bytes)
+					e.ReadCached, e.ReadAhead, e.ReadDisk = b/4, b/4, uint64(i%2)*b/4
+					e.ReadWaited, e.ReadAheadFrom = b-e.ReadCached-e.ReadAhead-e.ReadDisk, e.ID-1
+				}
 			}
 			var buf bytes.Buffer
 			if err := tr.Replay(New(&buf, Options{RowGroupRows: 7_000, Stack: testStack})); err != nil {
@@ -112,6 +119,11 @@ func expectedRows(tr *synth.Recorded) []row {
 			Request: e.Request, Cause: int64(e.Cause), CausedIOs: int64(e.CausedIOs), CausedBytes: int64(e.CausedBytes),
 			Note: e.Note, Stack: expectedStack(e),
 		}
+		if e.ReadKnown() != 0 {
+			v := [4]int64{int64(e.ReadCached), int64(e.ReadAhead), int64(e.ReadDisk), int64(e.ReadWaited)}
+			r.ReadCached, r.ReadAhead, r.ReadDisk, r.ReadWaited = &v[0], &v[1], &v[2], &v[3]
+		}
+		r.ReadAheadFrom = int64(e.ReadAheadFrom)
 		if e.Flags != 0 {
 			r.Flags = e.Flags.String()
 		}
@@ -162,6 +174,11 @@ func diffRow(got, want *row) string {
 	ptr("offset", show(g.Offset), show(w.Offset))
 	ptr("bytes", show(g.Bytes), show(w.Bytes))
 	ptr("sector", show(g.Sector), show(w.Sector))
+	ptr("read_cached", show(g.ReadCached), show(w.ReadCached))
+	ptr("read_ahead", show(g.ReadAhead), show(w.ReadAhead))
+	ptr("read_disk", show(g.ReadDisk), show(w.ReadDisk))
+	ptr("read_waited", show(g.ReadWaited), show(w.ReadWaited))
+	g.ReadCached, w.ReadCached, g.ReadAhead, w.ReadAhead, g.ReadDisk, w.ReadDisk, g.ReadWaited, w.ReadWaited = nil, nil, nil, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(g.Stack, w.Stack) {
 		d += fmt.Sprintf(" stack=%q (nil %v) want %q (nil %v);", g.Stack, g.Stack == nil, w.Stack, w.Stack == nil)
 	}

@@ -88,4 +88,11 @@ type row struct {
 
 	// Since version 2.
 	Stack []string `parquet:"stack,list,optional"`
+
+	// Since version 3.
+	ReadCached    *int64 `parquet:"read_cached,dict,optional"`
+	ReadAhead     *int64 `parquet:"read_ahead,dict,optional"`
+	ReadDisk      *int64 `parquet:"read_disk,dict,optional"`
+	ReadWaited    *int64 `parquet:"read_waited,dict,optional"`
+	ReadAheadFrom int64  `parquet:"read_ahead_from,optional"`
 }

@@ -1,7 +1,7 @@
 package parquetfile
 
 // SchemaVersion is the version of the row schema (docs/parquet.md).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // columns are the schema's columns, in column order (docs/parquet.md), and
 // the values of the row group being filled.
@@ -48,6 +48,9 @@ type columns struct {
 
 	// Since version 2: the event\'s stack.
 	stack listColumn
+
+	// Since version 3: a read's page-cache provenance.
+	readCached, readAhead, readDisk, readWaited, readAheadFrom intColumn
 }
 
 // init sets every column's spec, preallocates room for n rows and returns
@@ -132,5 +135,10 @@ func (c *columns) init(n int) []column {
 	strs(&c.note, "note", opt, false)
 	c.stack.colSpec = colSpec{name: "stack", typ: typeString, optional: true, list: true, enc: encDict}
 	all = append(all, &c.stack)
+	ints(&c.readCached, "read_cached", typeInt64, opt, encDict, true)
+	ints(&c.readAhead, "read_ahead", typeInt64, opt, encDict, true)
+	ints(&c.readDisk, "read_disk", typeInt64, opt, encDict, true)
+	ints(&c.readWaited, "read_waited", typeInt64, opt, encDict, true)
+	ints(&c.readAheadFrom, "read_ahead_from", typeInt64, opt, encPlain, true)
 	return all
 }

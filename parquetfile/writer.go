@@ -274,6 +274,14 @@ func (w *Writer) Event(e *event.Event) error {
 	c.causedIOs.add(int64(e.CausedIOs))
 	c.causedBytes.add(int64(e.CausedBytes))
 	c.note.addOpt(e.Note)
+	// A read classified by page-cache provenance has its four parts (0
+	// included); every other event has them null.
+	classified := e.ReadKnown() != 0
+	c.readCached.addOpt(int64(e.ReadCached), classified)
+	c.readAhead.addOpt(int64(e.ReadAhead), classified)
+	c.readDisk.addOpt(int64(e.ReadDisk), classified)
+	c.readWaited.addOpt(int64(e.ReadWaited), classified)
+	c.readAheadFrom.addOpt(int64(e.ReadAheadFrom), e.ReadAheadFrom != 0)
 	var frames []string
 	if e.Stack != 0 && w.stack != nil {
 		frames = w.stack(e)

@@ -336,6 +336,8 @@ func (a *cacheAcc) add(c *Cache) {
 	a.c.BytesDisk += c.BytesDisk
 	a.c.BytesWaited += c.BytesWaited
 	a.c.BytesOther += c.BytesOther
+	a.c.BytesReadahead += c.BytesReadahead
+	a.c.Provenance = a.c.Provenance || c.Provenance
 	a.c.FSOps += c.FSOps
 	a.c.DiskIOs += c.DiskIOs
 	a.c.DiskBytes += c.DiskBytes
@@ -345,6 +347,9 @@ func (a *cacheAcc) add(c *Cache) {
 func (a *cacheAcc) result() *Cache {
 	c := &Cache{CacheCounts: a.c, PerOp: a.perOp.list}
 	c.HitRatio = ratio(c.CacheReads, c.CacheReads+c.DiskReads+c.WaitedReads)
+	if c.Provenance {
+		c.MemoryRatio = ratio(c.BytesCache, c.BytesCache+c.BytesReadahead+c.BytesDisk+c.BytesWaited)
+	}
 	c.DiskIOsPerFSOp = ratio(c.DiskIOs, c.FSOps)
 	for i := range c.PerOp {
 		c.PerOp[i].DiskIOsPerFSOp = ratio(c.PerOp[i].DiskIOs, c.PerOp[i].Count)

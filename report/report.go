@@ -228,12 +228,14 @@ func (r *Report) Event(e *event.Event) error {
 }
 
 // dataBytes returns the bytes an event moved: Bytes when known, for block
-// I/O the requested Size otherwise.
+// I/O the requested Size otherwise, except for an I/O whose completion was
+// never seen: its bytes are not known to have moved (0, as the null bytes
+// of Parquet and the -1 of scripts say; it is counted as incomplete).
 func dataBytes(e *event.Event) uint64 {
 	if e.Bytes >= 0 {
 		return uint64(e.Bytes)
 	}
-	if e.Layer == event.LayerBlock {
+	if e.Layer == event.LayerBlock && e.Flags&event.FlagNoCompletion == 0 {
 		return e.Size
 	}
 	return 0
@@ -313,8 +315,9 @@ func (r *Report) fileEvent(e *event.Event) {
 	if e.CausedIOs > 0 || e.Flags&(event.FlagCacheHit|event.FlagWaitedIO) != 0 {
 		r.linkSeen = true
 	}
-	if e.Flags&(event.FlagCacheHit|event.FlagWaitedIO) != 0 {
-		r.hitSeen = true
+	if e.Flags&(event.FlagCacheHit|event.FlagWaitedIO) != 0 || e.ReadKnown() != 0 {
+		// The source classifies reads: one it did not is not a hit.
+		r.hitSeen, r.linkSeen = true, true
 	}
 
 	// Cache behaviour of a completed read: it caused block I/O itself (a
@@ -324,7 +327,9 @@ func (r *Report) fileEvent(e *event.Event) {
 	var cc cacheCounts
 	cc.causedIOs = uint64(e.CausedIOs)
 	cc.causedB = e.CausedBytes
-	if op == event.OpRead && !incomplete && !failed {
+	if op == event.OpRead && !incomplete && !failed && e.ReadKnown() != 0 {
+		provenance(&cc, e, b)
+	} else if op == event.OpRead && !incomplete && !failed {
 		cc.reads = 1
 		switch {
 		case e.CausedIOs != 0 && e.Flags&event.FlagCacheHit == 0:
@@ -511,15 +516,21 @@ func (r *Report) blockEvent(e *event.Event) {
 	if pe.name == "" && e.Comm != "" {
 		pe.name = e.Comm
 	}
+	// Bytes as in the layer's total: data moved (reads and writes), not
+	// the ranges of discards or flushes.
+	db := uint64(0)
+	if movesData(op) {
+		db = b
+	}
 	pe.blockIOs++
-	pe.blockBytes += b
+	pe.blockBytes += db
 	if e.Cause == 0 && e.Path != "" {
 		fe, created := r.files.get(r.fileKey(e.Path))
 		if created {
 			fe.name = r.fileKey(e.Path)
 		}
 		fe.blockIOs++
-		fe.blockBytes += b
+		fe.blockBytes += db
 	}
 	if e.Cause != 0 {
 		r.linkSeen = true
@@ -618,4 +629,26 @@ func (s *slowHeap) add(e *event.Event, dur uint64) *slowOp {
 		s.byID[e.ID] = o
 	}
 	return o
+}
+
+// provenance counts a read classified by page-cache provenance (its
+// Read fields; b its bytes): a cache hit when every byte was already in
+// memory, a disk read when some came from disk for it, a waited read
+// when some waited for I/O in flight.
+func provenance(cc *cacheCounts, e *event.Event, b uint64) {
+	cc.reads, cc.provReads = 1, 1
+	cc.bytesCache, cc.bytesAhead, cc.bytesDisk, cc.bytesWaited = e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited
+	if k := e.ReadKnown(); b > k {
+		cc.bytesUnknown = b - k
+	}
+	switch {
+	case e.ReadDisk != 0:
+		cc.diskReads = 1
+	case e.ReadWaited != 0:
+		cc.waitedReads = 1
+	case e.ReadCached == b:
+	default:
+		// read-ahead, or partly not classified: neither a hit nor a miss
+		cc.unflagged = 1
+	}
 }

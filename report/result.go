@@ -139,6 +139,19 @@ type CacheCounts struct {
 	DiskBytes   uint64  `json:"disk_bytes"`
 	// DiskIOsPerFSOp is DiskIOs / FSOps.
 	DiskIOsPerFSOp float64 `json:"disk_ios_per_fs_op"`
+
+	// BytesReadahead, with page-cache provenance (Linux): bytes brought in
+	// by the readers' own read-ahead during the trace. Then BytesCache is
+	// only what was in memory already, BytesDisk what was read from disk
+	// for the read itself, BytesWaited what waited for disk I/O in
+	// flight, BytesOther what could not be classified, and MemoryRatio
+	// BytesCache over the classified bytes (the rest came from disk).
+	BytesReadahead uint64  `json:"bytes_readahead,omitempty"`
+	MemoryRatio    float64 `json:"memory_ratio,omitempty"`
+	// Provenance is set when reads were classified by page-cache
+	// provenance (by bytes: BytesCache, BytesReadahead, BytesDisk,
+	// BytesWaited).
+	Provenance bool `json:"provenance,omitempty"`
 }
 
 // Entity is one process or file.
@@ -404,6 +417,12 @@ func (r *Report) cacheOut(c *cacheCounts, fsOps uint64) CacheCounts {
 	}
 	out.CacheReads = out.Reads - out.DiskReads - out.WaitedReads - out.OtherReads
 	out.HitRatio = ratio(out.CacheReads, out.CacheReads+out.DiskReads+out.WaitedReads)
+	if c.provReads != 0 {
+		out.Provenance = true
+		out.BytesReadahead = c.bytesAhead
+		out.BytesOther += c.bytesUnknown
+		out.MemoryRatio = ratio(out.BytesCache, out.BytesCache+out.BytesReadahead+out.BytesDisk+out.BytesWaited)
+	}
 	return out
 }
 

@@ -27,6 +27,10 @@ type cacheCounts struct {
 	causedB    uint64
 	// waitedReads read data whose I/O was already in flight (FlagWaitedIO).
 	waitedReads, bytesWaited uint64
+	// bytesAhead were brought in by the reader's own read-ahead (page-cache
+	// provenance); provReads are the reads classified by provenance, and
+	// bytesUnknown what of them could not be classified.
+	bytesAhead, provReads, bytesUnknown uint64
 	// unflagged reads caused no block I/O and carry no flag: from the
 	// cache when the source flags no hits, otherwise not on a block
 	// device or not linked (see cacheOut).
@@ -40,6 +44,9 @@ func (c *cacheCounts) merge(o *cacheCounts) {
 	c.bytesDisk += o.bytesDisk
 	c.waitedReads += o.waitedReads
 	c.bytesWaited += o.bytesWaited
+	c.bytesAhead += o.bytesAhead
+	c.provReads += o.provReads
+	c.bytesUnknown += o.bytesUnknown
 	c.unflagged += o.unflagged
 	c.bytesUnflagged += o.bytesUnflagged
 	c.causedIOs += o.causedIOs

@@ -174,8 +174,21 @@ func (t *textWriter) ops(res *Result) {
 	tb.Write(t.w)
 }
 
+// hitCell is an entity's cache column: the share of its read bytes
+// served from memory already cached (page-cache provenance), or of its
+// classified reads that were hits; "-" when none of its reads was
+// classified.
 func hitCell(c *CacheCounts) string {
 	if c == nil || c.Reads == 0 {
+		return "-"
+	}
+	if c.Provenance {
+		if c.BytesCache+c.BytesReadahead+c.BytesDisk+c.BytesWaited == 0 {
+			return "-"
+		}
+		return FormatPercent(c.MemoryRatio)
+	}
+	if c.CacheReads+c.DiskReads+c.WaitedReads == 0 {
 		return "-"
 	}
 	return FormatPercent(c.HitRatio)
@@ -260,6 +273,10 @@ func (t *textWriter) cache(res *Result) {
 		return
 	}
 	c := res.Cache
+	if c.Provenance {
+		t.provenance(c)
+		return
+	}
 	t.heading("CACHE (how each read was served)")
 	fmt.Fprintf(t.w, "  reads %s: %s from cache (%s hit ratio), %s caused disk I/O, %s waited for disk I/O already in flight (read-ahead, another reader)\n",
 		FormatCount(c.Reads), FormatCount(c.CacheReads), FormatPercent(c.HitRatio), FormatCount(c.DiskReads), FormatCount(c.WaitedReads))
@@ -489,4 +506,23 @@ func (t *textWriter) markers(res *Result) {
 	for _, m := range res.Markers {
 		fmt.Fprintf(t.w, "  %10s  %s\n", FormatDuration(uint64(max(m.Time, 0))), onHost(m.Host, Printable(m.Note)))
 	}
+}
+
+// provenance draws the cache section of a trace whose reads were
+// classified by page-cache provenance: where the bytes read came from.
+func (t *textWriter) provenance(c *Cache) {
+	t.heading("CACHE (where the bytes read came from)")
+	known := c.BytesCache + c.BytesReadahead + c.BytesDisk + c.BytesWaited
+	disk := c.BytesReadahead + c.BytesDisk + c.BytesWaited
+	fmt.Fprintf(t.w, "  %s read: %s served from memory already cached (%s), %s from disk (%s: read-ahead or direct)\n",
+		FormatBytes(known+c.BytesOther), FormatBytes(c.BytesCache), FormatPercent(c.MemoryRatio), FormatBytes(disk), FormatPercent(ratio(disk, known)))
+	fmt.Fprintf(t.w, "  from disk: %s brought in by read-ahead, %s read for the read itself, %s waited for on I/O already in flight\n",
+		FormatBytes(c.BytesReadahead), FormatBytes(c.BytesDisk), FormatBytes(c.BytesWaited))
+	if c.BytesOther > 0 {
+		fmt.Fprintf(t.w, "  %s not classified (see the problems and counters: not a regular file, no block device, completion not seen)\n", FormatBytes(c.BytesOther))
+	}
+	fmt.Fprintf(t.w, "  reads %s: %s entirely from memory, %s read from disk themselves, %s waited for I/O in flight\n",
+		FormatCount(c.Reads), FormatCount(c.CacheReads), FormatCount(c.DiskReads), FormatCount(c.WaitedReads))
+	fmt.Fprintf(t.w, "  disk I/Os caused by file operations: %s (%s) for %s operations, %.3f per operation\n",
+		FormatCount(c.DiskIOs), FormatBytes(c.DiskBytes), FormatCount(c.FSOps), c.DiskIOsPerFSOp)
 }

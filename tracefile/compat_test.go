@@ -343,14 +343,14 @@ func TestVersionsDecodeIdentically(t *testing.T) {
 }
 
 func TestWriterVersionOption(t *testing.T) {
-	for _, v := range []int{-1, 4, 1 << 16} {
+	for _, v := range []int{-1, 5, 1 << 16} {
 		w := NewWriter(io.Discard, WriterOptions{Version: v})
 		h := event.Header{}
 		if err := w.Begin(&h); err == nil || !strings.Contains(err.Error(), "cannot write format version") {
 			t.Errorf("Version %d: %v", v, err)
 		}
 	}
-	for v, want := range map[int]uint16{0: Version, 1: 1, 2: 2, 3: 3} {
+	for v, want := range map[int]uint16{0: Version, 1: 1, 2: 2, 3: 3, 4: 4} {
 		b := write(t, &synth.Recorded{Began: true, Ended: true}, WriterOptions{Version: v})
 		if got := binary.LittleEndian.Uint16(b[len(Magic):]); got != want {
 			t.Errorf("Version %d: the file says version %d, want %d", v, got, want)

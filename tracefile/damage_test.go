@@ -211,13 +211,13 @@ func testBitFlipsAreCaught(t *testing.T, version int) {
 
 func TestVersionRefused(t *testing.T) {
 	b := write(t, synth.Trace(synth.Options{Events: 10}), WriterOptions{})
-	binary.LittleEndian.PutUint16(b[len(Magic):], 4)
+	binary.LittleEndian.PutUint16(b[len(Magic):], 5)
 	_, err := read(t, b)
 	var ve *VersionError
-	if !errors.As(err, &ve) || ve.Version != 4 || ve.Supported != Version {
+	if !errors.As(err, &ve) || ve.Version != 5 || ve.Supported != Version {
 		t.Fatalf("got %v", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "written by a newer iotrace: format version 4, this reader supports up to 3") {
+	if msg := err.Error(); !strings.Contains(msg, "written by a newer iotrace: format version 5, this reader supports up to 4") {
 		t.Errorf("message: %s", msg)
 	}
 }

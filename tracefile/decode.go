@@ -596,7 +596,8 @@ func (d *decoder) decodeEvent(in *dec) {
 		}
 	}
 	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
+	e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited, e.ReadAheadFrom = 0, 0, 0, 0, 0
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack|mProvenance) != 0 {
 		if m&mDev != 0 {
 			w, next, ok := in.peek(p, off)
 			if !ok {
@@ -670,6 +671,9 @@ func (d *decoder) decodeEvent(in *dec) {
 			off = next
 			e.Stack = u
 		}
+		if m&mProvenance != 0 {
+			off = d.provenance(in, p, off, m, e)
+		}
 	}
 	if in.err != nil {
 		// A failure (fail) left the position at the end.
@@ -677,4 +681,31 @@ func (d *decoder) decodeEvent(in *dec) {
 		return
 	}
 	in.off = off
+}
+
+// provenance decodes the page-cache provenance fields of a read (version
+// 4) that mask m has, from off; it returns the offset after them.
+func (d *decoder) provenance(in *dec, p []byte, off int, m uint64, e *event.Event) int {
+	for _, f := range [...]struct {
+		bit uint64
+		v   *uint64
+	}{{mReadCached, &e.ReadCached}, {mReadAhead, &e.ReadAhead}, {mReadDisk, &e.ReadDisk}, {mReadWaited, &e.ReadWaited}} {
+		if m&f.bit != 0 {
+			u, next, ok := in.peek(p, off)
+			if !ok {
+				u, next = in.uvarintAt(off)
+			}
+			off = next
+			*f.v = u
+		}
+	}
+	if m&mReadAheadFrom != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.ReadAheadFrom = e.ID - uint64(unzigzag(u))
+	}
+	return off
 }

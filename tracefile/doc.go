@@ -13,9 +13,10 @@
 // everything intact, then End with a trailer that counts the damage, and
 // returns a *[DamageError] naming the byte offset of the first damage.
 //
-// Writers write format version 3 (prefix varints in records chunks;
-// stacks and modules), or for older readers version 2 (the same without
-// stacks) or version 1 (LEB128); Reader reads all three. The version-1 code (decode_v1.go, encode_v1.go) is
+// Writers write format version 4 (prefix varints in records chunks;
+// stacks and modules; a read's page-cache provenance), or for older
+// readers version 3 (the same without provenance), version 2 (without
+// stacks either) or version 1 (LEB128); Reader reads all four. The version-1 code (decode_v1.go, encode_v1.go) is
 // generated from decode.go and encode.go by "go generate".
 //
 // The format is specified in docs/file-format.md.

@@ -144,7 +144,7 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 			b = appendUvarint(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack|mProvenance) != 0 {
 		if m&mDev != 0 {
 			b = appendUvarint(b, devWord(e.Dev))
 			b = appendUvarint(b, uint64(e.Dev.Minor))
@@ -171,6 +171,9 @@ func (c *chunkEnc) encodeEvent(e *event.Event) {
 		}
 		if m&mStack != 0 {
 			b = appendUvarint(b, e.Stack)
+		}
+		if m&mProvenance != 0 {
+			b = appendProvenance(b, m, e)
 		}
 	}
 	c.events = b
@@ -264,4 +267,25 @@ func (c *chunkEnc) appendRecords(out []byte) []byte {
 	out = append(out, c.facts...)
 	out = appendUvarint(out, uint64(c.nevents))
 	return append(out, c.events...)
+}
+
+// appendProvenance appends the page-cache provenance fields of a read
+// (version 4) that mask m has.
+func appendProvenance(b []byte, m uint64, e *event.Event) []byte {
+	if m&mReadCached != 0 {
+		b = appendUvarint(b, e.ReadCached)
+	}
+	if m&mReadAhead != 0 {
+		b = appendUvarint(b, e.ReadAhead)
+	}
+	if m&mReadDisk != 0 {
+		b = appendUvarint(b, e.ReadDisk)
+	}
+	if m&mReadWaited != 0 {
+		b = appendUvarint(b, e.ReadWaited)
+	}
+	if m&mReadAheadFrom != 0 {
+		b = appendVarint(b, int64(e.ID-e.ReadAheadFrom))
+	}
+	return b
 }

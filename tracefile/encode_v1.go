@@ -141,7 +141,7 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 			b = appendLEB(b, uint64(e.Info))
 		}
 	}
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack|mProvenance) != 0 {
 		if m&mDev != 0 {
 			b = appendLEB(b, devWord(e.Dev))
 			b = appendLEB(b, uint64(e.Dev.Minor))
@@ -168,6 +168,9 @@ func (c *chunkEnc) encodeEventV1(e *event.Event) {
 		}
 		if m&mStack != 0 {
 			b = appendLEB(b, e.Stack)
+		}
+		if m&mProvenance != 0 {
+			b = appendProvenanceV1(b, m, e)
 		}
 	}
 	c.events = b
@@ -261,4 +264,25 @@ func (c *chunkEnc) appendRecordsV1(out []byte) []byte {
 	out = append(out, c.facts...)
 	out = appendLEB(out, uint64(c.nevents))
 	return append(out, c.events...)
+}
+
+// appendProvenanceV1 appends the page-cache provenance fields of a read
+// (version 4) that mask m has.
+func appendProvenanceV1(b []byte, m uint64, e *event.Event) []byte {
+	if m&mReadCached != 0 {
+		b = appendLEB(b, e.ReadCached)
+	}
+	if m&mReadAhead != 0 {
+		b = appendLEB(b, e.ReadAhead)
+	}
+	if m&mReadDisk != 0 {
+		b = appendLEB(b, e.ReadDisk)
+	}
+	if m&mReadWaited != 0 {
+		b = appendLEB(b, e.ReadWaited)
+	}
+	if m&mReadAheadFrom != 0 {
+		b = appendLEBVarint(b, int64(e.ID-e.ReadAheadFrom))
+	}
+	return b
 }

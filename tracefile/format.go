@@ -13,7 +13,7 @@ const Magic = "\x89IOT\r\n\x1a\n"
 
 // Version is the format version this package writes and the newest it
 // reads.
-const Version = 3
+const Version = 4
 
 // fileHeaderSize is Magic, the u16 version and u16 flags.
 const fileHeaderSize = len(Magic) + 4

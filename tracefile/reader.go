@@ -468,8 +468,11 @@ func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
 // format version (see records).
 func (r *Reader) decodeRecords(c *chunk, sink event.Sink, factsOnly bool, keep keepFunc) error {
 	r.dc.mAll, r.dc.fAll = mAll, fAll
-	if r.version < 3 {
+	switch {
+	case r.version < 3:
 		r.dc.mAll, r.dc.fAll = mAllV2, fAllV2
+	case r.version == 3:
+		r.dc.mAll = mAllV3
 	}
 	if r.version == 1 {
 		return r.recordsV1(c, sink, factsOnly, keep)

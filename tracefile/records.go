@@ -33,9 +33,18 @@ const (
 	mCausedBytes
 	mNote
 	mStack // from version 3
-	mAll   = 1<<iota - 1
-	// mAllV2 are the bits of versions 1 and 2.
+	// from version 4: a read's page-cache provenance
+	mReadCached
+	mReadAhead
+	mReadDisk
+	mReadWaited
+	mReadAheadFrom
+	mAll = 1<<iota - 1
+	// mAllV2 are the bits of versions 1 and 2, mAllV3 those of version 3.
 	mAllV2 = mStack - 1
+	mAllV3 = mReadCached - 1
+	// mProvenance are the bits of a read's page-cache provenance.
+	mProvenance = mReadCached | mReadAhead | mReadDisk | mReadWaited | mReadAheadFrom
 )
 
 // Presence bits of a fact.
@@ -111,7 +120,12 @@ func eventMask(e *event.Event, prevID uint64) uint64 {
 		b2u(e.CausedIOs != 0)*mCausedIOs |
 		b2u(e.CausedBytes != 0)*mCausedBytes |
 		b2u(e.Note != "")*mNote |
-		b2u(e.Stack != 0)*mStack
+		b2u(e.Stack != 0)*mStack |
+		b2u(e.ReadCached != 0)*mReadCached |
+		b2u(e.ReadAhead != 0)*mReadAhead |
+		b2u(e.ReadDisk != 0)*mReadDisk |
+		b2u(e.ReadWaited != 0)*mReadWaited |
+		b2u(e.ReadAheadFrom != 0)*mReadAheadFrom
 }
 
 func b2u(b bool) uint64 {

@@ -3,6 +3,7 @@ package tracefile
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"strings"
 	"testing"
 
@@ -36,11 +37,11 @@ func TestStacksNeedVersion3(t *testing.T) {
 		}
 		e := event.New()
 		e.Stack = 7
-		if err := w.Event(&e); err == nil || !strings.Contains(err.Error(), "stacks need version 3") {
+		if err := w.Event(&e); err == nil || !strings.Contains(err.Error(), "it needs version 3") {
 			t.Fatalf("v%d event with a stack: %v", v, err)
 		}
 		f := event.Fact{Kind: event.FactStack, Handle: 7, User: []uint64{1}}
-		if err := w.Fact(&f); err == nil || !strings.Contains(err.Error(), "stacks need version 3") {
+		if err := w.Fact(&f); err == nil || !strings.Contains(err.Error(), "it needs version 3") {
 			t.Fatalf("v%d stack fact: %v", v, err)
 		}
 		e.Stack = 0
@@ -83,5 +84,39 @@ func TestStacksCostNothingWithout(t *testing.T) {
 	v2[len(Magic)] = 3
 	if !bytes.Equal(v2, v3) {
 		t.Fatalf("version 3 (%d bytes) differs from version 2 (%d bytes) beyond the version field", len(v3), len(v2))
+	}
+}
+
+// TestProvenanceNeedsVersion4: a read's page-cache provenance round-trips
+// in version 4, and a version-3 writer refuses it rather than drop it.
+func TestProvenanceNeedsVersion4(t *testing.T) {
+	e := event.New()
+	e.ID, e.Op, e.Layer, e.Bytes = 40, event.OpRead, event.LayerFile, 1<<20
+	e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited, e.ReadAheadFrom = 4096, 1<<19, 8192, 12288, 8
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WriterOptions{})
+	h := event.Header{}
+	if err := w.Begin(&h); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Event(&e); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.End(&event.Trailer{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := read(t, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != 1 || got.Events[0] != e {
+		t.Fatalf("read back %+v, want %+v", got.Events, e)
+	}
+	w3 := NewWriter(io.Discard, WriterOptions{Version: 3})
+	if err := w3.Begin(&h); err != nil {
+		t.Fatal(err)
+	}
+	if err := w3.Event(&e); err == nil || !strings.Contains(err.Error(), "it needs version 4") {
+		t.Fatalf("v3 event with provenance: %v", err)
 	}
 }

@@ -140,7 +140,10 @@ func (w *Writer) Event(e *event.Event) error {
 		return err
 	}
 	if w.old && e.Stack != 0 {
-		return w.tooOld("an event's stack")
+		return w.tooOld("an event's stack", 3)
+	}
+	if w.opts.Version < 4 && eventMask(e, 0)&mProvenance != 0 {
+		return w.tooOld("a read's page-cache provenance", 4)
 	}
 	if w.v1 {
 		w.enc.encodeEventV1(e)
@@ -157,7 +160,7 @@ func (w *Writer) Fact(f *event.Fact) error {
 		return err
 	}
 	if w.old && factMask(f)&^fAllV2 != 0 {
-		return w.tooOld("a " + f.Kind.String() + " fact's stack or module fields")
+		return w.tooOld("a "+f.Kind.String()+" fact's stack or module fields", 3)
 	}
 	if w.v1 {
 		w.enc.encodeFactV1(f)
@@ -170,8 +173,8 @@ func (w *Writer) Fact(f *event.Fact) error {
 
 // tooOld is the error for a record the format version being written
 // cannot hold. It is not sticky: the records written so far stay valid.
-func (w *Writer) tooOld(what string) error {
-	return fmt.Errorf("tracefile.Writer: format version %d cannot hold %s (stacks need version 3)", w.opts.Version, what)
+func (w *Writer) tooOld(what string, need int) error {
+	return fmt.Errorf("tracefile.Writer: format version %d cannot hold %s (it needs version %d)", w.opts.Version, what, need)
 }
 
 func (w *Writer) maybeFlush() error {

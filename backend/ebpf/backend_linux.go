@@ -113,6 +113,11 @@ type run struct {
 	// it started.
 	noEnterAtStop uint64
 	stopping      bool
+	// wakeupBytes is the syscall ring's forced-wakeup threshold (the
+	// block programs' page-cache records share that ring).
+	wakeupBytes uint64
+	// wb waits for the command's writeback (writeback_linux.go).
+	wb writebackWait
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -214,7 +219,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
-	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
@@ -306,6 +311,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		if wantFile {
 			bo.CurSyscall = pr.objs.CurSyscall
 			bo.InodeIO = pr.objs.InodeIo
+			bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
 		}
 		if opts.Stacks != 0 {
 			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks
@@ -471,7 +477,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		case <-ctx.Done():
 			return true
 		case <-cmdDone:
-			return true
+			return r.commandDone()
 		case <-timeout:
 			return true
 		default:

@@ -27,6 +27,7 @@ const (
 	cAIOOverCap
 	cAIOReapOverCap
 	cLostStack
+	cLostPC
 	numCounters
 )
 
@@ -55,6 +56,7 @@ var counterDesc = [numCounters]struct {
 	cAIOOverCap:     {event.CountLost, "AIO requests not traced: beyond the 64 read per io_submit call", false},
 	cAIOReapOverCap: {event.CountLost, "AIO completions not traced: beyond the 4096 read per io_getevents call", false},
 	cLostStack:      {event.CountUnresolved, "user stacks sent inline lost: ring buffer full (their events have no user stack)", false},
+	cLostPC:         {event.CountLost, "page-cache eviction records lost: ring buffer full (reads of those pages may be misclassified)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.
@@ -89,7 +91,7 @@ func sum(vals []uint64) uint64 {
 // lostTotal returns the sum of every ring-buffer loss counter.
 func lostTotal(vals [numCounters][]uint64) uint64 {
 	var t uint64
-	for _, i := range []int{cLostSyscall, cLostPath, cLostProc, cLostURing, cInflightFull, cLostAIO, cAIOFull} {
+	for _, i := range []int{cLostSyscall, cLostPath, cLostProc, cLostURing, cInflightFull, cLostAIO, cAIOFull, cLostPC} {
 		for _, v := range vals[i] {
 			t += v
 		}

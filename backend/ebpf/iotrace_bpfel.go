@@ -237,6 +237,7 @@ const (
 	iotraceProgDioComplete       = "dio_complete"
 	iotraceProgDioQueued         = "dio_queued"
 	iotraceProgDumpInflight      = "dump_inflight"
+	iotraceProgPcEvict           = "pc_evict"
 	iotraceProgSchedExec         = "sched_exec"
 	iotraceProgSchedExit         = "sched_exit"
 	iotraceProgSchedFork         = "sched_fork"
@@ -254,6 +255,7 @@ const (
 	iotraceVarCfgFilterPids      = "cfg_filter_pids"
 	iotraceVarCfgFollowForks     = "cfg_follow_forks"
 	iotraceVarCfgFollowSelf      = "cfg_follow_self"
+	iotraceVarCfgPageShift       = "cfg_page_shift"
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
 	iotraceVarCfgStacks          = "cfg_stacks"
 	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
@@ -306,6 +308,7 @@ type iotraceProgramSpecs struct {
 	DioComplete   *ebpf.ProgramSpec `ebpf:"dio_complete"`
 	DioQueued     *ebpf.ProgramSpec `ebpf:"dio_queued"`
 	DumpInflight  *ebpf.ProgramSpec `ebpf:"dump_inflight"`
+	PcEvict       *ebpf.ProgramSpec `ebpf:"pc_evict"`
 	SchedExec     *ebpf.ProgramSpec `ebpf:"sched_exec"`
 	SchedExit     *ebpf.ProgramSpec `ebpf:"sched_exit"`
 	SchedFork     *ebpf.ProgramSpec `ebpf:"sched_fork"`
@@ -352,6 +355,7 @@ type iotraceVariableSpecs struct {
 	CfgFilterPids      *ebpf.VariableSpec `ebpf:"cfg_filter_pids"`
 	CfgFollowForks     *ebpf.VariableSpec `ebpf:"cfg_follow_forks"`
 	CfgFollowSelf      *ebpf.VariableSpec `ebpf:"cfg_follow_self"`
+	CfgPageShift       *ebpf.VariableSpec `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
 	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
@@ -428,6 +432,7 @@ type iotraceVariables struct {
 	CfgFilterPids      *ebpf.Variable `ebpf:"cfg_filter_pids"`
 	CfgFollowForks     *ebpf.Variable `ebpf:"cfg_follow_forks"`
 	CfgFollowSelf      *ebpf.Variable `ebpf:"cfg_follow_self"`
+	CfgPageShift       *ebpf.Variable `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
 	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
@@ -442,6 +447,7 @@ type iotracePrograms struct {
 	DioComplete   *ebpf.Program `ebpf:"dio_complete"`
 	DioQueued     *ebpf.Program `ebpf:"dio_queued"`
 	DumpInflight  *ebpf.Program `ebpf:"dump_inflight"`
+	PcEvict       *ebpf.Program `ebpf:"pc_evict"`
 	SchedExec     *ebpf.Program `ebpf:"sched_exec"`
 	SchedExit     *ebpf.Program `ebpf:"sched_exit"`
 	SchedFork     *ebpf.Program `ebpf:"sched_fork"`
@@ -462,6 +468,7 @@ func (p *iotracePrograms) Close() error {
 		p.DioComplete,
 		p.DioQueued,
 		p.DumpInflight,
+		p.PcEvict,
 		p.SchedExec,
 		p.SchedExit,
 		p.SchedFork,

@@ -106,6 +106,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		"cfg_cause":        b2u(cfg.cause),
 		"cfg_wakeup_bytes": cfg.wakeupBytes,
 		"cfg_stacks":       cfg.stacks,
+		"cfg_page_shift":   uint32(pageShift()),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -238,6 +239,9 @@ func (p *probes) attach(ac attachConfig) error {
 				return fmt.Errorf("ebpf: attach %s (tp_btf): %w", prog, err)
 			}
 			p.others = append(p.others, l)
+		}
+		if err := p.attachEvict(); err != nil {
+			return err
 		}
 	}
 	if ac.uring {

@@ -7,15 +7,16 @@ import (
 
 // Record types (enum rec_type in bpf/records.h).
 const (
-	recSyscall  = 1
-	recPath     = 2
-	recFork     = 3
-	recExec     = 4
-	recExit     = 5
-	recURing    = 6
-	recAIO      = 7
-	recExecMaps = 8
-	recStack    = 9
+	recSyscall   = 1
+	recPath      = 2
+	recFork      = 3
+	recExec      = 4
+	recExit      = 5
+	recURing     = 6
+	recAIO       = 7
+	recExecMaps  = 8
+	recStack     = 9
+	recPageCache = 10 // page-cache provenance (provenance.go)
 )
 
 // Syscall record flags (enum sys_flags).
@@ -30,6 +31,9 @@ const (
 	sfIOWait      = 1 << 8  // slept waiting for I/O during the call
 	sfWaitedIO    = 1 << 9  // queued no bio; slept for I/O while its file had read I/O in flight
 	sfComm        = 1 << 10 // Comm is set (else the thread's last one applies)
+	sfReg         = 1 << 11 // the file is a regular file (with sfHaveFile)
+	sfBdevFS      = 1 << 12 // its file system has a block device
+	sfMemFS       = 1 << 13 // its file system is tmpfs or ramfs
 )
 
 // Fork record flags (enum clone_flags).

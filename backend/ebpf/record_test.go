@@ -177,6 +177,10 @@ func FuzzTrackerHandle(f *testing.F) {
 	aio := make([]byte, aioSize)
 	aio[0] = recAIO
 	f.Add(aio)
+	pcq := make([]byte, pcRecSize)
+	pcq[0], pcq[1] = recPageCache, pcQueue
+	le.PutUint32(pcq[48:], 4096)
+	f.Add(pcq)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr := newTestTracker(&memSink{})
 		// With --stacks: stack IDs are looked up (and not found).
@@ -185,7 +189,7 @@ func FuzzTrackerHandle(f *testing.F) {
 		// The same bytes as a record of every type.
 		if len(b) >= hdrSize {
 			c := append([]byte(nil), b...)
-			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack} {
+			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack, recPageCache} {
 				c[0] = typ
 				_ = tr.handle(c)
 			}

@@ -86,6 +86,16 @@ type tracker struct {
 	err      error // first sink error
 	lastTime int64
 
+	// pc is the page-cache provenance of reads (provenance.go), pcr its
+	// record; pcUnclassified counts the reads it could not classify, by
+	// reason.
+	pc             *pageCache
+	pcr            pcRec
+	pcUnclassified [numPCReasons]uint64
+	// written are the files the traced processes wrote (writeback.go).
+	written     map[string]struct{}
+	writtenOver uint64
+
 	// Counters reported in Stats.
 	events, facts              uint64
 	decodeErrors, unknownKinds uint64
@@ -119,6 +129,7 @@ func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 		gone:         make(map[uint32]goneProc),
 		execPath:     make(map[uint32]string),
 		inlineStacks: make(map[uint64][]uint64),
+		pc:           newPageCache(),
 	}
 	t.table.Probe = probe
 	t.table.Emit = t.fact
@@ -218,6 +229,10 @@ func (t *tracker) handle(b []byte) error {
 			var em execMapsRec
 			if err = em.decode(b); err == nil {
 				t.execMaps(&em)
+			}
+		case recPageCache:
+			if err = t.pcr.decode(b); err == nil {
+				t.pc.record(&t.pcr)
 			}
 		case recAIO:
 			if err = t.aio.decode(b); err == nil {
@@ -416,13 +431,11 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		if ok {
 			e.Bytes = r.Ret
 		}
-		if t.block && ok && e.Op == event.OpRead && r.Ret > 0 && r.SFlags&sfCause != 0 &&
-			r.NrBios == 0 && e.Dev.Major != 0 && e.Flags&event.FlagDirect == 0 {
-			if r.SFlags&sfWaitedIO != 0 {
-				e.Flags |= event.FlagWaitedIO
-			} else {
-				e.Flags |= event.FlagCacheHit
-			}
+		if e.Op == event.OpRead && complete {
+			t.readProvenance(e, r)
+		}
+		if e.Op == event.OpWrite && ok && r.Ret > 0 && e.Flags&event.FlagDirect == 0 {
+			t.wrote(e.Path)
 		}
 	case kClose:
 		fd := argFD(r.Args[0])
@@ -1126,6 +1139,7 @@ func (t *tracker) stats(s *event.Stats) {
 	s.Add(event.CountUnresolved, "file events whose descriptor has no name", t.fdsUnnamed)
 	s.Add(event.CountUnresolved, "path arguments missing (record lost or unreadable)", t.pathsMissing)
 	s.Add(event.CountUnresolved, "relative paths with an unknown base directory", t.cwdUnknown)
+	t.pcStats(s)
 	if t.stalePaths != 0 {
 		s.Add(event.CountUnpaired, "path records whose syscall never arrived", t.stalePaths)
 	}

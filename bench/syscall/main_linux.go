@@ -40,12 +40,13 @@ func main() {
 	nBpftrace := flag.Int("n-bpftrace", 200_000, "preads per bpftrace run")
 	rounds := flag.Int("rounds", 3, "rounds (modes interleaved; medians reported)")
 	iotrace := flag.String("iotrace", "", "the iotrace binary (built from this tree)")
+	base := flag.String("base", "", "another iotrace binary (an older build) run the same way, interleaved, for a side-by-side ratio")
 	flag.Parse()
 	if *iotrace == "" {
 		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
 		os.Exit(2)
 	}
-	if err := run(*iotrace, *n, *nStrace, *nBpftrace, *rounds); err != nil {
+	if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -130,7 +131,7 @@ type mode struct {
 	cpu []float64
 }
 
-func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
+func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -193,6 +194,18 @@ func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
 			return cmd.CombinedOutput()
 		}},
 	}
+	var baseMode *mode
+	if base != "" {
+		baseMode = &mode{name: "iotrace record (file + block), -base binary", n: n, run: func(a []string) ([]byte, error) {
+			args := append([]string{"record", "-o", filepath.Join(dir, "b.iot"), "--"}, a...)
+			out, err := exec.Command(base, args...).CombinedOutput()
+			if err == nil && lostRe.FindSubmatch(out) == nil {
+				err = fmt.Errorf("no summary line from the -base iotrace record:\n%s", out)
+			}
+			return out, err
+		}}
+		modes = append(modes, baseMode) // last: the other modes keep their places
+	}
 	for r := 0; r < rounds; r++ {
 		for _, m := range modes {
 			out, err := m.run(wl("pread", m.n))
@@ -223,6 +236,10 @@ func run(iotrace string, n, nStrace, nBpftrace, rounds int) error {
 		fmt.Printf("| %-38s | %9d | %8.0f | %8.0f | %10.0f | %10.0f |\n", m.name, m.n, median(m.ns), add(m), median(m.cpu), addCPU(m))
 	}
 	io, fl, st, bt := add(modes[3]), add(modes[1]), add(modes[4]), add(modes[5])
+	if baseMode != nil {
+		fmt.Printf("\niotrace / -base iotrace (same workload, interleaved) = %.3f by wall time, %.3f by workload CPU time\n",
+			median(modes[3].ns)/median(baseMode.ns), median(modes[3].cpu)/median(baseMode.cpu))
+	}
 	fmt.Printf("\niotrace / floor (per-syscall tracepoints) = %.2f (target <= 2)\n", io/fl)
 	fmt.Printf("iotrace / floor (raw sys_enter/exit)      = %.2f\n", io/add(modes[2]))
 	fmt.Printf("iotrace / bpftrace printf                 = %.3f (target <= 0.1)\n", io/bt)

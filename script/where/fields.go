@@ -193,6 +193,11 @@ var fieldList = []*Field{
 	uintField("cause", "block I/O: id of the file-layer event that caused it, 0 when none", func(e *event.Event) uint64 { return e.Cause }),
 	intField("caused_ios", "file event: number of block I/Os it caused", func(e *event.Event) int64 { return int64(e.CausedIOs) }),
 	uintField("caused_bytes", "file event: bytes of the block I/Os it caused", func(e *event.Event) uint64 { return e.CausedBytes }),
+	uintField("read_cached", "read: bytes already in memory (page-cache provenance, docs/block.md)", func(e *event.Event) uint64 { return e.ReadCached }),
+	uintField("read_ahead", "read: bytes brought in by this process's read-ahead during the trace", func(e *event.Event) uint64 { return e.ReadAhead }),
+	uintField("read_disk", "read: bytes read from disk for this read (its own block I/O, or O_DIRECT)", func(e *event.Event) uint64 { return e.ReadDisk }),
+	uintField("read_waited", "read: bytes waited for on disk I/O already in flight", func(e *event.Event) uint64 { return e.ReadWaited }),
+	uintField("read_ahead_from", "read: id of the read whose read-ahead brought in most of read_ahead, 0 when none", func(e *event.Event) uint64 { return e.ReadAheadFrom }),
 }
 
 var fieldMap = func() map[string]*Field {

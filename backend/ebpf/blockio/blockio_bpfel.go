@@ -35,6 +35,9 @@ type blockioBioInfo struct {
 	Dev         uint32
 	Pad3        uint32
 	StartSect   uint64
+	FileOff     uint64
+	PcFlags     uint16
+	Pad4        [3]uint16
 }
 
 type blockioBlockRec struct {
@@ -108,6 +111,7 @@ const (
 	blockioMapDirtyInodes              = "dirty_inodes"
 	blockioMapEvents                   = "events"
 	blockioMapInodeIo                  = "inode_io"
+	blockioMapPcRing                   = "pc_ring"
 	blockioMapPidFilter                = "pid_filter"
 	blockioMapRqs                      = "rqs"
 	blockioMapStacks                   = "stacks"
@@ -124,6 +128,9 @@ const (
 	blockioVarBioPinnedBit             = "bio_pinned_bit"
 	blockioVarClockMonotonic           = "clock_monotonic"
 	blockioVarFilterPids               = "filter_pids"
+	blockioVarPageShift                = "page_shift"
+	blockioVarPcRecords                = "pc_records"
+	blockioVarPcWakeupBytes            = "pc_wakeup_bytes"
 	blockioVarSelfTgid                 = "self_tgid"
 	blockioVarStackMode                = "stack_mode"
 	blockioVarUnusedBlockRec           = "unused_block_rec"
@@ -194,6 +201,7 @@ type blockioMapSpecs struct {
 	DirtyInodes *ebpf.MapSpec `ebpf:"dirty_inodes"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	InodeIo     *ebpf.MapSpec `ebpf:"inode_io"`
+	PcRing      *ebpf.MapSpec `ebpf:"pc_ring"`
 	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
 	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
@@ -206,6 +214,9 @@ type blockioVariableSpecs struct {
 	BioPinnedBit   *ebpf.VariableSpec `ebpf:"bio_pinned_bit"`
 	ClockMonotonic *ebpf.VariableSpec `ebpf:"clock_monotonic"`
 	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
+	PageShift      *ebpf.VariableSpec `ebpf:"page_shift"`
+	PcRecords      *ebpf.VariableSpec `ebpf:"pc_records"`
+	PcWakeupBytes  *ebpf.VariableSpec `ebpf:"pc_wakeup_bytes"`
 	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
 	StackMode      *ebpf.VariableSpec `ebpf:"stack_mode"`
 	UnusedBlockRec *ebpf.VariableSpec `ebpf:"unused_block_rec"`
@@ -238,6 +249,7 @@ type blockioMaps struct {
 	DirtyInodes *ebpf.Map `ebpf:"dirty_inodes"`
 	Events      *ebpf.Map `ebpf:"events"`
 	InodeIo     *ebpf.Map `ebpf:"inode_io"`
+	PcRing      *ebpf.Map `ebpf:"pc_ring"`
 	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
 	Stacks      *ebpf.Map `ebpf:"stacks"`
@@ -251,6 +263,7 @@ func (m *blockioMaps) Close() error {
 		m.DirtyInodes,
 		m.Events,
 		m.InodeIo,
+		m.PcRing,
 		m.PidFilter,
 		m.Rqs,
 		m.Stacks,
@@ -264,6 +277,9 @@ type blockioVariables struct {
 	BioPinnedBit   *ebpf.Variable `ebpf:"bio_pinned_bit"`
 	ClockMonotonic *ebpf.Variable `ebpf:"clock_monotonic"`
 	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
+	PageShift      *ebpf.Variable `ebpf:"page_shift"`
+	PcRecords      *ebpf.Variable `ebpf:"pc_records"`
+	PcWakeupBytes  *ebpf.Variable `ebpf:"pc_wakeup_bytes"`
 	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
 	StackMode      *ebpf.Variable `ebpf:"stack_mode"`
 	UnusedBlockRec *ebpf.Variable `ebpf:"unused_block_rec"`

@@ -26,6 +26,9 @@ const (
 	cUnseen
 	cStale
 	cPartial
+	cFillOnly
+	cPCLost
+	cFillUnseen
 	numCounters
 )
 
@@ -62,6 +65,18 @@ const (
 	// the completion as untracked.
 	StatStale     = "block completions at the address of another tracked bio"
 	StatMalformed = "block records malformed"
+	// StatFillOnly counts page-cache reads of processes the pid filter
+	// leaves out, tracked (no block event) only so that the provenance of
+	// a traced process's read of the same pages is known: it may wait for
+	// them, or find them cached.
+	StatFillOnly = "page-cache reads of untraced processes tracked for read provenance (no block event)"
+	// StatPCLost counts page-cache provenance records (a fill queued or
+	// done) lost to a full syscall ring buffer: reads of those pages may
+	// be misclassified.
+	StatPCLost = "page-cache fill records lost: ring buffer full (reads of those pages may be misclassified)"
+	// StatFillUnseen counts completions of such untraced page-cache reads
+	// that never reached the programs (see StatUnseen).
+	StatFillUnseen = "page-cache reads of untraced processes whose completion was not seen"
 	// StatMissed prefixes a tracepoint name: runs of its program the
 	// kernel skipped because the program was already running on that CPU
 	// (a completion interrupting another completion). A skipped
@@ -97,6 +112,13 @@ func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
 	s.Add(event.CountInfo, StatPartial, sum[cPartial])
 	s.Add(event.CountInfo, StatStale, sum[cStale])
 	s.Add(event.CountUnpaired, StatChainLong, sum[cChainLong])
+	if sum[cFillOnly] != 0 {
+		s.Add(event.CountInfo, StatFillOnly, sum[cFillOnly])
+	}
+	s.Add(event.CountLost, StatPCLost, sum[cPCLost])
+	if sum[cFillUnseen] != 0 {
+		s.Add(event.CountUnpaired, StatFillUnseen, sum[cFillUnseen])
+	}
 	if filtered {
 		s.Add(event.CountInfo, StatFiltered, sum[cFiltered])
 		s.Add(event.CountInfo, StatNoStartFilt, sum[cNoStart])

@@ -44,6 +44,14 @@ type Options struct {
 	// IDs packed by RawStack.
 	Stacks   uint8
 	StackMap *ebpf.Map
+	// PageCache is the syscall side's ring buffer (its rb map). With it,
+	// every page-cache read bio is reported into it twice (queued, done;
+	// layout in backend/ebpf/bpf/pagecache.h), for the provenance of the
+	// reads of those pages, and with PidFilter the page-cache reads of
+	// untraced processes are tracked for that too (no block event).
+	// PageCacheWakeup is that ring's forced-wakeup threshold in bytes.
+	PageCache       *ebpf.Map
+	PageCacheWakeup uint64
 	// PidFilter is the syscall side's set of traced processes (hash map,
 	// key: __u32 tgid, any value). With it, only bios queued by those
 	// processes, caused by their syscalls, or writing back files they

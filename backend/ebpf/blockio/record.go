@@ -23,6 +23,7 @@ const (
 	RecWorker     = 1 << 10 // queued by an io_uring worker for the thread in Tid (no Comm: the tracker names it)
 	RecUnseen     = 1 << 11 // its completion never reached the programs: sent when its address was reused
 	RecRemapped   = 1 << 12 // moved to another device or sector after its queue (md, dm in place)
+	RecFillOnly   = 1 << 13 // a page-cache read of an untraced process, tracked for read provenance only
 )
 
 // Record is one bio as the kernel side reports it at completion: the

@@ -101,6 +101,9 @@ func Open(opts Options) (*Tracer, error) {
 		{"clock_monotonic", opts.Monotonic},
 		{"wakeup_bytes", wakeup},
 		{"stack_mode", opts.Stacks},
+		{"pc_records", opts.PageCache != nil},
+		{"page_shift", uint32(pageShift())},
+		{"pc_wakeup_bytes", max(opts.PageCacheWakeup, 4096)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -126,6 +129,13 @@ func Open(opts Options) (*Tracer, error) {
 		}
 		adopt(want, x.m)
 		repl[x.name] = x.m
+	}
+	if m := opts.PageCache; m != nil {
+		if m.Type() != ebpf.RingBuf {
+			return nil, fmt.Errorf("blockio: Options.PageCache is a %s map, want the syscall side's ring buffer", m.Type())
+		}
+		adopt(spec.Maps["pc_ring"], m)
+		repl["pc_ring"] = m
 	}
 	if m := opts.PidFilter; m != nil {
 		if m.KeySize() != 4 || m.ValueSize() == 0 {
@@ -204,6 +214,15 @@ func adopt(s *ebpf.MapSpec, m *ebpf.Map) {
 	s.ValueSize = m.ValueSize()
 	s.MaxEntries = m.MaxEntries()
 	s.Flags = m.Flags()
+}
+
+// pageShift returns log2 of the page size.
+func pageShift() int {
+	n := 0
+	for p := os.Getpagesize(); p > 1; p >>= 1 {
+		n++
+	}
+	return n
 }
 
 // ringSize rounds n up to a power of two of at least one page.
@@ -307,6 +326,9 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 	)
 	it := t.objs.Bios.Iterate()
 	for it.Next(&key, &info) {
+		if info.Flags&RecFillOnly != 0 {
+			continue // an untraced process's page-cache read: no event
+		}
 		r = Record{
 			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
 			Sector: info.QueueSector - info.StartSect, Inode: info.Inode, Bytes: info.QueueBytes,

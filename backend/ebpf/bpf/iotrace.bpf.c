@@ -25,6 +25,7 @@
 
 #include "records.h"
 #include "cur_syscall.h"
+#include "pagecache.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -38,10 +39,14 @@ struct fdtable {
 struct files_struct {
 	struct fdtable *fdt;
 } __attribute__((preserve_access_index));
+struct block_device;
 struct super_block {
 	__u32 s_dev;
+	unsigned long s_magic;
+	struct block_device *s_bdev;
 } __attribute__((preserve_access_index));
 struct inode {
+	unsigned short i_mode;
 	unsigned long i_ino;
 	struct super_block *i_sb;
 } __attribute__((preserve_access_index));
@@ -179,6 +184,10 @@ struct uring_complete_ctx {
 #define ASYNC_REAP 2
 #define ASYNC_URING_ENTER 3
 
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define TMPFS_MAGIC 0x01021994
+#define RAMFS_MAGIC 0x858458f6
 #define NO_ARG 0xf
 #define IOV_CAP 16
 #define MAP_ANONYMOUS 0x20
@@ -207,6 +216,7 @@ volatile const __u8 cfg_filter_comm;    /* only comms in comms */
 volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O cause links */
 volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
 volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
+volatile const __u32 cfg_page_shift = 12; /* log2 of the page size (page-cache provenance) */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -461,9 +471,20 @@ static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
 	struct inode *ino = f->f_inode;
 	if (ino) {
 		v->ino = ino->i_ino;
+		if ((ino->i_mode & S_IFMT) == S_IFREG)
+			v->sflags |= SF_REG;
 		struct super_block *sb = ino->i_sb;
-		if (sb)
-			v->dev = sb->s_dev;
+		if (sb) {
+			__u32 dev = sb->s_dev;
+			/* keeps clang from sharing this load with a load of
+			 * another pointer type (the verifier refuses that) */
+			asm volatile("" : "+r"(dev));
+			v->dev = dev;
+			if (sb->s_bdev)
+				v->sflags |= SF_BDEV_FS;
+			else if (sb->s_magic == TMPFS_MAGIC || sb->s_magic == RAMFS_MAGIC)
+				v->sflags |= SF_MEM_FS;
+		}
 	}
 	v->fflags = f->f_flags;
 	if (pos)
@@ -1830,5 +1851,51 @@ int BPF_PROG(wb_written, void *wb, void *work)
 	if (as && as->cause.id && as->cause.kind == ASYNC_WB && as->cause.key == k)
 		async_cause_end(t);
 	bpf_map_delete_elem(&wb_works, &k);
+	return 0;
+}
+
+/* ---- Page-cache provenance (pagecache.h): pages leaving the cache ---- */
+
+_Static_assert(PC_REC_TYPE == REC_PAGECACHE, "pc_rec type");
+
+struct filemap_evict_ctx {
+	__u64 common;
+	unsigned long pfn;
+	unsigned long i_ino;
+	unsigned long index;
+	__u32 s_dev;
+	__u8 order;
+};
+
+/* A folio of a file whose page-cache reads the block programs saw
+ * (inode_io has it) left the page cache: reclaim, DAMON pageout,
+ * truncation, drop_caches. Its pages are no longer what a fill brought
+ * in. Attached with page-cache provenance only. */
+SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
+int pc_evict(struct filemap_evict_ctx *ctx)
+{
+	struct inode_io_key k = { .ino = ctx->i_ino, .dev = ctx->s_dev };
+	if (!bpf_map_lookup_elem(&inode_io, &k))
+		return 0;
+	struct pc_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count(C_LOST_PC);
+		return 0;
+	}
+	__u32 order = ctx->order & 31;
+	r->type = REC_PAGECACHE;
+	r->kind = PC_EVICT;
+	r->flags = 0;
+	r->cpu = bpf_get_smp_processor_id();
+	r->time = bpf_ktime_get_boot_ns();
+	r->bio = 0;
+	r->ino = ctx->i_ino;
+	r->dev = ctx->s_dev;
+	r->off = (__u64)ctx->index << cfg_page_shift;
+	r->bytes = 1U << (cfg_page_shift + order);
+	r->cause = 0;
+	r->pid = 0;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, wakeup_flags());
 	return 0;
 }

@@ -23,6 +23,7 @@ enum rec_type {
 	REC_AIO = 7,     /* one Linux AIO (libaio) request, io_submit to its reaping */
 	REC_EXEC_MAPS = 8, /* --stacks: the code exec mapped (the program's and its interpreter's text) */
 	REC_STACK = 9,   /* --stacks: a stack sent inline, its stacks-map bucket held another */
+	REC_PAGECACHE = 10, /* page-cache provenance: a fill queued or done, pages evicted (pagecache.h) */
 };
 
 /* struct syscall_rec.sflags */
@@ -37,6 +38,9 @@ enum sys_flags {
 	SF_IOWAIT = 1 << 8,       /* the thread slept waiting for I/O during the call */
 	SF_WAITED_IO = 1 << 9,    /* queued no bio, slept for I/O while the file had read I/O in flight */
 	SF_COMM = 1 << 10,        /* comm is set: the thread's first record, or its name changed */
+	SF_REG = 1 << 11,         /* the fd's file is a regular file (SF_HAVE_FILE) */
+	SF_BDEV_FS = 1 << 12,     /* on a file system with a block device (its page cache is filled by bios) */
+	SF_MEM_FS = 1 << 13,      /* on tmpfs or ramfs: its pages live in memory only */
 };
 
 struct rec_hdr {
@@ -233,6 +237,7 @@ enum counter {
 	C_AIO_OVER_CAP,     /* AIO requests beyond AIO_CAP in one io_submit */
 	C_AIO_REAP_OVER_CAP, /* AIO completions beyond AIO_REAP_CAP in one reap */
 	C_LOST_STACK,       /* inline stacks lost: ring buffer full */
+	C_LOST_PC,          /* page-cache eviction records lost: ring buffer full */
 	C_MAX,
 };
 

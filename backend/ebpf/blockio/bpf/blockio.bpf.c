@@ -33,6 +33,7 @@
 
 #include "blockio.h"
 #include "cur_syscall.h"
+#include "pagecache.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -42,10 +43,13 @@ struct bvec_iter {
 	__u64 bi_sector;
 	unsigned int bi_size;
 	unsigned int bi_idx;
+	unsigned int bi_bvec_done;
 } __attribute__((preserve_access_index));
 
 struct bio_vec {
 	struct page *bv_page;
+	unsigned int bv_len;
+	unsigned int bv_offset;
 } __attribute__((preserve_access_index));
 
 struct block_device {
@@ -89,6 +93,11 @@ struct page {
 	struct address_space *mapping;
 } __attribute__((preserve_access_index));
 
+struct folio {
+	struct address_space *mapping;
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int flags;
 } __attribute__((preserve_access_index));
@@ -113,6 +122,14 @@ const volatile bool clock_monotonic = false;
 const volatile __u8 stack_mode = 0;
 /* force a wakeup once this many bytes wait in the ring buffer */
 const volatile __u64 wakeup_bytes = 64 * 1024;
+/* page-cache provenance: send pc_rec records into pc_ring (the syscall
+ * object's ring, replaced in by the loader), and track the page-cache
+ * reads of processes the pid filter leaves out for them */
+const volatile bool pc_records = false;
+/* log2 of the page size */
+const volatile __u32 page_shift = 12;
+/* force a wakeup of pc_ring's reader once this many bytes wait in it */
+const volatile __u64 pc_wakeup_bytes = 64 * 1024;
 
 /* ---- maps ---- */
 
@@ -134,6 +151,9 @@ struct bio_info {
 	__u32 dev; /* bd_dev when queued: for a bio still in flight at stop */
 	__u32 pad3;
 	__u64 start_sect; /* the partition's first sector: queue_sector is the disk's */
+	__u64 file_off;   /* a page-cache read (RF_INODE_READ): the file offset it fills from */
+	__u16 pc_flags;   /* its enum pc_flags (PCF_NONCONTIG, PCF_UNTRACED) */
+	__u16 pad4[3];
 };
 
 struct {
@@ -161,6 +181,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* pc_rec records (pagecache.h): the syscall object's ring, replaced in by
+ * the loader when pc_records is set; one page, unused, otherwise */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} pc_ring SEC(".maps");
 
 /* tgids to trace (the syscall object's map, passed in by the loader) */
 struct {
@@ -211,30 +238,105 @@ static __always_inline __u64 rb_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* The inode whose page cache the bio's first page belongs to. */
-static __always_inline void bio_inode(struct bio *bio, struct bio_info *bi)
+/* The inode whose page cache the bio's first page belongs to; returns its
+ * address_space (0 when none). */
+static __always_inline unsigned long bio_inode(struct bio *bio, struct bio_info *bi)
 {
 	struct bio_vec *vec = BPF_CORE_READ(bio, bi_io_vec);
 	if (!vec || BPF_CORE_READ(bio, bi_vcnt) == 0)
-		return;
+		return 0;
 	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
 	struct page *page;
 	if (bpf_probe_read_kernel(&page, sizeof(page), &vec[idx].bv_page) || !page)
-		return;
+		return 0;
 	unsigned long head = BPF_CORE_READ(page, compound_head);
 	if (head & 1) /* a tail page of a large folio */
 		page = (struct page *)(head - 1);
 	unsigned long mapping = (unsigned long)BPF_CORE_READ(page, mapping);
 	if (!mapping || (mapping & MAPPING_FLAGS))
-		return;
+		return 0;
 	struct inode *host = BPF_CORE_READ((struct address_space *)mapping, host);
 	if (!host)
-		return;
+		return 0;
 	unsigned short mode = BPF_CORE_READ(host, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) /* the block device's own cache: no file */
-		return;
+		return 0;
 	bi->inode = BPF_CORE_READ(host, i_ino);
 	bi->ino_dev = BPF_CORE_READ(host, i_sb, s_dev);
+	return mapping;
+}
+
+/* ---- page-cache provenance (pagecache.h) ---- */
+
+/* The file offset of byte skip of bio_vec v, a page of mapping's cache
+ * (a bvec may span the pages of a large folio); -1 when the page belongs
+ * to another mapping. */
+static __always_inline __s64 bvec_file_off(struct bio_vec *v, __u32 skip, unsigned long mapping)
+{
+	struct page *page;
+	if (bpf_probe_read_kernel(&page, sizeof(page), &v->bv_page) || !page)
+		return -1;
+	__u64 psize = bpf_core_type_size(struct page);
+	__u32 off = BPF_CORE_READ(v, bv_offset) + skip;
+	unsigned long p = (unsigned long)page + (unsigned long)(off >> page_shift) * psize;
+	off &= (1U << page_shift) - 1;
+	unsigned long head = BPF_CORE_READ((struct page *)p, compound_head);
+	head = (head & 1) ? head - 1 : p;
+	struct folio *f = (struct folio *)head;
+	if ((unsigned long)BPF_CORE_READ(f, mapping) != mapping || !psize)
+		return -1;
+	__u64 index = BPF_CORE_READ(f, index) + (p - head) / psize;
+	return (__s64)((index << page_shift) + off);
+}
+
+/* The file range a page-cache read bio fills: bi->file_off, and
+ * PCF_NONCONTIG when its pages are not one contiguous run of the file
+ * (then [file_off, file_off + bytes) only bounds them). Read at queue,
+ * when the iterator still covers the whole vector. */
+static __always_inline void bio_file_range(struct bio *bio, struct bio_info *bi, unsigned long mapping)
+{
+	struct bio_vec *vec = BPF_CORE_READ(bio, bi_io_vec);
+	__u32 idx = BPF_CORE_READ(bio, bi_iter.bi_idx);
+	__u32 done = BPF_CORE_READ(bio, bi_iter.bi_bvec_done);
+	__u16 vcnt = BPF_CORE_READ(bio, bi_vcnt);
+	__s64 first = bvec_file_off(&vec[idx], done, mapping);
+	bi->file_off = first < 0 ? 0 : (__u64)first;
+	if (first < 0 || idx != 0 || done != 0 || vcnt == 0) {
+		bi->pc_flags |= PCF_NONCONTIG;
+		return;
+	}
+	struct bio_vec *last = &vec[vcnt - 1];
+	__u32 len = BPF_CORE_READ(last, bv_len);
+	__s64 end = len ? bvec_file_off(last, len - 1, mapping) : -1;
+	if (end < 0 || (__u64)end + 1 - (__u64)first != bi->queue_bytes)
+		bi->pc_flags |= PCF_NONCONTIG;
+}
+
+/* Sends one pc_rec of bio key (and bi when kind is PC_QUEUE). */
+static __always_inline void pc_send(__u8 kind, __u16 flags, __u64 key, struct bio_info *bi, __u64 cause, __u32 status)
+{
+	if (!pc_records)
+		return;
+	struct pc_rec *r = bpf_ringbuf_reserve(&pc_ring, sizeof(*r), 0);
+	if (!r) {
+		count(BC_PC_LOST);
+		return;
+	}
+	r->type = PC_REC_TYPE;
+	r->kind = kind;
+	r->flags = flags | bi->pc_flags;
+	r->cpu = bpf_get_smp_processor_id();
+	r->time = bpf_ktime_get_boot_ns(); /* the syscall records' clock */
+	r->bio = key;
+	r->ino = bi->inode;
+	r->dev = bi->ino_dev;
+	r->off = bi->file_off;
+	r->bytes = bi->queue_bytes;
+	r->cause = cause;
+	r->pid = kind == PC_QUEUE ? bi->pid : status;
+	r->pad = 0;
+	__u64 wake = bpf_ringbuf_query(&pc_ring, BPF_RB_AVAIL_DATA) >= pc_wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(r, wake);
 }
 
 /* ---- page-cache reads in flight per file (cur_syscall.h) ---- */
@@ -294,8 +396,15 @@ static __always_inline void forget_unseen(__u64 key)
 	struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
 	if (!bi)
 		return;
-	count(BC_UNSEEN);
 	inode_io_done(bi);
+	if (bi->flags & RF_INODE_READ)
+		pc_send(PC_DONE, PCF_UNSEEN, key, bi, 0, 0);
+	if (bi->flags & RF_FILL_ONLY) {
+		count(BC_FILL_UNSEEN);
+		bpf_map_delete_elem(&bios, &key);
+		return;
+	}
+	count(BC_UNSEEN);
 	struct block_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count(BC_LOST);
@@ -320,6 +429,24 @@ static __always_inline void forget_unseen(__u64 key)
 }
 
 /* ---- queue side ---- */
+
+static __always_inline __u64 key_of(struct bio *bio) { return (__u64)bio; }
+
+/* A page-cache read the pid filter leaves out: tracked only until it
+ * completes, for the provenance of traced processes' reads of its pages
+ * (they may wait for it, or find its pages). No block event. */
+static __always_inline void fill_only(__u64 key, struct bio_info *bi)
+{
+	bi->flags |= RF_FILL_ONLY | RF_INODE_READ;
+	bi->pc_flags |= PCF_UNTRACED;
+	if (bpf_map_update_elem(&bios, &key, bi, BPF_ANY)) {
+		count(BC_MAP_FULL);
+		return;
+	}
+	inode_io_queued(bi);
+	pc_send(PC_QUEUE, 0, key, bi, 0, 0);
+	count(BC_FILL_ONLY);
+}
 
 SEC("raw_tracepoint/block_bio_queue")
 int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
@@ -346,10 +473,14 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
 		bi.flags |= RF_KTHREAD;
+	unsigned long mapping = 0;
 	if (bio_pinned_bit < 16 && (BPF_CORE_READ(bio, bi_flags) & (1U << bio_pinned_bit)))
 		bi.flags |= RF_PINNED;
 	else
-		bio_inode(bio, &bi);
+		mapping = bio_inode(bio, &bi);
+	bool inode_read = bi.inode && (bi.opf & REQ_OP_MASK) == REQ_OP_READ;
+	if (inode_read && pc_records)
+		bio_file_range(bio, &bi, mapping);
 
 	struct syscall_state *st = bpf_task_storage_get(&cur_syscall, bpf_get_current_task_btf(), 0, 0);
 	struct syscall_cause *cs = st ? &st->cause : NULL;
@@ -360,6 +491,8 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		struct inode_key k = { .ino = bi.inode, .dev = bi.ino_dev };
 		if (!(bi.flags & RF_KTHREAD) || !bi.inode || !bpf_map_lookup_elem(&dirty_inodes, &k)) {
 			count(BC_FILTERED);
+			if (inode_read && pc_records)
+				fill_only(key_of(bio), &bi);
 			return 0;
 		}
 		bi.flags |= RF_DIRTY_MATCH;
@@ -381,7 +514,6 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		bi.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	if (stack_mode & STACKS_KERNEL)
 		bi.kstack = bpf_get_stackid(ctx, &stacks, 0);
-	bool inode_read = bi.inode && (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_READ;
 	if (inode_read)
 		bi.flags |= RF_INODE_READ;
 	if (bpf_map_update_elem(&bios, &key, &bi, BPF_ANY)) {
@@ -398,6 +530,8 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 		__sync_fetch_and_add(&cs->nr_bios, 1);
 		__sync_fetch_and_add(&cs->bio_bytes, (__u64)bi.queue_bytes);
 	}
+	if (inode_read)
+		pc_send(PC_QUEUE, 0, key, &bi, cs ? cs->id : 0, 0);
 	count(BC_QUEUED);
 	return 0;
 }
@@ -423,13 +557,20 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 	struct bio *pb = (struct bio *)parent;
 	pi->queue_sector = BPF_CORE_READ(pb, bi_iter.bi_sector);
 	pi->queue_bytes = BPF_CORE_READ(pb, bi_iter.bi_size);
+	if (!(pi->pc_flags & PCF_NONCONTIG))
+		pi->file_off += bi.queue_bytes; /* the child is the front part */
 	__u64 key = (__u64)child;
 	if (bpf_map_update_elem(&bios, &key, &bi, BPF_ANY)) {
 		count(BC_MAP_FULL);
 		return 0;
 	}
-	if (bi.flags & RF_INODE_READ)
+	if (bi.flags & RF_INODE_READ) {
 		inode_io_queued(&bi);
+		pc_send(PC_QUEUE, 0, key, &bi, bi.cause, 0);
+		pc_send(PC_QUEUE, PCF_SPLIT, parent, pi, pi->cause, 0);
+	}
+	if (bi.flags & RF_FILL_ONLY)
+		return 0;
 	/* The syscall that queued the parent caused this child too. */
 	if (bi.cause) {
 		/* Split in the submitter's context, still inside its syscall. */
@@ -550,6 +691,13 @@ static __always_inline void emit(struct walk *w, struct bio *bio, __u64 sector, 
 		count(BC_STALE);
 		forget_unseen(key);
 		bi = NULL;
+	}
+	if (bi && (bi->flags & RF_INODE_READ))
+		pc_send(PC_DONE, 0, key, bi, 0, w->status);
+	if (bi && (bi->flags & RF_FILL_ONLY)) {
+		inode_io_done(bi);
+		bpf_map_delete_elem(&bios, &key);
+		return;
 	}
 	if (!bi && filter_pids) {
 		/* filtered out at queue, or queued before the trace */

@@ -25,6 +25,7 @@ enum blk_rec_flags {
 	RF_WORKER = 1 << 10,       /* queued by an io_uring worker for the thread in tid */
 	RF_UNSEEN = 1 << 11,       /* its completion never reached the programs: its address was reused */
 	RF_REMAPPED = 1 << 12,     /* moved to another device or sector after it was queued (md, dm in place) */
+	RF_FILL_ONLY = 1 << 13,    /* a page-cache read of an untraced process: tracked for provenance only, no block event */
 };
 
 /* One bio, from queue to completion. */
@@ -73,6 +74,9 @@ enum blk_counter {
 	BC_UNSEEN,          /* tracked bios whose completion never reached the programs */
 	BC_STALE,           /* completions of another bio than the one tracked at that address */
 	BC_PARTIAL,         /* partial completions: the rest of the bio is awaited */
+	BC_FILL_ONLY,       /* page-cache reads of untraced processes tracked for provenance only */
+	BC_PC_LOST,         /* page-cache provenance records lost: the syscall ring buffer was full */
+	BC_FILL_UNSEEN,     /* of those, completions never seen */
 	BC_MAX,
 };
 
