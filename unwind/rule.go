@@ -70,11 +70,11 @@ type RegKind uint8
 const (
 	// RegSame: the caller's value is this frame's (not saved). For the
 	// return address on arm64: it is in LR.
-	RegSame RegKind = iota
-	RegAtCFA     // saved at CFA + Off
-	RegAtSP      // saved at SP + Off (this frame's SP: signal frames)
-	RegAtFP      // saved at FP + Off
-	RegUnknown   // not recoverable from memory (another register, an expression)
+	RegSame    RegKind = iota
+	RegAtCFA           // saved at CFA + Off
+	RegAtSP            // saved at SP + Off (this frame's SP: signal frames)
+	RegAtFP            // saved at FP + Off
+	RegUnknown         // not recoverable from memory (another register, an expression)
 	numRegKinds
 )
 

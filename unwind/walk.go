@@ -67,10 +67,10 @@ type Where uint8
 
 // What holds an address.
 const (
-	InModule   Where = iota // a mapped file: Table (nil: no unwind information) and Off are set
-	NotMapped               // no executable mapping
-	Anonymous               // an anonymous executable mapping (JIT code)
-	NotLoaded               // a mapped file whose table is not known yet
+	InModule  Where = iota // a mapped file: Table (nil: no unwind information) and Off are set
+	NotMapped              // no executable mapping
+	Anonymous              // an anonymous executable mapping (JIT code)
+	NotLoaded              // a mapped file whose table is not known yet
 )
 
 // Place is what holds an address.
