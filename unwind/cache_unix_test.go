@@ -64,4 +64,3 @@ func TestCache(t *testing.T) {
 		t.Error("a directory writable by others was used")
 	}
 }
-
