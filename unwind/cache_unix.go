@@ -81,10 +81,11 @@ func privateDir(d string) error {
 // Dir returns the cache's directory.
 func (c *Cache) Dir() string { return c.dir }
 
-// path names the file of identity id (hashed: an identity is data).
+// path names the file of identity id (hashed: an identity is data),
+// for tables of this package's BuildVersion.
 func (c *Cache) path(id string) string {
 	h := sha256.Sum256([]byte(id))
-	return filepath.Join(c.dir, "t1-"+hex.EncodeToString(h[:16]))
+	return filepath.Join(c.dir, fmt.Sprintf("t%d-%s", BuildVersion, hex.EncodeToString(h[:16])))
 }
 
 // Get returns the cached table of identity id; nil and no error when

@@ -2,15 +2,31 @@ package unwind
 
 import (
 	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 )
 
 // MaxCFIBytes bounds the CFI read from one file (.eh_frame and
 // .debug_frame each): the largest of a Debian system's are a few MB.
 const MaxCFIBytes = 256 << 20
+
+// BuildFrom reads the ELF file r's call frame information into a table.
+// A malformed file is an error, never a panic.
+func BuildFrom(r io.ReaderAt) (t *Table, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, fmt.Errorf("unwind: malformed ELF file: %v", p)
+		}
+	}()
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("unwind: %w", err)
+	}
+	defer f.Close()
+	return Build(f)
+}
 
 // Build reads f's call frame information into a table.
 func Build(f *elf.File) (*Table, error) {
@@ -30,7 +46,18 @@ func Build(f *elf.File) (*Table, error) {
 	code := execSegments(f)
 	var spans []span
 	var firstErr error
-	for _, sec := range cfiSections(f) {
+	goProgram := isGo(f)
+	if goProgram {
+		// Go functions from the function table; .debug_frame (made
+		// from the same table) is not needed.
+		funcs, minLC, err := goFuncs(f)
+		if err == nil {
+			spans = goSpans(funcs, minLC, code)
+		} else {
+			goProgram = false
+		}
+	}
+	for _, sec := range cfiSections(f, !goProgram) {
 		fdes, bad, err := sec.entries()
 		t.Bad += bad
 		if err != nil && firstErr == nil {
@@ -49,18 +76,17 @@ func Build(f *elf.File) (*Table, error) {
 	t.Rows, dropped = assemble(spans)
 	t.FDEs = len(spans) - dropped
 	t.Bad += dropped
-	if isGo(f) {
-		if len(t.Rows) == 0 {
-			t.Kind = KindFramePointers
-		} else {
-			t.Rows = goStops(f, t.Rows, code)
+	if len(t.Rows) == 0 {
+		switch {
+		case isGo(f):
+			t.Kind = KindFramePointers // a Go program before 1.18, without DWARF
+			return t, nil
+		case firstErr != nil:
+			return t, firstErr
 		}
-	} else if len(t.Rows) == 0 {
 		t.Kind = KindNone
 	}
-	if len(t.Rows) == 0 && firstErr != nil {
-		return t, firstErr
-	}
+	t.Rows = entryStop(f, t.Rows, code)
 	return t, nil
 }
 
@@ -123,7 +149,7 @@ func (s *cfiSection) span(fd *fde, arch Arch, code []segment) (span, bool) {
 
 // cfiSections returns f's .eh_frame (from its section, or through
 // PT_GNU_EH_FRAME when there are no section headers) and .debug_frame.
-func cfiSections(f *elf.File) []*cfiSection {
+func cfiSections(f *elf.File, debugFrame bool) []*cfiSection {
 	var out []*cfiSection
 	if s := f.Section(".eh_frame"); s != nil && s.Type == elf.SHT_PROGBITS {
 		if b, err := sectionData(s); err == nil {
@@ -132,7 +158,7 @@ func cfiSections(f *elf.File) []*cfiSection {
 	} else if s := ehFrameFromHeader(f); s != nil {
 		out = append(out, s)
 	}
-	if s := f.Section(".debug_frame"); s != nil && s.Type == elf.SHT_PROGBITS {
+	if s := f.Section(".debug_frame"); debugFrame && s != nil && s.Type == elf.SHT_PROGBITS {
 		if b, err := sectionData(s); err == nil {
 			out = append(out, &cfiSection{data: b, addr: s.Addr})
 		}
@@ -198,54 +224,37 @@ func ehFramePtr(hdr []byte, addr uint64) (uint64, error) {
 	return r.pointer(enc, addr, addr)
 }
 
+// entryStop marks the code at the file's entry point as the outermost
+// frame when no CFI covers it: the kernel starts a program (or its
+// interpreter, ld.so) there, with no caller (glibc's ld.so has no CFI
+// for its _start; a program's crt1 _start says the same with
+// DW_CFA_undefined).
+func entryStop(f *elf.File, rows []Row, code []segment) []Row {
+	if f.Entry == 0 {
+		return rows
+	}
+	start, _, ok := fileOffsets(code, f.Entry, f.Entry+1)
+	if !ok {
+		return rows
+	}
+	t := Table{Rows: rows}
+	if t.Lookup(start).CFA != CFANone {
+		return rows
+	}
+	end := start + 256
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].Off > start })
+	if i < len(rows) && rows[i].Off < end {
+		end = rows[i].Off
+	}
+	for _, s := range code {
+		if start >= s.off && start < s.off+s.size {
+			end = min(end, s.off+s.size)
+		}
+	}
+	return overlay(rows, start, end, Rule{CFA: CFAStop})
+}
+
 // isGo reports whether f is a Go program.
 func isGo(f *elf.File) bool {
 	return f.Section(".gopclntab") != nil || f.Section(".note.go.buildid") != nil || f.Section(".go.buildinfo") != nil
-}
-
-// goStops marks the Go runtime's functions whose caller cannot be found
-// from CFI: the outermost frames (a walk that reaches them is complete)
-// and the functions that switch stacks (the walk stops there).
-func goStops(f *elf.File, rows []Row, code []segment) []Row {
-	tab := goTable(f)
-	if tab == nil {
-		return rows
-	}
-	for i := range tab.Funcs {
-		fn := &tab.Funcs[i]
-		var r Rule
-		switch fn.Name {
-		case "runtime.goexit", "runtime.mstart", "runtime.rt0_go", "runtime.mstart_stub":
-			r = Rule{CFA: CFAStop}
-		case "runtime.systemstack", "runtime.systemstack_switch", "runtime.mcall", "runtime.morestack",
-			"runtime.morestack_noctxt", "runtime.asmcgocall", "runtime.asmcgocall_no_g", "runtime.cgocallback",
-			"runtime.gogo", "runtime.sigtramp", "runtime.cgoSigtramp", "runtime.sigreturn__sigaction":
-			r = Rule{CFA: CFASwitch}
-		default:
-			continue
-		}
-		if start, end, ok := fileOffsets(code, fn.Entry, fn.End); ok {
-			rows = overlay(rows, start, end, r)
-		}
-	}
-	return rows
-}
-
-// goTable reads a Go program's function table (its pclntab: present in
-// stripped programs too).
-func goTable(f *elf.File) *gosym.Table {
-	s := f.Section(".gopclntab")
-	text := f.Section(".text")
-	if s == nil || text == nil || s.Size > MaxCFIBytes*2 {
-		return nil
-	}
-	b, err := s.Data()
-	if err != nil {
-		return nil
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(b, text.Addr))
-	if err != nil {
-		return nil
-	}
-	return tab
 }

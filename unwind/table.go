@@ -6,6 +6,11 @@ import (
 	"sort"
 )
 
+// BuildVersion numbers the rules Build follows: a table cached by a build
+// of another version is not used. Raise it with any change to what Build
+// gives for a file.
+const BuildVersion = 3
+
 // Kind says how a module's frames are walked.
 type Kind uint8
 
