@@ -27,6 +27,7 @@ const (
 	cAIOOverCap
 	cAIOReapOverCap
 	cLostStack
+	cLostUStackCopy
 	numCounters
 )
 
@@ -55,6 +56,7 @@ var counterDesc = [numCounters]struct {
 	cAIOOverCap:     {event.CountLost, "AIO requests not traced: beyond the 64 read per io_submit call", false},
 	cAIOReapOverCap: {event.CountLost, "AIO completions not traced: beyond the 4096 read per io_getevents call", false},
 	cLostStack:      {event.CountUnresolved, "user stacks sent inline lost: ring buffer full (their events have no user stack)", false},
+	cLostUStackCopy: {event.CountUnresolved, "user stack copies lost: ring buffer full (their events have no user stack)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.

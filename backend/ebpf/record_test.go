@@ -180,7 +180,7 @@ func FuzzTrackerHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr := newTestTracker(&memSink{})
 		// With --stacks: stack IDs are looked up (and not found).
-		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, tr.fact, nil)
+		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, nil, tr.fact, nil)
 		_ = tr.handle(b)
 		// The same bytes as a record of every type.
 		if len(b) >= hdrSize {

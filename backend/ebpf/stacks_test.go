@@ -72,7 +72,7 @@ func TestStackTable(t *testing.T) {
 			return f, nil
 		}
 		return nil, errors.New("no such stack")
-	}, func(f *event.Fact) { facts = append(facts, *f) }, nil)
+	}, nil, func(f *event.Fact) { facts = append(facts, *f) }, nil)
 	a := st.id(1, 2)
 	if b := st.id(1, 2); b != a || a == 0 {
 		t.Errorf("ids %d, %d", a, b)
@@ -135,7 +135,7 @@ func TestStackTable(t *testing.T) {
 func TestInlineStack(t *testing.T) {
 	sink := &memSink{}
 	tr := newTracker(sink, 0, nil)
-	tr.stacks = newStackTable(func(int32) ([]uint64, error) { return nil, errors.New("not in the map") }, tr.fact, nil)
+	tr.stacks = newStackTable(func(int32) ([]uint64, error) { return nil, errors.New("not in the map") }, nil, tr.fact, nil)
 	b := make([]byte, stackHdrSize+3*8)
 	b[0] = recStack
 	le.PutUint64(b[16:], 77)

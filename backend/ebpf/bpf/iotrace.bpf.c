@@ -44,6 +44,7 @@ struct super_block {
 struct inode {
 	unsigned long i_ino;
 	struct super_block *i_sb;
+	long long i_size;
 } __attribute__((preserve_access_index));
 struct file {
 	struct inode *f_inode;
@@ -64,6 +65,7 @@ struct mm_struct {
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
+	unsigned long vm_flags;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
 } __attribute__((preserve_access_index));
@@ -121,10 +123,12 @@ struct io_rw {
 /* struct pt_regs per architecture (CO-RE flavours: only the one matching
  * the running kernel has its fields; the other branch is dead code). */
 struct pt_regs___x86 {
+	unsigned long bp;
 	unsigned long r10, r9, r8, ax, cx, dx, si, di;
 	unsigned long orig_ax;
 	unsigned long ip;
 	unsigned short cs;
+	unsigned long sp;
 } __attribute__((preserve_access_index));
 struct pt_regs___arm64 {
 	__u64 regs[31];
@@ -207,6 +211,7 @@ volatile const __u8 cfg_filter_comm;    /* only comms in comms */
 volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O cause links */
 volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
 volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
+volatile const __u8 cfg_unwind;         /* user stacks by unwind tables (unwind.h), not frame pointers */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -528,13 +533,29 @@ static __always_inline __s32 user_stack(void *ctx, __u64 id, __u32 cpu)
 	sr->h.time = 0;
 	sr->id = id;
 	sr->nr = n / 8;
-	sr->pad = 0;
+	sr->stop = 255; /* a frame-pointer walk: why it ended is not known */
 	__u64 size = offsetof(struct stack_rec, ips) + (__u64)n;
 	if (size > sizeof(*sr))
 		size = sizeof(*sr);
 	if (bpf_ringbuf_output(&rb, sr, size, wakeup_flags()) < 0)
 		count(C_LOST_STACK);
 	return sid;
+}
+
+#include "unwind.h"
+#include "ustack_send.h"
+
+/* calling_stack returns the calling code's user stack for event id (0:
+ * an asynchronous request's submission, whose stack is never sent ahead
+ * of an event): walked with unwind tables (unwind.h) or, without them,
+ * by frame pointers (the kernel's walk). */
+static __always_inline __s32 calling_stack(void *ctx, __u64 id, __u32 cpu)
+{
+	if (cfg_unwind)
+		return unwind_user(id, cpu);
+	if (id)
+		return user_stack(ctx, id, cpu);
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 }
 
 /* ---- System calls ---- */
@@ -623,7 +644,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	if (CK_ASYNC(cookie)) {
 		__s32 ustack = -1;
 		if ((cfg_stacks & STACKS_USER) && CK_ASYNC(cookie) == ASYNC_SUBMIT)
-			ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the code submitting iocbs */
+			ustack = calling_stack(ctx, 0, 0); /* the code submitting iocbs */
 		async_enter(cookie, a, tgid, tid, ustack);
 		return 0;
 	}
@@ -775,7 +796,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * the kernel stacks that say something are the block I/O's. */
 	__s32 ustack = -1;
 	if (cfg_stacks & STACKS_USER)
-		ustack = user_stack(ctx, v->id, v->cpu);
+		ustack = calling_stack(ctx, v->id, v->cpu);
 
 	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
@@ -1266,7 +1287,7 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	v.ustack = -1;
 	if ((cfg_stacks & STACKS_USER) && !(bpf_get_current_task_btf()->flags & PF_IO_WORKER))
-		v.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the submitting code */
+		v.ustack = calling_stack(ctx, 0, 0); /* the submitting code */
 	__u64 key = (__u64)req;
 	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0) {
 		count(C_URING_FULL);
