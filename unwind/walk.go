@@ -34,7 +34,7 @@ var stopNames = [...]string{
 	StopSwitch:      "a function that switches stacks (Go runtime)",
 	StopFPUnknown:   "the frame pointer's value was lost",
 	StopRead:        "the stack could not be read",
-	StopBadAddress:  "a return address outside executable memory",
+	StopBadAddress:  "a return address outside executable memory or modules",
 	StopAnon:        "code in anonymous executable memory (JIT)",
 	StopNoTable:     "a module without unwind information",
 	StopNotLoaded:   "a module whose unwind table was not loaded yet",

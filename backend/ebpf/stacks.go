@@ -239,6 +239,9 @@ func (s *stackTable) intern(u []uint64, uf event.FactFlags, kernel int32) uint64
 
 const kernelPart = "kernel stacks not captured"
 
+// copiesWalked counts the user stacks walked in user space.
+const copiesWalked = "user stacks walked in user space from a copy (a module's unwind table was not loaded yet)"
+
 // kernel returns the kernel's symbols, reading them the first time.
 func (s *stackTable) kernel() *symbolize.Kernel {
 	if !s.ksymsRead {
@@ -317,7 +320,7 @@ func (s *stackTable) stats(st *event.Stats) {
 		st.Add(event.CountInfo, "user stacks sent inline (their stacks-map bucket held another stack)", s.inline)
 	}
 	if s.walked != 0 {
-		st.Add(event.CountInfo, "user stacks walked in user space from a copy (a module's unwind table was not loaded yet)", s.walked)
+		st.Add(event.CountInfo, copiesWalked, s.walked)
 	}
 	for i, n := range s.stops {
 		switch {
