@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,6 +90,7 @@ type unwindTables struct {
 	cacheErr            error
 	work                chan func()
 	workers             sync.WaitGroup
+	stopped             atomic.Bool
 	preload             time.Duration // loading before tracing began
 }
 
@@ -336,12 +338,11 @@ func kernelDevOf(dev uint64) uint32 {
 }
 
 // prefetch builds key's table in the background (start must have been
-// called).
+// called; after stop it does nothing).
 func (u *unwindTables) prefetch(key fileKey, open opener) {
 	u.mu.Lock()
-	_, known := u.files[key]
-	u.mu.Unlock()
-	if known || u.work == nil {
+	defer u.mu.Unlock()
+	if _, known := u.files[key]; known || u.work == nil || u.stopped.Load() {
 		return
 	}
 	select {
@@ -359,19 +360,25 @@ func (u *unwindTables) start(n int) {
 		go func() {
 			defer u.workers.Done()
 			for f := range u.work {
-				f()
+				if !u.stopped.Load() {
+					f()
+				}
 			}
 		}()
 	}
 }
 
-// stop ends the background builders after the queued work.
+// stop ends the background builders, dropping the work not started (the
+// trace is over: no stack needs it).
 func (u *unwindTables) stop() {
-	if u.work != nil {
-		close(u.work)
-		u.workers.Wait()
-		u.work = nil
+	u.mu.Lock()
+	work := u.work
+	if work != nil && !u.stopped.Load() {
+		u.stopped.Store(true)
+		close(work)
 	}
+	u.mu.Unlock()
+	u.workers.Wait()
 }
 
 // stats adds the store's counters to s.
