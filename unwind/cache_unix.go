@@ -43,9 +43,13 @@ func DefaultCacheDir() (string, error) {
 }
 
 // OpenCache returns the cache in dir, creating the directory and its
-// parent (0700) when missing.
+// parent (0700, checked: iotrace's own) and the directories above them
+// (the user's cache directory) when missing.
 func OpenCache(dir string) (*Cache, error) {
 	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(filepath.Dir(parent), 0o700); err != nil {
+		return nil, fmt.Errorf("unwind: cache directory: %w", err)
+	}
 	for _, d := range []string{parent, dir} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("unwind: cache directory: %w", err)

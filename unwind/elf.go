@@ -46,7 +46,9 @@ func Build(f *elf.File) (*Table, error) {
 	code := execSegments(f)
 	var spans []span
 	var firstErr error
-	goProgram := isGo(f)
+	// The pclntab rules are amd64's (the return address below the CFA);
+	// an arm64 Go program's come from its .debug_frame.
+	goProgram := isGo(f) && arch == AMD64
 	if goProgram {
 		// Go functions from the function table; .debug_frame (made
 		// from the same table) is not needed.
