@@ -2,9 +2,11 @@ package ebpf
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/unwind"
 )
 
 // TestParseMaps: code and data mappings of files are kept with their
@@ -164,5 +166,59 @@ func TestInlineStack(t *testing.T) {
 	var sr stackRec
 	if err := sr.decode(b); err == nil {
 		t.Error("a stack record claiming more frames than it holds decoded")
+	}
+}
+
+// TestCutAndCopies: a frame-pointer walk's frames are cut before the
+// first return address no module of the process holds (ASCII read as an
+// address: it printed as a [kernel] frame), flagged truncated and counted;
+// a stack sent as a copy is walked by the walker with the event's process
+// and paired with its event.
+func TestCutAndCopies(t *testing.T) {
+	sink := &memSink{}
+	tr := newTracker(sink, 0, nil)
+	maps := map[int32][]uint64{5: {0x1100, 0x1200, 0x696c0a3120656e69, 0x1300}}
+	tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return maps[id], nil }, nil, tr.fact, nil)
+	tr.mods = newModuleTable(tr.fact)
+	tr.mods.mapped(10, 0, 0, true, 0x1000, 0x2000, 0, "/bin/prog", fileKey{})
+	var walked []uint32
+	tr.copies.walk = func(pid uint32, c *uStackCopyRec) userPart {
+		walked = append(walked, pid)
+		return userPart{ips: []uint64{c.PC, 0x1234}, stop: 0}
+	}
+	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 1, Pid: 10, Tid: 10, UStack: 5, KStack: -1}
+	tr.syscall(&r, true)
+	cp := make([]byte, uStackCopyHdrSize+16)
+	cp[0] = recUStackCopy
+	le.PutUint64(cp[16:], 2)      // event ID
+	le.PutUint64(cp[24:], 0x1180) // pc
+	le.PutUint32(cp[60:], 16)     // bytes of stack
+	if err := tr.handle(cp); err != nil {
+		t.Fatal(err)
+	}
+	r = syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 2, Pid: 10, Tid: 10, UStack: ustackCopied, KStack: -1}
+	tr.syscall(&r, true)
+	stacks := map[uint64]*event.Fact{}
+	for i := range sink.facts {
+		if f := &sink.facts[i]; f.Kind == event.FactStack {
+			stacks[f.Handle] = f
+		}
+	}
+	if len(sink.events) != 2 {
+		t.Fatalf("%d events", len(sink.events))
+	}
+	cut := stacks[sink.events[0].Stack]
+	if cut == nil || !slices.Equal(cut.User, []uint64{0x1100, 0x1200}) || cut.Flags != event.FactUserTruncated {
+		t.Errorf("frame-pointer stack %+v: want 0x1100 0x1200, truncated", cut)
+	}
+	cop := stacks[sink.events[1].Stack]
+	if cop == nil || !slices.Equal(cop.User, []uint64{0x1180, 0x1234}) || cop.Flags != 0 || !slices.Equal(walked, []uint32{10}) {
+		t.Errorf("copied stack %+v (walked for %v): want 0x1180 0x1234", cop, walked)
+	}
+	var s event.Stats
+	tr.stats(&s)
+	if s.Get(event.CountUnresolved, "user stacks ended early (user-truncated): "+unwind.StopBadAddress.String()) != 1 ||
+		s.Get(event.CountInfo, copiesWalked) != 1 {
+		t.Errorf("stats %+v", s)
 	}
 }
