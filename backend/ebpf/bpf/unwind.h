@@ -223,9 +223,8 @@ struct unwind_state {
 	__u8 kind;                      /* its file's kind, 0: no mapping yet */
 	__u8 fp_known;                  /* fp holds the frame's rbp */
 	__u8 ret;                       /* pc is a return address (look it up one byte back) */
-	__u8 stop;                      /* enum unwind_stop, once set */
-	__u8 done;
-	__u8 pad[3];
+	__u8 stop;                      /* enum unwind_stop: STOP_DEPTH while going on */
+	__u8 pad[4];
 	struct unwind_file_key miss;    /* STOP_NOT_LOADED: the file */
 	__u64 miss_start, miss_size;
 };
@@ -440,7 +439,6 @@ static long unwind_frame(__u32 i, void *data)
 	struct ustack *u = bpf_map_lookup_elem(&unwind_frames, &zero);
 	if (!u) {
 		st->stop = STOP_MAP_FULL;
-		st->done = 1;
 		return 1;
 	}
 	__u64 look = st->ret ? st->pc - 1 : st->pc;
@@ -451,25 +449,20 @@ static long unwind_frame(__u32 i, void *data)
 		u->ips[n] = st->pc;
 		st->nr = n + 1;
 	}
-	if (!ok) {
-		st->done = 1;
+	if (!ok)
 		return 1;
-	}
 	if (st->kind == KIND_NONE || st->kind == KIND_FULL) {
 		st->stop = st->kind == KIND_FULL ? STOP_MAP_FULL : STOP_NO_TABLE;
-		st->done = 1;
 		return 1;
 	}
 	const struct unwind_rule *r;
 	if (st->kind == KIND_FP) {
 		if (!st->fp_known) {
 			st->stop = STOP_FP_UNKNOWN;
-			st->done = 1;
 			return 1;
 		}
 		if (!st->fp) {
 			st->stop = STOP_COMPLETE; /* the outermost frame's rbp is 0 */
-			st->done = 1;
 			return 1;
 		}
 		r = &fp_rule;
@@ -477,16 +470,11 @@ static long unwind_frame(__u32 i, void *data)
 		r = unwind_search(st->start, st->count, look - st->vm_start + st->vm_off);
 		if (!r) {
 			st->stop = STOP_NO_CFI;
-			st->done = 1;
 			return 1;
 		}
 	}
 	unwind_step(st, r);
-	if (st->stop != STOP_DEPTH) {
-		st->done = 1;
-		return 1;
-	}
-	return 0;
+	return st->stop != STOP_DEPTH; /* 1: the walk ended */
 }
 
 /* ustack_hash is a hash of a walked stack, as a non-negative s32 key. */
