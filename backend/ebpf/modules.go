@@ -116,12 +116,14 @@ type moduleTable struct {
 	// onMapped, when set, is told of each new module (the unwinder
 	// prepares its table).
 	onMapped func(pid uint32, m *liveModule)
+	// inherited lists the processes with modules not written yet.
+	inherited map[uint32]bool
 
 	noID, unreadable uint64
 }
 
 func newModuleTable(emit func(*event.Fact)) *moduleTable {
-	return &moduleTable{emit: emit, files: map[string]*moduleFile{}, live: map[uint32][]liveModule{}}
+	return &moduleTable{emit: emit, files: map[string]*moduleFile{}, live: map[uint32][]liveModule{}, inherited: map[uint32]bool{}}
 }
 
 func (t *moduleTable) file(path string) *moduleFile {
@@ -225,6 +227,7 @@ func (t *moduleTable) adopt(pid uint32, maps []byte) {
 			f.Vaddr, f.Flags = v, event.FactVaddr
 		}
 		t.live[pid] = append(t.live[pid], liveModule{fact: f, key: fileKey{dev: m.dev, ino: m.inode}, inherited: true})
+		t.inherited[pid] = true
 	}
 }
 
@@ -242,11 +245,16 @@ func (t *moduleTable) forked(parent, child uint32, procStart, ts int64) {
 		out[i] = m
 	}
 	t.live[child] = out
+	t.inherited[child] = true
 }
 
 // writeInherited writes the facts of the modules process pid inherited
 // and has not written yet (before its first stack).
 func (t *moduleTable) writeInherited(pid uint32) {
+	if !t.inherited[pid] {
+		return
+	}
+	delete(t.inherited, pid)
 	ms := t.live[pid]
 	for i := range ms {
 		if ms[i].inherited {
@@ -268,6 +276,7 @@ func (t *moduleTable) gone(pid uint32, ts int64) {
 		t.emit(&f)
 	}
 	delete(t.live, pid)
+	delete(t.inherited, pid)
 }
 
 func (t *moduleTable) stats(s *event.Stats) {

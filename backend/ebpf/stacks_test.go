@@ -222,3 +222,38 @@ func TestCutAndCopies(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestForkedChildModules: a forked child runs its parent's code until it
+// execs: its first stack writes the parent's modules as its own (before
+// the stack), once; a child without stacks writes none.
+func TestForkedChildModules(t *testing.T) {
+	sink := &memSink{}
+	tr := newTracker(sink, 0, nil)
+	tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{0x1100}, nil }, nil, tr.fact, nil)
+	tr.mods = newModuleTable(tr.fact)
+	tr.mods.mapped(10, 0, 0, true, 0x1000, 0x2000, 0, "/bin/prog", fileKey{})
+	tr.mods.forked(10, 11, 500, 500)
+	tr.mods.forked(10, 12, 600, 600)
+	for i := 0; i < 2; i++ {
+		r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: uint64(i + 1), Pid: 11, Tid: 11, UStack: 1, KStack: -1}
+		tr.syscall(&r, true)
+	}
+	var child11, child12, stackAt, moduleAt int
+	for i, f := range sink.facts {
+		switch {
+		case f.Kind == event.FactModule && f.Pid == 11:
+			child11++
+			moduleAt = i
+			if f.Handle != 0x1000 || f.Name != "/bin/prog" || f.ProcStart != 500 {
+				t.Errorf("child's module %+v", f)
+			}
+		case f.Kind == event.FactModule && f.Pid == 12:
+			child12++
+		case f.Kind == event.FactStack:
+			stackAt = i
+		}
+	}
+	if child11 != 1 || child12 != 0 || moduleAt > stackAt {
+		t.Errorf("child 11: %d module facts (at %d, its stack at %d), child 12: %d; want 1 before the stack, 0", child11, moduleAt, stackAt, child12)
+	}
+}
