@@ -14,6 +14,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/symbolize"
 )
@@ -86,6 +87,7 @@ func TestTotals(t *testing.T) {
 // layer label selects one (-tagfocus); the first mapping (pprof's main
 // binary) is the traced program, not the kernel's module.
 func TestPprofLayersAndMainMapping(t *testing.T) {
+	testenv.SkipUnderWine(t, "runs go tool pprof: no Go toolchain in the wine prefix")
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goTool); err != nil {
 		t.Fatalf("go tool not found: %v", err)
@@ -111,7 +113,7 @@ func TestPprofLayersAndMainMapping(t *testing.T) {
 	if len(p.Mapping) == 0 || p.Mapping[0].File != "app" {
 		t.Errorf("main mapping %+v, want app", p.Mapping)
 	}
-	path := filepath.Join(t.TempDir(), "io.pb.gz")
+	path := filepath.Join(testenv.TempDir(t), "io.pb.gz")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // buildGo builds a small Go program with extra go build flags.
@@ -49,7 +51,8 @@ func buildTable(t *testing.T, path string) (*Table, *elf.File) {
 // excepted: they end walks); built without DWARF (-s -w), the program has
 // the same table.
 func TestGoTableMatchesDebugFrame(t *testing.T) {
-	dir := t.TempDir()
+	testenv.SkipUnderWine(t, "builds a Go program: no Go toolchain in the wine prefix")
+	dir := testenv.TempDir(t)
 	tab, f := buildTable(t, buildGo(t, dir, "withdwarf"))
 	if tab.Kind != KindCFI || len(tab.Rows) == 0 {
 		t.Fatalf("table kind %v, %d rows", tab.Kind, len(tab.Rows))
