@@ -15,9 +15,14 @@
 //
 // Tables are built from .eh_frame (found through its section, or
 // through PT_GNU_EH_FRAME and .eh_frame_hdr when section headers are
-// gone) and .debug_frame (Go programs have only that), the addresses
-// covered by neither being "no CFI". A Go program without either is
-// marked as walkable by frame pointers (Go always keeps them).
+// gone), .debug_frame, and, for Go programs, the function table the Go
+// runtime unwinds with (pclntab: the stack pointer's offset at every
+// instruction, kept in stripped programs too), the addresses covered by
+// none being "no CFI"; the code at the entry point, without CFI, is the
+// outermost frame. A Go program whose function table is older than Go
+// 1.18 and that has no CFI is marked as walkable by frame pointers (Go
+// always keeps them). Tables are cached on disk by file identity
+// (Cache).
 //
 // Walk unwinds a copy of a stack (registers and stack bytes) with the
 // tables of the modules mapped at each address: the same algorithm as
