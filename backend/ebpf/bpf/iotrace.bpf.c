@@ -44,7 +44,6 @@ struct super_block {
 struct inode {
 	unsigned long i_ino;
 	struct super_block *i_sb;
-	long long i_size;
 } __attribute__((preserve_access_index));
 struct file {
 	struct inode *f_inode;
@@ -65,7 +64,6 @@ struct mm_struct {
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
-	unsigned long vm_flags;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
 } __attribute__((preserve_access_index));
@@ -123,12 +121,10 @@ struct io_rw {
 /* struct pt_regs per architecture (CO-RE flavours: only the one matching
  * the running kernel has its fields; the other branch is dead code). */
 struct pt_regs___x86 {
-	unsigned long bp;
 	unsigned long r10, r9, r8, ax, cx, dx, si, di;
 	unsigned long orig_ax;
 	unsigned long ip;
 	unsigned short cs;
-	unsigned long sp;
 } __attribute__((preserve_access_index));
 struct pt_regs___arm64 {
 	__u64 regs[31];
