@@ -135,6 +135,7 @@ type liveFlags struct {
 	duration      time.Duration
 	bufferSize    string
 	stacks        string
+	stackWalk     string
 	waitWriteback time.Duration
 }
 
@@ -150,6 +151,17 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 // (trace, record, run; report's --stacks reports a file's stacks).
 func addCaptureStacksFlag(cmd *cobra.Command, l *liveFlags) {
 	cmd.Flags().StringVar(&l.stacks, "stacks", "", "capture the call stack of each event: user (the code that asked for the I/O), kernel (the kernel's path to a block I/O), or both (docs/stacks.md)")
+	cmd.Flags().StringVar(&l.stackWalk, "stack-walk", "", "how user stacks are walked: tables (unwind tables from each module's .eh_frame: through code without frame pointers; the default) or frame-pointers (cheaper, incomplete through code built without them)")
+}
+
+// stacksInto sets opts's stack options from --stacks and --stack-walk.
+func (l *liveFlags) stacksInto(opts *backend.Options) error {
+	var err error
+	if opts.Stacks, err = backend.ParseStacks(l.stacks); err != nil {
+		return err
+	}
+	opts.StackWalk, err = backend.ParseStackWalk(l.stackWalk)
+	return err
 }
 
 // parseSize parses "8M", "512K", "1G" or a byte count.

@@ -135,7 +135,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
 			}
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0, WaitWriteback: live.waitWriteback}
-			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
+			if err = live.stacksInto(&opts); err != nil {
 				return err
 			}
 			fo.PushDown(&opts)

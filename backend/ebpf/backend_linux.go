@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,6 +119,11 @@ type run struct {
 	wakeupBytes uint64
 	// wb waits for the command's writeback (writeback_linux.go).
 	wb writebackWait
+
+	// tables are the unwind tables, with --stacks user walked by them
+	// (unwind_linux.go); procRoot is where procfs is.
+	tables   *unwindTables
+	procRoot string
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -183,6 +189,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		ringSize:    int(rs),
 		wakeupBytes: uint64(rs) / uint64(frac),
 		stacks:      uint8(opts.Stacks),
+		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
 	pr, err := loadProbes(lc)
 	if err != nil {
@@ -223,7 +230,22 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
-		r.setupStacks(procRoot)
+		r.setupStacks(procRoot, lc.unwind)
+	}
+	if lc.unwind {
+		r.setupUnwind(procRoot)
+		var pids []uint32
+		if !cmdMode {
+			all, _ := fs.Pids()
+			for _, p := range all {
+				if p != self && (pidSet == nil || pidSet[p]) {
+					pids = append(pids, p)
+				}
+			}
+		}
+		r.preloadTables(opts.Command, pids)
+		r.tables.start(1)
+		defer r.tables.stop()
 	}
 	if len(opts.Ops) > 0 {
 		var ops [event.NumOps]bool
@@ -236,6 +258,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
 	r.tr.stats(&r.stats)
+	r.unwindStats(&r.stats)
 	if cs, cerr := pr.counters(); cerr == nil {
 		if r.stopping {
 			// Calls the traced processes began once the enter side was
@@ -315,6 +338,10 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		}
 		if opts.Stacks != 0 {
 			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks
+		}
+		if r.tables != nil {
+			o := pr.objs
+			bo.Unwind = &blockio.UnwindMaps{Files: o.UnwindFiles, Rows: o.UnwindRows, Rules: o.UnwindRules, UStacks: o.Ustacks, PageShift: pageShift()}
 		}
 		if cmdMode || pidSet != nil {
 			bo.PidFilter = pr.objs.Pids
@@ -737,7 +764,7 @@ func (r *run) checkLoss(final bool) {
 // setupStacks prepares the stack and module tables (--stacks): the
 // kernel's symbols (read once, written into the trace as its stacks need
 // them) and its build ID as a module of pid 0.
-func (r *run) setupStacks(procRoot string) {
+func (r *run) setupStacks(procRoot string, unwind bool) {
 	loadKsyms := func() *symbolize.Kernel {
 		f, err := os.Open("/proc/kallsyms")
 		if err != nil {
@@ -752,10 +779,18 @@ func (r *run) setupStacks(procRoot string) {
 		}
 		return k
 	}
-	r.tr.stacks = newStackTable(r.pr.readStack, r.tr.fact, loadKsyms)
+	var readUser func(int32) ([]uint64, uint32, error)
+	if unwind {
+		readUser = r.pr.readUStack
+	}
+	r.tr.stacks = newStackTable(r.pr.readStack, readUser, r.tr.fact, loadKsyms)
 	r.tr.mods = newModuleTable(r.tr.fact)
 	r.tr.readMaps = func(pid uint32) ([]byte, error) {
 		return os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "maps"))
+	}
+	// The command runs iotrace's code between its fork and its exec.
+	if b, err := r.tr.readMaps(uint32(os.Getpid())); err == nil {
+		r.tr.mods.adopt(uint32(os.Getpid()), b)
 	}
 	if b, err := os.ReadFile("/sys/kernel/notes"); err == nil {
 		if id := kernelBuildID(b); id != "" {

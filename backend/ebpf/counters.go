@@ -28,6 +28,7 @@ const (
 	cAIOReapOverCap
 	cLostStack
 	cLostPC
+	cLostUStackCopy
 	numCounters
 )
 
@@ -57,6 +58,7 @@ var counterDesc = [numCounters]struct {
 	cAIOReapOverCap: {event.CountLost, "AIO completions not traced: beyond the 4096 read per io_getevents call", false},
 	cLostStack:      {event.CountUnresolved, "user stacks sent inline lost: ring buffer full (their events have no user stack)", false},
 	cLostPC:         {event.CountLost, "page-cache eviction records lost: ring buffer full (reads of those pages may be misclassified)", false},
+	cLostUStackCopy: {event.CountUnresolved, "user stack copies lost: ring buffer full (their events have no user stack)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.
