@@ -63,7 +63,7 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 		if pid, ok := p.threadPid(ttid, t); ok {
 			return pid, ttid
 		}
-		p.count(StatUnknownProcessOfTid, event.CountUnresolved, 1)
+		p.tally.Add(StatUnknownProcessOfTid, event.CountUnresolved, 1)
 		if ctx {
 			return r.ProcessID, ttid
 		}
@@ -72,7 +72,7 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 	if ctx {
 		return r.ProcessID, r.ThreadID
 	}
-	p.count(StatUnknownProcessOfTid, event.CountUnresolved, 1)
+	p.tally.Add(StatUnknownProcessOfTid, event.CountUnresolved, 1)
 	return 0, 0
 }
 
@@ -184,7 +184,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			k := pendKey{prov: prov, irp: ev.Irp}
 			if old := p.pendFile[k]; old != nil {
 				old.ev.Flags |= event.FlagNoCompletion
-				p.count(StatFileReplaced, event.CountUnpaired, 1)
+				p.tally.Add(StatFileReplaced, event.CountUnpaired, 1)
 				p.finish(old)
 			}
 			req := p.newReq()
@@ -198,7 +198,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			p.noteTarget(r, stackTid(r, ev), targetFile, req, 0)
 		} else {
 			e.Flags |= event.FlagNoCompletion
-			p.count(StatFileNoOpEndInTrace, event.CountInfo, 1)
+			p.tally.Add(StatFileNoOpEndInTrace, event.CountInfo, 1)
 			if len(r.Ext) > 0 {
 				var sp stackParts
 				p.extStack(r, &sp)
@@ -230,11 +230,11 @@ func (p *Pipeline) resolveFile(e *event.Event) {
 // emitFile emits a file request, counting whether it has a path.
 func (p *Pipeline) emitFile(e *event.Event) {
 	p.resolveFile(e) // names may have been learned since the request
-	p.count(StatFileRequests, event.CountInfo, 1)
+	p.tally.Add(StatFileRequests, event.CountInfo, 1)
 	if e.Path != "" {
-		p.count(StatFileResolved, event.CountInfo, 1)
+		p.tally.Add(StatFileResolved, event.CountInfo, 1)
 	} else if e.HasHandle() {
-		p.count(StatFileUnresolved, event.CountUnresolved, 1)
+		p.tally.Add(StatFileUnresolved, event.CountUnresolved, 1)
 	}
 	p.emit(e)
 }
@@ -248,7 +248,7 @@ func (p *Pipeline) onFileOpEnd(ev *kernel.Event, t int64) {
 	k := pendKey{prov: prov, irp: ev.Irp}
 	r := p.pendFile[k]
 	if r == nil {
-		p.count(StatFileOpEndNoRequest, event.CountUnpaired, 1)
+		p.tally.Add(StatFileOpEndNoRequest, event.CountUnpaired, 1)
 		return
 	}
 	delete(p.pendFile, k)
@@ -278,7 +278,7 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 		d.pid, d.tid, d.hasCtx = r.ProcessID, r.ThreadID, true
 	}
 	if old, dup := p.pendDisk[ev.Irp]; dup {
-		p.count(StatDiskInitReplaced, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskInitReplaced, event.CountUnpaired, 1)
 		p.release(&old, false)
 	}
 	issuer := d.tid
@@ -322,7 +322,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		// never came (a trimmed or lossy trace); it does not start this
 		// one.
 		delete(p.pendDisk, ev.Irp)
-		p.count(StatDiskInitMismatch, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskInitMismatch, event.CountUnpaired, 1)
 		p.release(&in, false)
 		ok = false
 	}
@@ -366,13 +366,13 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		e.Duration = resp
 		e.CPU = uint32(r.CPU)
 		e.Flags |= event.FlagNoStart
-		p.count(StatDiskNoInit, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskNoInit, event.CountUnpaired, 1)
 		if ev.HasTTID && ev.TTID != 0 {
 			e.Pid, e.Tid = p.issuer(r, ev.TTID, true, e.Time)
 		} else {
 			// DiskIo v2 without Init: the header is the completing
 			// context, the best there is; say so.
-			p.count(StatDiskNoInitContext, event.CountUnresolved, 1)
+			p.tally.Add(StatDiskNoInitContext, event.CountUnresolved, 1)
 			e.Pid, e.Tid = p.issuer(r, 0, false, e.Time)
 		}
 	}
@@ -387,22 +387,22 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		e.Size = uint64(ev.Size)
 		e.Bytes = int64(ev.Size)
 		e.FileKey = ev.FileKey
-		p.count(StatDiskIOs, event.CountInfo, 1)
+		p.tally.Add(StatDiskIOs, event.CountInfo, 1)
 		switch {
 		case e.FileKey == 0:
-			p.count(StatDiskNoFile, event.CountUnresolved, 1)
+			p.tally.Add(StatDiskNoFile, event.CountUnresolved, 1)
 		default:
 			if s, ok := p.filePath(e.FileKey, e.FileKey, e.Time); ok {
 				e.Path = s
-				p.count(StatDiskResolved, event.CountInfo, 1)
+				p.tally.Add(StatDiskResolved, event.CountInfo, 1)
 			} else {
-				p.count(StatDiskUnresolved, event.CountUnresolved, 1)
+				p.tally.Add(StatDiskUnresolved, event.CountUnresolved, 1)
 			}
 		}
 	} else {
 		// A flush names no file: counted apart from the reads and
 		// writes, whose resolution StatDiskIOs totals.
-		p.count(StatDiskFlushes, event.CountInfo, 1)
+		p.tally.Add(StatDiskFlushes, event.CountInfo, 1)
 	}
 	var sp *stackParts
 	if ok {
@@ -461,7 +461,7 @@ func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
 func (p *Pipeline) flushPending() {
 	p.flushLinks()
 	if n := len(p.pendDisk); n > 0 {
-		p.count(StatDiskInitPending, event.CountUnpaired, uint64(n))
+		p.tally.Add(StatDiskInitPending, event.CountUnpaired, uint64(n))
 		clear(p.pendDisk)
 	}
 	if len(p.pendFile) > 0 {
@@ -473,7 +473,7 @@ func (p *Pipeline) flushPending() {
 		clear(p.pendFile)
 		for _, r := range list {
 			r.ev.Flags |= event.FlagNoCompletion
-			p.count(StatFileNoOpEnd, event.CountUnpaired, 1)
+			p.tally.Add(StatFileNoOpEnd, event.CountUnpaired, 1)
 			p.finish(r)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // counted as without their image.
 func TestCollectedIdentities(t *testing.T) {
 	p := NewPipeline(&discard{}, Options{})
-	p.mode = modeCollect
+	p.setMode(modeCollect)
 	add := func(ts int64, base uint64, tds uint32, age uint32) {
 		id := modIdentity{base: base, tds: tds, size: uint64(tds) * 2}
 		if age != 0 {
@@ -53,7 +53,7 @@ func TestCollectedIdentities(t *testing.T) {
 		}
 	}
 	p.flushIdentities()
-	if got := p.counted(StatIdentityNoImage); got != 1 {
+	if got := p.tally.Get(StatIdentityNoImage); got != 1 {
 		t.Errorf("identities without image: %d, want 1 (the one at 300)", got)
 	}
 }
@@ -62,7 +62,7 @@ func TestCollectedIdentities(t *testing.T) {
 // two records of each apart and out of order.
 func TestCollectedIdentitiesMany(t *testing.T) {
 	p := NewPipeline(&discard{}, Options{})
-	p.mode = modeCollect
+	p.setMode(modeCollect)
 	const n = 3000
 	perm := rand.New(rand.NewPCG(5, 6)).Perm(2 * n)
 	for _, j := range perm {
@@ -86,7 +86,7 @@ func TestCollectedIdentitiesMany(t *testing.T) {
 		}
 	}
 	p.flushIdentities()
-	if got := p.counted(StatIdentityNoImage); got != 0 {
+	if got := p.tally.Get(StatIdentityNoImage); got != 0 {
 		t.Errorf("identities without image: %d", got)
 	}
 }

@@ -140,9 +140,9 @@ func (p *Pipeline) link(d *diskInit, e *event.Event) {
 	}
 	if cause != nil {
 		e.Cause = cause.ev.ID
-		p.count(StatLinked, event.CountInfo, 1)
+		p.tally.Add(StatLinked, event.CountInfo, 1)
 		if cause.emitted {
-			p.count(StatLinkLate, event.CountUnpaired, 1)
+			p.tally.Add(StatLinkLate, event.CountUnpaired, 1)
 		} else {
 			cause.ev.CausedIOs++
 			cause.ev.CausedBytes += e.Size
@@ -301,10 +301,10 @@ func (p *Pipeline) emitReq(r *fileReq) {
 		!e.Status.Failed() && e.Bytes > 0 {
 		if p.waited(e) {
 			e.Flags |= event.FlagWaitedIO
-			p.count(StatWaitedIO, event.CountInfo, 1)
+			p.tally.Add(StatWaitedIO, event.CountInfo, 1)
 		} else {
 			e.Flags |= event.FlagCacheHit
-			p.count(StatCacheHits, event.CountInfo, 1)
+			p.tally.Add(StatCacheHits, event.CountInfo, 1)
 		}
 	}
 	p.emitStacked(e, &r.stk, true)

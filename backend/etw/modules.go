@@ -213,7 +213,7 @@ func (p *Pipeline) settleModules(ts int64, force bool) {
 		n := 0
 		for _, id := range p.idsBefore {
 			if force || ts > id.ts {
-				p.count(StatIdentityNoImage, event.CountUnresolved, 1)
+				p.tally.Add(StatIdentityNoImage, event.CountUnresolved, 1)
 				continue
 			}
 			p.idsBefore[n] = id
@@ -265,7 +265,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 		if _, ok := p.mods[k]; ok {
 			// Known: its identity records (if any) are taken, not
 			// repeated.
-			p.count(StatRundownEndKnown, event.CountInfo, 1)
+			p.tally.Add(StatRundownEndKnown, event.CountInfo, 1)
 			known = true
 		}
 	}
@@ -312,7 +312,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	for _, id := range p.idsBefore {
 		if id.own && id.pid == pid && id.base == ev.ImageBase {
 			if !pm.chk.agrees(&id) {
-				p.count(StatIdentityMismatch, event.CountUnresolved, 1)
+				p.tally.Add(StatIdentityMismatch, event.CountUnresolved, 1)
 				continue
 			}
 			p.mergeIdentity(&pm.id, &id)
@@ -363,7 +363,7 @@ func (p *Pipeline) identityConflict() {
 		p.idConflicts1++
 		return
 	}
-	p.count(StatIdentityConflict, event.CountInfo, 1)
+	p.tally.Add(StatIdentityConflict, event.CountInfo, 1)
 }
 
 // onIdentity takes an identity record: to the held image when it is its
@@ -378,7 +378,7 @@ func (p *Pipeline) onIdentity(r *record.Record, id *modIdentity) {
 		// By process and base, checked against the image.
 		if pm.has && pm.f.Pid == id.pid && pm.f.Handle == id.base {
 			if !pm.chk.agrees(id) {
-				p.count(StatIdentityMismatch, event.CountUnresolved, 1)
+				p.tally.Add(StatIdentityMismatch, event.CountUnresolved, 1)
 				return
 			}
 			p.mergeIdentity(&pm.id, id)
@@ -395,7 +395,7 @@ func (p *Pipeline) onIdentity(r *record.Record, id *modIdentity) {
 		}
 	}
 	if len(p.idsBefore) >= maxIdsBefore {
-		p.count(StatIdentityNoImage, event.CountUnresolved, 1)
+		p.tally.Add(StatIdentityNoImage, event.CountUnresolved, 1)
 		return
 	}
 	p.idsBefore = append(p.idsBefore, *id)
@@ -411,11 +411,11 @@ func (p *Pipeline) emitModule(f *event.Fact, id *modIdentity) {
 	}
 	if id.hasPDB && id.pdbID != "" {
 		f.Image = id.pdbID
-		p.count(StatModulesPDB, event.CountInfo, 1)
+		p.tally.Add(StatModulesPDB, event.CountInfo, 1)
 	} else {
-		p.count(StatModulesNoPDB, event.CountInfo, 1)
+		p.tally.Add(StatModulesNoPDB, event.CountInfo, 1)
 	}
-	p.count(StatModules, event.CountInfo, 1)
+	p.tally.Add(StatModules, event.CountInfo, 1)
 	p.emitFact(f)
 }
 
@@ -647,7 +647,7 @@ func (p *Pipeline) flushIdentities() {
 	p.sortIdentities() // done by startReplay: the second pass took them
 	for _, k := range p.ids1.keys {
 		if c := p.ids1.at(&k); !c.taken {
-			p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
+			p.tally.Add(StatIdentityNoImage, event.CountUnresolved, c.n)
 		}
 	}
 	for _, list := range p.own1 {
@@ -655,14 +655,14 @@ func (p *Pipeline) flushIdentities() {
 			switch c := &list[i]; {
 			case c.used:
 			case c.mismatch:
-				p.count(StatIdentityMismatch, event.CountUnresolved, c.n)
+				p.tally.Add(StatIdentityMismatch, event.CountUnresolved, c.n)
 			default:
-				p.count(StatIdentityNoImage, event.CountUnresolved, c.n)
+				p.tally.Add(StatIdentityNoImage, event.CountUnresolved, c.n)
 			}
 		}
 	}
 	if p.ownDropped > 0 {
-		p.count(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
+		p.tally.Add(StatIdentityNoImage, event.CountUnresolved, p.ownDropped)
 	}
 	p.ids1, p.own1, p.ownDropped = collectedIDs{}, nil, 0
 }
@@ -687,7 +687,7 @@ func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
 		if p.mode == modeCollect {
 			return
 		}
-		p.count(StatMarkers, event.CountInfo, 1)
+		p.tally.Add(StatMarkers, event.CountInfo, 1)
 		e := &p.scratch
 		*e = event.New()
 		e.ID = p.newID()
@@ -707,8 +707,8 @@ func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
 }
 
 func (p *Pipeline) ownError(r *record.Record, err error) {
-	p.count(StatOwnDecodeErrors, event.CountDropped, 1)
-	p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
+	p.tally.Add(StatOwnDecodeErrors, event.CountDropped, 1)
+	p.tally.Warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
 }
 
 // guidBytes returns g in its in-memory layout.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -64,9 +64,6 @@ type Options struct {
 	// clock, whose count at time 0 user space cannot read.
 	OriginAtFirstRecord func() int64
 }
-
-// maxWarnings bounds the warnings a pipeline reports through Options.Warn.
-const maxWarnings = 10
 
 // Counter names of the Stats a pipeline reports.
 const (
@@ -212,10 +209,9 @@ type Pipeline struct {
 	fact     event.Fact
 	nextID   uint64
 	lastTime int64
-	warnings int
 	err      error
 
-	counts  map[string]*counter // by name: one map access per count
+	tally   *tally.Tally // counters and warnings, muted in a file's first pass
 	records uint64
 }
 
@@ -243,7 +239,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		mods:     make(map[modKey]struct{}),
 		pdbIDs:   make(map[pdbKey]pdbEntry),
 		peIDs:    make(map[peKey]string),
-		counts:   make(map[string]*counter),
+		tally:    tally.New(opts.Warn),
 		qpcFreq:  opts.QPCFreq,
 	}
 	for i := range p.expectEnd {
@@ -272,38 +268,11 @@ func (p *Pipeline) SetClockFreq(freq uint64) {
 // Push.
 func (p *Pipeline) Tables() *resolve.Tables { return p.tables }
 
-func (p *Pipeline) count(name string, kind event.CounterKind, n uint64) {
-	if p.mode == modeCollect {
-		return
-	}
-	c := p.counts[name]
-	if c == nil {
-		c = &counter{kind: kind} // the kind of its first count
-		p.counts[name] = c
-	}
-	c.n += n
-}
-
-// counter is one of the pipeline's counters.
-type counter struct {
-	n    uint64
-	kind event.CounterKind
-}
-
-// counted returns the count of counter name so far.
-func (p *Pipeline) counted(name string) uint64 {
-	if c := p.counts[name]; c != nil {
-		return c.n
-	}
-	return 0
-}
-
-func (p *Pipeline) warn(format string, args ...any) {
-	if p.opts.Warn == nil || p.warnings >= maxWarnings || p.mode == modeCollect {
-		return
-	}
-	p.warnings++
-	p.opts.Warn(fmt.Sprintf(format, args...))
+// setMode sets what the pipeline does with records; a file's first pass
+// counts nothing (its second counts the same records).
+func (p *Pipeline) setMode(m mode) {
+	p.mode = m
+	p.tally.Mute(m == modeCollect)
 }
 
 // errEnded is returned by Push after Close.
@@ -322,7 +291,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 	}
 	p.records++
 	if p.opts.NoStacks && isStackWalk(r) {
-		p.count(StatStacksOff, event.CountInfo, 1)
+		p.tally.Add(StatStacksOff, event.CountInfo, 1)
 		return nil
 	}
 	if p.mode == modeReplay && takenFirst(r) {
@@ -340,8 +309,8 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return p.beginIfReady(r)
 	}
 	if err != nil {
-		p.count(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
-		p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
+		p.tally.Add(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
+		p.tally.Warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
 		return p.beginIfReady(r)
 	}
 	ev := &p.ev
@@ -492,7 +461,7 @@ func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	p.records += n
 	if takenFirst(r) {
 		if p.opts.NoStacks && isStackWalk(r) {
-			p.count(StatStacksOff, event.CountInfo, n)
+			p.tally.Add(StatStacksOff, event.CountInfo, n)
 		}
 		return // taken by the first pass
 	}
@@ -860,7 +829,7 @@ func (p *Pipeline) emit(e *event.Event) {
 		e.Comm = p.comm(e.Pid, e.Time)
 	}
 	if ntForm(e.Path) || ntForm(e.Path2) {
-		p.count(StatNTPath, event.CountInfo, 1)
+		p.tally.Add(StatNTPath, event.CountInfo, 1)
 	}
 	if err := p.sink.Event(e); err != nil {
 		p.err = fmt.Errorf("sink: event: %w", err)
@@ -931,16 +900,8 @@ func (p *Pipeline) stats(s *event.Stats) {
 	if p.noHeader {
 		s.Add(event.CountDropped, StatNoHeader, 1)
 	}
-	names := make([]string, 0, len(p.counts))
-	for name := range p.counts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		c := p.counts[name]
-		s.Add(c.kind, name, c.n)
-	}
-	if n := p.counted(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
+	p.tally.AddTo(s)
+	if n := p.tally.Get(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
 		s.Add(event.CountInfo, StatNoLinks, n)
 	}
 	p.dec.Stats(s)

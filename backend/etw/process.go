@@ -182,9 +182,9 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 func (p *Pipeline) sentImage(m *mainImage) {
 	if p.mode != modeCollect && !m.sent {
 		m.sent = true
-		p.count(StatProcessImages, event.CountInfo, 1)
+		p.tally.Add(StatProcessImages, event.CountInfo, 1)
 		if ntForm(p.dosPath(m.nt)) {
-			p.count(StatNTPath, event.CountInfo, 1)
+			p.tally.Add(StatNTPath, event.CountInfo, 1)
 		}
 	}
 }

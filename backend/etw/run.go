@@ -51,7 +51,7 @@ type decodableRecords interface {
 // every intact event was delivered, with the trailer, and is returned.
 func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error {
 	p := NewPipeline(sink, opts)
-	p.mode = modeCollect
+	p.setMode(modeCollect)
 	var err1 error
 	if k, ok := src.(keptRecords); ok {
 		// The first pass wants only the records that carry facts: the
@@ -97,9 +97,9 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // afresh.
 func (p *Pipeline) startReplay() {
 	p.sortIdentities() // still collecting, as collectIdentity was
-	p.mode = modeReplay
+	p.setMode(modeReplay)
 	if p.idConflicts1 != 0 {
-		p.count(StatIdentityConflict, event.CountInfo, p.idConflicts1)
+		p.tally.Add(StatIdentityConflict, event.CountInfo, p.idConflicts1)
 	}
 	anyEnd := false
 	for i := range p.expectEnd {

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
@@ -754,10 +755,10 @@ func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *
 	e.taken = true
 	ps := *e
 	if !joined {
-		p.count(StatStacksOther, event.CountInfo, uint64(ps.nrec))
+		p.tally.Add(StatStacksOther, event.CountInfo, uint64(ps.nrec))
 		return nil
 	}
-	p.count(StatStackRecords, event.CountInfo, uint64(ps.nrec))
+	p.tally.Add(StatStackRecords, event.CountInfo, uint64(ps.nrec))
 	sp := &s.take
 	*sp = stackParts{has: true}
 	if ps.kern.ok {
@@ -769,11 +770,11 @@ func (p *Pipeline) takeStackCounted(r *record.Record, tid uint32, joined bool) *
 	}
 	if !ps.user.ok && ps.userGone {
 		sp.lost |= event.FactUserLost
-		p.count(StatStackUserGone, event.CountDropped, 1)
+		p.tally.Add(StatStackUserGone, event.CountDropped, 1)
 	}
 	if ps.user.ok {
 		if ps.shared {
-			p.count(StatStackUserShared, event.CountInfo, 1)
+			p.tally.Add(StatStackUserShared, event.CountInfo, 1)
 		}
 		if f, ok := p.partFrames(ps.user, false); ok {
 			sp.user = f
@@ -823,13 +824,13 @@ func (p *Pipeline) flushStacks() {
 		}
 	}
 	if other > 0 {
-		p.count(StatStacksNoEvent, event.CountInfo, other)
+		p.tally.Add(StatStacksNoEvent, event.CountInfo, other)
 	}
 	if orphan > 0 {
-		p.count(StatStacksOrphan, event.CountLost, orphan)
+		p.tally.Add(StatStacksOrphan, event.CountLost, orphan)
 	}
 	if user > 0 {
-		p.count(StatStacksUserAlone, event.CountInfo, user)
+		p.tally.Add(StatStacksUserAlone, event.CountInfo, user)
 	}
 	p.stk.pres, p.stk.order, p.stk.arena, p.stk.defs = nil, nil, nil, nil
 }
@@ -846,7 +847,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 	if ev.Kind == kernel.KindStackKeyRef && r.Opcode == kernel.OpcodeStackKeyUser && p.opts.KernelStacksOnly {
 		// A cache key reference of the part not asked for (the
 		// session's stack filter trims the frames of whole stacks).
-		p.count(StatStacksOff, event.CountInfo, 1)
+		p.tally.Add(StatStacksOff, event.CountInfo, 1)
 		return
 	}
 	// A live session: the stack follows its event; its user part may
@@ -860,21 +861,21 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		// before it: a session on a busy machine may deliver other
 		// processors' records between them, so it is no proof of a
 		// loss (info).
-		p.count(StatStacksNoRecent, event.CountInfo, 1)
+		p.tally.Add(StatStacksNoRecent, event.CountInfo, 1)
 		return
 	}
 	var sp *stackParts
 	switch t.kind {
 	case targetFile:
 		if t.req.ev.ID != t.id || t.req.emitted {
-			p.count(StatStacksLate, event.CountDropped, 1)
+			p.tally.Add(StatStacksLate, event.CountDropped, 1)
 			return
 		}
 		sp = &t.req.stk
 	case targetDisk:
 		d, ok := p.pendDisk[t.irp]
 		if !ok || d.t != p.clock.ToNanos(t.ts) {
-			p.count(StatStacksLate, event.CountDropped, 1)
+			p.tally.Add(StatStacksLate, event.CountDropped, 1)
 			return
 		}
 		if d.stk == nil {
@@ -883,17 +884,17 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		}
 		sp = d.stk
 	case targetDone:
-		p.count(StatStacksLate, event.CountDropped, 1)
+		p.tally.Add(StatStacksLate, event.CountDropped, 1)
 		return
 	case targetUndecoded:
-		p.count(StatStacksUndecoded, event.CountInfo, 1)
+		p.tally.Add(StatStacksUndecoded, event.CountInfo, 1)
 		return
 	default:
-		p.count(StatStacksOther, event.CountInfo, 1)
+		p.tally.Add(StatStacksOther, event.CountInfo, 1)
 		return
 	}
 	p.liveStackPart(sp, r, ev)
-	p.count(StatStackRecords, event.CountInfo, 1)
+	p.tally.Add(StatStackRecords, event.CountInfo, 1)
 	if len(sp.user) == 0 && sp.lost&event.FactUserLost == 0 && kernelOnly(r, ev) && ev.Pid != 0 && ev.Pid != 4 && !p.opts.KernelStacksOnly {
 		// Its user part comes when the thread returns to user mode
 		// (the System process's threads never do; a session asked for
@@ -1002,7 +1003,7 @@ func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
 		delete(s.held, tid)
 	}
 	if joined {
-		p.count(StatStackRecords, event.CountInfo, 1)
+		p.tally.Add(StatStackRecords, event.CountInfo, 1)
 	}
 	return joined
 }
@@ -1012,7 +1013,7 @@ func (p *Pipeline) liveUser(r *record.Record, ev *kernel.Event) bool {
 func (p *Pipeline) userGone(sp *stackParts) {
 	sp.waiting = false
 	sp.lost |= event.FactUserLost
-	p.count(StatStackUserGone, event.CountDropped, 1)
+	p.tally.Add(StatStackUserGone, event.CountDropped, 1)
 }
 
 // threadEnded gives up the user parts the stacks of thread tid of process
@@ -1088,7 +1089,7 @@ func (p *Pipeline) emitStacked(e *event.Event, sp *stackParts, file bool) {
 func (p *Pipeline) releaseNoUser(h *heldEvent) {
 	h.sp.waiting = false
 	h.sp.lost |= event.FactUserLost
-	p.count(StatStackUserNever, event.CountDropped, 1)
+	p.tally.Add(StatStackUserNever, event.CountDropped, 1)
 	p.releaseHeld(h)
 }
 
@@ -1342,7 +1343,7 @@ func (p *Pipeline) keyFrames(key uint64, kernelSide bool, ts int64) ([]uint64, b
 	if created != nil {
 		return s.frames(created.frames), true
 	}
-	p.count(StatStackKeyUndefined, event.CountDropped, 1)
+	p.tally.Add(StatStackKeyUndefined, event.CountDropped, 1)
 	return nil, false
 }
 
@@ -1378,7 +1379,7 @@ func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
 			}
 			b := x.Data
 			if len(b) < 8+ptr || (len(b)-8)%ptr != 0 {
-				p.count(StatDecodeErrors+": stack extended data", event.CountDropped, 1)
+				p.tally.Add(StatDecodeErrors+": stack extended data", event.CountDropped, 1)
 				continue
 			}
 			addrs := make([]uint64, 0, (len(b)-8)/ptr)
@@ -1396,10 +1397,10 @@ func (p *Pipeline) extStack(r *record.Record, sp *stackParts) {
 				i++
 			}
 			sp.kernel, sp.user, sp.has = addrs[:i:i], addrs[i:], true
-			p.count(StatStackRecords, event.CountInfo, 1)
+			p.tally.Add(StatStackRecords, event.CountInfo, 1)
 			return
 		case extStackKey32, extStackKey64:
-			p.count(StatStackKeyExt, event.CountDropped, 1)
+			p.tally.Add(StatStackKeyExt, event.CountDropped, 1)
 		}
 	}
 }
@@ -1419,11 +1420,11 @@ func (p *Pipeline) setStack(e *event.Event, sp *stackParts) {
 	}
 	switch {
 	case e.Layer == event.LayerBlock && e.Op == event.OpBlockFlush:
-		p.count(StatStacksFlush, event.CountInfo, 1)
+		p.tally.Add(StatStacksFlush, event.CountInfo, 1)
 	case e.Layer == event.LayerBlock:
-		p.count(StatStacksDisk, event.CountInfo, 1)
+		p.tally.Add(StatStacksDisk, event.CountInfo, 1)
 	default:
-		p.count(StatStacksFile, event.CountInfo, 1)
+		p.tally.Add(StatStacksFile, event.CountInfo, 1)
 	}
 	e.Stack = p.internStack(k, sp.user, flags)
 }
@@ -1467,7 +1468,7 @@ func (s *stackState) keepError(r *record.Record, counter string, err error) {
 		s.errs = make(map[string]uint64)
 	}
 	s.errs[counter]++
-	if len(s.errMsgs) < maxWarnings {
+	if len(s.errMsgs) < tally.MaxWarnings {
 		s.errMsgs = append(s.errMsgs, fmt.Sprintf("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err))
 	}
 }
@@ -1503,10 +1504,10 @@ func (s *stackState) replayErrors(p *Pipeline) {
 	}
 	s.undec = nil
 	for name, n := range s.errs {
-		p.count(name, event.CountDropped, n)
+		p.tally.Add(name, event.CountDropped, n)
 	}
 	for _, m := range s.errMsgs {
-		p.warn("%s", m)
+		p.tally.Warn("%s", m)
 	}
 	s.errs, s.errMsgs = nil, nil
 }
