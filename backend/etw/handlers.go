@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
@@ -200,7 +201,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			e.Flags |= event.FlagNoCompletion
 			p.tally.Add(StatFileNoOpEndInTrace, event.CountInfo, 1)
 			if len(r.Ext) > 0 {
-				var sp stackParts
+				var sp stackjoin.Parts
 				p.extStack(r, &sp)
 				p.setStack(e, &sp)
 			} else if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
@@ -404,7 +405,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		// writes, whose resolution StatDiskIOs totals.
 		p.tally.Add(StatDiskFlushes, event.CountInfo, 1)
 	}
-	var sp *stackParts
+	var sp *stackjoin.Parts
 	if ok {
 		sp = in.stk
 	}

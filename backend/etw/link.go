@@ -3,6 +3,8 @@ package etw
 import (
 	"sort"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
+
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -54,7 +56,7 @@ type fileReq struct {
 	linkOK  bool  // counted in inflight: disk I/O may link to it
 	unsure  bool  // a disk I/O it may have caused never completed
 	doneAt  int64
-	stk     stackParts // its stack, joined while it was pending
+	stk     stackjoin.Parts // its stack, joined while it was pending
 }
 
 // linkable reports whether a request of op can cause disk I/O that we

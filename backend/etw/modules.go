@@ -436,7 +436,7 @@ func (p *Pipeline) identityOf(r *record.Record, ev *kernel.Event) (modIdentity, 
 		im, err := ownprovider.DecodeImage(r.UserData)
 		if err != nil {
 			if p.mode == modeCollect {
-				p.stk.keepError(r, StatOwnDecodeErrors, err)
+				p.taken.keepError(r, StatOwnDecodeErrors, err)
 			} else {
 				p.ownError(r, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
@@ -131,7 +132,7 @@ type diskInit struct {
 	op       event.Op
 	ncand    uint8
 	cand     [maxCandidates]*fileReq // file requests it may belong to (link.go)
-	stk      *stackParts             // its stack, joined while it was pending
+	stk      *stackjoin.Parts        // its stack, joined while it was pending
 }
 
 type procSpan struct {
@@ -190,8 +191,12 @@ type Pipeline struct {
 	images   map[uint32][]imageSeen
 	mainImg  map[event.ProcessKey]*mainImage
 
-	// Stacks (stacks.go) and modules (modules.go).
-	stk          stackState
+	// Stacks (stacks.go, package stackjoin) and modules (modules.go).
+	stk          *stackjoin.Joiner
+	held         *stackjoin.Holder // live: events waiting for their stack's user part
+	stackIDs     stackjoin.Interner
+	live         liveStacks
+	taken        takenLog // what is wrong with the records the first pass takes
 	pendMod      pendingModule
 	idsBefore    []modIdentity
 	mods         map[modKey]struct{}
@@ -242,6 +247,8 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		tally:    tally.New(opts.Warn),
 		qpcFreq:  opts.QPCFreq,
 	}
+	p.stk = stackjoin.New(p.tally)
+	p.held = stackjoin.NewHolder(p.tally)
 	for i := range p.expectEnd {
 		p.expectEnd[i] = opts.ExpectOpEnd
 	}
@@ -343,7 +350,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.otherStack(r)
 	case kernel.KindThread:
 		if p.mode == modeCollect && ev.Phase == kernel.PhaseEnd && !p.opts.NoStacks {
-			p.stk.collectThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
+			p.stk.ThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
 		}
 		p.onThread(ev, t)
 		p.otherStack(r)
@@ -367,7 +374,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if len(p.deferred) > 0 {
 		p.expire(false)
 	}
-	if p.stk.heldN > 0 && p.records%holdCheckEvery == 0 {
+	if p.held.Len() > 0 && p.records%stackjoin.ExpireEvery == 0 {
 		p.expireHeld(false)
 	}
 	return p.err
@@ -407,13 +414,13 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 		sw, ok, err := kernel.DecodeStackWalk(r)
 		switch {
 		case !ok:
-			p.stk.keepUndecoded(r)
+			p.taken.keepUndecoded(r)
 		case err != nil:
-			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+			p.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		case sw.Kind == kernel.KindStackKeyDef:
-			p.defineKey(r, sw.StackKey, sw.Frames)
+			p.stk.DefineKey(r, sw.StackKey, sw.Frames)
 		default:
-			p.collectStack(r, &sw)
+			p.stk.Stack(r, &sw)
 		}
 		return
 	}
@@ -421,9 +428,9 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 		im, ok, err := kernel.DecodeImageID(r)
 		switch {
 		case !ok:
-			p.stk.keepUndecoded(r)
+			p.taken.keepUndecoded(r)
 		case err != nil:
-			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+			p.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		default:
 			id := modIdentity{base: im.ImageBase, tds: im.TimeDateStamp, size: im.ImageSize}
 			if im.HasPDB && len(im.PdbName) > 0 {
@@ -437,11 +444,11 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	ev := &p.kev
 	ok, err := p.dec.Decode(r, ev)
 	if !ok {
-		p.stk.keepUndecoded(r)
+		p.taken.keepUndecoded(r)
 		return
 	}
 	if err != nil {
-		p.stk.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
+		p.taken.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
 		return
 	}
 	switch ev.Kind {
@@ -544,7 +551,7 @@ func (p *Pipeline) collectKeep(r *record.Record) bool {
 	use := firstUse(r, c, code)
 	if !p.opts.NoStacks && use != firstStack {
 		// A record a stack walk may follow.
-		p.stk.noteRecord(r)
+		p.stk.NoteRecord(r)
 	}
 	switch use {
 	case firstStack:
@@ -872,7 +879,7 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 	p.settleModules(0, true)
 	p.flushPending()
 	p.expireHeld(true)
-	p.flushStacks()
+	p.stk.Leftover()
 	p.flushIdentities()
 	if p.err != nil {
 		return p.err

@@ -115,8 +115,8 @@ func (p *Pipeline) startReplay() {
 	}
 	p.dec = kernel.NewDecoder()
 	p.records = 0
-	p.stk.replayErrors(p)
-	p.stk.sortCollected()
+	p.taken.replay(p)
+	p.stackIDs.Expect(p.stk.Assemble())
 	p.lastTime = 0
 	p.dos = make(map[string]string)
 }
