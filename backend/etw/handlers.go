@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -80,7 +81,7 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 func (p *Pipeline) onFileName(ev *kernel.Event, t int64) {
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileKey, Handle: ev.FileKey,
-		Name: ntPath(p.str(ev.Name))}
+		Name: names.NT(p.names.Str(ev.Name))}
 	switch {
 	case ev.Kind == kernel.KindFileRundown:
 		// A rundown names its key for the whole trace unless something
@@ -126,7 +127,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 	prov := providerOf(ev)
 	var name string
 	if len(ev.Name) > 0 {
-		name = ntPath(p.str(ev.Name))
+		name = names.NT(p.names.Str(ev.Name))
 	}
 	if ev.Op == event.OpOpen && ev.FileObject != 0 && name != "" {
 		p.fact = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileObject, Handle: ev.FileObject, Name: name}
@@ -149,7 +150,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		e.Request = ev.Irp
 		switch ev.Op {
 		case event.OpOpen:
-			e.Path = p.dosPath(name)
+			e.Path = p.names.DOS(name)
 			e.OpenFlags = ev.CreateOptions & 0xFFFFFF
 			e.Disposition = uint8(ev.CreateOptions >> 24)
 			e.Mode = ev.ShareAccess
@@ -170,9 +171,9 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			e.Info = ev.InfoClass
 			if name != "" {
 				if ev.Op == event.OpDelete {
-					e.Path = p.dosPath(name)
+					e.Path = p.names.DOS(name)
 				} else {
-					e.Path2 = p.dosPath(name)
+					e.Path2 = p.names.DOS(name)
 				}
 			}
 		}

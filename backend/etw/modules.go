@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -278,7 +279,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	check := p.mode != modeReplay || len(p.own1) > 0
 	var name string
 	if len(ev.Name) > 0 && (check || !known) {
-		name = p.str(ev.Name)
+		name = p.names.Str(ev.Name)
 		if check {
 			pm.chk.name = imageName(name)
 		}
@@ -288,7 +289,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 		Rundown: ev.Phase == kernel.PhaseDCStart || ev.Phase == kernel.PhaseDCEnd}
 	if !known { // else only its identity records are taken
 		if name != "" {
-			f.Name = p.dosPath(ntPath(name))
+			f.Name = p.names.DOS(names.NT(name))
 		}
 		if ev.TimeDateStamp != 0 {
 			f.Detail = p.peID(ev.TimeDateStamp, ev.ImageSize, ev.Checksum)

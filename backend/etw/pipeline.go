@@ -1,13 +1,12 @@
 package etw
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
@@ -157,9 +156,7 @@ type Pipeline struct {
 	kev    kernel.Event // records the first pass takes before the merge
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
-	dos    map[string]string // NT path → DOS path cache
-	strs   map[uint64]string // hash of UTF-16 bytes → string, shared by both passes
-	seed   maphash.Seed
+	names  *names.Cache // payload strings and DOS paths, shared by both passes
 
 	begun     bool
 	ended     bool
@@ -231,9 +228,6 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		dec:      kernel.NewDecoder(),
 		tables:   resolve.NewTables(),
 		procs:    make(map[uint32][]procSpan),
-		dos:      make(map[string]string),
-		strs:     make(map[uint64]string),
-		seed:     maphash.MakeSeed(),
 		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
 		inflight: make(map[uint32][]*fileReq),
@@ -247,6 +241,7 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		tally:    tally.New(opts.Warn),
 		qpcFreq:  opts.QPCFreq,
 	}
+	p.names = names.New(p.tables)
 	p.stk = stackjoin.New(p.tally)
 	p.held = stackjoin.NewHolder(p.tally)
 	for i := range p.expectEnd {
@@ -733,81 +728,17 @@ func (p *Pipeline) threadPid(tid uint32, t int64) (uint32, bool) {
 	return uint32(v), true
 }
 
-// maxStrs bounds the strings str keeps.
-const maxStrs = 1 << 17
-
-// str converts a payload string, once: names come back in the second
-// pass of a file (and, in a live session, the same paths come again and
-// again). Strings are found by a hash of their UTF-16 bytes and checked
-// against them (ASCII strings; others are converted each time), so that
-// neither a hit nor a miss allocates more than the string itself.
-func (p *Pipeline) str(w kernel.WStr) string {
-	h := maphash.Bytes(p.seed, w)
-	if s, ok := p.strs[h]; ok && sameASCII(w, s) {
-		return s
-	}
-	s := w.String()
-	if len(p.strs) < maxStrs {
-		p.strs[h] = s
-	}
-	return s
-}
-
-// sameASCII reports whether the UTF-16 string w is the ASCII string s.
-func sameASCII(w kernel.WStr, s string) bool {
-	if len(w) != 2*len(s) {
-		return false
-	}
-	// Four characters at a time: s's bytes, each below 0x80, spread
-	// into the low bytes of w's four UTF-16 units.
-	i := 0
-	for ; i+4 <= len(s); i += 4 {
-		c := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
-		if c&0x80808080 != 0 {
-			return false
-		}
-		spread := uint64(c&0xff) | uint64(c>>8&0xff)<<16 | uint64(c>>16&0xff)<<32 | uint64(c>>24)<<48
-		if binary.LittleEndian.Uint64(w[2*i:]) != spread {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if w[2*i] != s[i] || w[2*i+1] != 0 || s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// ntPath cleans a kernel path: "\??\C:\x" becomes "C:\x".
-func ntPath(s string) string {
-	return strings.TrimPrefix(s, `\??\`)
-}
-
-// dosPath maps an NT path to a DOS path through the volume mapping, with
-// a cache so that hot paths do not allocate.
-func (p *Pipeline) dosPath(nt string) string {
-	if d, ok := p.dos[nt]; ok {
-		return d
-	}
-	d := p.tables.DOSPath(nt)
-	if len(p.dos) < 1<<16 {
-		p.dos[nt] = d
-	}
-	return d
-}
-
 // filePath resolves a FileKey, then a FileObject, at time t. A DiskIo
 // FileKey is also tried as a FileObject, which some versions log there.
 func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) {
 	if fileKey != 0 {
 		if s, ok := p.tables.FileKeys.Lookup(fileKey, t); ok && s != "" {
-			return p.dosPath(s), true
+			return p.names.DOS(s), true
 		}
 	}
 	if fileObject != 0 {
 		if s, ok := p.tables.FileObjects.Lookup(fileObject, t); ok && s != "" {
-			return p.dosPath(s), true
+			return p.names.DOS(s), true
 		}
 	}
 	return "", false

@@ -3,6 +3,7 @@ package etw
 import (
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
@@ -119,7 +120,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	short := ev.ImageFileName.String()
 	var full string
 	if len(ev.Name) > 0 {
-		full = ntPath(p.str(ev.Name)) // Kernel-Process: the executable's path
+		full = names.NT(p.names.Str(ev.Name)) // Kernel-Process: the executable's path
 		if short == "" {
 			short = baseName(full)
 		}
@@ -172,7 +173,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
 		started: ev.Phase == kernel.PhaseStart}
 	if m := p.mainImg[key]; m != nil {
-		f.Name, f.Image = m.name, p.dosPath(m.nt)
+		f.Name, f.Image = m.name, p.names.DOS(m.nt)
 		p.sentImage(m)
 	}
 	p.emitFact(f)
@@ -183,7 +184,7 @@ func (p *Pipeline) sentImage(m *mainImage) {
 	if p.mode != modeCollect && !m.sent {
 		m.sent = true
 		p.tally.Add(StatProcessImages, event.CountInfo, 1)
-		if ntForm(p.dosPath(m.nt)) {
+		if ntForm(p.names.DOS(m.nt)) {
 			p.tally.Add(StatNTPath, event.CountInfo, 1)
 		}
 	}
@@ -223,7 +224,7 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 	if !mayBeMain(ev.Name.Base()) {
 		return
 	}
-	nt := p.str(ev.Name)
+	nt := p.names.Str(ev.Name)
 	base := baseName(nt)
 	key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}
 	m := p.mainImg[key]
@@ -231,7 +232,7 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 	case modeCollect:
 		// Decided once every process name is known (chooseImages).
 		if m == nil && len(p.images[pid]) < maxImagesPerPid {
-			p.images[pid] = append(p.images[pid], imageSeen{t: t, nt: ntPath(nt)})
+			p.images[pid] = append(p.images[pid], imageSeen{t: t, nt: names.NT(nt)})
 		}
 		return
 	case modeLive:
@@ -240,17 +241,17 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 			if !isMainImage(name, base) {
 				return
 			}
-			m = &mainImage{t: t, nt: ntPath(nt), name: trimExe(base)}
+			m = &mainImage{t: t, nt: names.NT(nt), name: trimExe(base)}
 			p.mainImg[key] = m
 		}
 	}
-	if m == nil || m.sent || m.t != t || m.nt != ntPath(nt) {
+	if m == nil || m.sent || m.t != t || m.nt != names.NT(nt) {
 		return
 	}
 	pi := p.procInfo[pid]
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: pid, ProcStart: key.Start, PPid: pi.ppid,
-		Name: m.name, Image: p.dosPath(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
+		Name: m.name, Image: p.names.DOS(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
 	p.sentImage(m)
 	p.emitFact(f)
 }

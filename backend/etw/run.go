@@ -118,7 +118,7 @@ func (p *Pipeline) startReplay() {
 	p.taken.replay(p)
 	p.stackIDs.Expect(p.stk.Assemble())
 	p.lastTime = 0
-	p.dos = make(map[string]string)
+	p.names.ForgetDOS()
 }
 
 // SliceRecords is a Records over records in memory (tests, fakes).
