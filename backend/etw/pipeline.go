@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/modident"
 	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/internal/tally"
@@ -189,23 +190,12 @@ type Pipeline struct {
 	mainImg  map[event.ProcessKey]*mainImage
 
 	// Stacks (stacks.go, package stackjoin) and modules (modules.go).
-	stk          *stackjoin.Joiner
-	held         *stackjoin.Holder // live: events waiting for their stack's user part
-	stackIDs     stackjoin.Interner
-	live         liveStacks
-	taken        takenLog // what is wrong with the records the first pass takes
-	pendMod      pendingModule
-	idsBefore    []modIdentity
-	mods         map[modKey]struct{}
-	ids1         collectedIDs // identities a file's first pass collected (sortIdentities)
-	idConflicts1 uint64       // conflicts among them, counted when the second pass starts
-	pdbIDs       map[pdbKey]pdbEntry
-	peIDs        map[peKey]string
-
-	// iotrace image identities a file's first pass collected, by
-	// process and base (modules.go).
-	own1       map[modKey][]ownCollected
-	ownDropped uint64
+	stk      *stackjoin.Joiner
+	held     *stackjoin.Holder // live: events waiting for their stack's user part
+	stackIDs stackjoin.Interner
+	live     liveStacks
+	taken    takenLog          // what is wrong with the records the first pass takes
+	mods     *modident.Modules // module facts and their identities
 
 	scratch  event.Event
 	fact     event.Fact
@@ -235,13 +225,11 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		procInfo: make(map[uint32]procInfo),
 		images:   make(map[uint32][]imageSeen),
 		mainImg:  make(map[event.ProcessKey]*mainImage),
-		mods:     make(map[modKey]struct{}),
-		pdbIDs:   make(map[pdbKey]pdbEntry),
-		peIDs:    make(map[peKey]string),
 		tally:    tally.New(opts.Warn),
 		qpcFreq:  opts.QPCFreq,
 	}
 	p.names = names.New(p.tables)
+	p.mods = modident.New(p.tally, p.names)
 	p.stk = stackjoin.New(p.tally)
 	p.held = stackjoin.NewHolder(p.tally)
 	for i := range p.expectEnd {
@@ -275,6 +263,9 @@ func (p *Pipeline) Tables() *resolve.Tables { return p.tables }
 func (p *Pipeline) setMode(m mode) {
 	p.mode = m
 	p.tally.Mute(m == modeCollect)
+	if m == modeCollect {
+		p.mods.BeginCollect()
+	}
 }
 
 // errEnded is returned by Push after Close.
@@ -326,8 +317,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if t > p.lastTime {
 		p.lastTime = t
 	}
-	if p.pendMod.has || len(p.idsBefore) > 0 {
-		p.settleModules(r.Timestamp, false)
+	if p.mods.Waiting() {
+		p.mods.Settle(r.Timestamp, false)
+		p.emitModules()
 	}
 	switch ev.Kind {
 	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
@@ -427,12 +419,8 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 		case err != nil:
 			p.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
 		default:
-			id := modIdentity{base: im.ImageBase, tds: im.TimeDateStamp, size: im.ImageSize}
-			if im.HasPDB && len(im.PdbName) > 0 {
-				id.hasPDB, id.guid, id.age = true, im.PdbGUID, im.Age
-				id.pdbID = p.pdbID(im.PdbName, im.PdbGUID, im.Age)
-			}
-			p.collectIdentity(r.Timestamp, &id)
+			id := p.mods.ImageID(&im)
+			p.mods.Collect(r.Timestamp, &id)
 		}
 		return
 	}
@@ -448,8 +436,10 @@ func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
 	}
 	switch ev.Kind {
 	case kernel.KindImageID, kernel.KindImageDbgID, kernel.KindOwnImage:
-		if id, ok := p.identityOf(r, ev); ok {
-			p.collectIdentity(r.Timestamp, &id)
+		if id, err := p.mods.Of(r, ev); err != nil {
+			p.taken.keepError(r, StatOwnDecodeErrors, err)
+		} else {
+			p.mods.Collect(r.Timestamp, &id)
 		}
 	}
 }
@@ -807,11 +797,11 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 			return p.err
 		}
 	}
-	p.settleModules(0, true)
+	p.mods.End()
+	p.emitModules()
 	p.flushPending()
 	p.expireHeld(true)
 	p.stk.Leftover()
-	p.flushIdentities()
 	if p.err != nil {
 		return p.err
 	}

@@ -61,21 +61,13 @@ type mainImage struct {
 // ProcessName is the process name an image gives, the rule every ETW
 // source uses (offline and live): the file name without ".exe",
 // `C:\Windows\System32\svchost.exe` → "svchost".
-func ProcessName(image string) string { return trimExe(baseName(image)) }
+func ProcessName(image string) string { return trimExe(names.Base(image)) }
 
 // trimExe turns an image name into a process name: "svchost.exe" →
 // "svchost".
 func trimExe(s string) string {
 	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
 		return s[:len(s)-4]
-	}
-	return s
-}
-
-// baseName returns the last element of a Windows path.
-func baseName(s string) string {
-	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
-		return s[i+1:]
 	}
 	return s
 }
@@ -122,7 +114,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	if len(ev.Name) > 0 {
 		full = names.NT(p.names.Str(ev.Name)) // Kernel-Process: the executable's path
 		if short == "" {
-			short = baseName(full)
+			short = names.Base(full)
 		}
 	}
 	f := &p.fact
@@ -168,7 +160,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	}
 	key := event.ProcessKey{Pid: ev.Pid, Start: f.ProcStart}
 	if full != "" && p.mainImg[key] == nil {
-		p.mainImg[key] = &mainImage{t: t, nt: full, name: trimExe(baseName(full))}
+		p.mainImg[key] = &mainImage{t: t, nt: full, name: trimExe(names.Base(full))}
 	}
 	p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
 		started: ev.Phase == kernel.PhaseStart}
@@ -225,7 +217,7 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 		return
 	}
 	nt := p.names.Str(ev.Name)
-	base := baseName(nt)
+	base := names.Base(nt)
 	key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}
 	m := p.mainImg[key]
 	switch p.mode {
@@ -266,7 +258,7 @@ func (p *Pipeline) chooseImages() {
 				continue
 			}
 			name, _ := p.tables.ProcessName(pid, s.t)
-			if base := baseName(s.nt); isMainImage(name, base) {
+			if base := names.Base(s.nt); isMainImage(name, base) {
 				p.mainImg[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
 			}
 		}

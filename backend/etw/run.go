@@ -96,11 +96,8 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // tables are complete and stay as they are; pairing and emission start
 // afresh.
 func (p *Pipeline) startReplay() {
-	p.sortIdentities() // still collecting, as collectIdentity was
 	p.setMode(modeReplay)
-	if p.idConflicts1 != 0 {
-		p.tally.Add(StatIdentityConflict, event.CountInfo, p.idConflicts1)
-	}
+	p.mods.EndCollect(p.images1)
 	anyEnd := false
 	for i := range p.expectEnd {
 		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0
@@ -108,11 +105,6 @@ func (p *Pipeline) startReplay() {
 	}
 	p.linking = anyEnd && (p.opts.DiskIOInit || p.diskInits > 0)
 	p.chooseImages()
-	if len(p.mods) == 0 {
-		// Sized for the modules the second pass will see (rundowns at
-		// the end of modules already known are counted too).
-		p.mods = make(map[modKey]struct{}, min(p.images1, 1<<16))
-	}
 	p.dec = kernel.NewDecoder()
 	p.records = 0
 	p.taken.replay(p)

@@ -98,3 +98,11 @@ func (c *Cache) DOS(nt string) string {
 // ForgetDOS empties the DOS path cache: the volume mapping changed (a
 // file's second pass starts with the whole trace's).
 func (c *Cache) ForgetDOS() { c.dos = make(map[string]string) }
+
+// Base returns the last element of a Windows path.
+func Base(s string) string {
+	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
