@@ -243,7 +243,6 @@ func (p *Pipeline) emitFile(e *event.Event) {
 
 func (p *Pipeline) onFileOpEnd(ev *kernel.Event, t int64) {
 	prov := providerOf(ev)
-	p.opEnds[prov]++
 	if p.mode == modeCollect {
 		return
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
-	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/resolve"
@@ -144,17 +143,13 @@ type procSpan struct {
 // records in timestamp order with Push and finish with Close. It is not
 // safe for concurrent use.
 type Pipeline struct {
-	sink event.Sink
-	opts Options
-	mode mode
-	// keptFirst: the source applied collectKeep to every record of the
-	// first pass (EachKept); the records it passes on are not counted or
-	// taken again.
-	keptFirst bool
+	sink  event.Sink
+	opts  Options
+	mode  mode
+	first firstPass // a file's first pass (modeCollect)
 
 	dec    *kernel.Decoder
 	ev     kernel.Event
-	kev    kernel.Event // records the first pass takes before the merge
 	tables *resolve.Tables
 	procs  map[uint32][]procSpan
 	names  *names.Cache // payload strings and DOS paths, shared by both passes
@@ -171,9 +166,6 @@ type Pipeline struct {
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
-	opEnds    [numProviders]uint64
-	diskInits uint64 // DiskIo Inits seen in the first pass
-	images1   int    // Image events seen in the first pass
 
 	// Causal links between disk I/O and file requests (link.go).
 	linking    bool
@@ -194,7 +186,6 @@ type Pipeline struct {
 	held     *stackjoin.Holder // live: events waiting for their stack's user part
 	stackIDs stackjoin.Interner
 	live     liveStacks
-	taken    takenLog          // what is wrong with the records the first pass takes
 	mods     *modident.Modules // module facts and their identities
 
 	scratch  event.Event
@@ -231,6 +222,11 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 	p.names = names.New(p.tables)
 	p.mods = modident.New(p.tally, p.names)
 	p.stk = stackjoin.New(p.tally)
+	firstStacks := p.stk
+	if opts.NoStacks {
+		firstStacks = nil
+	}
+	p.first = newFirstPass(firstStacks, p.mods)
 	p.held = stackjoin.NewHolder(p.tally)
 	for i := range p.expectEnd {
 		p.expectEnd[i] = opts.ExpectOpEnd
@@ -290,7 +286,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if p.mode == modeReplay && takenFirst(r) {
 		return nil // taken by the first pass
 	}
-	if p.mode == modeCollect && !p.collectWanted(r) {
+	if p.mode == modeCollect && !p.firstWants(r) {
 		return nil
 	}
 	ok, err := p.dec.Decode(r, &p.ev)
@@ -321,6 +317,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.mods.Settle(r.Timestamp, false)
 		p.emitModules()
 	}
+	if p.mode == modeCollect {
+		p.first.inOrder(r, ev)
+	}
 	switch ev.Kind {
 	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
 		p.onFileName(ev, t)
@@ -336,15 +335,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onProcess(ev, t)
 		p.otherStack(r)
 	case kernel.KindThread:
-		if p.mode == modeCollect && ev.Phase == kernel.PhaseEnd && !p.opts.NoStacks {
-			p.stk.ThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
-		}
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:
-		if p.mode == modeCollect {
-			p.images1++
-		}
 		p.onImage(r, ev, t)
 		p.onModule(r, ev, t)
 		p.otherStack(r)
@@ -367,85 +360,8 @@ func (p *Pipeline) Push(r *record.Record) error {
 	return p.err
 }
 
-// pass2Wants reports whether the second pass of a file needs r: records a
-// decoder may know (kernel.MayDecode), but for those the first pass took
-// (takenFirst).
-func pass2Wants(r *record.Record) bool {
-	c := kernel.ClassOf(r)
-	return kernel.MayDecodeClass(c, r) && !takenFirstClass(c, r)
-}
-
-// takenFirst reports whether the first pass of a file takes r whole, in
-// any order, before the merge by time: stack walks and image identities.
-// The second pass does not see them.
-func takenFirst(r *record.Record) bool {
-	return takenFirstClass(kernel.ClassOf(r), r)
-}
-
-// takenFirstClass is takenFirst for a record of class c (ClassOf).
-func takenFirstClass(c kernel.Class, r *record.Record) bool {
-	switch c {
-	case kernel.ClassStackWalk, kernel.ClassImageID:
-		return true
-	case kernel.ClassOwn:
-		return r.Opcode == ownprovider.OpcodeImage
-	}
-	return false
-}
-
-// takeFirst decodes and keeps a record the first pass takes (takenFirst);
-// records no decoder knows are kept for the second pass's counts
-// (keepUndecoded).
-func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
-	if isStackWalk(r) {
-		sw, ok, err := kernel.DecodeStackWalk(r)
-		switch {
-		case !ok:
-			p.taken.keepUndecoded(r)
-		case err != nil:
-			p.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
-		case sw.Kind == kernel.KindStackKeyDef:
-			p.stk.DefineKey(r, sw.StackKey, sw.Frames)
-		default:
-			p.stk.Stack(r, &sw)
-		}
-		return
-	}
-	if c == kernel.ClassImageID {
-		im, ok, err := kernel.DecodeImageID(r)
-		switch {
-		case !ok:
-			p.taken.keepUndecoded(r)
-		case err != nil:
-			p.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
-		default:
-			id := p.mods.ImageID(&im)
-			p.mods.Collect(r.Timestamp, &id)
-		}
-		return
-	}
-	ev := &p.kev
-	ok, err := p.dec.Decode(r, ev)
-	if !ok {
-		p.taken.keepUndecoded(r)
-		return
-	}
-	if err != nil {
-		p.taken.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
-		return
-	}
-	switch ev.Kind {
-	case kernel.KindImageID, kernel.KindImageDbgID, kernel.KindOwnImage:
-		if id, err := p.mods.Of(r, ev); err != nil {
-			p.taken.keepError(r, StatOwnDecodeErrors, err)
-		} else {
-			p.mods.Collect(r.Timestamp, &id)
-		}
-	}
-}
-
 // countUndecodable counts n records like r that the second pass does not
-// want (pass2Wants is false for them), as Push would count them.
+// want (secondWants is false for them), as Push would count them.
 func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	if p.err != nil || p.ended {
 		return
@@ -462,108 +378,21 @@ func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	}
 }
 
-// pass1Facts holds the events the first pass of a file decodes: those
-// that carry facts (names, processes, threads, images, disks, volumes,
-// the header) and the Creates and Closes that bind FILE_OBJECTs.
-var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	switch k {
-	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
-		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
-		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
-		kernel.KindOwnVolume:
-		return true
-	case kernel.KindFileRequest:
-		return op == event.OpOpen || op == event.OpClose
-	}
-	return false
-})
-
-// pass1Counted holds the events the first pass only counts, undecoded:
-// OpEnds (requests then wait for them) and DiskIo Inits (disk I/O can
-// then be linked to requests).
-var pass1Counted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	return k == kernel.KindFileOpEnd || k == kernel.KindDiskInit
-})
-
-// collectWanted reports whether the first pass must decode r; it counts
-// the records it only needs to count. The first record fixes time 0 when
-// the stream has no header.
-func (p *Pipeline) collectWanted(r *record.Record) bool {
-	if p.keptFirst {
-		if firstDecodes(r) {
+// firstWants reports whether the first pass decodes r (firstPass.keep,
+// unless the source applied it already). The first record fixes time 0
+// when the stream has no header.
+func (p *Pipeline) firstWants(r *record.Record) bool {
+	if p.first.kept {
+		if decodedFirst(r) {
 			return true
 		}
-	} else if p.collectKeep(r) {
+	} else if p.first.keep(r) {
 		return true
 	}
 	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
 		_ = p.beginIfReady(r)
 	}
 	return false
-}
-
-// What the first pass does with a record (firstUse).
-const (
-	firstSkip   = iota // nothing
-	firstStack         // a stack walk: taken first (takeFirst)
-	firstTaken         // an image identity or iotrace's own record: taken first
-	firstDecode        // decoded (it carries facts)
-	firstCount         // only counted (pass1Counted)
-)
-
-// firstUse says what the first pass does with r, of class c and code.
-func firstUse(r *record.Record, c kernel.Class, code uint16) int {
-	switch {
-	case c == kernel.ClassStackWalk:
-		return firstStack
-	case (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r):
-		return firstTaken
-	case pass1Facts.Has(c, code):
-		return firstDecode
-	case pass1Counted.Has(c, code):
-		return firstCount
-	}
-	return firstSkip
-}
-
-// collectKeep reports whether the first pass must decode r, counting the
-// records it only needs to count and taking those it takes first. It must
-// see every record of the first pass once, in the order of its
-// processor's stream (noteRecord), but not merged by time: a source may
-// apply it before merging its streams.
-func (p *Pipeline) collectKeep(r *record.Record) bool {
-	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	use := firstUse(r, c, code)
-	if !p.opts.NoStacks && use != firstStack {
-		// A record a stack walk may follow.
-		p.stk.NoteRecord(r)
-	}
-	switch use {
-	case firstStack:
-		if !p.opts.NoStacks {
-			p.takeFirst(r, c)
-		}
-	case firstTaken:
-		p.takeFirst(r, c)
-	case firstDecode:
-		return true
-	case firstCount:
-		switch c {
-		case kernel.ClassDiskIo:
-			p.diskInits++
-		case kernel.ClassKernelFile:
-			p.opEnds[provKernelFile]++
-		default:
-			p.opEnds[provFileIo]++
-		}
-	}
-	return false
-}
-
-// firstDecodes reports whether the first pass decodes r, as collectKeep
-// does, without counting or taking anything.
-func firstDecodes(r *record.Record) bool {
-	return firstUse(r, kernel.ClassOf(r), kernel.CodeOf(r)) == firstDecode
 }
 
 // onHeader takes the trace's clock and machine from the EventTrace header

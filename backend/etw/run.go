@@ -37,7 +37,7 @@ type keptRecords interface {
 // (kernel.MayDecode is false), and count them instead.
 type decodableRecords interface {
 	// EachDecodable is Each, except that it may report records for which
-	// pass2Wants is false to undecodable, with a count, instead of
+	// secondWants is false to undecodable, with a count, instead of
 	// passing them to fn (the record undecodable gets has only the
 	// fields that identify its kind). The records passed to fn come in
 	// the order Each would pass them.
@@ -56,9 +56,9 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 	if k, ok := src.(keptRecords); ok {
 		// The first pass wants only the records that carry facts: the
 		// others are counted or rejected before the source merges them.
-		p.keptFirst = true
-		err1 = k.EachKept(ctx, p.collectKeep, p.Push)
-		p.keptFirst = false
+		p.first.kept = true
+		err1 = k.EachKept(ctx, p.first.keep, p.Push)
+		p.first.kept = false
 	} else {
 		err1 = src.Each(ctx, p.Push)
 	}
@@ -97,18 +97,16 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 // afresh.
 func (p *Pipeline) startReplay() {
 	p.setMode(modeReplay)
-	p.mods.EndCollect(p.images1)
 	anyEnd := false
 	for i := range p.expectEnd {
-		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0
+		p.expectEnd[i] = p.opts.ExpectOpEnd || p.first.opEnds[i] > 0
 		anyEnd = anyEnd || p.expectEnd[i]
 	}
-	p.linking = anyEnd && (p.opts.DiskIOInit || p.diskInits > 0)
+	p.linking = anyEnd && (p.opts.DiskIOInit || p.first.diskInit > 0)
 	p.chooseImages()
 	p.dec = kernel.NewDecoder()
 	p.records = 0
-	p.taken.replay(p)
-	p.stackIDs.Expect(p.stk.Assemble())
+	p.stackIDs.Expect(p.first.end(p.dec, p.tally))
 	p.lastTime = 0
 	p.names.ForgetDOS()
 }
