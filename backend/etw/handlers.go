@@ -144,7 +144,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		e.Time = t
 		e.CPU = uint32(r.CPU)
 		e.Pid, e.Tid = p.issuer(r, ev.TTID, ev.HasTTID, t)
-		e.ProcStart = p.procStart(e.Pid, t)
+		e.ProcStart = p.procs.start(e.Pid, t)
 		e.FileObject = ev.FileObject
 		e.FileKey = ev.FileKey
 		e.Request = ev.Irp
@@ -180,7 +180,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		// Resolve now, before a Close unbinds the FileObject.
 		p.resolveFile(e)
 		if linkable(e.Op) {
-			p.rwRequests++
+			p.links.rwRequests++
 		}
 		if p.expectEnd[prov] {
 			k := pendKey{prov: prov, irp: ev.Irp}
@@ -189,14 +189,14 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 				p.tally.Add(StatFileReplaced, event.CountUnpaired, 1)
 				p.finish(old)
 			}
-			req := p.newReq()
+			req := p.links.newReq()
 			req.ev = *e
 			p.extStack(r, &req.stk)
 			if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 				req.stk = *sp
 			}
 			p.pendFile[k] = req
-			p.track(req)
+			p.links.track(req)
 			p.noteTarget(r, stackTid(r, ev), targetFile, req, 0)
 		} else {
 			e.Flags |= event.FlagNoCompletion
@@ -286,7 +286,7 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 	if d.hasTTID && d.ttid != 0 && d.ttid != record.NoID {
 		issuer = d.ttid
 	}
-	p.candidates(&d, issuer, d.op)
+	p.links.candidates(&d, issuer, d.op)
 	if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 		// takeStack's value is scratch, reused by the next event.
 		c := *sp
@@ -294,14 +294,6 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	p.pendDisk[ev.Irp] = d
 	p.noteTarget(r, stackTid(r, ev), targetDisk, nil, ev.Irp)
-}
-
-// ticks converts QPC ticks to nanoseconds.
-func (p *Pipeline) ticks(n uint64) int64 {
-	if p.qpcFreq == 0 {
-		return 0
-	}
-	return event.Clock{Kind: event.ClockQPC, Freq: p.qpcFreq}.ToNanos(int64(n))
 }
 
 func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
@@ -377,7 +369,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 			e.Pid, e.Tid = p.issuer(r, 0, false, e.Time)
 		}
 	}
-	e.ProcStart = p.procStart(e.Pid, e.Time)
+	e.ProcStart = p.procs.start(e.Pid, e.Time)
 	e.Dev = event.Device{Major: ev.Disk, IsDisk: true}
 	e.IOFlags = ev.IOFlags
 	e.Priority = uint8((ev.IOFlags >> 17) & 7)
@@ -434,8 +426,8 @@ func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
 			Detail: "disk" + strconv.FormatUint(uint64(ev.Disk), 10)}
 		p.emitFact(f)
 	case kernel.KindComputer:
-		if name := ev.Name.String(); name != "" && p.header.Hostname == "" && !p.begun {
-			p.header.Hostname = name
+		if name := ev.Name.String(); name != "" && p.hdr.header.Hostname == "" && !p.hdr.begun {
+			p.hdr.header.Hostname = name
 		}
 	case kernel.KindVolumeMapping:
 		nt, dos := ev.Name.String(), ev.Name2.String()

@@ -45,6 +45,22 @@ const (
 	maxDeferred  = 4096
 )
 
+// linker is the state of the links: the requests of each thread in
+// flight, the ended requests that wait for their disk I/Os, and the last
+// paging reads of each file.
+type linker struct {
+	linking    bool   // the trace links (OpEnds and DiskIo Inits)
+	rwRequests uint64 // file reads, writes and flushes seen
+	inflight   map[uint32][]*fileReq
+	deferred   []*fileReq
+	freeReq    []*fileReq
+	paging     map[uint64]*pagingReads // by file (waited)
+}
+
+func newLinker() linker {
+	return linker{inflight: make(map[uint32][]*fileReq), paging: make(map[uint64]*pagingReads)}
+}
+
 // fileReq is a file request waiting for its OpEnd (or, once ended, for
 // the disk I/Os it may have caused).
 type fileReq struct {
@@ -65,10 +81,10 @@ func linkable(op event.Op) bool {
 	return op == event.OpRead || op == event.OpWrite || op == event.OpFlush
 }
 
-func (p *Pipeline) newReq() *fileReq {
-	if n := len(p.freeReq); n > 0 {
-		r := p.freeReq[n-1]
-		p.freeReq = p.freeReq[:n-1]
+func (l *linker) newReq() *fileReq {
+	if n := len(l.freeReq); n > 0 {
+		r := l.freeReq[n-1]
+		l.freeReq = l.freeReq[:n-1]
 		*r = fileReq{}
 		return r
 	}
@@ -76,33 +92,33 @@ func (p *Pipeline) newReq() *fileReq {
 }
 
 // recycle returns r to the free list once nothing refers to it.
-func (p *Pipeline) recycle(r *fileReq) {
+func (l *linker) recycle(r *fileReq) {
 	if r.refs == 0 && r.emitted && !r.queued {
-		p.freeReq = append(p.freeReq, r)
+		l.freeReq = append(l.freeReq, r)
 	}
 }
 
 // track adds a pending request to its thread's in-flight list.
-func (p *Pipeline) track(r *fileReq) {
-	if !p.linking || !linkable(r.ev.Op) || r.ev.Tid == 0 {
+func (l *linker) track(r *fileReq) {
+	if !l.linking || !linkable(r.ev.Op) || r.ev.Tid == 0 {
 		return
 	}
 	r.linkOK = true
-	p.inflight[r.ev.Tid] = append(p.inflight[r.ev.Tid], r)
+	l.inflight[r.ev.Tid] = append(l.inflight[r.ev.Tid], r)
 }
 
 // untrack removes r from its thread's in-flight list.
-func (p *Pipeline) untrack(r *fileReq) {
+func (l *linker) untrack(r *fileReq) {
 	if !r.linkOK {
 		return
 	}
 	r.linkOK = false
-	list := p.inflight[r.ev.Tid]
+	list := l.inflight[r.ev.Tid]
 	for i, x := range list {
 		if x == r {
 			copy(list[i:], list[i+1:])
 			list[len(list)-1] = nil
-			p.inflight[r.ev.Tid] = list[:len(list)-1]
+			l.inflight[r.ev.Tid] = list[:len(list)-1]
 			return
 		}
 	}
@@ -110,11 +126,11 @@ func (p *Pipeline) untrack(r *fileReq) {
 
 // candidates fills d with the requests thread tid has in flight that a
 // disk I/O of op may belong to, most recent first.
-func (p *Pipeline) candidates(d *diskInit, tid uint32, op event.Op) {
-	if !p.linking || tid == 0 {
+func (l *linker) candidates(d *diskInit, tid uint32, op event.Op) {
+	if !l.linking || tid == 0 {
 		return
 	}
-	list := p.inflight[tid]
+	list := l.inflight[tid]
 	for i := len(list) - 1; i >= 0 && d.ncand < maxCandidates; i-- {
 		r := list[i]
 		if op == event.OpBlockFlush && r.ev.Op != event.OpFlush {
@@ -167,7 +183,7 @@ func (p *Pipeline) release(d *diskInit, completed bool) {
 		if r.done && !r.emitted {
 			p.emitReq(r)
 		}
-		p.recycle(r)
+		p.links.recycle(r)
 	}
 	d.ncand = 0
 }
@@ -212,8 +228,8 @@ func fileOf(e *event.Event) uint64 {
 }
 
 // notePaging remembers a completed paging read.
-func (p *Pipeline) notePaging(e *event.Event) {
-	if !p.linking || e.Op != event.OpRead || e.Flags&event.FlagPaging == 0 || e.Offset < 0 || e.Status.Failed() ||
+func (l *linker) notePaging(e *event.Event) {
+	if !l.linking || e.Op != event.OpRead || e.Flags&event.FlagPaging == 0 || e.Offset < 0 || e.Status.Failed() ||
 		e.Flags&event.FlagNoCompletion != 0 {
 		return
 	}
@@ -221,13 +237,13 @@ func (p *Pipeline) notePaging(e *event.Event) {
 	if k == 0 {
 		return
 	}
-	pr := p.paging[k]
+	pr := l.paging[k]
 	if pr == nil {
-		if len(p.paging) >= maxPagingFiles {
-			clear(p.paging)
+		if len(l.paging) >= maxPagingFiles {
+			clear(l.paging)
 		}
 		pr = &pagingReads{}
-		p.paging[k] = pr
+		l.paging[k] = pr
 	}
 	size := e.Size
 	if e.Bytes > 0 {
@@ -239,8 +255,8 @@ func (p *Pipeline) notePaging(e *event.Event) {
 
 // waited reports whether a paging read of e's file and range was in flight
 // while e ran.
-func (p *Pipeline) waited(e *event.Event) bool {
-	pr := p.paging[fileOf(e)]
+func (l *linker) waited(e *event.Event) bool {
+	pr := l.paging[fileOf(e)]
 	if pr == nil || e.Offset < 0 {
 		return false
 	}
@@ -256,25 +272,25 @@ func (p *Pipeline) waited(e *event.Event) bool {
 // finish ends a pending request: it is emitted now unless disk I/Os it
 // may have caused are still in flight.
 func (p *Pipeline) finish(r *fileReq) {
-	p.notePaging(&r.ev)
-	p.untrack(r)
+	p.links.notePaging(&r.ev)
+	p.links.untrack(r)
 	r.done = true
 	if r.refs == 0 {
 		p.emitReq(r)
-		p.recycle(r)
+		p.links.recycle(r)
 		return
 	}
 	r.doneAt = p.lastTime
 	r.queued = true
-	p.deferred = append(p.deferred, r)
+	p.links.deferred = append(p.links.deferred, r)
 }
 
 // expire emits the deferred requests that waited too long (or too many),
 // and drops the settled ones from the queue.
 func (p *Pipeline) expire(force bool) {
 	n := 0
-	for _, r := range p.deferred {
-		old := force || len(p.deferred)-n > maxDeferred || p.lastTime-r.doneAt > maxDeferTime
+	for _, r := range p.links.deferred {
+		old := force || len(p.links.deferred)-n > maxDeferred || p.lastTime-r.doneAt > maxDeferTime
 		if !r.emitted && !old {
 			break
 		}
@@ -282,13 +298,13 @@ func (p *Pipeline) expire(force bool) {
 			p.emitReq(r)
 		}
 		r.queued = false
-		p.recycle(r)
+		p.links.recycle(r)
 		n++
 	}
 	if n > 0 {
-		m := copy(p.deferred, p.deferred[n:])
-		clear(p.deferred[m:])
-		p.deferred = p.deferred[:m]
+		m := copy(p.links.deferred, p.links.deferred[n:])
+		clear(p.links.deferred[m:])
+		p.links.deferred = p.links.deferred[:m]
 	}
 }
 
@@ -298,10 +314,10 @@ func (p *Pipeline) expire(force bool) {
 func (p *Pipeline) emitReq(r *fileReq) {
 	e := &r.ev
 	r.emitted = true
-	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
+	if p.links.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
 		e.Flags&(event.FlagNoCompletion|event.FlagDirect|event.FlagPaging) == 0 &&
 		!e.Status.Failed() && e.Bytes > 0 {
-		if p.waited(e) {
+		if p.links.waited(e) {
 			e.Flags |= event.FlagWaitedIO
 			p.tally.Add(StatWaitedIO, event.CountInfo, 1)
 		} else {

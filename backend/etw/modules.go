@@ -42,7 +42,7 @@ func (p *Pipeline) onModule(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	var start int64
 	if pid != 0 {
-		start = p.procStart(pid, t)
+		start = p.procs.start(pid, t)
 	}
 	p.mods.Image(r.Timestamp, t, pid, start, ev)
 	p.emitModules()
@@ -102,7 +102,7 @@ func (p *Pipeline) onOwn(r *record.Record, ev *kernel.Event, t int64) {
 		e.CPU = uint32(r.CPU)
 		if hasContext(r) {
 			e.Pid, e.Tid = r.ProcessID, r.ThreadID
-			e.ProcStart = p.procStart(e.Pid, t)
+			e.ProcStart = p.procs.start(e.Pid, t)
 		}
 		e.Note = ownprovider.DecodeMarker(r.UserData)
 		p.emit(e)

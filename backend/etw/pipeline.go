@@ -134,11 +134,6 @@ type diskInit struct {
 	stk      *stackjoin.Parts        // its stack, joined while it was pending
 }
 
-type procSpan struct {
-	from, to int64
-	start    int64
-}
-
 // Pipeline turns ETW records into events and facts for a sink. Feed it
 // records in timestamp order with Push and finish with Close. It is not
 // safe for concurrent use.
@@ -151,35 +146,17 @@ type Pipeline struct {
 	dec    *kernel.Decoder
 	ev     kernel.Event
 	tables *resolve.Tables
-	procs  map[uint32][]procSpan
+	procs  processes    // processes and their executables (process.go)
 	names  *names.Cache // payload strings and DOS paths, shared by both passes
 
-	begun     bool
-	ended     bool
-	noHeader  bool // the stream did not start with an EventTrace header
-	originSet bool // OriginAtFirstRecord was applied
-	header    event.Header
-	clock     event.Clock
-	qpcFreq   uint64
-	logHdr    *kernel.LogfileHeader
+	hdr   traceHeader // the trace's header and clock (header.go)
+	ended bool
 
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
 
-	// Causal links between disk I/O and file requests (link.go).
-	linking    bool
-	rwRequests uint64 // file reads, writes and flushes seen
-	inflight   map[uint32][]*fileReq
-	deferred   []*fileReq
-	freeReq    []*fileReq
-	// paging holds the last paging reads of each file (link.go, waited).
-	paging map[uint64]*pagingReads
-
-	// Processes and their images (process.go).
-	procInfo map[uint32]procInfo
-	images   map[uint32][]imageSeen
-	mainImg  map[event.ProcessKey]*mainImage
+	links linker // causal links between disk I/O and file requests (link.go)
 
 	// Stacks (stacks.go, package stackjoin) and modules (modules.go).
 	stk      *stackjoin.Joiner
@@ -208,17 +185,13 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		opts:     opts,
 		dec:      kernel.NewDecoder(),
 		tables:   resolve.NewTables(),
-		procs:    make(map[uint32][]procSpan),
+		procs:    newProcesses(),
 		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
-		inflight: make(map[uint32][]*fileReq),
-		paging:   make(map[uint64]*pagingReads),
-		procInfo: make(map[uint32]procInfo),
-		images:   make(map[uint32][]imageSeen),
-		mainImg:  make(map[event.ProcessKey]*mainImage),
+		links:    newLinker(),
 		tally:    tally.New(opts.Warn),
-		qpcFreq:  opts.QPCFreq,
 	}
+	p.hdr.qpcFreq = opts.QPCFreq
 	p.names = names.New(p.tables)
 	p.mods = modident.New(p.tally, p.names)
 	p.stk = stackjoin.New(p.tally)
@@ -231,22 +204,15 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 	for i := range p.expectEnd {
 		p.expectEnd[i] = opts.ExpectOpEnd
 	}
-	p.linking = opts.ExpectOpEnd && opts.DiskIOInit
+	p.links.linking = opts.ExpectOpEnd && opts.DiskIOInit
 	if opts.Header != nil {
-		p.header = *opts.Header
-		p.clock = opts.Header.Clock
-		if p.qpcFreq == 0 && p.clock.Kind == event.ClockQPC {
-			p.qpcFreq = p.clock.Freq
+		p.hdr.header = *opts.Header
+		p.hdr.clock = opts.Header.Clock
+		if p.hdr.qpcFreq == 0 && p.hdr.clock.Kind == event.ClockQPC {
+			p.hdr.qpcFreq = p.hdr.clock.Freq
 		}
 	}
 	return p
-}
-
-// SetClockFreq sets the frequency of the header's clock before the first
-// record: a live session learns its CPU speed when it opens.
-func (p *Pipeline) SetClockFreq(freq uint64) {
-	p.header.Clock.Freq = freq
-	p.clock.Freq = freq
 }
 
 // Tables returns the resolver tables the pipeline uses: a live session
@@ -309,7 +275,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if err := p.beginIfReady(r); err != nil {
 		return err
 	}
-	t := p.clock.ToNanos(r.Timestamp)
+	t := p.hdr.clock.ToNanos(r.Timestamp)
 	if t > p.lastTime {
 		p.lastTime = t
 	}
@@ -351,7 +317,7 @@ func (p *Pipeline) Push(r *record.Record) error {
 		kernel.KindVolumeMapping, kernel.KindSystemPaths:
 		p.onConfig(ev, t)
 	}
-	if len(p.deferred) > 0 {
+	if len(p.links.deferred) > 0 {
 		p.expire(false)
 	}
 	if p.held.Len() > 0 && p.records%stackjoin.ExpireEvery == 0 {
@@ -389,96 +355,10 @@ func (p *Pipeline) firstWants(r *record.Record) bool {
 	} else if p.first.keep(r) {
 		return true
 	}
-	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+	if p.headerless() {
 		_ = p.beginIfReady(r)
 	}
 	return false
-}
-
-// onHeader takes the trace's clock and machine from the EventTrace header
-// record and begins the trace.
-func (p *Pipeline) onHeader(r *record.Record, h *kernel.LogfileHeader) error {
-	if p.logHdr == nil { // a merged file may hold more than one header
-		p.logHdr = h
-		if p.qpcFreq == 0 {
-			p.qpcFreq = h.PerfFreq
-		}
-		if p.opts.Header == nil && !p.begun {
-			p.header = HeaderFromLogfile(h, r.Timestamp, p.opts.Source)
-			p.clock = p.header.Clock
-		}
-	}
-	return p.beginIfReady(r)
-}
-
-// HeaderFromLogfile builds the trace header from a TRACE_LOGFILE_HEADER
-// and the timestamp of the record that carried it (time 0).
-func HeaderFromLogfile(h *kernel.LogfileHeader, origin int64, src event.Source) event.Header {
-	hd := event.Header{
-		Source:      src,
-		OS:          "windows",
-		OSVersion:   h.OSVersion(),
-		CPUs:        h.NumberOfProcessors,
-		PointerSize: uint8(h.PointerSize),
-		StartWall:   FiletimeToUnixNano(h.StartTime),
-	}
-	switch h.ClockType {
-	case 2:
-		hd.Clock = event.Clock{Kind: event.ClockFiletime, Freq: 10_000_000, Origin: origin}
-	case 3:
-		hd.Clock = event.Clock{Kind: event.ClockCycles, Freq: uint64(h.CPUSpeedMHz) * 1_000_000, Origin: origin}
-	default:
-		hd.Clock = event.Clock{Kind: event.ClockQPC, Freq: h.PerfFreq, Origin: origin}
-	}
-	if h.SessionName != "" {
-		hd.Tool = "ETW session " + h.SessionName
-	} else {
-		hd.Tool = "ETW"
-	}
-	return hd
-}
-
-// FiletimeToUnixNano converts a FILETIME (100 ns since 1601) to
-// nanoseconds since the Unix epoch.
-func FiletimeToUnixNano(ft int64) int64 {
-	const epochDiff = 116444736000000000
-	if ft <= 0 {
-		return 0
-	}
-	return (ft - epochDiff) * 100
-}
-
-// beginIfReady begins the trace once the pipeline has a header: from the
-// options, from an EventTrace header record, or (when the stream starts
-// with something else) from the first record itself, so that nothing is
-// dropped for want of a header.
-func (p *Pipeline) beginIfReady(r *record.Record) error {
-	if p.opts.OriginAtFirstRecord != nil && !p.begun && !p.originSet {
-		p.originSet = true
-		p.header.Clock.Origin = r.Timestamp
-		p.header.StartWall = p.opts.OriginAtFirstRecord()
-		p.clock = p.header.Clock
-	}
-	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
-		// No header record first: take the record's own timestamp as
-		// time 0 (counted, see stats).
-		p.noHeader = true
-		p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW",
-			Clock: event.Clock{Kind: event.ClockQPC, Freq: p.qpcFreq, Origin: r.Timestamp}}
-		if p.qpcFreq == 0 {
-			p.header.Clock.Freq = 10_000_000
-		}
-		p.clock = p.header.Clock
-	}
-	if p.begun || p.mode == modeCollect {
-		return nil
-	}
-	p.begun = true
-	if err := p.sink.Begin(&p.header); err != nil {
-		p.err = fmt.Errorf("sink: begin: %w", err)
-		return p.err
-	}
-	return nil
 }
 
 // emitFact applies f to the tables (unless they are complete already) and
@@ -498,40 +378,9 @@ func (p *Pipeline) emitFact(f *event.Fact) {
 // apply records f in the tables and the process start history.
 func (p *Pipeline) apply(f *event.Fact) {
 	p.tables.Apply(f)
-	if f.Kind != event.FactProcess {
-		return
+	if f.Kind == event.FactProcess {
+		p.procs.applySpan(f)
 	}
-	spans := p.procs[f.Pid]
-	n := len(spans)
-	switch {
-	case f.End:
-		if n > 0 && spans[n-1].to == resolve.Forever {
-			spans[n-1].to = f.Time
-		}
-	case f.Rundown:
-		if n == 0 {
-			p.procs[f.Pid] = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
-		} else if spans[n-1].to != resolve.Forever {
-			p.procs[f.Pid] = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
-		}
-	default:
-		if n > 0 && spans[n-1].to == resolve.Forever {
-			spans[n-1].to = f.Time
-		}
-		p.procs[f.Pid] = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
-	}
-}
-
-// procStart returns the start time of the process pid was at t (0 when
-// it started before the trace or is unknown).
-func (p *Pipeline) procStart(pid uint32, t int64) int64 {
-	spans := p.procs[pid]
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].from <= t && t <= spans[i].to {
-			return spans[i].start
-		}
-	}
-	return 0
 }
 
 // threadPid returns the process of thread tid at t.
@@ -566,8 +415,8 @@ func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) 
 // comm returns the name of process pid at t: the full name of its
 // executable when an image event gave it, else the process events' name.
 func (p *Pipeline) comm(pid uint32, t int64) string {
-	if len(p.mainImg) > 0 {
-		if m := p.mainImg[event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}]; m != nil && m.name != "" {
+	if len(p.procs.main) > 0 {
+		if m := p.procs.main[event.ProcessKey{Pid: pid, Start: p.procs.start(pid, t)}]; m != nil && m.name != "" {
 			return m.name
 		}
 	}
@@ -616,12 +465,12 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 	if p.err != nil {
 		return p.err
 	}
-	if !p.begun {
-		if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
-			p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW"}
+	if !p.hdr.begun {
+		if p.headerless() {
+			p.hdr.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW"}
 		}
-		p.begun = true
-		if err := p.sink.Begin(&p.header); err != nil {
+		p.hdr.begun = true
+		if err := p.sink.Begin(&p.hdr.header); err != nil {
 			p.err = fmt.Errorf("sink: begin: %w", err)
 			return p.err
 		}
@@ -654,11 +503,11 @@ func (p *Pipeline) Stats() event.Stats {
 
 func (p *Pipeline) stats(s *event.Stats) {
 	s.Add(event.CountInfo, StatRecords, p.records)
-	if p.noHeader {
+	if p.hdr.noHeader {
 		s.Add(event.CountDropped, StatNoHeader, 1)
 	}
 	p.tally.AddTo(s)
-	if n := p.tally.Get(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
+	if n := p.tally.Get(StatDiskIOs); !p.links.linking && n > 0 && p.links.rwRequests > 0 {
 		s.Add(event.CountInfo, StatNoLinks, n)
 	}
 	p.dec.Stats(s)

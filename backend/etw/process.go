@@ -7,6 +7,7 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
 )
 
 // Processes, threads and the executables of processes.
@@ -23,6 +24,63 @@ import (
 // events from its start; a live session names them from the image event
 // on. A process that started before the trace and that no rundown names
 // takes the name its end event carries, for the whole trace up to then.
+
+// processes is what the pipeline knows of the trace's processes: when
+// each pid's processes started and ended, what the last process event
+// said, and their executables.
+type processes struct {
+	spans map[uint32][]procSpan // by pid, in time order
+	info  map[uint32]procInfo
+	seen  map[uint32][]imageSeen // a file's first pass: images that may be executables (chooseImages)
+	main  map[event.ProcessKey]*mainImage
+}
+
+func newProcesses() processes {
+	return processes{spans: make(map[uint32][]procSpan), info: make(map[uint32]procInfo),
+		seen: make(map[uint32][]imageSeen), main: make(map[event.ProcessKey]*mainImage)}
+}
+
+// procSpan is one process of a pid: from its start (or the trace's) to
+// its end (or the trace's), started at start.
+type procSpan struct {
+	from, to int64
+	start    int64
+}
+
+// applySpan records a process fact in the start history.
+func (ps *processes) applySpan(f *event.Fact) {
+	spans := ps.spans[f.Pid]
+	n := len(spans)
+	switch {
+	case f.End:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+	case f.Rundown:
+		if n == 0 {
+			ps.spans[f.Pid] = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
+		} else if spans[n-1].to != resolve.Forever {
+			ps.spans[f.Pid] = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
+		}
+	default:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+		ps.spans[f.Pid] = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
+	}
+}
+
+// start returns the start time of the process pid was at t (0 when
+// it started before the trace or is unknown).
+func (ps *processes) start(pid uint32, t int64) int64 {
+	spans := ps.spans[pid]
+	for i := len(spans) - 1; i >= 0; i-- {
+		if spans[i].from <= t && t <= spans[i].to {
+			return spans[i].start
+		}
+	}
+	return 0
+}
 
 // procInfo is what the last process event said about a pid.
 type procInfo struct {
@@ -119,7 +177,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	}
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid}
-	pi, known := p.procInfo[ev.Pid]
+	pi, known := p.procs.info[ev.Pid]
 	switch ev.Phase {
 	case kernel.PhaseStart:
 		f.ProcStart = t
@@ -137,7 +195,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 		if known && pi.ended && t-pi.endedAt < sameEventWindow {
 			return // the same end from the other provider
 		}
-		f.ProcStart = p.procStart(ev.Pid, t)
+		f.ProcStart = p.procs.start(ev.Pid, t)
 		if !known && short != "" {
 			// Started before the trace, named by nothing so far: the end
 			// names it back to the trace start.
@@ -146,12 +204,12 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 			*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid, ProcStart: f.ProcStart}
 		}
 		f.End = true
-		p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ended: true, endedAt: t}
+		p.procs.info[ev.Pid] = procInfo{start: f.ProcStart, ended: true, endedAt: t}
 		p.emitFact(f)
 		return
 	default:
 		f.Rundown = true
-		f.ProcStart = p.procStart(ev.Pid, t)
+		f.ProcStart = p.procs.start(ev.Pid, t)
 	}
 	f.PPid = ev.PPid
 	f.Name = trimExe(short)
@@ -159,12 +217,12 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 		f.Detail = ev.Name2.String()
 	}
 	key := event.ProcessKey{Pid: ev.Pid, Start: f.ProcStart}
-	if full != "" && p.mainImg[key] == nil {
-		p.mainImg[key] = &mainImage{t: t, nt: full, name: trimExe(names.Base(full))}
+	if full != "" && p.procs.main[key] == nil {
+		p.procs.main[key] = &mainImage{t: t, nt: full, name: trimExe(names.Base(full))}
 	}
-	p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
+	p.procs.info[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
 		started: ev.Phase == kernel.PhaseStart}
-	if m := p.mainImg[key]; m != nil {
+	if m := p.procs.main[key]; m != nil {
 		f.Name, f.Image = m.name, p.names.DOS(m.nt)
 		p.sentImage(m)
 	}
@@ -189,7 +247,7 @@ func (p *Pipeline) onThread(ev *kernel.Event, t int64) {
 	}
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactThread, Time: t, Pid: ev.Pid, Tid: ev.Tid,
-		ProcStart: p.procStart(ev.Pid, t)}
+		ProcStart: p.procs.start(ev.Pid, t)}
 	switch ev.Phase {
 	case kernel.PhaseEnd:
 		f.End = true
@@ -218,13 +276,13 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	nt := p.names.Str(ev.Name)
 	base := names.Base(nt)
-	key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}
-	m := p.mainImg[key]
+	key := event.ProcessKey{Pid: pid, Start: p.procs.start(pid, t)}
+	m := p.procs.main[key]
 	switch p.mode {
 	case modeCollect:
 		// Decided once every process name is known (chooseImages).
-		if m == nil && len(p.images[pid]) < maxImagesPerPid {
-			p.images[pid] = append(p.images[pid], imageSeen{t: t, nt: names.NT(nt)})
+		if m == nil && len(p.procs.seen[pid]) < maxImagesPerPid {
+			p.procs.seen[pid] = append(p.procs.seen[pid], imageSeen{t: t, nt: names.NT(nt)})
 		}
 		return
 	case modeLive:
@@ -234,13 +292,13 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 				return
 			}
 			m = &mainImage{t: t, nt: names.NT(nt), name: trimExe(base)}
-			p.mainImg[key] = m
+			p.procs.main[key] = m
 		}
 	}
 	if m == nil || m.sent || m.t != t || m.nt != names.NT(nt) {
 		return
 	}
-	pi := p.procInfo[pid]
+	pi := p.procs.info[pid]
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: pid, ProcStart: key.Start, PPid: pi.ppid,
 		Name: m.name, Image: p.names.DOS(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
@@ -251,18 +309,18 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 // chooseImages ends the first pass of a file: each process's executable
 // is the first image whose name matches the process's name at the time.
 func (p *Pipeline) chooseImages() {
-	for pid, list := range p.images {
+	for pid, list := range p.procs.seen {
 		for _, s := range list {
-			key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, s.t)}
-			if p.mainImg[key] != nil {
+			key := event.ProcessKey{Pid: pid, Start: p.procs.start(pid, s.t)}
+			if p.procs.main[key] != nil {
 				continue
 			}
 			name, _ := p.tables.ProcessName(pid, s.t)
 			if base := names.Base(s.nt); isMainImage(name, base) {
-				p.mainImg[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
+				p.procs.main[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
 			}
 		}
 	}
-	p.images = nil
-	clear(p.procInfo)
+	p.procs.seen = nil
+	clear(p.procs.info)
 }

@@ -102,7 +102,7 @@ func (p *Pipeline) startReplay() {
 		p.expectEnd[i] = p.opts.ExpectOpEnd || p.first.opEnds[i] > 0
 		anyEnd = anyEnd || p.expectEnd[i]
 	}
-	p.linking = anyEnd && (p.opts.DiskIOInit || p.first.diskInit > 0)
+	p.links.linking = anyEnd && (p.opts.DiskIOInit || p.first.diskInit > 0)
 	p.chooseImages()
 	p.dec = kernel.NewDecoder()
 	p.records = 0

@@ -185,7 +185,7 @@ func (p *Pipeline) onStack(r *record.Record, ev *kernel.Event) {
 		sp = &t.req.stk
 	case targetDisk:
 		d, ok := p.pendDisk[t.irp]
-		if !ok || d.t != p.clock.ToNanos(t.ts) {
+		if !ok || d.t != p.hdr.clock.ToNanos(t.ts) {
 			p.tally.Add(StatStacksLate, event.CountDropped, 1)
 			return
 		}
