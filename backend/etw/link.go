@@ -4,35 +4,8 @@ import (
 	"sort"
 
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
-
 	"github.com/iotrace/iotrace/event"
 )
-
-// Linking disk I/O to the file request that caused it.
-//
-// A disk I/O is linked to a file request when its Init is issued by a
-// thread (DiskIo IssuingThreadId, else the Init's context) while that
-// thread has a FileIo (or Kernel-File) Read, Write or Flush request in
-// flight — issued, OpEnd not yet seen — and, at completion, the disk
-// I/O's FileKey is the request's FileKey (or FileObject). A disk flush
-// (which names no file) links to the thread's in-flight Flush request.
-// The block event then gets Cause = the request's event ID, and the
-// request counts the disk I/O in CausedIOs and CausedBytes.
-//
-// The request is emitted at its OpEnd, which in the common case follows
-// the completion of the disk I/Os it waited for. When it does not (an
-// OpEnd that comes before a disk completion it may own), the request is
-// held until those disk I/Os complete, for at most maxDeferTime of trace
-// time and maxDeferred requests; one that has to go before its links are
-// settled is counted (StatLinkLate) and never flagged as a cache hit,
-// nor is one a disk I/O of which never completed (lost, replaced, or in
-// flight at the end).
-// Memory is bounded by the requests and disk I/Os in flight.
-//
-// What cannot be linked: I/O the cache manager issues from its own
-// threads (read-ahead, lazy-writer write-back, the mapped page writer)
-// runs in System worker threads with no file request in flight, and a
-// request whose OpEnd is missing (FILE_IO not recorded) has no known end.
 
 // maxCandidates bounds the in-flight requests of one thread a disk Init
 // may link to (overlapped I/O can keep several in flight).
@@ -45,9 +18,11 @@ const (
 	maxDeferred  = 4096
 )
 
-// linker is the state of the links: the requests of each thread in
-// flight, the ended requests that wait for their disk I/Os, and the last
-// paging reads of each file.
+// linker is the state of the links between disk I/O and file requests
+// (see the package doc): the requests of each thread in flight, the
+// ended requests that wait for their disk I/Os, and the last paging reads
+// of each file. Memory is bounded by the requests and disk I/Os in
+// flight.
 type linker struct {
 	linking    bool   // the trace links (OpEnds and DiskIo Inits)
 	rwRequests uint64 // file reads, writes and flushes seen
@@ -188,16 +163,8 @@ func (p *Pipeline) release(d *diskInit, completed bool) {
 	d.ncand = 0
 }
 
-// Reads that waited for I/O in flight. A cached read that caused no disk
-// I/O of its own may still have waited for a paging read of the same
-// range that was in flight when it ran: the cache manager's read-ahead (a
-// System worker), or another thread's page fault. Paging reads are FileIo
-// Reads with IRP_PAGING_IO, with their file offset and size; the last
-// maxPagingSpans of each file are kept from their OpEnd on, and a cached
-// read that overlaps one in time and range is flagged FlagWaitedIO
-// instead of FlagCacheHit. Without a paging FileIo read (DiskIo carries
-// no file offset), a disk read of the same file during the read is not
-// taken as evidence: it may be read-ahead of another range.
+// Reads that waited for I/O in flight (package doc): the last
+// maxPagingSpans paging reads of each file are kept from their OpEnd on.
 
 // maxPagingSpans is how many paging reads are kept per file; maxPagingFiles
 // bounds the files (past it the table starts over: evidence is lost, and
