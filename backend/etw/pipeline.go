@@ -102,8 +102,8 @@ type mode uint8
 
 const (
 	modeLive    mode = iota // apply facts to the tables and emit everything
-	modeCollect             // apply facts only (pass 1 of a file)
-	modeReplay              // emit everything; the tables are complete (pass 2)
+	modeCollect             // apply facts only (a file's first pass, firstPass)
+	modeReplay              // emit everything; the tables are complete (the second pass)
 )
 
 // provider indexes per-provider request state: classic FileIo or the
