@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/iotrace/iotrace/backend/etw/internal/modident"
@@ -236,14 +237,15 @@ func (f *firstPass) inOrder(r *record.Record, ev *kernel.Event) {
 // end ends the first pass: the second pass starts with what is wrong
 // with the records it took (counted and warned through t, undecoded ones
 // through dec), the stacks assembled and the identities sorted. It
-// returns the number of stacks assembled.
-func (f *firstPass) end(dec *kernel.Decoder, t *tally.Tally) int {
+// returns the number of stacks assembled, or ctx's error when ctx is
+// done first.
+func (f *firstPass) end(ctx context.Context, dec *kernel.Decoder, t *tally.Tally) (int, error) {
 	f.taken.replay(dec, t)
 	f.mods.EndCollect(f.images)
 	if f.stacks == nil {
-		return 0
+		return 0, nil
 	}
-	return f.stacks.Assemble()
+	return f.stacks.Assemble(ctx)
 }
 
 // takenLog keeps what is wrong with the records a file's first pass takes

@@ -65,7 +65,9 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 	if err1 != nil && ctx.Err() != nil {
 		return err1
 	}
-	p.startReplay()
+	if err := p.startReplay(ctx); err != nil {
+		return err
+	}
 	var err2 error
 	if d, ok := src.(decodableRecords); ok {
 		// The second pass counts the records no decoder knows (most of
@@ -94,8 +96,9 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 
 // startReplay turns a collecting pipeline into the second pass: the
 // tables are complete and stay as they are; pairing and emission start
-// afresh.
-func (p *Pipeline) startReplay() {
+// afresh. It returns ctx's error when ctx is done before the first pass's
+// stacks are assembled.
+func (p *Pipeline) startReplay(ctx context.Context) error {
 	p.setMode(modeReplay)
 	anyEnd := false
 	for i := range p.expectEnd {
@@ -106,9 +109,14 @@ func (p *Pipeline) startReplay() {
 	p.chooseImages()
 	p.dec = kernel.NewDecoder()
 	p.records = 0
-	p.stackIDs.Expect(p.first.end(p.dec, p.tally))
+	stacks, err := p.first.end(ctx, p.dec, p.tally)
+	if err != nil {
+		return err
+	}
+	p.stackIDs.Expect(stacks)
 	p.lastTime = 0
 	p.names.ForgetDOS()
+	return nil
 }
 
 // SliceRecords is a Records over records in memory (tests, fakes).

@@ -1,5 +1,7 @@
 package stackjoin
 
+import "context"
+
 // part is one part (kernel or user) of a collected stack: frames in the
 // arena, or a reference to a cache key.
 type part struct {
@@ -32,45 +34,59 @@ const MaxWaitUser = 256
 // Assemble ends a file's first pass: it builds the stacks of events from
 // the stack records, in time order, and sorts them by event (the second
 // pass meets the events in time order) and the key definitions by key.
-// It returns the number of stacks.
-func (s *Joiner) Assemble() int {
+// It returns the number of stacks, or ctx's error when ctx is done
+// first: it checks ctx at least every checkEvery records and between the
+// passes of its sorts.
+func (s *Joiner) Assemble(ctx context.Context) (int, error) {
 	// Sort small (time, thread and index) keys: the stacks stay where
 	// assemble put them (no stack can outnumber the records it reused
 	// the buffer of).
-	order := s.assemble()
+	order, err := s.assemble(ctx)
+	if err != nil {
+		return 0, err
+	}
 	for i := range s.pres {
 		order = append(order, tsIndex{ts: s.pres[i].ts, i: uint64(s.pres[i].tid)<<32 | uint64(i)})
 	}
-	sortTS(order)
+	if err := sortTS(ctx, order); err != nil {
+		return 0, err
+	}
 	s.order = order
 	s.cur = 0
-	s.sortDefsOnce()
+	if err := s.sortDefsOnce(ctx); err != nil {
+		return 0, err
+	}
 	s.waitUser = nil
-	return len(s.pres)
+	return len(s.pres), nil
 }
+
+// checkEvery is how many records the first pass's assembly loops handle
+// between checks of their context (a few milliseconds' work).
+const checkEvery = 1 << 16
 
 // assemble builds the stacks of events from the stack records, in time
 // order. It returns its sort buffer, emptied, for Assemble.
-func (s *Joiner) assemble() []tsIndex {
+func (s *Joiner) assemble(ctx context.Context) ([]tsIndex, error) {
+	if err := s.markNoTid(ctx); err != nil {
+		return nil, err
+	}
 	order := make([]tsIndex, 0, s.nraw)
-	s.closeNoTid()
 	for c, chunk := range s.raw {
 		for i := range chunk {
-			r := &chunk[i]
-			if !r.seen && (r.ref == refKernel || r.ref == refNone && r.nk > 0) {
-				// Not right after its event: its event may be a
-				// record with no thread in its header on another
-				// processor. A user part alone is not looked for.
-				r.seen = s.loggedNoTid(r.ts)
-			}
-			order = append(order, tsIndex{ts: r.recTS, i: uint64(c*rawChunk + i)})
+			order = append(order, tsIndex{ts: chunk[i].recTS, i: uint64(c*rawChunk + i)})
 		}
 	}
-	s.recent, s.noTid = nil, nil
-	sortTS(order)
+	if err := sortTS(ctx, order); err != nil {
+		return nil, err
+	}
 	s.waitUser = make(map[uint32][]int32)
 	s.pres = make([]preStack, 0, s.nraw)
-	for _, o := range order {
+	for k, o := range order {
+		if k%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		r := &s.raw[o.i/rawChunk][o.i%rawChunk]
 		switch r.ref {
 		case refKernel:
@@ -96,7 +112,7 @@ func (s *Joiner) assemble() []tsIndex {
 		}
 	}
 	s.raw, s.nraw = nil, 0
-	return order[:0]
+	return order[:0], nil
 }
 
 // addKernel collects the kernel part of the stack of the event of stack

@@ -1,6 +1,7 @@
 package stackjoin
 
 import (
+	"context"
 	"slices"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
@@ -43,13 +44,10 @@ type noTidLog struct {
 // noTidChunkLen is the length of a noTidLog's chunks.
 const noTidChunkLen = 4096
 
-// noTidChunk is times of records of one processor. Once full (close), it
-// knows its span and whether they are in order.
+// noTidChunk is times of records of one processor.
 type noTidChunk struct {
-	n        int
-	min, max int64
-	sorted   bool
-	ts       [noTidChunkLen]int64
+	n  int
+	ts [noTidChunkLen]int64
 }
 
 // NoteRecord notes a record other than a stack walk that a file's first
@@ -84,23 +82,9 @@ func (s *Joiner) growRecent(c int) {
 // its header that begins a chunk.
 func (s *Joiner) noteNoTid(c int, ts int64) {
 	g, l := &s.recent[c], &s.noTid[c]
-	if g.noTid != nil {
-		g.noTid.close()
-	}
 	g.noTid = &noTidChunk{n: 1}
 	g.noTid.ts[0] = ts
 	l.chunks = append(l.chunks, g.noTid)
-}
-
-// close notes the time span of a chunk, and whether it is in order.
-func (ch *noTidChunk) close() {
-	t := ch.ts[:ch.n]
-	ch.sorted = slices.IsSorted(t)
-	if ch.sorted {
-		ch.min, ch.max = t[0], t[len(t)-1]
-	} else {
-		ch.min, ch.max = slices.Min(t), slices.Max(t)
-	}
 }
 
 // followsRecord reports whether one of the latest records of processor
@@ -121,34 +105,54 @@ func (s *Joiner) followsRecord(cpu uint16, ts int64, tid uint32) bool {
 	return false
 }
 
-// closeNoTid closes the last chunk of each processor's noTidLog.
-func (s *Joiner) closeNoTid() {
-	for c := range s.noTid {
-		if n := len(s.noTid[c].chunks); n > 0 {
-			s.noTid[c].chunks[n-1].close()
+// markNoTid tells, of the stacks not right after their event
+// (followsRecord), those whose event may be a record with no thread in
+// its header on another processor: the times asked about, sorted, are
+// looked for once in the time of every such record, in
+// O((records + stacks) log stacks). A user part alone is not looked for.
+// The log of those records is let go.
+func (s *Joiner) markNoTid(ctx context.Context) error {
+	var ask []int64
+	for _, chunk := range s.raw {
+		for i := range chunk {
+			if r := &chunk[i]; r.lookNoTid() {
+				ask = append(ask, r.ts)
+			}
 		}
 	}
-}
-
-// loggedNoTid reports whether a record with no thread in its header is
-// at ts, on any processor. The chunks must be closed (closeNoTid).
-func (s *Joiner) loggedNoTid(ts int64) bool {
-	for c := range s.noTid {
-		for _, ch := range s.noTid[c].chunks {
-			if ts < ch.min || ts > ch.max {
-				continue
-			}
-			t := ch.ts[:ch.n]
-			if ch.sorted {
-				if _, ok := slices.BinarySearch(t, ts); ok {
-					return true
+	if len(ask) > 0 {
+		if err := radixSort(ctx, ask, 8, func(x *int64, d int) byte { return byte((uint64(*x) ^ 1<<63) >> (8 * d)) }); err != nil {
+			return err
+		}
+		ask = slices.Compact(ask)
+		found := make([]bool, len(ask))
+		lo, hi := ask[0], ask[len(ask)-1]
+		for c := range s.noTid {
+			for _, ch := range s.noTid[c].chunks {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-			} else if slices.Contains(t, ts) {
-				return true
+				for _, ts := range ch.ts[:ch.n] {
+					if ts < lo || ts > hi {
+						continue
+					}
+					if j, ok := slices.BinarySearch(ask, ts); ok {
+						found[j] = true
+					}
+				}
+			}
+		}
+		for _, chunk := range s.raw {
+			for i := range chunk {
+				if r := &chunk[i]; r.lookNoTid() {
+					j, _ := slices.BinarySearch(ask, r.ts)
+					r.seen = found[j]
+				}
 			}
 		}
 	}
-	return false
+	s.recent, s.noTid = nil, nil
+	return nil
 }
 
 // Stack keeps a stack record of a file's first pass, decoded (sw), for
@@ -209,6 +213,13 @@ type rawStack struct {
 	cpu       uint16 // the processor the walk ran on (the event's)
 	ref       uint8
 	seen      bool // its event is in the trace (followsRecord; loggedNoTid, but for a user part alone)
+}
+
+// lookNoTid reports whether r's event is to be looked for among the
+// records with no thread in their header: a stack with a kernel part not
+// right after a record of its time and thread.
+func (r *rawStack) lookNoTid() bool {
+	return !r.seen && (r.ref == refKernel || r.ref == refNone && r.nk > 0)
 }
 
 // Kinds of key references of a rawStack.

@@ -35,6 +35,7 @@ type Joiner struct {
 	arena      [][]uint64
 	defs       []keyDef
 	defsSorted bool
+	lastDef    map[defKey]uint32 // a file's first pass: the last definition of each key (DefineKey)
 
 	scratch []uint64 // LivePart's frames
 }

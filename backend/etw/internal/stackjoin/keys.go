@@ -2,6 +2,7 @@ package stackjoin
 
 import (
 	"cmp"
+	"context"
 	"slices"
 
 	"github.com/iotrace/iotrace/backend/etw/kernel"
@@ -27,25 +28,66 @@ const maxLiveDefs = 1 << 16
 
 // DefineKey records the frames of a stack cache key, from a key
 // definition record r (KeyCreate, KeyDelete, KeyRundown) of a file's
-// first pass.
+// first pass. A definition the same as the key's last one (same time,
+// kind and frames: a record repeated) is kept once: it could not change
+// what a reference resolves to.
 func (s *Joiner) DefineKey(r *record.Record, key uint64, frames kernel.Frames) {
 	n := frames.Len()
 	if n == 0 {
 		return
 	}
+	k := defKey{key: key, kernel: KernelAddr(frames.At(n-1), frames.PtrSize())}
+	create := r.Opcode == kernel.OpcodeStackKeyCreate
+	if j, ok := s.lastDef[k]; ok {
+		if d := &s.defs[j]; d.ts == r.Timestamp && d.create == create && sameFrames(s.frames(d.frames), frames) {
+			return
+		}
+	}
+	if s.lastDef == nil {
+		s.lastDef = make(map[defKey]uint32)
+	}
+	s.lastDef[k] = uint32(len(s.defs))
+	s.addDef(r, k, frames)
+}
+
+// defKey is a key of one space.
+type defKey struct {
+	key    uint64
+	kernel bool
+}
+
+// sameFrames reports whether f holds the frames fr holds.
+func sameFrames(f []uint64, fr kernel.Frames) bool {
+	if len(f) != fr.Len() {
+		return false
+	}
+	for i, a := range f {
+		if fr.At(i) != a {
+			return false
+		}
+	}
+	return true
+}
+
+// addDef keeps a definition of k.
+func (s *Joiner) addDef(r *record.Record, k defKey, frames kernel.Frames) {
 	fr := s.keepFrames(frames)
-	s.defs = append(s.defs, keyDef{key: key, ts: r.Timestamp, frames: fr, seq: uint32(len(s.defs)),
-		kernel: KernelAddr(frames.At(n-1), frames.PtrSize()), create: r.Opcode == kernel.OpcodeStackKeyCreate})
+	s.defs = append(s.defs, keyDef{key: k.key, ts: r.Timestamp, frames: fr, seq: uint32(len(s.defs)),
+		kernel: k.kernel, create: r.Opcode == kernel.OpcodeStackKeyCreate})
 	s.defsSorted = false
 }
 
 // DefineLiveKey is DefineKey in a live session, which keeps the latest
 // maxLiveDefs/2 definitions once it has maxLiveDefs.
 func (s *Joiner) DefineLiveKey(r *record.Record, key uint64, frames kernel.Frames) {
-	if frames.Len() > 0 && len(s.defs) >= maxLiveDefs {
+	n := frames.Len()
+	if n == 0 {
+		return
+	}
+	if len(s.defs) >= maxLiveDefs {
 		s.defs = append(s.defs[:0], s.defs[len(s.defs)/2:]...)
 	}
-	s.DefineKey(r, key, frames)
+	s.addDef(r, defKey{key: key, kernel: KernelAddr(frames.At(n-1), frames.PtrSize())}, frames)
 }
 
 // sortDefs orders the key definitions by key, space and time (then
@@ -75,9 +117,10 @@ func (s *Joiner) sortDefs() {
 // sortDefsOnce orders the key definitions as sortDefs does, once they are
 // all in (a file's first pass): it sorts small keys, then moves each
 // definition once.
-func (s *Joiner) sortDefsOnce() {
+func (s *Joiner) sortDefsOnce(ctx context.Context) error {
+	s.lastDef = nil
 	if s.defsSorted {
-		return
+		return nil
 	}
 	defs := s.defs
 	order := make([]defOrder, len(defs))
@@ -89,13 +132,16 @@ func (s *Joiner) sortDefsOnce() {
 		}
 		order[i] = o
 	}
-	sortDefOrder(order)
+	if err := sortDefOrder(ctx, order); err != nil {
+		return err
+	}
 	sorted := make([]keyDef, len(defs))
 	for j, o := range order {
 		sorted[j] = defs[uint32(o.ks)]
 	}
 	s.defs = sorted
 	s.defsSorted = true
+	return nil
 }
 
 // KeyFrames returns the frames key (of the kernel or the user space)

@@ -1,13 +1,12 @@
 package stackjoin
 
-import (
-	"cmp"
-	"slices"
-)
+import "context"
 
 // Sorting what a file's first pass collected: stack records and stacks
 // by time (sortTS: nearly in order, taken in linear time), key
-// definitions by key (sortDefOrder: a radix sort).
+// definitions by key (sortDefOrder). Every sort is linear or n log n in
+// merges of runs, and stops between passes when its context is done: a
+// file's first pass honours Ctrl-C while it assembles its stacks.
 
 // tsIndex is a sort key: a time, then i (which ends with an index, so
 // that equal times keep their order).
@@ -16,8 +15,8 @@ type tsIndex struct {
 	i  uint64
 }
 
-// sortTS sorts o by time, then index.
-func sortTS(o []tsIndex) {
+// sortTS sorts o by time, then index. It stops when ctx is done.
+func sortTS(ctx context.Context, o []tsIndex) error {
 	// The first pass meets the records of each processor in time order,
 	// its streams merged with little lead: nearly sorted, or sorted runs
 	// (a stream runs ahead past the records the pass does not keep).
@@ -33,15 +32,15 @@ func sortTS(o []tsIndex) {
 		}
 		o[j] = x
 		if budget -= i - j; budget < 0 {
-			mergeRuns(o)
-			return
+			return mergeRuns(ctx, o)
 		}
 	}
+	return nil
 }
 
 // mergeRuns sorts o by merging its ascending runs, pairwise, until one is
-// left; when o has many short runs, it sorts it by pdqsort instead.
-func mergeRuns(o []tsIndex) {
+// left; when o has many short runs, it sorts it by radix instead.
+func mergeRuns(ctx context.Context, o []tsIndex) error {
 	bounds := []int{0}
 	for i := 1; i < len(o); i++ {
 		if tsLess(o[i], o[i-1]) {
@@ -50,19 +49,21 @@ func mergeRuns(o []tsIndex) {
 	}
 	bounds = append(bounds, len(o))
 	if len(bounds) <= 2 {
-		return
+		return nil
 	}
 	if len(bounds) > len(o)/8 {
-		slices.SortFunc(o, func(a, b tsIndex) int {
-			if c := cmp.Compare(a.ts, b.ts); c != 0 {
-				return c
+		return radixSort(ctx, o, 16, func(x *tsIndex, d int) byte {
+			if d < 8 {
+				return byte(x.i >> (8 * d))
 			}
-			return cmp.Compare(a.i, b.i)
+			return byte((uint64(x.ts) ^ 1<<63) >> (8 * (d - 8)))
 		})
-		return
 	}
 	src, dst := o, make([]tsIndex, len(o))
 	for len(bounds) > 2 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		// Merge runs 0 and 1, 2 and 3, ... into dst; bounds are
 		// rewritten in place (each is read before it is overwritten).
 		k := 1
@@ -84,6 +85,7 @@ func mergeRuns(o []tsIndex) {
 	if &src[0] != &o[0] {
 		copy(o, src)
 	}
+	return nil
 }
 
 // mergeTS merges the sorted a and b into d (len(a)+len(b) long).
@@ -107,81 +109,65 @@ func tsLess(a, b tsIndex) bool {
 	return a.ts < b.ts || a.ts == b.ts && a.i < b.i
 }
 
-// sortDefOrder sorts o by key (a radix sort, byte by byte from the
-// lowest: the keys are addresses and hashes, rarely equal), then each run
-// of equal keys by space, time and arrival (insertion sort: runs are
-// short, else pdqsort).
-func sortDefOrder(o []defOrder) {
+// sortDefOrder sorts o by key, space, time and arrival (then index: the
+// order o comes in), a radix sort: linear in the definitions however many
+// share a key (a damaged or crafted file), and it stops when ctx is done.
+func sortDefOrder(ctx context.Context, o []defOrder) error {
+	return radixSort(ctx, o, 21, func(x *defOrder, d int) byte {
+		switch {
+		case d < 4: // arrival: bits 32-62 of ks
+			return byte(x.ks >> 32 & (1<<31 - 1) >> (8 * d))
+		case d < 12: // time, as unsigned
+			return byte((uint64(x.ts) ^ 1<<63) >> (8 * (d - 4)))
+		case d == 12: // space
+			return byte(x.ks >> 63)
+		}
+		return byte(x.key >> (8 * (d - 13)))
+	})
+}
+
+// radixSort sorts o, stably, by the digits key gives for d = 0 (the least
+// significant) to digits-1, byte by byte, skipping a digit every element
+// shares. It checks ctx before each pass.
+func radixSort[T any](ctx context.Context, o []T, digits int, key func(x *T, d int) byte) error {
 	if len(o) < 2 {
-		return
+		return nil
 	}
-	tmp := make([]defOrder, len(o))
-	src, dst := o, tmp
-	for shift := 0; shift < 64; shift += 8 {
+	var tmp []T
+	src := o
+	for d := 0; d < digits; d++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var count [256]int
 		for i := range src {
-			count[byte(src[i].key>>shift)]++
+			count[key(&src[i], d)]++
 		}
-		if count[byte(src[0].key>>shift)] == len(src) {
-			continue // every key has this byte: the order stands
+		if count[key(&src[0], d)] == len(src) {
+			continue // every element has this digit: the order stands
 		}
 		pos := 0
 		for b := range count {
 			pos, count[b] = pos+count[b], pos
 		}
+		if tmp == nil {
+			tmp = make([]T, len(o))
+		}
+		dst := tmp
+		if &src[0] == &tmp[0] {
+			dst = o
+		}
 		for i := range src {
-			b := byte(src[i].key >> shift)
+			b := key(&src[i], d)
 			dst[count[b]] = src[i]
 			count[b]++
 		}
-		src, dst = dst, src
+		src = dst
 	}
 	if &src[0] != &o[0] {
 		copy(o, src)
 	}
-	for lo := 0; lo < len(o); {
-		hi := lo + 1
-		for hi < len(o) && o[hi].key == o[lo].key {
-			hi++
-		}
-		run := o[lo:hi]
-		if len(run) > 16 {
-			// Many definitions of one key (a damaged or crafted file):
-			// no quadratic insertion sort.
-			slices.SortFunc(run, func(a, b defOrder) int {
-				switch {
-				case defAfter(a, b):
-					return 1
-				case defAfter(b, a):
-					return -1
-				}
-				return 0
-			})
-		} else {
-			for i := 1; i < len(run); i++ {
-				x := run[i]
-				j := i
-				for j > 0 && defAfter(run[j-1], x) {
-					run[j] = run[j-1]
-					j--
-				}
-				run[j] = x
-			}
-		}
-		lo = hi
-	}
-}
-
-// defAfter reports whether a comes after b, both of one key: by space
-// (user first), time, then arrival and index.
-func defAfter(a, b defOrder) bool {
-	if ka, kb := a.ks>>63, b.ks>>63; ka != kb {
-		return ka > kb
-	}
-	if a.ts != b.ts {
-		return a.ts > b.ts
-	}
-	return a.ks > b.ks
+	return nil
 }
 
 // defOrder is the sort key of a key definition: key, then space (kernel

@@ -2,6 +2,7 @@ package stackjoin
 
 import (
 	"cmp"
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -58,7 +59,9 @@ func TestSortTS(t *testing.T) {
 				}
 				return cmp.Compare(a.i, b.i)
 			})
-			sortTS(o)
+			if err := sortTS(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(o, want) {
 				t.Fatalf("%s, %d: not sorted", name, n)
 			}
@@ -101,7 +104,9 @@ func TestSortDefsOnce(t *testing.T) {
 		}
 		b := Joiner{defs: slices.Clone(a.defs)}
 		a.sortDefs()
-		b.sortDefsOnce()
+		if err := b.sortDefsOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		if !slices.Equal(a.defs, b.defs) {
 			t.Fatalf("%d definitions: sortDefsOnce differs from sortDefs", n)
 		}
