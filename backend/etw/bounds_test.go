@@ -13,6 +13,7 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/internal/etwsynth"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 // The first pass's bounds (docs/etw.md, "What the first pass keeps"):
@@ -205,4 +206,65 @@ func TestBoundsKeyRundowns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBoundsRenamedBackAndForth: one FileKey renamed back and forth at
+// one time (2,320 bytes gave 855 MB of name history and a 100 MB .iot):
+// the name history holds one binding from that time, and the sink gets
+// one fact for it; a read after it is named by the last name.
+func TestBoundsRenamedBackAndForth(t *testing.T) {
+	const key = 0xfffff8a001300c50
+	names := [2]record.Record{
+		one(func(b *etwsynth.Recs) { b.FileName(1000, 0, key, `\Device\HarddiskVolume2\a`) }),
+		one(func(b *etwsynth.Recs) { b.FileName(1000, 0, key, `\Device\HarddiskVolume2\b`) }),
+	}
+	read := one(func(b *etwsynth.Recs) { b.ReadWrite(2000, 67, 8, 4, 0x100, 0x200, key, 0, 4096) })
+	const n = 1_000_000
+	src := &etwsynth.Stream{Head: headerOnly(), N: n + 1, Make: func(i int, r *record.Record) {
+		if i == n {
+			*r = read
+			return
+		}
+		*r = names[i%2]
+	}}
+	var iot countingWriter
+	w := tracefile.NewWriter(&iot, tracefile.WriterOptions{})
+	var ev pathSink
+	var err error
+	within(t, 16<<20, 2*time.Second, func() {
+		err = Run(context.Background(), src, Options{}, ev.wrap(w))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.nameFacts > 2 || iot.n > 64<<10 {
+		t.Errorf("%d name facts, a %d-byte .iot: want at most 2 facts and 64 KiB", ev.nameFacts, iot.n)
+	}
+	if len(ev.paths) != 1 || ev.paths[0] != `\Device\HarddiskVolume2\b` {
+		t.Errorf("read named %q, want the last name", ev.paths)
+	}
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter struct{ n int }
+
+func (c *countingWriter) Write(b []byte) (int, error) { c.n += len(b); return len(b), nil }
+
+// pathSink keeps the paths of the events and counts the name facts.
+type pathSink struct {
+	event.Sink
+	paths     []string
+	nameFacts int
+}
+
+func (s *pathSink) wrap(sink event.Sink) *pathSink { s.Sink = sink; return s }
+func (s *pathSink) Event(e *event.Event) error {
+	s.paths = append(s.paths, e.Path)
+	return s.Sink.Event(e)
+}
+func (s *pathSink) Fact(f *event.Fact) error {
+	if f.Kind == event.FactName {
+		s.nameFacts++
+	}
+	return s.Sink.Fact(f)
 }

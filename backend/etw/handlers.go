@@ -10,6 +10,7 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
 )
 
 // IRP flags (wdm.h) iotrace turns into event flags.
@@ -102,9 +103,47 @@ func (p *Pipeline) onFileName(ev *kernel.Event, t int64) {
 		p.emitFact(f)
 		*f = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileKey, Handle: ev.FileKey, End: true}
 		p.emitFact(f)
+	case p.mode == modeReplay && !p.renamed.live(p.tables, ev.FileKey, t, f.Name):
+		// Renamed again at this very time, or named so already: the
+		// tables hold one binding from t (resolve.History), the sink
+		// gets one fact.
 	default:
 		p.emitFact(f)
 	}
+}
+
+// renames tells, in a file's second pass, the name facts of a FileKey
+// that no lookup can tell from others at their time: a key renamed
+// again and again within one timestamp (a crafted file: one record
+// repeated) gives the sink one fact, not one per record.
+type renames struct {
+	t    int64               // the time of the facts in at
+	at   map[uint64]struct{} // keys given a fact at t
+	seen bool                // at holds the keys of t
+}
+
+// live reports whether a fact binding key to name at t changes what
+// lookups find: its name is the key's at t in the complete tables, and
+// no fact gave it at t already.
+func (r *renames) live(tables *resolve.Tables, key uint64, t int64, name string) bool {
+	if s, ok := tables.FileKeys.Lookup(key, t); !ok || s != name {
+		return false
+	}
+	if !r.seen || r.t != t {
+		if len(r.at) > 16 {
+			r.at = nil // clear would walk a large map's buckets again at every time
+		}
+		if r.at == nil {
+			r.at = make(map[uint64]struct{})
+		}
+		clear(r.at)
+		r.t, r.seen = t, true
+	}
+	if _, ok := r.at[key]; ok {
+		return false
+	}
+	r.at[key] = struct{}{}
+	return true
 }
 
 // knownThread reports whether the thread table knows tid at t.

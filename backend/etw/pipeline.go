@@ -152,6 +152,7 @@ type Pipeline struct {
 	hdr   traceHeader // the trace's header and clock (header.go)
 	ended bool
 
+	renamed   renames // a file's second pass: FileKey names given already
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
