@@ -208,6 +208,32 @@ func TestBoundsKeyRundowns(t *testing.T) {
 	}
 }
 
+// TestBoundsStacksAtOneTime: many events of one thread at one time, each
+// with its stack, take theirs in a step each. Before, each event scanned
+// the stacks of that time the events before it had taken: quadratic.
+func TestBoundsStacksAtOneTime(t *testing.T) {
+	read := one(func(b *etwsynth.Recs) { b.ReadWrite(1000, 67, 8, 4, 0x100, 0x200, 0x300, 0, 4096) })
+	stack := one(func(b *etwsynth.Recs) { b.Stack(1000, 1000, 4, 8, 0xfffff80000101000, 0x00007ff600001000) })
+	const pairs = 100_000
+	src := &etwsynth.Stream{Head: headerOnly(), N: 2 * pairs, Make: func(i int, r *record.Record) {
+		if i%2 == 0 {
+			*r = read
+		} else {
+			*r = stack
+		}
+	}}
+	var out countingSink
+	var tr tallySink
+	var err error
+	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, tr.wrap(&out)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := tr.stats.Get(event.CountInfo, StatStacksFile); out.events != pairs || g != pairs {
+		t.Errorf("%d events, %d with a stack, want %d each", out.events, g, pairs)
+	}
+}
+
 // TestBoundsRenamedBackAndForth: one FileKey renamed back and forth at
 // one time (2,320 bytes gave 855 MB of name history and a 100 MB .iot):
 // the name history holds one binding from that time, and the sink gets

@@ -1,6 +1,8 @@
 package stackjoin
 
 import (
+	"sort"
+
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -25,20 +27,7 @@ func (s *Joiner) Take(r *record.Record, tid uint32, joined bool) *Parts {
 	// one time take theirs in order; a user part alone is one no kernel
 	// part took). Thread 0 is one idle thread per processor: told apart
 	// by processor.
-	pick := -1
-	for j := s.cur; j < len(s.order) && s.order[j].ts == ts; j++ {
-		e := &s.pres[uint32(s.order[j].i)]
-		if e.tid != tid || e.taken || e.tid == 0 && e.cpu != r.CPU {
-			continue
-		}
-		if e.kern.ok {
-			pick = j
-			break
-		}
-		if pick < 0 {
-			pick = j
-		}
-	}
+	pick := s.group(ts, tid, r.CPU).next(s, tid, r.CPU)
 	if pick < 0 {
 		return nil
 	}
@@ -74,6 +63,75 @@ func (s *Joiner) Take(r *record.Record, tid uint32, joined bool) *Parts {
 		}
 	}
 	return sp
+}
+
+// takeGroup is where the events of one thread at one time take their
+// stacks: the thread's stacks at that time are order[from:end] (order is
+// by time, then thread), and kern and any pass over them once, to the
+// next one with a kernel part and to the next one, not taken yet. Many
+// events at one time cost each a step, not a scan of the others.
+type takeGroup struct {
+	kern, any, end int
+}
+
+// groupKey is a thread at the time of the groups (and its processor,
+// for thread 0).
+type groupKey struct {
+	tid uint32
+	cpu uint16
+}
+
+// group returns the take group of thread tid at ts (from s.cur on),
+// made when its first event comes.
+func (s *Joiner) group(ts int64, tid uint32, cpu uint16) *takeGroup {
+	if ts != s.groupsTS || s.groups == nil {
+		if s.groups == nil || len(s.groups) > 16 {
+			s.groups = make(map[groupKey]*takeGroup) // not clear: a large map's buckets would be walked at every time
+		}
+		clear(s.groups)
+		s.groupsTS = ts
+	}
+	k := groupKey{tid: tid}
+	if tid == 0 {
+		k.cpu = cpu
+	}
+	if g := s.groups[k]; g != nil {
+		return g
+	}
+	rest := s.order[s.cur:]
+	at := func(i uint64) int {
+		return s.cur + sort.Search(len(rest), func(j int) bool {
+			o := rest[j]
+			return o.ts > ts || o.ts == ts && o.i >= i
+		})
+	}
+	from := at(uint64(tid) << 32)
+	g := &takeGroup{kern: from, any: from, end: at(uint64(tid)<<32 + 1<<32)}
+	s.groups[k] = g
+	return g
+}
+
+// next returns the index in order of the stack the group's next event
+// takes, -1 for none.
+func (g *takeGroup) next(s *Joiner, tid uint32, cpu uint16) int {
+	mine := func(j int) *preStack {
+		e := &s.pres[uint32(s.order[j].i)]
+		if e.taken || tid == 0 && e.cpu != cpu {
+			return nil
+		}
+		return e
+	}
+	for ; g.kern < g.end; g.kern++ {
+		if e := mine(g.kern); e != nil && e.kern.ok {
+			return g.kern
+		}
+	}
+	for ; g.any < g.end; g.any++ {
+		if mine(g.any) != nil {
+			return g.any
+		}
+	}
+	return -1
 }
 
 // partFrames returns the frames of a collected part.
