@@ -234,6 +234,68 @@ func TestBoundsStacksAtOneTime(t *testing.T) {
 	}
 }
 
+// TestBoundsUndecodedKinds: records the first pass takes that no decoder
+// knows, of many kinds (StackWalk of versions above 3), are counted by
+// kind in a step each. Before, each was compared with every kind so far.
+func TestBoundsUndecodedKinds(t *testing.T) {
+	stack := one(func(b *etwsynth.Recs) { b.Stack(1000, 1000, 4, 8, 0xfffff80000101000) })
+	const n = 100_000
+	src := &etwsynth.Stream{Head: headerOnly(), N: n, Make: func(i int, r *record.Record) {
+		*r = stack
+		r.Version = uint16(4 + i%60000)
+		r.Opcode = uint8(32 + i/60000)
+	}}
+	var out countingSink
+	var tr tallySink
+	var err error
+	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, tr.wrap(&out)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var undecoded uint64
+	for _, c := range tr.stats.Counters {
+		if c.Kind == event.CountInfo && c.Value == n {
+			undecoded++
+		}
+	}
+	if undecoded == 0 {
+		t.Errorf("no counter of the %d records not decoded: %v", n, tr.stats.Sorted())
+	}
+}
+
+// TestBoundsProcessStarts: a pid started and ended many times, and many
+// events of it, cost a search each for the process they belong to.
+// Before, each event scanned the pid's processes from the last.
+func TestBoundsProcessStarts(t *testing.T) {
+	start := one(func(b *etwsynth.Recs) { b.Process(0, 1, 900, 4, "app.exe", "app") })
+	stop := one(func(b *etwsynth.Recs) { b.Process(0, 2, 900, 4, "app.exe", "app") })
+	read := one(func(b *etwsynth.Recs) { b.ReadWrite(0, 67, 8, 900, 0x100, 0x200, 0x300, 0, 4096) })
+	const n = 100_000
+	src := &etwsynth.Stream{Head: headerOnly(), N: 3 * n, Make: func(i int, r *record.Record) {
+		switch {
+		case i < 2*n && i%2 == 0:
+			*r = start
+		case i < 2*n:
+			*r = stop
+		default:
+			*r = read
+		}
+		r.Timestamp = int64(1 + i) // every process a tick long; the reads after them
+		if i >= 2*n {
+			r.Timestamp = int64(2 + i - 2*n) // during the first processes
+		}
+	}}
+	var out countingSink
+	var err error
+	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, &out) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.events != n {
+		t.Errorf("%d events, want %d", out.events, n)
+	}
+}
+
 // TestBoundsRenamedBackAndForth: one FileKey renamed back and forth at
 // one time (2,320 bytes gave 855 MB of name history and a 100 MB .iot):
 // the name history holds one binding from that time, and the sink gets

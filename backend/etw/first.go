@@ -253,9 +253,21 @@ func (f *firstPass) end(ctx context.Context, dec *kernel.Decoder, t *tally.Tally
 // them: a count per counter, the first few messages, and the records no
 // decoder knows.
 type takenLog struct {
-	errs  map[string]uint64
-	msgs  []string
-	undec []undecoded
+	errs   map[string]uint64
+	msgs   []string
+	undec  []undecoded        // in the order their kinds came
+	kindAt map[recordKind]int // a kind's place in undec
+}
+
+// recordKind is what tells records apart in the counts of records not
+// decoded: the fields of their header that say what they are.
+type recordKind struct {
+	kind               record.Kind
+	provider           record.GUID
+	headerType         uint8
+	group, opcode      uint8
+	version, id, flags uint16
+	pointerSize        int
 }
 
 // keepError keeps the decoding error of a record the first pass takes.
@@ -280,14 +292,16 @@ type undecoded struct {
 // (an ImageID FileVersion, a StackWalk of a later version…), for the
 // second pass's not-decoded counts.
 func (k *takenLog) keepUndecoded(r *record.Record) {
-	for i := range k.undec {
-		u := &k.undec[i].r
-		if u.Kind == r.Kind && u.Group == r.Group && u.Provider == r.Provider && u.Opcode == r.Opcode &&
-			u.ID == r.ID && u.HeaderType == r.HeaderType && u.Flags == r.Flags && u.Version == r.Version && u.PointerSize == r.PointerSize {
-			k.undec[i].n++
-			return
-		}
+	kind := recordKind{kind: r.Kind, provider: r.Provider, headerType: r.HeaderType, group: r.Group, opcode: r.Opcode,
+		version: r.Version, id: r.ID, flags: r.Flags, pointerSize: r.PointerSize}
+	if i, ok := k.kindAt[kind]; ok {
+		k.undec[i].n++
+		return
 	}
+	if k.kindAt == nil {
+		k.kindAt = make(map[recordKind]int)
+	}
+	k.kindAt[kind] = len(k.undec)
 	k.undec = append(k.undec, undecoded{r: record.Record{Kind: r.Kind, Group: r.Group, Provider: r.Provider,
 		HeaderType: r.HeaderType, Flags: r.Flags, Opcode: r.Opcode, ID: r.ID, Version: r.Version, PointerSize: r.PointerSize}, n: 1})
 }

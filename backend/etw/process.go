@@ -1,6 +1,7 @@
 package etw
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/iotrace/iotrace/backend/etw/internal/names"
@@ -29,14 +30,14 @@ import (
 // each pid's processes started and ended, what the last process event
 // said, and their executables.
 type processes struct {
-	spans map[uint32][]procSpan // by pid, in time order
+	spans map[uint32]*pidSpans // by pid
 	info  map[uint32]procInfo
 	seen  map[uint32][]imageSeen // a file's first pass: images that may be executables (chooseImages)
 	main  map[event.ProcessKey]*mainImage
 }
 
 func newProcesses() processes {
-	return processes{spans: make(map[uint32][]procSpan), info: make(map[uint32]procInfo),
+	return processes{spans: make(map[uint32]*pidSpans), info: make(map[uint32]procInfo),
 		seen: make(map[uint32][]imageSeen), main: make(map[event.ProcessKey]*mainImage)}
 }
 
@@ -47,9 +48,22 @@ type procSpan struct {
 	start    int64
 }
 
+// pidSpans is the processes of one pid, in time order.
+type pidSpans struct {
+	s []procSpan
+	// unsorted: the spans are not ordered by both ends (facts out of
+	// time order); start scans them.
+	unsorted bool
+}
+
 // applySpan records a process fact in the start history.
 func (ps *processes) applySpan(f *event.Fact) {
-	spans := ps.spans[f.Pid]
+	p := ps.spans[f.Pid]
+	if p == nil {
+		p = &pidSpans{}
+		ps.spans[f.Pid] = p
+	}
+	spans := p.s
 	n := len(spans)
 	switch {
 	case f.End:
@@ -58,22 +72,41 @@ func (ps *processes) applySpan(f *event.Fact) {
 		}
 	case f.Rundown:
 		if n == 0 {
-			ps.spans[f.Pid] = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
+			p.s = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
 		} else if spans[n-1].to != resolve.Forever {
-			ps.spans[f.Pid] = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
+			p.s = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
 		}
 	default:
 		if n > 0 && spans[n-1].to == resolve.Forever {
 			spans[n-1].to = f.Time
 		}
-		ps.spans[f.Pid] = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
+		p.s = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
+	}
+	if s := p.s; len(s) > 1 {
+		if a, b := &s[len(s)-2], &s[len(s)-1]; a.from > b.from || a.to > b.to {
+			p.unsorted = true
+		}
 	}
 }
 
 // start returns the start time of the process pid was at t (0 when
 // it started before the trace or is unknown).
 func (ps *processes) start(pid uint32, t int64) int64 {
-	spans := ps.spans[pid]
+	p := ps.spans[pid]
+	if p == nil {
+		return 0
+	}
+	spans := p.s
+	if !p.unsorted {
+		// Ordered by both ends: the last span from at or before t is
+		// the one, if it lasts to t (a pid started and ended many
+		// times costs a search, not a scan).
+		j := sort.Search(len(spans), func(i int) bool { return spans[i].from > t })
+		if j > 0 && spans[j-1].to >= t {
+			return spans[j-1].start
+		}
+		return 0
+	}
 	for i := len(spans) - 1; i >= 0; i-- {
 		if spans[i].from <= t && t <= spans[i].to {
 			return spans[i].start
