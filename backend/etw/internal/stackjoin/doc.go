@@ -39,6 +39,13 @@
 // stacks hold no pointers (a file's millions cost the garbage collector
 // nothing) and their frames live in an arena of chunks never copied.
 //
+// Bounds: 8 bytes per record with no thread in its header, 48 per stack
+// record (176 while Assemble runs) and 56 per key definition (a repeated
+// one kept once), and the frames; time linear in the records but for
+// radix sorts and merges of sorted runs. Assemble checks its context at
+// least every 65,536 records and between the passes of its sorts; Take
+// gives each event its stack in a step however many share its time.
+//
 // # A live session: keys and holding
 //
 // A live session's pipeline joins a stack record to a recent pending
