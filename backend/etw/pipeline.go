@@ -143,37 +143,38 @@ type Pipeline struct {
 	mode  mode
 	first firstPass // a file's first pass (modeCollect)
 
-	dec    *kernel.Decoder
-	ev     kernel.Event
-	tables *resolve.Tables
-	procs  processes    // processes and their executables (process.go)
-	names  *names.Cache // payload strings and DOS paths, shared by both passes
+	// Decoding and naming.
+	dec     *kernel.Decoder
+	ev      kernel.Event // the record being pushed, decoded
+	tables  *resolve.Tables
+	names   *names.Cache // payload strings and DOS paths, shared by both passes
+	renamed renames      // a file's second pass: FileKey names given already
+	procs   processes    // processes and their executables (process.go)
+	hdr     traceHeader  // the trace's header and clock (header.go)
 
-	hdr   traceHeader // the trace's header and clock (header.go)
-	ended bool
-
-	renamed   renames // a file's second pass: FileKey names given already
+	// Pairing and links (handlers.go, link.go).
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
+	links     linker
 
-	links linker // causal links between disk I/O and file requests (link.go)
-
-	// Stacks (stacks.go, package stackjoin) and modules (modules.go).
+	// Stacks (stacks.go, package stackjoin) and modules (modules.go,
+	// package modident).
 	stk      *stackjoin.Joiner
 	held     *stackjoin.Holder // live: events waiting for their stack's user part
 	stackIDs stackjoin.Interner
 	live     liveStacks
-	mods     *modident.Modules // module facts and their identities
+	mods     *modident.Modules
 
+	// Emitting and counting.
 	scratch  event.Event
 	fact     event.Fact
 	nextID   uint64
 	lastTime int64
+	records  uint64
+	tally    *tally.Tally // counters and warnings, muted in a file's first pass
 	err      error
-
-	tally   *tally.Tally // counters and warnings, muted in a file's first pass
-	records uint64
+	ended    bool
 }
 
 // NewPipeline returns a pipeline that delivers to sink.
