@@ -13,6 +13,7 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/internal/etwsynth"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/cputime"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -48,9 +49,9 @@ func within(t *testing.T, maxHeap uint64, maxCPU time.Duration, fn func()) {
 			}
 		}
 	}()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := cputime.Process(), time.Now()
 	fn()
-	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	cpu, wall := cputime.Process()-cpu0, time.Since(wall0)
 	close(stop)
 	wg.Wait()
 	peak = max(peak, heap())
@@ -67,6 +68,17 @@ func within(t *testing.T, maxHeap uint64, maxCPU time.Duration, fn func()) {
 	}
 	if cpu > maxCPU {
 		t.Errorf("took %v of CPU, want at most %v", cpu, maxCPU)
+	}
+}
+
+// readWithin reads src through the pipeline into sink, in at most maxHeap
+// more heap and 2 s of CPU (within).
+func readWithin(t *testing.T, src Records, opts Options, maxHeap uint64, sink event.Sink) {
+	t.Helper()
+	var err error
+	within(t, maxHeap, 2*time.Second, func() { err = Run(context.Background(), src, opts, sink) })
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -142,14 +154,8 @@ func TestBoundsNoTidLookup(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out countingSink
-			var err error
 			var tr tallySink
-			within(t, c.maxHeap, 2*time.Second, func() {
-				err = Run(context.Background(), noTidStream(c.samples, c.refs), Options{NoStacks: c.noStacks}, tr.wrap(&out))
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			readWithin(t, noTidStream(c.samples, c.refs), Options{NoStacks: c.noStacks}, c.maxHeap, tr.wrap(&out))
 			st := tr.stats
 			if g := st.Get(event.CountLost, StatStacksOrphan); g != c.wantOrphanRefs {
 				t.Errorf("%s = %d, want %d", StatStacksOrphan, g, c.wantOrphanRefs)
@@ -201,11 +207,7 @@ func TestBoundsKeyRundowns(t *testing.T) {
 	def := one(func(b *etwsynth.Recs) { b.KeyDef(1000, 36, 0x10, frames...) })
 	src := &etwsynth.Stream{Head: headerOnly(), N: 20_000, Make: func(i int, r *record.Record) { *r = def }}
 	var out countingSink
-	var err error
-	within(t, 20<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, &out) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	readWithin(t, src, Options{}, 20<<20, &out)
 }
 
 // TestBoundsStacksAtOneTime: many events of one thread at one time, each
@@ -224,11 +226,7 @@ func TestBoundsStacksAtOneTime(t *testing.T) {
 	}}
 	var out countingSink
 	var tr tallySink
-	var err error
-	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, tr.wrap(&out)) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	readWithin(t, src, Options{}, 100<<20, tr.wrap(&out))
 	if g := tr.stats.Get(event.CountInfo, StatStacksFile); out.events != pairs || g != pairs {
 		t.Errorf("%d events, %d with a stack, want %d each", out.events, g, pairs)
 	}
@@ -247,11 +245,7 @@ func TestBoundsUndecodedKinds(t *testing.T) {
 	}}
 	var out countingSink
 	var tr tallySink
-	var err error
-	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, tr.wrap(&out)) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	readWithin(t, src, Options{}, 100<<20, tr.wrap(&out))
 	var undecoded uint64
 	for _, c := range tr.stats.Counters {
 		if c.Kind == event.CountInfo && c.Value == n {
@@ -286,11 +280,7 @@ func TestBoundsProcessStarts(t *testing.T) {
 		}
 	}}
 	var out countingSink
-	var err error
-	within(t, 100<<20, 2*time.Second, func() { err = Run(context.Background(), src, Options{}, &out) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	readWithin(t, src, Options{}, 100<<20, &out)
 	if out.events != n {
 		t.Errorf("%d events, want %d", out.events, n)
 	}
@@ -318,13 +308,7 @@ func TestBoundsRenamedBackAndForth(t *testing.T) {
 	var iot countingWriter
 	w := tracefile.NewWriter(&iot, tracefile.WriterOptions{})
 	var ev pathSink
-	var err error
-	within(t, 16<<20, 2*time.Second, func() {
-		err = Run(context.Background(), src, Options{}, ev.wrap(w))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	readWithin(t, src, Options{}, 16<<20, ev.wrap(w))
 	if ev.nameFacts > 2 || iot.n > 64<<10 {
 		t.Errorf("%d name facts, a %d-byte .iot: want at most 2 facts and 64 KiB", ev.nameFacts, iot.n)
 	}

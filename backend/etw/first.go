@@ -175,10 +175,7 @@ func (f *firstPass) take(r *record.Record, c kernel.Class) {
 	if isStackWalk(r) {
 		sw, ok, err := kernel.DecodeStackWalk(r)
 		switch {
-		case !ok:
-			f.taken.keepUndecoded(r)
-		case err != nil:
-			f.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		case !f.taken.decoded(r, ok, err):
 		case sw.Kind == kernel.KindStackKeyDef:
 			f.stacks.DefineKey(r, sw.StackKey, sw.Frames)
 		default:
@@ -187,26 +184,14 @@ func (f *firstPass) take(r *record.Record, c kernel.Class) {
 		return
 	}
 	if c == kernel.ClassImageID {
-		im, ok, err := kernel.DecodeImageID(r)
-		switch {
-		case !ok:
-			f.taken.keepUndecoded(r)
-		case err != nil:
-			f.taken.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
-		default:
+		if im, ok, err := kernel.DecodeImageID(r); f.taken.decoded(r, ok, err) {
 			id := f.mods.ImageID(&im)
 			f.mods.Collect(r.Timestamp, &id)
 		}
 		return
 	}
 	ev := &f.ev
-	ok, err := f.dec.Decode(r, ev)
-	if !ok {
-		f.taken.keepUndecoded(r)
-		return
-	}
-	if err != nil {
-		f.taken.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
+	if ok, err := f.dec.Decode(r, ev); !f.taken.decoded(r, ok, err) {
 		return
 	}
 	switch ev.Kind {
@@ -268,6 +253,20 @@ type recordKind struct {
 	group, opcode      uint8
 	version, id, flags uint16
 	pointerSize        int
+}
+
+// decoded reports whether a record the first pass takes decoded (ok,
+// err: a decoder's answer), keeping what is wrong with it otherwise.
+func (k *takenLog) decoded(r *record.Record, ok bool, err error) bool {
+	switch {
+	case !ok:
+		k.keepUndecoded(r)
+		return false
+	case err != nil:
+		k.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
+		return false
+	}
+	return true
 }
 
 // keepError keeps the decoding error of a record the first pass takes.

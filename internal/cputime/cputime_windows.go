@@ -1,6 +1,6 @@
 //go:build windows
 
-package etw
+package cputime
 
 import (
 	"time"
@@ -8,14 +8,15 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// cpuTime returns the CPU time the process has used (user and kernel).
-func cpuTime() time.Duration {
+// Process returns the user + kernel CPU time used by the process, 0 when
+// it cannot be read.
+func Process() time.Duration {
 	var creation, exit, kernel, user windows.Filetime
 	if err := windows.GetProcessTimes(windows.CurrentProcess(), &creation, &exit, &kernel, &user); err != nil {
 		return 0
 	}
-	ft := func(f windows.Filetime) time.Duration {
+	ticks := func(f windows.Filetime) time.Duration { // 100 ns each
 		return time.Duration(int64(f.HighDateTime)<<32|int64(f.LowDateTime)) * 100
 	}
-	return ft(kernel) + ft(user)
+	return ticks(kernel) + ticks(user)
 }
