@@ -29,8 +29,9 @@ type Joiner struct {
 	cur      int
 	waitUser map[uint32][]int32 // per thread, the events waiting for a user part (Assemble)
 	take     Parts              // Take's result, reused
-	groups   map[groupKey]*takeGroup
-	groupsTS int64 // the time of groups
+	groups   []takeGroup        // the take groups of the threads at groupsTS (Take)
+	groupAt  map[groupKey]int   // their places in groups
+	groupsTS int64
 
 	// Frames kept (a stack's, a key definition's), by chunk, and the
 	// definitions of stack cache keys.

@@ -84,19 +84,20 @@ type groupKey struct {
 // group returns the take group of thread tid at ts (from s.cur on),
 // made when its first event comes.
 func (s *Joiner) group(ts int64, tid uint32, cpu uint16) *takeGroup {
-	if ts != s.groupsTS || s.groups == nil {
-		if s.groups == nil || len(s.groups) > 16 {
-			s.groups = make(map[groupKey]*takeGroup) // not clear: a large map's buckets would be walked at every time
+	if ts != s.groupsTS || s.groupAt == nil {
+		if s.groupAt == nil || len(s.groupAt) > 16 {
+			s.groupAt = make(map[groupKey]int) // not clear: a large map's buckets would be walked at every time
 		}
-		clear(s.groups)
+		clear(s.groupAt)
+		s.groups = s.groups[:0]
 		s.groupsTS = ts
 	}
 	k := groupKey{tid: tid}
 	if tid == 0 {
 		k.cpu = cpu
 	}
-	if g := s.groups[k]; g != nil {
-		return g
+	if i, ok := s.groupAt[k]; ok {
+		return &s.groups[i]
 	}
 	rest := s.order[s.cur:]
 	at := func(i uint64) int {
@@ -106,9 +107,9 @@ func (s *Joiner) group(ts int64, tid uint32, cpu uint16) *takeGroup {
 		})
 	}
 	from := at(uint64(tid) << 32)
-	g := &takeGroup{kern: from, any: from, end: at(uint64(tid)<<32 + 1<<32)}
-	s.groups[k] = g
-	return g
+	s.groupAt[k] = len(s.groups)
+	s.groups = append(s.groups, takeGroup{kern: from, any: from, end: at(uint64(tid)<<32 + 1<<32)})
+	return &s.groups[len(s.groups)-1]
 }
 
 // next returns the index in order of the stack the group's next event
