@@ -97,6 +97,9 @@ func (ps *processes) start(pid uint32, t int64) int64 {
 		return 0
 	}
 	spans := p.s
+	if n := len(spans); n > 0 && spans[n-1].from <= t && t <= spans[n-1].to {
+		return spans[n-1].start // the latest: mostly
+	}
 	if !p.unsorted {
 		// Ordered by both ends: the last span from at or before t is
 		// the one, if it lasts to t (a pid started and ended many
