@@ -20,11 +20,12 @@ import (
 // What it collects, in the order of each processor's stream (keep: a
 // source may apply it before it merges its streams by time, to every
 // record once):
-//   - the time and thread of every record but stack walks, for stack
-//     joining to tell the stacks of undecoded records from those whose
-//     event was lost (stackjoin.Joiner.NoteRecord);
-//   - every stack walk (whole stacks, cache key references and
-//     definitions) and every image identity record (ImageID, DbgID_RSDS,
+//   - stacks wanted only: the time and thread of every record but stack
+//     walks, for stack joining to tell the stacks of undecoded records
+//     from those whose event was lost (stackjoin.Joiner.NoteRecord), and
+//     every stack walk (whole stacks, cache key references and
+//     definitions);
+//   - every image identity record (ImageID, DbgID_RSDS,
 //     iotrace's image records), decoded and taken whole: the second pass
 //     does not see them (takenFirst), so their decode errors and the
 //     records no decoder knows are kept for it (takenLog);
@@ -38,7 +39,9 @@ import (
 // tables, which are complete when the second pass starts; the first
 // pass emits nothing and counts nothing (the tally is muted). In time
 // order it also notes each Thread End for stack joining and counts the
-// Image events (inOrder).
+// Image events (inOrder). When it ends (end) the stacks are assembled,
+// cancellably. What it keeps per record, and its bounds: docs/etw.md,
+// "What the first pass keeps".
 type firstPass struct {
 	stacks   *stackjoin.Joiner // nil: stacks are not wanted (Options.NoStacks)
 	mods     *modident.Modules
