@@ -137,6 +137,28 @@ func (s *Recs) Stack(ts, evTs int64, pid, tid uint32, frames ...uint64) {
 	s.kernel(record.KindPerfInfo, record.GroupStackWalk, 32, 2, ts, 0, 0, b)
 }
 
+// KeyRef adds a StackWalk StackKeyKernel (37) or StackKeyUser (38), v2:
+// EventTimeStamp, StackProcess, StackThread, StackKey.
+func (s *Recs) KeyRef(ts int64, opcode uint8, evTs int64, pid, tid uint32, key uint64) {
+	s.kernel(record.KindPerfInfo, record.GroupStackWalk, opcode, 2, ts, 0, 0, buf{}.u64(uint64(evTs)).u32(pid).u32(tid).u64(key))
+}
+
+// KeyDef adds a StackWalk KeyCreate (34), KeyDelete (35) or KeyRundown
+// (36), v2: StackKey, the return addresses.
+func (s *Recs) KeyDef(ts int64, opcode uint8, key uint64, frames ...uint64) {
+	b := buf{}.u64(key)
+	for _, f := range frames {
+		b = b.u64(f)
+	}
+	s.kernel(record.KindPerfInfo, record.GroupStackWalk, opcode, 2, ts, 0, 0, b)
+}
+
+// Sample adds a PerfInfo SampledProfile (46) of thread tid at ip with a
+// PERFINFO header: a record with no thread in its header.
+func (s *Recs) Sample(ts int64, ip uint64, tid uint32) {
+	s.kernel(record.KindPerfInfo, record.GroupPerfInfo, 46, 2, ts, 0, 0, buf{}.u64(ip).u32(tid).u32(1))
+}
+
 // Own adds an event of iotrace's own provider (a classic event, as
 // TraceEvent writes it).
 func (s *Recs) Own(ts int64, opcode uint8, pid, tid uint32, payload []byte) {
