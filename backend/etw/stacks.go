@@ -51,7 +51,7 @@ const (
 	StatStacksUserAlone   = "etw: user parts of stacks no event took, walked when their thread returned to user mode (their event not looked for: not kept)"
 	StatStacksOrphan      = "etw: stack records of no record in the trace (no record of their time and thread: their event lost)"
 	StatStacksUndecoded   = "etw: stack records of records iotrace does not decode (live: CPU samples, CLR…: not kept)"
-	StatStacksNoRecent    = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records came between them: dropped)"
+	StatStacksNoRecent    = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records of its processor came between them: dropped)"
 	StatStacksLate        = "etw: stacks of events already emitted (dropped)"
 	StatStackKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
 	StatStackUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
@@ -85,15 +85,21 @@ const (
 type stackTarget struct {
 	ts   int64 // raw timestamp
 	tid  uint32
-	cpu  uint16
 	kind uint8
 	req  *fileReq
 	id   uint64 // the request's event ID (the fileReq may be reused)
 	irp  uint64
 }
 
-// numTargets is how many recent events a stack is looked for among.
+// numTargets is how many recent events of its processor a stack is
+// looked for among.
 const numTargets = 32
+
+// targetRing is the recent events of one processor.
+type targetRing struct {
+	t    [numTargets]stackTarget
+	next int
+}
 
 type stackEntry struct {
 	kernel, user []uint64
@@ -103,9 +109,11 @@ type stackEntry struct {
 
 // stackState is the pipeline's stack state.
 type stackState struct {
-	// A live session: recent events a stack may follow.
-	targets [numTargets]stackTarget
-	next    int
+	// A live session: recent events a stack may follow, by processor
+	// (the kernel logs a walk right after its event, on its processor;
+	// once the processors' buffers are merged by time, other
+	// processors' events come between them).
+	targets []targetRing
 	// A file's first pass: the stacks, by event, and the key
 	// definitions; the second pass takes them in time order (cur).
 	raw        [][]rawStack // in chunks of rawChunk (never copied)
@@ -295,21 +303,47 @@ func (p *Pipeline) noteTarget(r *record.Record, tid uint32, kind uint8, req *fil
 		return
 	}
 	s := &p.stk
-	t := &s.targets[s.next]
-	s.next = (s.next + 1) % numTargets
-	*t = stackTarget{ts: r.Timestamp, tid: tid, cpu: r.CPU, kind: kind, req: req, irp: irp}
+	if int(r.CPU) >= len(s.targets) {
+		s.targets = append(s.targets, make([]targetRing, int(r.CPU)+1-len(s.targets))...)
+	}
+	g := &s.targets[r.CPU]
+	t := &g.t[g.next]
+	g.next = (g.next + 1) % numTargets
+	*t = stackTarget{ts: r.Timestamp, tid: tid, kind: kind, req: req, irp: irp}
 	if req != nil {
 		t.id = req.ev.ID
 	}
 }
 
 // findTarget returns the latest event with the stack's timestamp and
-// thread (and processor, for thread 0: one idle thread per processor).
+// thread among the recent events of the stack's processor, then of the
+// others (thread 0 only on its own: one idle thread per processor).
 func (p *Pipeline) findTarget(ts int64, tid uint32, cpu uint16) *stackTarget {
 	s := &p.stk
+	if int(cpu) < len(s.targets) {
+		if t := s.targets[cpu].find(ts, tid); t != nil {
+			return t
+		}
+	}
+	if tid == 0 {
+		return nil
+	}
+	for c := range s.targets {
+		if c != int(cpu) {
+			if t := s.targets[c].find(ts, tid); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// find returns the latest event of g with that timestamp and thread (or
+// no thread).
+func (g *targetRing) find(ts int64, tid uint32) *stackTarget {
 	for i := 1; i <= numTargets; i++ {
-		t := &s.targets[(s.next-i+numTargets)%numTargets]
-		if t.ts == ts && (t.tid == tid && (tid != 0 || t.cpu == cpu) || t.tid == record.NoID) {
+		t := &g.t[(g.next-i+numTargets)%numTargets]
+		if t.ts == ts && (t.tid == tid || t.tid == record.NoID) {
 			return t
 		}
 	}
