@@ -142,7 +142,7 @@ type liveFlags struct {
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs := cmd.Flags()
 	fs.DurationVar(&l.duration, "duration", 0, "stop after this long (10s, 5m); default: until Ctrl-C or the command exits")
-	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF)")
+	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
 }

@@ -55,20 +55,33 @@ const (
 type stackTarget struct {
 	ts   int64 // raw timestamp
 	tid  uint32
-	cpu  uint16
 	kind uint8
 	req  *fileReq
 	id   uint64 // the request's event ID (the fileReq may be reused)
 	irp  uint64
 }
 
-// numTargets is how many recent events a stack is looked for among.
+// numTargets is how many recent events of its processor a stack is
+// looked for among.
 const numTargets = 32
+
+// maxTargetRings bounds the processors with a ring of their own (Windows
+// has at most 2,048); a higher processor number shares a ring.
+const maxTargetRings = 4096
+
+// targetRing is the recent events of one processor.
+type targetRing struct {
+	t    [numTargets]stackTarget
+	next int
+}
 
 // liveStacks is a live session's stack joining to pending events.
 type liveStacks struct {
-	targets [numTargets]stackTarget // recent events a stack may follow
-	next    int
+	// Recent events a stack may follow, by processor: the kernel logs a
+	// walk right after its event, on its processor; once the
+	// processors' buffers are merged by time, other processors' events
+	// come between them.
+	targets []targetRing
 	wait    map[uint32][]liveWaiter // by thread: pending events waiting for a user part
 }
 
@@ -91,21 +104,49 @@ func (p *Pipeline) noteTarget(r *record.Record, tid uint32, kind uint8, req *fil
 		return
 	}
 	s := &p.live
-	t := &s.targets[s.next]
-	s.next = (s.next + 1) % numTargets
-	*t = stackTarget{ts: r.Timestamp, tid: tid, cpu: r.CPU, kind: kind, req: req, irp: irp}
+	cpu := int(r.CPU) % maxTargetRings
+	if cpu >= len(s.targets) {
+		s.targets = append(s.targets, make([]targetRing, cpu+1-len(s.targets))...)
+	}
+	g := &s.targets[cpu]
+	t := &g.t[g.next]
+	g.next = (g.next + 1) % numTargets
+	*t = stackTarget{ts: r.Timestamp, tid: tid, kind: kind, req: req, irp: irp}
 	if req != nil {
 		t.id = req.ev.ID
 	}
 }
 
 // findTarget returns the latest event with the stack's timestamp and
-// thread (and processor, for thread 0: one idle thread per processor).
+// thread among the recent events of the stack's processor, then of the
+// others (thread 0 only on its own: one idle thread per processor).
 func (p *Pipeline) findTarget(ts int64, tid uint32, cpu uint16) *stackTarget {
 	s := &p.live
+	own := int(cpu) % maxTargetRings
+	if own < len(s.targets) {
+		if t := s.targets[own].find(ts, tid); t != nil {
+			return t
+		}
+	}
+	if tid == 0 {
+		return nil
+	}
+	for c := range s.targets {
+		if c != own {
+			if t := s.targets[c].find(ts, tid); t != nil {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// find returns the latest event of g with that timestamp and thread (or
+// no thread).
+func (g *targetRing) find(ts int64, tid uint32) *stackTarget {
 	for i := 1; i <= numTargets; i++ {
-		t := &s.targets[(s.next-i+numTargets)%numTargets]
-		if t.ts == ts && (t.tid == tid && (tid != 0 || t.cpu == cpu) || t.tid == record.NoID) {
+		t := &g.t[(g.next-i+numTargets)%numTargets]
+		if t.ts == ts && (t.tid == tid || t.tid == record.NoID) {
 			return t
 		}
 	}

@@ -965,3 +965,43 @@ func TestIdentityConflictCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveStackAmongOtherProcessors: once the processors' buffers are
+// merged by time, more than numTargets records of other processors may
+// come between an event and its stack walk (logged on the event's
+// processor): the walk is still joined to its event.
+func TestLiveStackAmongOtherProcessors(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.rw(4000, 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096) // processor 2
+	for i := range 3 * numTargets {
+		s.add(record.KindSystem, record.GroupPerfInfo, 46, 2, 4001+int64(i), tidSvc+7, pidSvc, 1,
+			buf{}.u64(kB).u32(tidSvc+7).u32(0)) // not decoded, processor 1
+	}
+	s.stack(4500, 4000, pidSvc, tidSvc, kA, uA)
+	s.recs[len(s.recs)-1].CPU = 2
+	s.opEnd(4600, irpA, 4096, 0)
+	out := &seqSink{}
+	p := NewPipeline(out, Options{ExpectOpEnd: true})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	reads := out.byNative("FileIo/Read")
+	if len(reads) != 1 {
+		t.Fatalf("%d reads", len(reads))
+	}
+	f := out.stackOf(t, &reads[0])
+	if !slices.Equal(f.Kernel, []uint64{kA}) || !slices.Equal(f.User, []uint64{uA}) {
+		t.Errorf("stack %+v", f)
+	}
+	if n := out.trailer.Stats.Get(event.CountInfo, StatStacksNoRecent); n != 0 {
+		t.Errorf("%d stacks matched no recent record", n)
+	}
+}

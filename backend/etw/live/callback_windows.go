@@ -1,3 +1,5 @@
+//go:build windows && (amd64 || arm64)
+
 package live
 
 import (
@@ -67,7 +69,7 @@ func (r *registry) get(id uintptr) Consumer {
 func eventCallback() uintptr {
 	callbackOnce.Do(func() {
 		callbackPtr = windows.NewCallback(func(er *EventRecord) uintptr {
-			if c := consumers.get(uintptr(er.UserContext)); c != nil {
+			if c := consumers.get(er.UserContext); c != nil {
 				c.Event(er)
 			}
 			return 0

@@ -12,7 +12,7 @@ const (
 	StatUserAlone    = "etw: user parts of stacks no event took, walked when their thread returned to user mode (their event not looked for: not kept)"
 	StatOrphan       = "etw: stack records of no record in the trace (no record of their time and thread: their event lost)"
 	StatUndecoded    = "etw: stack records of records iotrace does not decode (live: CPU samples, CLR…: not kept)"
-	StatNoRecent     = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records came between them: dropped)"
+	StatNoRecent     = "etw: stack records matching none of the latest records (live: their event lost, or more than 32 records of its processor came between them: dropped)"
 	StatLate         = "etw: stacks of events already emitted (dropped)"
 	StatKeyUndefined = "etw: stack key references whose key the trace never defines (that part of the stack is lost)"
 	StatUserShared   = "etw: stacks whose user part is the one walked when their thread returned to user mode (shared by the kernel events of one system call)"
