@@ -30,6 +30,7 @@ type Reader struct {
 	damage    []Damage
 	trailer   *trailerRec
 	trailerAt int64 // file offset of the trailer chunk
+	trailerIx int   // and its index
 	ran       bool
 	// seen holds a 64-bit hash of every records chunk read, with its
 	// offset: a chunk that repeats one byte for byte (a duplicated
@@ -366,7 +367,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 			if err != nil {
 				r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "bad trailer: " + err.Error()})
 			}
-			r.trailer, r.trailerAt = &t, c.off
+			r.trailer, r.trailerAt, r.trailerIx = &t, c.off, c.index
 		case c.typ == chunkHeader:
 			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize), Lossless: true,
 				Reason: "a second trace header (ignored)"})
@@ -387,11 +388,59 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		r.addDamage(Damage{Offset: r.win.off, Chunk: r.chunks, End: true,
 			Reason: "truncated: the file ends without a trailer (the recording was cut short)"})
 	}
+	r.checkCounts()
 	t := r.finalTrailer()
 	if err := sink.End(&t); err != nil {
 		return err
 	}
 	return r.damageError()
+}
+
+// Each event takes at least minEventBytes bytes of a records chunk (a
+// template reference, a thread reference and a time), each fact at least
+// minFactBytes (position, kind, mask, time): a trailer that counts more
+// than the file before it could hold is not believed.
+const (
+	minEventBytes = 3
+	minFactBytes  = 4
+)
+
+// checkCounts compares the trailer's counts of events and facts written
+// with those read, whether or not damage was met: fewer read, and no
+// damaged region to hold them, is damage (chunks removed cleanly); more
+// read is damage that lost nothing (chunks repeated with a change, or
+// another recording's); counts more than the file could hold are damage
+// and not believed.
+func (r *Reader) checkCounts() {
+	tr := r.trailer
+	if tr == nil || !tr.hasCounts {
+		return
+	}
+	d := Damage{Offset: r.trailerAt, Chunk: r.trailerIx}
+	if room := uint64(r.trailerAt); tr.events > room/minEventBytes || tr.facts > room/minFactBytes {
+		d.Reason = fmt.Sprintf("the trailer says %d events and %d facts were written, more than the %d bytes before it can hold: its counts are not believed",
+			tr.events, tr.facts, room)
+		tr.hasCounts = false
+		r.addDamage(d)
+		return
+	}
+	if tr.events > r.events || tr.facts > r.facts {
+		for _, x := range r.damage {
+			if !x.Lossless {
+				return // that damage holds them (counted in finalTrailer)
+			}
+		}
+		d.Reason = fmt.Sprintf("the trailer says %d events and %d facts were written, %d events and %d facts were read: %d events and %d facts are missing (chunks removed?)",
+			tr.events, tr.facts, r.events, r.facts, tr.events-min(tr.events, r.events), tr.facts-min(tr.facts, r.facts))
+		r.addDamage(d)
+		return
+	}
+	if tr.events < r.events || tr.facts < r.facts {
+		d.Lossless = true
+		d.Reason = fmt.Sprintf("%d events and %d facts more than the trailer says were written (%d and %d): chunks repeated with a change, or another recording's?",
+			r.events-tr.events, r.facts-tr.facts, tr.events, tr.facts)
+		r.addDamage(d)
+	}
 }
 
 // finalTrailer returns the trailer to deliver: the written one, or one
