@@ -2,11 +2,16 @@ package tracefile
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/bounded"
 	"github.com/iotrace/iotrace/internal/synth"
 )
 
@@ -80,5 +85,78 @@ func TestAbsurdTrailer(t *testing.T) {
 	de := damageOf(t, err)
 	if !de.NoneLost || !strings.Contains(de.Reason, "5 events and 0 facts more") || len(got.Events) != len(want.Events) {
 		t.Errorf("more events than written: %v NoneLost %v", de, de.NoneLost)
+	}
+}
+
+// syncEvery returns garbage of n bytes with a plausible records chunk
+// header every 16 bytes, each with a wrong CRC and a length that runs to
+// end (the offset where the garbage will end, plus tail bytes): a reader
+// that checks each candidate's CRC over its payload does quadratic work.
+func syncEvery(n, tail int) []byte {
+	b := make([]byte, n)
+	for off := 0; off+chunkHeaderSize <= n; off += 16 {
+		h := b[off:]
+		copy(h, chunkSync)
+		h[4] = chunkRecords
+		binary.LittleEndian.PutUint32(h[8:], uint32(n+tail-off-chunkHeaderSize))
+		binary.LittleEndian.PutUint32(h[12:], uint32(off)) // not the CRC
+	}
+	return b
+}
+
+// TestResyncLinear: 1 and 2 MB of plausible chunk headers every 16 bytes
+// between two intact chunks: the reader finds the intact one after them,
+// in well under 2 s and 100 MB.
+func TestResyncLinear(t *testing.T) {
+	want := synth.Trace(synth.Options{Events: 300})
+	b := write(t, want, WriterOptions{ChunkRecords: 100})
+	chunks := chunkMap(t, b)
+	c := chunks[2]
+	for _, mb := range []int{1, 2} {
+		rest := b[c.off:]
+		bad := append(bytes.Clone(b[:c.off]), syncEvery(mb<<20, len(rest))...)
+		bad = append(bad, rest...)
+		var got *synth.Recorded
+		var err error
+		bounded.Check(t, fmt.Sprintf("%d MB of chunk headers", mb), bounded.Default, func() { got, err = read(t, bad) })
+		de := damageOf(t, err)
+		if int(de.Offset) != c.off || de.Skipped != int64(mb<<20) || len(got.Events) != len(want.Events) {
+			t.Errorf("%d MB: %v (skipped %d), %d events of %d", mb, de, de.Skipped, len(got.Events), len(want.Events))
+		}
+	}
+}
+
+// endless is a stream that never ends: head, then cycle over and over.
+type endless struct {
+	head, cycle []byte
+	off         int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	if len(e.head) > 0 {
+		n := copy(p, e.head)
+		e.head = e.head[n:]
+		return n, nil
+	}
+	n := copy(p, e.cycle[e.off:])
+	e.off = (e.off + n) % len(e.cycle)
+	return n, nil
+}
+
+// TestResyncCancelled: a search for an intact chunk through endless
+// damage stops within a second of the cancel.
+func TestResyncCancelled(t *testing.T) {
+	b := write(t, &synth.Recorded{Began: true, Ended: true}, WriterOptions{})
+	chunks := chunkMap(t, b)
+	src := &endless{head: bytes.Clone(b[:chunks[1].off]), cycle: syncEvery(1<<16, 1<<20)}
+	r, err := NewReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bounded.Cancelled(t, "reading endless damage", 200*time.Millisecond, time.Second, func(ctx context.Context) error {
+		return r.Run(ctx, discardSink{})
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted: %v, want context.Canceled", err)
 	}
 }

@@ -37,6 +37,10 @@ type Reader struct {
 	// region of the file) is damage, its records skipped.
 	seen map[[2]uint64]int64
 	seed maphash.Seed
+	// rc gives resync the CRCs of candidate chunks; ctx, when set (Run,
+	// ScanFacts), stops it.
+	rc  rangeCRC
+	ctx context.Context
 
 	dc      decoder
 	events  uint64 // delivered
@@ -179,6 +183,9 @@ func (r *Reader) cut() bool {
 func (r *Reader) next() (*chunk, bool) {
 	w := &r.win
 	for {
+		if r.ctx != nil && r.ctx.Err() != nil {
+			return nil, false // a search for an intact chunk stopped
+		}
 		if !w.fill(chunkHeaderSize) {
 			n := len(w.avail())
 			if w.err != nil {
@@ -261,35 +268,53 @@ func (r *Reader) repeated(payload []byte, off int64) (int64, bool) {
 
 // resync records damage at off and searches forward for the next intact
 // chunk, leaving the window at it (or at the end of the file). It reports
-// whether it found one.
+// whether it found one. Every sync it finds is a candidate; a crafted file
+// can hold one every few bytes, each with a length reaching far ahead, so
+// the CRCs of the candidates' payloads come from one CRC pass over the
+// region (rangeCRC): the search is linear in the bytes it reads. It stops
+// when r.ctx is done (Run then returns the context's error).
 func (r *Reader) resync(off int64, reason string) bool {
 	w := &r.win
 	d := Damage{Offset: off, Chunk: r.chunks, Reason: reason}
 	r.chunks++
-	w.discard(1)
+	r.rc.reset(w.off)
+	r.skip(1)
 	found := false
-	for {
+	for n := 0; ; n++ {
+		if n%resyncCheck == 0 && r.ctx != nil && r.ctx.Err() != nil {
+			break
+		}
 		data := w.avail()
 		i := bytes.Index(data, []byte(chunkSync))
 		if i < 0 {
 			keep := min(len(data), len(chunkSync)-1)
-			w.discard(len(data) - keep)
+			r.skip(len(data) - keep)
 			if !w.more(len(chunkSync) + minWindow) {
-				w.discard(len(w.avail()))
+				r.skip(len(w.avail()))
 				break
 			}
 			continue
 		}
-		w.discard(i)
+		r.skip(i)
 		if r.candidate() {
 			found = true
 			break
 		}
-		w.discard(1)
+		r.skip(1)
 	}
 	d.Skipped = w.off - off
 	r.addDamage(d)
 	return found
+}
+
+// resyncCheck is how many steps of the search go between two looks at
+// the context: a step costs at most a few microseconds.
+const resyncCheck = 1024
+
+// skip moves the search n bytes on.
+func (r *Reader) skip(n int) {
+	r.rc.discard(r.win.avail()[:n])
+	r.win.discard(n)
 }
 
 // candidate reports whether an intact chunk starts at the window.
@@ -308,8 +333,18 @@ func (r *Reader) candidate() bool {
 	}
 	data := w.avail()
 	h = data[:chunkHeaderSize] // fill may have moved the data
-	crc := crc32.Update(0, castagnoli, h[4:12])
-	crc = crc32.Update(crc, castagnoli, data[chunkHeaderSize:chunkHeaderSize+length])
+	hcrc := crc32.Update(0, castagnoli, h[4:12])
+	var crc uint32
+	if length <= crcBlock {
+		crc = crc32.Update(hcrc, castagnoli, data[chunkHeaderSize:chunkHeaderSize+length])
+	} else {
+		// The payload's CRC from the region's, F at its start and end:
+		// shift(hcrc) ^ (F(end) ^ shift(F(start))), one shift for both.
+		c := &r.rc
+		from := crc32.Update(c.val, castagnoli, h)
+		to := c.at(w.off+int64(chunkHeaderSize+length), data)
+		crc = crcShift(hcrc^from, int64(length)) ^ to
+	}
 	return crc == binary.LittleEndian.Uint32(h[12:])
 }
 
@@ -327,6 +362,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		return errors.New("tracefile.Reader: Run called twice")
 	}
 	r.ran = true
+	r.ctx = ctx
 	h := r.header
 	if err := sink.Begin(&h); err != nil {
 		return err
@@ -341,6 +377,9 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		} else {
 			var ok bool
 			if c, ok = r.next(); !ok {
+				if err := ctx.Err(); err != nil {
+					return err // a search for an intact chunk stopped
+				}
 				break
 			}
 		}
@@ -556,7 +595,7 @@ func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKi
 	if r.dc.intern == nil {
 		r.dc.intern = new(interner)
 	}
-	scan := &Reader{path: r.path, src: r.src}
+	scan := &Reader{path: r.path, src: r.src, ctx: ctx}
 	scan.dc.intern = r.dc.intern
 	if err := r.rewind(sk, scan); err != nil {
 		return err
@@ -572,6 +611,7 @@ func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKi
 		if c == nil {
 			var ok bool
 			if c, ok = scan.next(); !ok {
+				err = ctx.Err() // a search for an intact chunk stopped
 				break
 			}
 		}
