@@ -493,6 +493,7 @@ func (r *Reader) finalTrailer() event.Trailer {
 		t.End = r.lastEnd
 		t.Stats.Add(event.CountLost, "iotrace file cut short: no trailer, the recording's own counts are lost", 1)
 	}
+	r.dc.cut.count(&t.Stats)
 	if len(r.damage) == 0 {
 		return t
 	}
@@ -555,6 +556,7 @@ func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
 // decodeRecords decodes a records chunk with the decoder of the file's
 // format version (see records).
 func (r *Reader) decodeRecords(c *chunk, sink event.Sink, factsOnly bool, keep keepFunc) error {
+	r.dc.pathMax, r.dc.strMax = event.MaxPathLen(r.header.OS), event.MaxStringLen(r.header.OS)
 	r.dc.mAll, r.dc.fAll = mAll, fAll
 	if r.version < 3 {
 		r.dc.mAll, r.dc.fAll = mAllV2, fAllV2
