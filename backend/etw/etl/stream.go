@@ -44,8 +44,12 @@ type Records struct {
 	// ctx, when set (WithContext), stops the pass: steps counts the
 	// walk's steps between two looks at it, stop is its error.
 	ctx   context.Context
-	steps int
+	steps uint32
 	stop  error
+	// lo and span bound the records' timestamps: from lo to lo+span
+	// (as unsigned: one comparison a record).
+	lo   int64
+	span uint64
 }
 
 // counts are the pass's counters, kept as plain integers on the hot path
@@ -106,7 +110,8 @@ type cpuStream struct {
 }
 
 func newRecords(r *Reader) *Records {
-	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow(), mapped: r.mappedBytes()}}
+	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow(), mapped: r.mappedBytes()},
+		lo: r.lo, span: uint64(r.hi) - uint64(r.lo)}
 	for i, g := range r.groups {
 		rs.streams = append(rs.streams, &cpuStream{
 			own:    r.getBuf(),
@@ -132,17 +137,21 @@ func (rs *Records) WithContext(ctx context.Context) *Records {
 }
 
 // stepsPerLook is how many steps of the walk go between two looks at the
-// pass's context: a step costs at most the decompression of a buffer
-// (MaxBufferSize, about 10 ms at most), mostly a record (tens of ns).
+// pass's context (a power of two): a step costs at most the
+// decompression of a buffer (MaxBufferSize, about 10 ms at most), mostly
+// a record (tens of ns).
 const stepsPerLook = 1024
 
 // stopped reports whether the pass's context is done, looking at it
 // every stepsPerLook calls.
 func (rs *Records) stopped() bool {
+	rs.steps++
+	return rs.steps%stepsPerLook == 0 && rs.look()
+}
+
+// look looks at the pass's context.
+func (rs *Records) look() bool {
 	if rs.ctx == nil {
-		return false
-	}
-	if rs.steps++; rs.steps%stepsPerLook != 0 {
 		return false
 	}
 	if err := rs.ctx.Err(); err != nil {
@@ -308,9 +317,8 @@ func (rs *Records) advance(s *cpuStream) bool {
 			continue
 		}
 		h := &s.head
-		if h.Timestamp < rs.r.lo || h.Timestamp > rs.r.hi {
-			h.Timestamp = min(max(h.Timestamp, rs.r.lo), rs.r.hi)
-			rs.counts.clamped++
+		if uint64(h.Timestamp)-uint64(rs.lo) > rs.span {
+			rs.clamp(h)
 		}
 		if s.atFirst {
 			if rs.overlaps(s, h.Timestamp) {
@@ -342,6 +350,12 @@ func (rs *Records) advance(s *cpuStream) bool {
 		}
 		return true
 	}
+}
+
+// clamp clamps the timestamp of h, outside the trace's time range, to it.
+func (rs *Records) clamp(h *record.Record) {
+	h.Timestamp = min(max(h.Timestamp, rs.r.lo), rs.r.hi)
+	rs.counts.clamped++
 }
 
 // endBuffer ends the walk of the buffer s is on: its time span becomes
