@@ -52,7 +52,7 @@ func CutString(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(s[i]) {
 			return s[:i]
 		}
@@ -76,4 +76,92 @@ func (f *Fact) CapFrames() int {
 		cut += n - MaxStackFrames
 	}
 	return cut
+}
+
+// Counters of what readers cut to these limits.
+const (
+	StatPathsCut   = "paths longer than the trace's OS allows, cut to its longest (PATH_MAX on Linux, 32,767 UTF-16 units on Windows)"
+	StatStringsCut = "strings longer than the trace's OS allows, cut to its longest"
+	StatStacksCut  = "stacks deeper than event.MaxStackFrames, cut (flagged truncated)"
+	StatFramesCut  = "stack frames beyond event.MaxStackFrames, cut"
+)
+
+// Cuts counts what a reader cut to the limits.
+type Cuts struct {
+	Paths, Strings, Stacks, Frames uint64
+}
+
+// AddTo adds the counters of what was cut (as dropped) to s.
+func (c *Cuts) AddTo(s *Stats) {
+	for _, x := range []struct {
+		name string
+		n    uint64
+	}{{StatPathsCut, c.Paths}, {StatStringsCut, c.Strings}, {StatStacksCut, c.Stacks}, {StatFramesCut, c.Frames}} {
+		if x.n != 0 {
+			s.Add(CountDropped, x.name, x.n)
+		}
+	}
+}
+
+// Cutter cuts events and facts to the limits of the OS a trace was
+// recorded on, counting what it cut: for readers whose strings and
+// stacks are whole in memory already (a jsonl line, an ETW record).
+type Cutter struct {
+	PathMax, StringMax int
+	Cuts
+}
+
+// NewCutter returns a Cutter for a trace recorded on os.
+func NewCutter(os string) *Cutter {
+	return &Cutter{PathMax: MaxPathLen(os), StringMax: MaxStringLen(os)}
+}
+
+// Event cuts e's paths and strings.
+func (c *Cutter) Event(e *Event) {
+	c.path(&e.Path)
+	c.path(&e.Path2)
+	c.str(&e.Comm)
+	c.str(&e.Native)
+	c.str(&e.Note)
+}
+
+// Fact cuts f's paths, strings and stack.
+func (c *Cutter) Fact(f *Fact) {
+	if f.Kind == FactName || f.Kind == FactModule || f.Kind == FactVolume {
+		c.path(&f.Name)
+	} else {
+		c.str(&f.Name)
+	}
+	c.path(&f.Image)
+	c.str(&f.Detail)
+	if n := f.CapFrames(); n > 0 {
+		c.Stacks++
+		c.Frames += uint64(n)
+	}
+}
+
+// EventOver reports whether Event would cut something of e.
+func (c *Cutter) EventOver(e *Event) bool {
+	return len(e.Path) > c.PathMax || len(e.Path2) > c.PathMax ||
+		max(len(e.Comm), len(e.Native), len(e.Note)) > c.StringMax
+}
+
+// FactOver reports whether Fact would cut something of f.
+func (c *Cutter) FactOver(f *Fact) bool {
+	return max(len(f.Name), len(f.Image)) > c.PathMax || max(len(f.Name), len(f.Detail)) > c.StringMax ||
+		max(len(f.Kernel), len(f.User)) > MaxStackFrames
+}
+
+func (c *Cutter) path(s *string) {
+	if len(*s) > c.PathMax {
+		*s = CutString(*s, c.PathMax)
+		c.Paths++
+	}
+}
+
+func (c *Cutter) str(s *string) {
+	if len(*s) > c.StringMax {
+		*s = CutString(*s, c.StringMax)
+		c.Strings++
+	}
 }

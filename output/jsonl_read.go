@@ -369,6 +369,8 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		ids     = recentIDs{seed: maphash.MakeSeed()}
 		// headerSum is the hash of the trace's header line.
 		headerSum uint64
+		// cut cuts events and facts to the limits of the trace's OS.
+		cut = event.NewCutter("")
 	)
 	// lineSum hashes the current line (without its end): a repeated line
 	// is the same bytes.
@@ -402,6 +404,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		if end := ev.End(); end > lastEnd {
 			lastEnd = end
 		}
+		cut.Event(ev)
 		sinkErr = sink.Event(ev)
 		return nil
 	}
@@ -467,6 +470,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			continue
 		}
 		if dec != nil && begun && bytes.HasPrefix(text, factLinePrefix) && dec.fact(text, &fact) {
+			cut.Fact(&fact)
 			sinkErr = sink.Fact(&fact)
 			if sinkErr != nil {
 				break
@@ -519,6 +523,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				break
 			}
 			begun = true
+			cut = event.NewCutter(h.OS)
 			sinkErr = sink.Begin(&h)
 		case "event":
 			if err := rec.event(&ev); err != nil {
@@ -531,6 +536,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				lineErr = fail("%v", err)
 				break
 			}
+			cut.Fact(&fact)
 			sinkErr = sink.Fact(&fact)
 		case "trailer":
 			trailer = event.Trailer{End: rec.End}
@@ -570,6 +576,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 	if damage.Lost > 0 {
 		trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(damage.Lost))
 	}
+	cut.AddTo(&trailer.Stats)
 	if repeats > 0 {
 		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)", uint64(repeats))
 	}

@@ -288,8 +288,8 @@ func TestCutToLimits(t *testing.T) {
 		}
 	}
 	st := got.Trailer.Stats
-	if st.Get(event.CountDropped, StatPathsCut) != 1000 || st.Get(event.CountDropped, StatStacksCut) != 1 ||
-		st.Get(event.CountDropped, StatFramesCut) != uint64(len(deep)-event.MaxStackFrames) {
+	if st.Get(event.CountDropped, event.StatPathsCut) != 1000 || st.Get(event.CountDropped, event.StatStacksCut) != 1 ||
+		st.Get(event.CountDropped, event.StatFramesCut) != uint64(len(deep)-event.MaxStackFrames) {
 		t.Errorf("cuts not counted: %+v", st.Counters)
 	}
 }

@@ -365,8 +365,8 @@ func (d *decoder) decodeFactV3V1(in *ldec, f *event.Fact, m uint64, check bool) 
 		}
 	}
 	if cut > 0 && !check {
-		d.cut.stacks++
-		d.cut.frames += uint64(cut)
+		d.cut.Stacks++
+		d.cut.Frames += uint64(cut)
 	}
 }
 

@@ -94,7 +94,7 @@ type decoder struct {
 	// trace's OS (event.MaxPathLen, MaxStringLen); cut counts what was
 	// cut to them, and stack frames cut to event.MaxStackFrames.
 	pathMax, strMax int
-	cut             cutCounts
+	cut             event.Cuts
 
 	deltaBases
 }
@@ -108,32 +108,6 @@ type deltaBases struct {
 	prevKey    uint64
 	prevSector uint64
 	prevReq    uint64
-}
-
-// cutCounts count what the decoder cut to the limits of the trace's OS
-// and of event.MaxStackFrames.
-type cutCounts struct {
-	paths, strings, stacks, frames uint64
-}
-
-// Counters of what the decoder cut.
-const (
-	StatPathsCut   = "iotrace file paths longer than the trace's OS allows, cut to its longest (PATH_MAX on Linux, 32,767 UTF-16 units on Windows)"
-	StatStringsCut = "iotrace file strings longer than the trace's OS allows, cut to its longest"
-	StatStacksCut  = "iotrace file stacks deeper than event.MaxStackFrames, cut (flagged truncated)"
-	StatFramesCut  = "iotrace file stack frames beyond event.MaxStackFrames, cut"
-)
-
-// count adds the counters of what was cut to s.
-func (c *cutCounts) count(s *event.Stats) {
-	for _, x := range []struct {
-		name string
-		n    uint64
-	}{{StatPathsCut, c.paths}, {StatStringsCut, c.strings}, {StatStacksCut, c.stacks}, {StatFramesCut, c.frames}} {
-		if x.n != 0 {
-			s.Add(event.CountDropped, x.name, x.n)
-		}
-	}
 }
 
 // strSlot is a slot of the decoder's string cache.
@@ -199,7 +173,7 @@ func (d *decoder) beginStrings() {
 func (d *decoder) makeStr(i uint64, b []byte) string {
 	if len(b) > d.strMax {
 		b = cutBytes(b, d.strMax)
-		d.cut.strings++
+		d.cut.Strings++
 	}
 	s := ""
 	if len(b) > 0 {
@@ -217,7 +191,7 @@ func cutBytes(b []byte, n int) []byte {
 	if len(b) <= n {
 		return b
 	}
-	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(b[i]) {
 			return b[:i]
 		}
@@ -230,7 +204,7 @@ func (d *decoder) path(s string) string {
 	if len(s) <= d.pathMax {
 		return s
 	}
-	d.cut.paths++
+	d.cut.Paths++
 	return event.CutString(s, d.pathMax)
 }
 

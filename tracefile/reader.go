@@ -493,7 +493,7 @@ func (r *Reader) finalTrailer() event.Trailer {
 		t.End = r.lastEnd
 		t.Stats.Add(event.CountLost, "iotrace file cut short: no trailer, the recording's own counts are lost", 1)
 	}
-	r.dc.cut.count(&t.Stats)
+	r.dc.cut.AddTo(&t.Stats)
 	if len(r.damage) == 0 {
 		return t
 	}
