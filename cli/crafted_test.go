@@ -3,12 +3,17 @@ package cli
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/bounded"
+	"github.com/iotrace/iotrace/internal/synth"
 	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 // Inputs built on purpose from the formats' own size and count fields
@@ -89,4 +94,101 @@ func TestCraftedIOTRemovedChunk(t *testing.T) {
 func lastLines(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
+
+// counting is an output that keeps only its size.
+type counting struct{ n int64 }
+
+func (c *counting) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+
+// writeCrafted writes tr as a .iot file in dir and returns its path and size.
+func writeCrafted(t *testing.T, dir, name string, tr *synth.Recorded) (string, int64) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := tracefile.NewWriter(&buf, tracefile.WriterOptions{ChunkRecords: 1 << 20})
+	if err := tr.Replay(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, int64(buf.Len())
+}
+
+// TestCraftedOutputBounded: what a file holds cannot make print write
+// more than outputPerInputByte times it plus outputSlack: a 14 KB .iot of
+// a 5,000-frame stack under 2,300 events (it printed 300 MB: now 256
+// frames an event), frames in a module of a 4,096-byte name under every
+// event (stopped at the limit, exit 2), paths of 60 KB under 1,000 events
+// (cut to PATH_MAX in a Linux trace; whole in a Windows one, within the
+// limit). Each in well under 2 s of CPU and 100 MB.
+func TestCraftedOutputBounded(t *testing.T) {
+	dir := testenv.TempDir(t)
+	deep := make([]uint64, 5000)
+	for i := range deep {
+		deep[i] = 0x401000
+	}
+	events := func(tr *synth.Recorded, n int, set func(e *event.Event)) {
+		for i := range n {
+			e := event.New()
+			e.ID, e.Op, e.Pid, e.Tid, e.Comm = uint64(i+1), event.OpRead, 7, 7, "app"
+			set(&e)
+			tr.Events = append(tr.Events, e)
+		}
+	}
+	trace := func(os string) *synth.Recorded {
+		return &synth.Recorded{Began: true, Ended: true, Header: event.Header{OS: os, Source: event.SourceEBPF}}
+	}
+	stack := trace("linux")
+	stack.Facts = append(stack.Facts, event.Fact{Kind: event.FactStack, Handle: 1, User: deep})
+	events(stack, 2300, func(e *event.Event) { e.Stack = 1 })
+	module := trace("linux")
+	module.Facts = append(module.Facts,
+		event.Fact{Kind: event.FactModule, Pid: 7, Handle: 0x400000, Size: 0x100000, Name: "/" + strings.Repeat("m", 4094)},
+		event.Fact{Kind: event.FactStack, Handle: 1, User: deep[:event.MaxStackFrames]})
+	events(module, 2300, func(e *event.Event) { e.Stack = 1 })
+	long := strings.Repeat("/p", 30_000)
+	paths := map[string]*synth.Recorded{"linux": trace("linux"), "windows": trace("windows")}
+	for _, tr := range paths {
+		events(tr, 1000, func(e *event.Event) { e.Path = long })
+	}
+	for _, c := range []struct {
+		name    string
+		tr      *synth.Recorded
+		stacks  bool
+		code    int
+		atLeast int64 // bytes the output must reach
+		atMost  int64 // and may reach, within the limit (0: the limit)
+	}{
+		{"deep stack", stack, true, 0, 2300 * event.MaxStackFrames * 10, 2300 * (event.MaxStackFrames + 10) * 40},
+		{"long module name", module, true, 2, 0, 0},
+		{"long paths, Linux", paths["linux"], false, 0, 1000 * event.MaxPathLinux, 1000 * (event.MaxPathLinux + 400)},
+		{"long paths, Windows", paths["windows"], false, 0, 1000 * int64(len(long)), 0},
+	} {
+		p, size := writeCrafted(t, dir, "crafted.iot", c.tr)
+		args := []string{"print", p}
+		if c.stacks {
+			args = append(args, "--stacks")
+		}
+		var out counting
+		var errb bytes.Buffer
+		var code int
+		bounded.Check(t, fmt.Sprintf("%s (%d bytes)", c.name, size), bounded.Default, func(func()) {
+			code = Main(t.Context(), args, strings.NewReader(""), &out, &errb)
+		})
+		limit := outputPerInputByte*size + outputSlack
+		if c.atMost > 0 {
+			limit = min(limit, c.atMost)
+		}
+		if code != c.code || out.n > limit || out.n < c.atLeast {
+			t.Errorf("%s: exit %d (want %d), %d bytes written (limit %d, want %d at least): %s", c.name, code, c.code, out.n, limit, c.atLeast, lastLines(errb.String(), 3))
+		}
+		if c.code == 2 && !strings.Contains(errb.String(), "the output reached") {
+			t.Errorf("%s: the error does not say why the output stopped: %s", c.name, errb.String())
+		}
+	}
 }
