@@ -386,7 +386,7 @@ func (d *decoder) readAddrsV1(in *ldec, check bool) ([]uint64, int) {
 	var a []uint64
 	if check {
 		d.spend(&in.cursor, frameCost*keep)
-	} else {
+	} else if keep > 0 { // none is nil, as a writer sees it
 		a = make([]uint64, keep)
 	}
 	var prev uint64
