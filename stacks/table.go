@@ -49,9 +49,10 @@ type Stack struct {
 // MaxFrames is the most frames of a stack's kernel part, and of its user
 // part, that a Table keeps: a stack fact holding more is cut there and
 // flagged truncated (event.FactKernelTruncated, event.FactUserTruncated).
-// Recorders capture far fewer (127 on Linux, 192 in ETW); the bound keeps
-// a trace from elsewhere from making each event cost millions of frames.
-const MaxFrames = 1024
+// It is event.MaxStackFrames, the readers' own bound (recorders capture
+// fewer: 127 on Linux, 192 in ETW); it keeps a trace from elsewhere from
+// making each event cost millions of frames.
+const MaxFrames = event.MaxStackFrames
 
 // Reasons beyond symbolize's, for frames and stacks this package cannot
 // hand to it.
