@@ -111,6 +111,11 @@ type run struct {
 	// it started.
 	noEnterAtStop uint64
 	stopping      bool
+
+	// skippedWarned is the total of the programs' skipped runs last
+	// warned about; nextSkipCheck when they are read again.
+	skippedWarned uint64
+	nextSkipCheck time.Time
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -241,6 +246,11 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		addCounters(&r.stats, cs)
 	} else if err == nil {
 		err = cerr
+	}
+	if sk, serr := pr.skipped(); serr == nil {
+		addSkipped(&r.stats, sk)
+	} else if err == nil {
+		err = serr
 	}
 	if r.nmarks > 0 {
 		r.stats.Add(event.CountInfo, "markers", r.nmarks)
@@ -619,6 +629,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			return nil
 		}
 		r.checkLoss(false)
+		r.checkSkipped()
 	}
 }
 
@@ -713,10 +724,31 @@ func (r *run) checkLoss(final bool) {
 	}
 	lost := lostTotal(cs)
 	if lost > r.warnedAt {
-		r.opts.Warnf(fmt.Sprintf("ebpf: %d records lost so far: the ring buffer (%d MiB) is full; "+
-			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
+		r.opts.Warnf(lossWarning(lost, r.pr.objs.Rb.MaxEntries()))
 		r.warnedAt = lost
 		r.nextWarn = now.Add(5 * time.Second)
+	}
+}
+
+// checkSkipped reads the programs' skipped runs once a second and warns
+// when they grew (the trailer counts them by program at the end).
+func (r *run) checkSkipped() {
+	now := time.Now()
+	if now.Before(r.nextSkipCheck) {
+		return
+	}
+	r.nextSkipCheck = now.Add(time.Second)
+	sk, err := r.pr.skipped()
+	if err != nil {
+		return
+	}
+	var total uint64
+	for _, n := range sk {
+		total += n
+	}
+	if total > r.skippedWarned {
+		r.opts.Warnf(skippedWarning(sk))
+		r.skippedWarned = total
 	}
 }
 
