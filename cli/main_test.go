@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
 // cliChildEnv makes the test binary run as the iotrace command (as
@@ -26,9 +26,9 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if os.Getenv(cliChildEnv) == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, h := interrupt.Notify(context.Background(), os.Stderr)
 		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
+		h.Stop()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

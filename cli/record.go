@@ -11,6 +11,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/resolve"
@@ -159,6 +160,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 			if err != nil {
 				return err
 			}
+			defer interrupt.OnQuit(cmd.Context(), func() { rescueRecording(out, cmd.ErrOrStderr()) })()
 			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
 			pf := &periodicFlush{Writer: w, every: time.Second}
 			return recordLive(cmd, opts, f, pf, func(err error) error { return finishRecording(out, w, err, cmd.ErrOrStderr()) })
@@ -229,6 +231,19 @@ func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro
 		}
 		return err
 	})
+}
+
+// rescueRecording keeps a recording that quits before its clean stop (a
+// second Ctrl-C) under its name: the file holds what was flushed (every
+// second), without a trailer, and readers say where it stops.
+func rescueRecording(out *outfile.File, stderr io.Writer) {
+	ok, err := out.Rescue()
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "iotrace: %v: the recording so far is in %s\n", err, out.TempPath())
+	case ok:
+		fmt.Fprintf(stderr, "iotrace: %s holds the recording up to its last flush (it ends without a trailer: readers say where it stops)\n", out.Path())
+	}
 }
 
 // finishRecording ends the trace file of a recording that stopped with

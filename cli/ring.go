@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/ring"
 )
 
@@ -82,7 +84,30 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }}
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
+	// A second Ctrl-C quits before the clean stop: the window is saved
+	// then, without the backend's final counts; one that comes while the
+	// end save is being written keeps what it wrote so far.
+	var ending sync.Mutex
+	defer interrupt.OnQuit(ctx, func() {
+		if !ending.TryLock() {
+			if os.Rename(tmp, path) == nil {
+				fmt.Fprintf(stderr, "iotrace: %s holds the part of the window written before the quit (readers say where it stops)\n", path)
+			}
+			return
+		}
+		st, err := rec.SaveTo(out, tmp)
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "iotrace: the flight recorder's window was not saved: %v\n", err)
+			return
+		}
+		fmt.Fprintf(stderr, "iotrace: wrote the last %d events to %s before quitting (%d older overwritten; the backend's final counts are missing)\n", st.Kept, path, st.Overwritten)
+	})()
 	runErr := runLiveTo(ctx, opts, trig, stderr)
+	// Held to the end: a quit from now on keeps this save's file.
+	ending.Lock()
 	st, err := rec.SaveTo(out, tmp) // removes tmp when it fails
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why

@@ -30,6 +30,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 )
 
 // File is an output being written. Write to it, then Commit it, or Abort
@@ -39,6 +41,8 @@ type File struct {
 	path string // the final path
 	temp string // the temporary path; "" when writing in place
 	mode fs.FileMode
+
+	mu   sync.Mutex // Rescue may race with the others
 	done bool
 }
 
@@ -122,6 +126,8 @@ func (o *File) TempPath() string { return o.temp }
 // place (rename replaces whatever is at the path, a link included, and
 // never follows it).
 func (o *File) Commit() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return nil
 	}
@@ -149,6 +155,8 @@ func (o *File) Commit() error {
 // Abort closes and removes the temporary file, leaving whatever was at
 // the path. It does nothing after Commit.
 func (o *File) Abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return
 	}
@@ -163,6 +171,8 @@ func (o *File) Abort() {
 // must not be lost although the run failed (a recording): it returns the
 // temporary path.
 func (o *File) Keep() (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return o.temp, nil
 	}
@@ -172,6 +182,36 @@ func (o *File) Keep() (string, error) {
 		return o.path, err
 	}
 	return o.temp, err
+}
+
+// Rescue renames the temporary file into place as it is now, for a
+// process about to quit before its clean end (a second Ctrl-C): what was
+// written so far is kept under the file's name rather than lost in a
+// hidden temporary file. It may run while another goroutine writes: that
+// write fails or lands in the renamed file. ok is false when there was
+// nothing to rename (committed, aborted, kept, or written in place).
+func (o *File) Rescue() (ok bool, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done || o.temp == "" {
+		return false, nil
+	}
+	o.done = true
+	o.File.Chmod(o.mode)
+	o.File.Close()
+	// A write in flight holds the file open until it returns; Windows
+	// cannot rename an open file.
+	for try := 0; ; try++ {
+		err = os.Rename(o.temp, o.path)
+		if err == nil || try == 20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return false, fmt.Errorf("rename %s to %s: %w", o.temp, o.path, err)
+	}
+	return true, nil
 }
 
 // kind names a file type for a message.
