@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotrace/iotrace/backend/ebpf/marker"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
 
@@ -171,5 +173,129 @@ func TestInterruptTimeout(t *testing.T) {
 		argv := append([]string{tm, "--preserve-status", "-s", "INT", c.after, self, "record", "-o", path}, c.cmd...)
 		r := runSignaled(t, argv, -1)
 		checkStopped(t, strings.Join(argv[4:], " "), r, path, c.want...)
+	}
+}
+
+// frozenFS is a small ext4 file system on a loop device whose writes can
+// be held (fsfreeze): a recording's stop then cannot end, so that a
+// second signal comes during it for certain.
+type frozenFS struct {
+	dir, loop string
+	frozen    bool
+}
+
+func newFrozenFS(t *testing.T) *frozenFS {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "fs.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup (util-linux, see scripts/setup): %v: %s", err, out)
+	}
+	fs := &frozenFS{dir: t.TempDir(), loop: strings.TrimSpace(string(out))}
+	t.Cleanup(func() {
+		fs.thaw(t)
+		syscall.Unmount(fs.dir, 0)
+		exec.Command("losetup", "-d", fs.loop).Run()
+	})
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", fs.loop).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 (e2fsprogs, see scripts/setup): %v: %s", err, out)
+	}
+	if err := syscall.Mount(fs.loop, fs.dir, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount %s: %v", fs.loop, err)
+	}
+	return fs
+}
+
+func (fs *frozenFS) freeze(t *testing.T) {
+	if out, err := exec.Command("fsfreeze", "-f", fs.dir).CombinedOutput(); err != nil {
+		t.Fatalf("fsfreeze -f: %v: %s", err, out)
+	}
+	fs.frozen = true
+}
+
+func (fs *frozenFS) thaw(t *testing.T) {
+	if fs.frozen {
+		if out, err := exec.Command("fsfreeze", "-u", fs.dir).CombinedOutput(); err != nil {
+			t.Errorf("fsfreeze -u: %v: %s", err, out)
+		}
+		fs.frozen = false
+	}
+}
+
+// TestSecondInterruptKeepsFile: a second SIGINT while the stop cannot end
+// (its disk is frozen) quits (exit 130), and the recording is still under
+// its name once the disk moves again, readable as far as it was written;
+// no temporary file is left.
+func TestSecondInterruptKeepsFile(t *testing.T) {
+	testenv.RequirePrivileged(t, "records with eBPF, mounts a loop device")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		name  string
+		extra []string
+	}{{"record", nil}, {"record --ring", []string{"--ring", "4M"}}} {
+		fs := newFrozenFS(t)
+		path := filepath.Join(fs.dir, "q.iot")
+		cmd := exec.Command(self, append([]string{"record", "-o", path}, m.extra...)...)
+		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Once the trace began (the file has its header; a flight
+		// recorder's backend listens for markers): the disk stops, one
+		// signal starts the stop, which waits for the disk, and a second
+		// quits.
+		began := func() bool {
+			if m.extra != nil {
+				_, err := os.Stat(filepath.Join(marker.DefaultDir, strconv.Itoa(cmd.Process.Pid)+".sock"))
+				return err == nil
+			}
+			tmps, _ := filepath.Glob(filepath.Join(fs.dir, ".q.iot*"))
+			if len(tmps) == 0 {
+				return false
+			}
+			st, err := os.Stat(tmps[0])
+			return err == nil && st.Size() > 0
+		}
+		for deadline := time.Now().Add(60 * time.Second); !began(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%s: the trace never began\n%s", m.name, errb.String())
+			}
+		}
+		fs.freeze(t)
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(interrupt.Repeat + 200*time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(300 * time.Millisecond)
+		fs.thaw(t)
+		err := cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		stderr := errb.String()
+		if code != 130 || !strings.Contains(stderr, "quitting without a clean stop") {
+			t.Errorf("%s: exit %d after two SIGINTs, want 130 and the quit\n%s", m.name, code, stderr)
+		}
+		if tmps, _ := filepath.Glob(filepath.Join(fs.dir, ".*")); len(tmps) != 0 {
+			t.Errorf("%s: temporary files left: %v", m.name, tmps)
+		}
+		_, perr, pcode := runCLI(t, "print", path)
+		if pcode != 0 && (pcode != 2 || !strings.Contains(perr, "cut short")) {
+			t.Errorf("%s: print of the kept file: exit %d\n%s", m.name, pcode, perr)
+		}
+		t.Logf("%s: %s\nprint: exit %d %s", m.name, stderr, pcode, perr)
 	}
 }

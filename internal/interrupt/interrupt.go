@@ -90,8 +90,16 @@ func newHandler(parent context.Context, w io.Writer, exit func(int)) (context.Co
 }
 
 // Stop stops receiving the signals (they kill the process again) and
-// cancels the context.
+// cancels the context. When a second signal is quitting the process, Stop
+// waits for that instead: a command that finished meanwhile must not exit
+// as if it had stopped cleanly.
 func (h *Handler) Stop() {
+	h.mu.Lock()
+	quitting := h.n >= 2
+	h.mu.Unlock()
+	if quitting {
+		select {} // the quit goroutine exits the process
+	}
 	if h.sig != nil {
 		signal.Stop(h.sig)
 		close(h.done)

@@ -189,7 +189,8 @@ func (o *File) Keep() (string, error) {
 // written so far is kept under the file's name rather than lost in a
 // hidden temporary file. It may run while another goroutine writes: that
 // write fails or lands in the renamed file. ok is false when there was
-// nothing to rename (committed, aborted, kept, or written in place).
+// nothing to rename (committed, aborted, kept, written in place, or
+// nothing written: the temporary file is then removed).
 func (o *File) Rescue() (ok bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -197,6 +198,12 @@ func (o *File) Rescue() (ok bool, err error) {
 		return false, nil
 	}
 	o.done = true
+	if st, err := o.File.Stat(); err == nil && st.Size() == 0 {
+		// Nothing written: whatever was at the path stays.
+		o.File.Close()
+		os.Remove(o.temp)
+		return false, nil
+	}
 	o.File.Chmod(o.mode)
 	o.File.Close()
 	// A write in flight holds the file open until it returns; Windows

@@ -232,4 +232,15 @@ func TestRescue(t *testing.T) {
 	if ok, err := o2.Rescue(); ok || err != nil {
 		t.Errorf("Rescue after Commit = %v, %v", ok, err)
 	}
+	// Nothing written yet: the file at the path stays as it was.
+	o3, _ := Create(q)
+	if ok, err := o3.Rescue(); ok || err != nil {
+		t.Errorf("Rescue of nothing = %v, %v", ok, err)
+	}
+	if b, _ := os.ReadFile(q); string(b) != "x" {
+		t.Errorf("an empty rescue replaced the file: %q", b)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
+	}
 }
