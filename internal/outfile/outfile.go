@@ -27,9 +27,11 @@ package outfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -219,6 +221,66 @@ func (o *File) Rescue() (ok bool, err error) {
 		return false, fmt.Errorf("rename %s to %s: %w", o.temp, o.path, err)
 	}
 	return true, nil
+}
+
+// Removed reports whether the temporary file was removed while being
+// written (its directory removed, or the file itself): Commit cannot put
+// it in place, Salvage can copy it elsewhere.
+func (o *File) Removed() bool {
+	if o.temp == "" {
+		return false
+	}
+	st, err := o.File.Stat()
+	return err == nil && unlinked(st)
+}
+
+// CommitAt commits the first size bytes of what was written, for an
+// output whose writing failed (a full disk): size is where the last whole
+// piece ends. A failed fsync is reported with the file renamed into place
+// all the same (the data the file holds is checked when read).
+func (o *File) CommitAt(size int64) error {
+	o.mu.Lock()
+	if o.done {
+		o.mu.Unlock()
+		return nil
+	}
+	err := o.File.Truncate(size)
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("write %s: cut it to its last whole part: %w", o.path, err)
+	}
+	return o.Commit()
+}
+
+// Salvage copies what was written to a new file in dir (named after the
+// output, 0600, never an existing file), for an output whose temporary
+// file was removed (see Removed), and closes the output; it returns the
+// new file's path.
+func (o *File) Salvage(dir string) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return "", nil
+	}
+	o.done = true
+	defer o.File.Close()
+	ext := filepath.Ext(o.path)
+	dst, err := os.CreateTemp(dir, "iotrace-"+strings.TrimSuffix(filepath.Base(o.path), ext)+"-*"+ext)
+	if err != nil {
+		return "", fmt.Errorf("save the recording of %s elsewhere: %w", o.path, err)
+	}
+	st, err := o.File.Stat()
+	if err == nil {
+		_, err = io.Copy(dst, io.NewSectionReader(o.File, 0, st.Size()))
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst.Name())
+		return "", fmt.Errorf("save the recording of %s to %s: %w", o.path, dst.Name(), err)
+	}
+	return dst.Name(), nil
 }
 
 // kind names a file type for a message.
