@@ -31,8 +31,8 @@ func parseRingSize(s string, physical uint64) (int, error) {
 	if physical > 0 && uint64(n) > physical/2 {
 		return 0, fmt.Errorf("--ring %s is more than half of this machine's memory (%d MiB): choose a smaller ring", s, physical>>20)
 	}
-	if _, err := ring.New(n); err != nil {
-		return 0, fmt.Errorf("--ring %s: %w", s, err)
+	if n < ring.MinSize {
+		return 0, fmt.Errorf("--ring %s is smaller than the smallest ring (%s)", s, formatBytes(ring.MinSize))
 	}
 	return n, nil
 }
@@ -46,6 +46,7 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	// The end file is written under a temporary name created now (a
 	// directory that cannot be written fails before hours of recording,
 	// not after), then renamed over path: an earlier file of that name
