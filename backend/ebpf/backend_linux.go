@@ -75,10 +75,6 @@ func (l *lockedSink) failed() error {
 	return l.err
 }
 
-// blockQueue is the capacity of the queue that hands block events from
-// the block tracer's goroutine to the syscall reader's.
-const blockQueue = 8192
-
 // run is the state of one Run.
 type run struct {
 	b      *Backend
@@ -90,13 +86,8 @@ type run struct {
 	origin uint64
 	stats  event.Stats
 
-	// blocks hands block events to the reader goroutine, which gives them
-	// their process's identity from the tracker's table (only it may
-	// touch the table). Events that find it full are sent as they are and
-	// counted in blockOverflow.
-	blocks        chan event.Event
-	blockEv       event.Event
-	blockOverflow atomic.Uint64
+	// blocks hands block events to the reader goroutine (handover_linux.go).
+	blocks *blockHandover
 
 	marks  chan marker.Mark
 	nmarks uint64
@@ -344,22 +335,10 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		btStop()
 		// The syscall records are all read: hand over what the block
 		// tracer still delivers while it drains, then the rest.
-		var err error
-		for running := true; running; {
-			select {
-			case err = <-btDone:
-				running = false
-			case r.blockEv = <-r.blocks:
-				r.tr.blockEvent(&r.blockEv)
-			}
-		}
-		for n := len(r.blocks); n > 0; n-- {
-			r.blockEv = <-r.blocks
-			r.tr.blockEvent(&r.blockEv)
-		}
+		err := r.blocks.finish(r.tr, btDone)
 		r.stats.Merge(bt.Stats())
-		if n := r.blockOverflow.Load(); n != 0 {
-			r.stats.Add(event.CountUnresolved, "block events sent without their process start time (hand-over queue full)", n)
+		if n := r.blocks.overflow.Load(); n != 0 {
+			r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
 		}
 		bt = nil
 		return err
@@ -370,7 +349,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		// Started after the rundown, which fills the table the block
 		// events are named from; the block ring buffer holds what comes
 		// meanwhile.
-		r.blocks = make(chan event.Event, blockQueue)
+		r.blocks = newBlockHandover()
 		btDone = make(chan error, 1)
 		ops := r.tr.ops
 		go func() {
@@ -378,12 +357,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 				if ops != nil && !ops[e.Op] {
 					return
 				}
-				select {
-				case r.blocks <- *e:
-				default:
-					r.blockOverflow.Add(1)
-					_ = r.sink.Event(e)
-				}
+				r.blocks.offer(e, r.sink)
 			})
 		}()
 	}
@@ -612,7 +586,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			if herr := r.tr.handle(rec.RawSample); herr != nil {
 				return nil // the sink failed; Run reports it
 			}
-			if n&4095 != 0 {
+			if n&4095 != 0 && !r.blocks.halfFull() {
 				continue
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -631,25 +605,6 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		r.checkLoss(false)
 		r.checkSkipped()
 	}
-}
-
-// flushBlocks hands the block events queued so far to the tracker, after
-// the records already in the ring buffer: those include the fork and exec
-// records of every process that queued one of these bios, so the table
-// knows it (and its start time) as its syscall events do.
-func (r *run) flushBlocks() error {
-	n := len(r.blocks)
-	if n == 0 {
-		return nil
-	}
-	if err := r.readFor(0); err != nil {
-		return err
-	}
-	for ; n > 0; n-- {
-		r.blockEv = <-r.blocks
-		r.tr.blockEvent(&r.blockEv)
-	}
-	return nil
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.
