@@ -154,9 +154,9 @@ func addSkipped(s *event.Stats, runs map[string]uint64) {
 }
 
 // lossWarning is the warning of records lost so far to a full ring buffer
-// of size bytes.
+// of size bytes (the caller's Warn names the backend).
 func lossWarning(lost uint64, size uint32) string {
-	return fmt.Sprintf("ebpf: %d records lost so far: the ring buffer (%s) is full; raise --buffer-size or narrow the filters", lost, sizeText(size))
+	return fmt.Sprintf("%d records lost so far: the ring buffer (%s) is full; raise --buffer-size or narrow the filters", lost, sizeText(size))
 }
 
 // sizeText writes a byte count in the largest binary unit that divides it.
@@ -186,5 +186,5 @@ func skippedWarning(runs map[string]uint64) string {
 		}
 		fmt.Fprintf(&b, "%s %d", name, runs[name])
 	}
-	return "ebpf: the kernel skipped runs of BPF programs already running on their CPU (counted in the trace): " + b.String()
+	return "the kernel skipped runs of BPF programs already running on their CPU (counted in the trace): " + b.String()
 }

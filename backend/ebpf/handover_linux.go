@@ -36,21 +36,41 @@ type blockHandover struct {
 	q        chan event.Event
 	overflow atomic.Uint64 // events that found the queue full
 	waiting  []event.Event // the reader's: events of processes not known yet
+
+	// noWaitUntil: after a wait for room that timed out, offer does not
+	// wait again until then (the block tracer's own buffer must not fill
+	// while the reader is stalled).
+	noWaitUntil time.Time
 }
+
+// offerWait is how long offer waits for room in a full queue: a reader
+// stalled for a moment (a write the page cache throttles) catches up.
+const offerWait = 100 * time.Millisecond
 
 func newBlockHandover() *blockHandover {
 	return &blockHandover{q: make(chan event.Event, blockQueue)}
 }
 
-// offer queues e (the block tracer's goroutine); when the queue is full,
-// e goes to sink as it is, counted.
+// offer queues e (the block tracer's goroutine), waiting up to offerWait
+// for room; when the queue stays full, e goes to sink as it is, counted.
 func (h *blockHandover) offer(e *event.Event, sink *lockedSink) {
 	select {
 	case h.q <- *e:
+		return
 	default:
-		h.overflow.Add(1)
-		_ = sink.Event(e)
 	}
+	if now := time.Now(); now.After(h.noWaitUntil) {
+		t := time.NewTimer(offerWait)
+		defer t.Stop()
+		select {
+		case h.q <- *e:
+			return
+		case <-t.C:
+			h.noWaitUntil = time.Now().Add(time.Second)
+		}
+	}
+	h.overflow.Add(1)
+	_ = sink.Event(e)
 }
 
 // halfFull reports whether the reader should take the queue now.
