@@ -2,11 +2,12 @@
 # bench/soak.sh MINUTES: live recording under a mixed load for MINUTES
 # (default 30), with the invariants checked at the end. Not run by CI.
 #
-# The load, in parallel loops until the end: fork bursts (200 x /bin/true),
-# small-file loops (create, write, read, remove 500 files), sqlite3
-# autocommit inserts, fio random 4 KiB direct reads (psync and io_uring,
-# 2,000 IOPS each), tar of /usr/include into the work directory and out
-# again, and sync every 5 s.
+# The load, in parallel loops until the end: fork bursts (200 x /bin/true
+# a second), small-file loops (create, write, read, remove 500 files, then
+# 0.5 s of rest), sqlite3 (200 autocommit inserts, 0.5 s of rest), fio
+# random 4 KiB direct reads (psync and io_uring, 2,000 IOPS each), tar of
+# /usr/include into the work directory and out again (2 s of rest), and
+# sync every 5 s.
 #
 # The recorders, all at once under that load (side by side), by
 # RECORDERS (default "rotate:30s ring:64M"): rotate:D is `record --rotate D`
@@ -77,8 +78,9 @@ smallfiles() {
 	for i in $(seq 500); do echo "line $i" >"$d/f$i"; done
 	cat "$d"/f* >/dev/null
 	rm -f "$d"/f*
+	sleep 0.5
 }
-db() { sqlite3 "$WORK/load/soak.db" "CREATE TABLE IF NOT EXISTS t(x); $(for i in $(seq 200); do printf 'INSERT INTO t VALUES(%d);' "$i"; done) DELETE FROM t;" >/dev/null; }
+db() { sqlite3 "$WORK/load/soak.db" "CREATE TABLE IF NOT EXISTS t(x); $(for i in $(seq 200); do printf 'INSERT INTO t VALUES(%d);' "$i"; done) DELETE FROM t;" >/dev/null; sleep 0.5; }
 fiojob() {
 	fio --name="soak-$1" --filename="$WORK/load/fio.dat" --size=256M --rw=randread --bs=4k --direct=1 \
 		--ioengine="$1" --iodepth=4 --rate_iops=2000 --time_based --runtime=$((end - $(date +%s))) >/dev/null 2>&1
@@ -88,6 +90,7 @@ tarball() {
 	mkdir -p "$WORK/load/untar"
 	tar xf "$WORK/load/inc.tar" -C "$WORK/load/untar"
 	rm -rf "$WORK/load/untar" "$WORK/load/inc.tar"
+	sleep 2
 }
 syncs() { sync; sleep 5; }
 
@@ -100,14 +103,22 @@ fiojob io_uring & pids+=($!)
 loop tarball & pids+=($!)
 loop syncs & pids+=($!)
 
-start=$(date +%s)
-while [[ $(date +%s) -lt $end ]]; do
-	now=$(($(date +%s) - start))
+# sample PID prints its resident kB and CPU ticks (utime + stime), with
+# shell builtins only: no process to start on a loaded machine.
+sample() {
+	local k v rest rss="" st
+	while read -r k v rest; do
+		[[ $k == VmRSS: ]] && { rss=$v; break; }
+	done <"/proc/$1/status" || return 1
+	read -r st <"/proc/$1/stat" || return 1
+	local f=(${st##*) }) # fields 3 and on
+	echo "$rss,$((f[11] + f[12]))"
+}
+SECONDS=0
+while [[ $SECONDS -lt $((MINUTES * 60)) ]]; do
+	now=$SECONDS
 	for rp in "${recs[@]}"; do
-		r=${rp%%=*} p=${rp#*=}
-		rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo "")
-		cpu=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo "")
-		[[ -n $rss && -n $cpu ]] && echo "$now,$rss,$cpu" >>"$out/$r.csv"
+		s=$(sample "${rp#*=}" 2>/dev/null) && echo "$now,$s" >>"$out/${rp%%=*}.csv"
 	done
 	sleep 5
 done
