@@ -107,6 +107,8 @@ type run struct {
 	// warned about; nextSkipCheck when they are read again.
 	skippedWarned uint64
 	nextSkipCheck time.Time
+
+	reaper reaper // reap_linux.go
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -225,6 +227,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
 	r.tr.stats(&r.stats)
+	r.reaper.stats(&r.stats)
 	if cs, cerr := pr.counters(); cerr == nil {
 		if r.stopping {
 			// Calls the traced processes began once the enter side was
@@ -604,6 +607,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		}
 		r.checkLoss(false)
 		r.checkSkipped()
+		r.reap(time.Now())
 	}
 }
 
