@@ -403,6 +403,27 @@ func BenchmarkRingEvent(b *testing.B) {
 	}
 }
 
+// BenchmarkRingEventFull is BenchmarkRingEvent on a ring already full
+// (every chunk sealed replaces one, its facts folded; no new page of the
+// arena is touched).
+func BenchmarkRingEventFull(b *testing.B) {
+	r, _ := New(64 << 20)
+	defer r.Close()
+	r.Begin(&event.Header{})
+	e := ev(1, 3)
+	e.Path, e.Comm, e.Native = "/var/lib/data/file", "postgres", "pread64"
+	for i := 0; r.Stats().Overwritten == 0; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
+		r.Event(e)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
+		r.Event(e)
+	}
+}
+
 func BenchmarkWriterEvent(b *testing.B) {
 	w := tracefile.NewWriter(io.Discard, tracefile.WriterOptions{})
 	w.Begin(&event.Header{})
