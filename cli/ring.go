@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
@@ -85,45 +86,77 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	trig := &ring.Trigger{Sink: f.Sink(s), OnSave: func() { save("iotrace mark --save") }}
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
-	// A second Ctrl-C quits before the clean stop: the window is saved
-	// then, without the backend's final counts; one that comes while the
-	// end save is being written keeps what it wrote so far.
-	var ending sync.Mutex
-	defer interrupt.OnQuit(ctx, func() {
-		if !ending.TryLock() {
-			if os.Rename(tmp, path) == nil {
-				fmt.Fprintf(stderr, "iotrace: %s holds the part of the window written before the quit (readers say where it stops)\n", path)
-			}
-			return
-		}
-		st, err := rec.SaveTo(out, tmp)
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "iotrace: the flight recorder's window was not saved: %v\n", err)
-			return
-		}
-		fmt.Fprintf(stderr, "iotrace: wrote the last %d events to %s before quitting (%d older overwritten; the backend's final counts are missing)\n", st.Kept, path, st.Overwritten)
-	})()
+	end := &ringEnd{rec: rec, out: out, tmp: tmp, path: path, stderr: stderr, done: make(chan struct{})}
+	defer interrupt.OnQuit(ctx, end.quit)()
 	runErr := runLiveTo(ctx, opts, trig, stderr)
-	// Held to the end: a quit from now on keeps this save's file.
-	ending.Lock()
-	st, err := rec.SaveTo(out, tmp) // removes tmp when it fails
+	st, err := end.save()
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why
-	}
-	if err == nil {
-		if err = os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
 	}
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(stderr, "iotrace: wrote the last %d events to %s (%d older overwritten)\n", st.Kept, path, st.Overwritten)
 	return runErr
+}
+
+// endSaveWait is how long a second Ctrl-C lets an end save being written
+// finish (a third quits at once).
+const endSaveWait = 5 * time.Second
+
+// ringEnd is the save of a flight recorder's window at the end of the
+// recording, into tmp then renamed to path, which a second Ctrl-C
+// (interrupt.OnQuit) may come before or during.
+type ringEnd struct {
+	rec       *ring.Recorder
+	out       *os.File
+	tmp, path string
+	stderr    io.Writer
+
+	mu   sync.Mutex    // held by whichever makes the save, to the end
+	done chan struct{} // closed once the end save is over
+}
+
+// save makes the end save, unless a quit made it first (then it waits
+// for the process to exit).
+func (e *ringEnd) save() (ring.Stats, error) {
+	e.mu.Lock()
+	defer close(e.done)
+	st, err := e.rec.SaveTo(e.out, e.tmp) // removes tmp when it fails
+	if err == nil {
+		if err = os.Rename(e.tmp, e.path); err != nil {
+			os.Remove(e.tmp)
+			err = fmt.Errorf("write %s: %w", e.path, err)
+		}
+	}
+	return st, err
+}
+
+// quit runs on a second Ctrl-C, before the process quits: the window is
+// saved then, without the backend's final counts; an end save already
+// being written is let finish (up to endSaveWait), else what it wrote is
+// renamed into place (readers say where it stops).
+func (e *ringEnd) quit() {
+	if e.mu.TryLock() {
+		st, err := e.rec.SaveTo(e.out, e.tmp)
+		if err == nil {
+			err = os.Rename(e.tmp, e.path)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "iotrace: the flight recorder's window was not saved: %v\n", err)
+			return
+		}
+		fmt.Fprintf(e.stderr, "iotrace: wrote the last %d events to %s before quitting (%d older overwritten; the backend's final counts are missing)\n", st.Kept, e.path, st.Overwritten)
+		return
+	}
+	select {
+	case <-e.done:
+		return
+	case <-time.After(endSaveWait):
+	}
+	if fi, err := os.Stat(e.tmp); err == nil && fi.Size() > 0 && os.Rename(e.tmp, e.path) == nil {
+		fmt.Fprintf(e.stderr, "iotrace: %s holds the part of the window written before the quit (readers say where it stops)\n", e.path)
+	}
 }
 
 func signalHint() string {
