@@ -76,10 +76,6 @@ func (l *lockedSink) failed() error {
 	return l.err
 }
 
-// blockQueue is the capacity of the queue that hands block events from
-// the block tracer's goroutine to the syscall reader's.
-const blockQueue = 8192
-
 // run is the state of one Run.
 type run struct {
 	b      *Backend
@@ -91,13 +87,8 @@ type run struct {
 	origin uint64
 	stats  event.Stats
 
-	// blocks hands block events to the reader goroutine, which gives them
-	// their process's identity from the tracker's table (only it may
-	// touch the table). Events that find it full are sent as they are and
-	// counted in blockOverflow.
-	blocks        chan event.Event
-	blockEv       event.Event
-	blockOverflow atomic.Uint64
+	// blocks hands block events to the reader goroutine (handover_linux.go).
+	blocks *blockHandover
 
 	marks  chan marker.Mark
 	nmarks uint64
@@ -124,6 +115,13 @@ type run struct {
 	// (unwind_linux.go); procRoot is where procfs is.
 	tables   *unwindTables
 	procRoot string
+
+	// skippedWarned is the total of the programs' skipped runs last
+	// warned about; nextSkipCheck when they are read again.
+	skippedWarned uint64
+	nextSkipCheck time.Time
+
+	reaper reaper // reap_linux.go
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -259,6 +257,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
 	r.tr.stats(&r.stats)
 	r.unwindStats(&r.stats)
+	r.reaper.stats(&r.stats)
 	if cs, cerr := pr.counters(); cerr == nil {
 		if r.stopping {
 			// Calls the traced processes began once the enter side was
@@ -271,6 +270,11 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		addCounters(&r.stats, cs)
 	} else if err == nil {
 		err = cerr
+	}
+	if sk, serr := pr.skipped(); serr == nil {
+		addSkipped(&r.stats, sk)
+	} else if err == nil {
+		err = serr
 	}
 	if r.nmarks > 0 {
 		r.stats.Add(event.CountInfo, "markers", r.nmarks)
@@ -372,22 +376,10 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		btStop()
 		// The syscall records are all read: hand over what the block
 		// tracer still delivers while it drains, then the rest.
-		var err error
-		for running := true; running; {
-			select {
-			case err = <-btDone:
-				running = false
-			case r.blockEv = <-r.blocks:
-				r.tr.blockEvent(&r.blockEv)
-			}
-		}
-		for n := len(r.blocks); n > 0; n-- {
-			r.blockEv = <-r.blocks
-			r.tr.blockEvent(&r.blockEv)
-		}
+		err := r.blocks.finish(r.tr, btDone)
 		r.stats.Merge(bt.Stats())
-		if n := r.blockOverflow.Load(); n != 0 {
-			r.stats.Add(event.CountUnresolved, "block events sent without their process start time (hand-over queue full)", n)
+		if n := r.blocks.overflow.Load(); n != 0 {
+			r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
 		}
 		bt = nil
 		return err
@@ -398,7 +390,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		// Started after the rundown, which fills the table the block
 		// events are named from; the block ring buffer holds what comes
 		// meanwhile.
-		r.blocks = make(chan event.Event, blockQueue)
+		r.blocks = newBlockHandover()
 		btDone = make(chan error, 1)
 		ops := r.tr.ops
 		go func() {
@@ -406,12 +398,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 				if ops != nil && !ops[e.Op] {
 					return
 				}
-				select {
-				case r.blocks <- *e:
-				default:
-					r.blockOverflow.Add(1)
-					_ = r.sink.Event(e)
-				}
+				r.blocks.offer(e, r.sink)
 			})
 		}()
 	}
@@ -643,7 +630,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			if herr := r.tr.handle(rec.RawSample); herr != nil {
 				return nil // the sink failed; Run reports it
 			}
-			if n&4095 != 0 {
+			if n&4095 != 0 && !r.blocks.halfFull() {
 				continue
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -660,26 +647,9 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			return nil
 		}
 		r.checkLoss(false)
+		r.checkSkipped()
+		r.reap(time.Now())
 	}
-}
-
-// flushBlocks hands the block events queued so far to the tracker, after
-// the records already in the ring buffer: those include the fork and exec
-// records of every process that queued one of these bios, so the table
-// knows it (and its start time) as its syscall events do.
-func (r *run) flushBlocks() error {
-	n := len(r.blocks)
-	if n == 0 {
-		return nil
-	}
-	if err := r.readFor(0); err != nil {
-		return err
-	}
-	for ; n > 0; n-- {
-		r.blockEv = <-r.blocks
-		r.tr.blockEvent(&r.blockEv)
-	}
-	return nil
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.
@@ -754,10 +724,31 @@ func (r *run) checkLoss(final bool) {
 	}
 	lost := lostTotal(cs)
 	if lost > r.warnedAt {
-		r.opts.Warnf(fmt.Sprintf("ebpf: %d records lost so far: the ring buffer (%d MiB) is full; "+
-			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
+		r.opts.Warnf(lossWarning(lost, r.pr.objs.Rb.MaxEntries()))
 		r.warnedAt = lost
 		r.nextWarn = now.Add(5 * time.Second)
+	}
+}
+
+// checkSkipped reads the programs' skipped runs once a second and warns
+// when they grew (the trailer counts them by program at the end).
+func (r *run) checkSkipped() {
+	now := time.Now()
+	if now.Before(r.nextSkipCheck) {
+		return
+	}
+	r.nextSkipCheck = now.Add(time.Second)
+	sk, err := r.pr.skipped()
+	if err != nil {
+		return
+	}
+	var total uint64
+	for _, n := range sk {
+		total += n
+	}
+	if total > r.skippedWarned {
+		r.opts.Warnf(skippedWarning(sk))
+		r.skippedWarned = total
 	}
 }
 

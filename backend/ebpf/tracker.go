@@ -207,14 +207,7 @@ func (t *tracker) handle(b []byte) error {
 			}
 		case recExit:
 			if err = t.exit.decode(b); err == nil {
-				t.remember(t.exit.Pid, t.time(t.exit.Time))
-				if t.mods != nil {
-					t.mods.gone(t.exit.Pid, t.time(t.exit.Time))
-					delete(t.execPath, t.exit.Pid)
-				}
-				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
-				delete(t.comms, t.exit.Tid)
-				delete(t.pending, t.exit.Tid)
+				t.exited(t.exit.Pid, t.exit.Tid, t.time(t.exit.Time))
 			}
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
@@ -1036,6 +1029,19 @@ const (
 	maxGone = 4096
 	goneFor = 2_000_000_000 // ns
 )
+
+// exited forgets thread tid of process pid, which exits at ts (the process
+// with it, when the table holds it).
+func (t *tracker) exited(pid, tid uint32, ts int64) {
+	t.remember(pid, ts)
+	if t.mods != nil {
+		t.mods.gone(pid, ts)
+		delete(t.execPath, pid)
+	}
+	t.table.Exit(pid, ts)
+	delete(t.comms, tid)
+	delete(t.pending, tid)
+}
 
 // remember keeps the identity of process pid, which exits at ts.
 func (t *tracker) remember(pid uint32, ts int64) {

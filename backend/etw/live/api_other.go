@@ -22,3 +22,7 @@ func DefaultAPI() (API, error) {
 // registerActive records a running session for the console control
 // handler; there is none outside Windows.
 func registerActive(name string, stop func()) (unregister func()) { return func() {} }
+
+// StopActive stops every session this process runs: there is none
+// outside Windows.
+func StopActive() {}

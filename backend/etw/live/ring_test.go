@@ -15,7 +15,7 @@ import (
 // and saves the most recent events with the facts they need and the count
 // of those overwritten.
 func TestFlightRecorder(t *testing.T) {
-	const limit = 40 * 360 // about 40 events
+	const limit = ring.MinSize // about 100 events
 	f := fakeWithFixture(t)
 	f.ownTime = 5_000_000 // the request's time: amid the fixture's events
 	f.procs = append(f.procs, Process{Pid: 500, Name: "iotrace.exe"})
@@ -23,6 +23,7 @@ func TestFlightRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	saved := make(chan *memSink, 4)
 	full := &memSink{} // everything, for reference
 	trig := &ring.Trigger{Sink: tee{full, r}, Delay: 20 * time.Millisecond, OnSave: func() {
@@ -75,12 +76,8 @@ func TestFlightRecorder(t *testing.T) {
 	if len(before) < 80 {
 		t.Fatalf("only %d events before the request", len(before))
 	}
-	cost := 0
-	for i := range ev {
-		cost += ring.Cost(&ev[i])
-	}
-	if older := before[len(before)-len(ev)-1]; cost > limit || cost+ring.Cost(&older) <= limit {
-		t.Errorf("kept %d events costing %d: want the most that fit in %d", len(ev), cost, limit)
+	if st := r.Stats(); st.Bytes > limit || len(ev) >= len(before) {
+		t.Errorf("kept %d of %d events in %d bytes: want the window within %d bytes, older events overwritten", len(ev), len(before), st.Bytes, limit)
 	}
 	tail := before[len(before)-len(ev):]
 	for i := range ev {
