@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -192,24 +193,24 @@ func (p *probes) attach(ac attachConfig) error {
 	}
 	if ac.file {
 		n := 0
-		for k := kNone + 1; k < numKinds; k++ {
-			in := &sysTable[k]
-			if in.Flags&(3*ckAsync) != 0 {
+		for c := systable.Call(1); c <= systable.Calls(); c++ {
+			row := systable.Lookup(c)
+			if async(row) {
 				// io_submit, the reaping calls and io_uring_enter go
 				// with the asynchronous requests.
 				if !ac.uring {
 					continue
 				}
-			} else if ac.ops != nil && !ac.ops[in.Op] && !in.State {
+			} else if ac.ops != nil && !ac.ops[row.Op] && row.Flags&systable.KeepNames == 0 {
 				continue
 			}
-			nr, ok := sysNumbers[k]
+			nr, ok := row.Number(runtime.GOARCH)
 			if !ok {
-				p.missing = append(p.missing, in.Name+" (no such system call on "+runtime.GOARCH+")")
+				p.missing = append(p.missing, row.Name+" (no such system call on "+runtime.GOARCH+")")
 				continue
 			}
-			if err := p.objs.SysKinds.Put(uint32(nr), k.cookie()); err != nil {
-				return fmt.Errorf("ebpf: enable %s (nr %d): %w", in.Name, nr, err)
+			if err := p.objs.SysKinds.Put(uint32(nr), cookie(c)); err != nil {
+				return fmt.Errorf("ebpf: enable %s (nr %d): %w", row.Name, nr, err)
 			}
 			n++
 		}
@@ -392,7 +393,7 @@ func parseInflight(data []byte) ([]syscallRec, error) {
 		}
 		v := &d.V
 		out = append(out, syscallRec{
-			header: header{Type: recSyscall, Kind: sysKind(v.Kind), CPU: v.Cpu, Time: v.Ts},
+			header: header{Type: recSyscall, Kind: systable.Call(v.Kind), CPU: v.Cpu, Time: v.Ts},
 			ID:     v.Id, Pid: v.Pid, Tid: d.Tid, Args: v.Args, Size: v.Size, Pos: v.Pos,
 			Ino: v.Ino, Dev: v.Dev, FFlags: v.Fflags, SFlags: uint32(v.Sflags),
 		})

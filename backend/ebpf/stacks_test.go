@@ -146,7 +146,7 @@ func TestInlineStack(t *testing.T) {
 	if err := tr.handle(b); err != nil {
 		t.Fatal(err)
 	}
-	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 77, UStack: errEEXIST, KStack: -1}
+	r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 77, UStack: errEEXIST, KStack: -1}
 	tr.syscall(&r, true)
 	if len(sink.events) != 1 || sink.events[0].Stack == 0 {
 		t.Fatalf("events %+v", sink.events)
