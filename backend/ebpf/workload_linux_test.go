@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 		workloadMeta()
 	case "metapath":
 		workloadMetaPath()
+	case "newcalls":
+		workloadNewCalls()
 	case "gowrite":
 		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:

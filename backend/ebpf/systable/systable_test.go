@@ -135,7 +135,7 @@ func TestNumbers(t *testing.T) {
 	for _, c := range []struct {
 		arch, name string
 		nr         int
-	}{{"amd64", "read", 0}, {"amd64", "openat", 257}, {"arm64", "openat", 56}, {"arm64", "newfstatat", 79}, {"amd64", "fstat", 5}} {
+	}{{"amd64", "read", 0}, {"amd64", "openat", 257}, {"arm64", "openat", 56}, {"arm64", "newfstatat", 79}, {"amd64", "fstat", 5}, {"amd64", "name_to_handle_at", 303}, {"arm64", "open_by_handle_at", 265}} {
 		if nr, ok := Lookup(ByName(c.name)).Number(c.arch); !ok || nr != c.nr {
 			t.Errorf("%s on %s: %d %v, want %d", c.name, c.arch, nr, ok, c.nr)
 		}

@@ -18,6 +18,7 @@ var Table = []Row{
 	{Name: "openat", Op: event.OpOpen, Args: []Arg{DirFD, Path, OpenFlags, Mode}, Ret: RetFD, Kernel: ReadNewFile, Do: DoOpen, Flags: KeepNames},
 	{Name: "openat2", Op: event.OpOpen, Args: []Arg{DirFD, Path, OpenHow, Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoOpen, Flags: KeepNames},
 	{Name: "creat", Op: event.OpOpen, Args: []Arg{Path, Mode}, Ret: RetFD, Kernel: ReadNewFile, Do: DoCreat, Flags: KeepNames},
+	{Name: "open_by_handle_at", Op: event.OpOpen, Args: []Arg{Info, Other, OpenFlags}, Ret: RetFD, Kernel: ReadNewFile, Do: DoOpenByHandle, Flags: KeepNames},
 
 	// Reads and writes.
 	{Name: "read", Op: event.OpRead, Args: []Arg{FD, Buf, Size}, Ret: RetBytes, Kernel: ReadFilePos},
@@ -71,6 +72,9 @@ var Table = []Row{
 	{Name: "fstat", Op: event.OpStat, Args: []Arg{FD, Other}},
 	{Name: "stat", Op: event.OpStat, Args: []Arg{Path, Other}},
 	{Name: "lstat", Op: event.OpStat, Args: []Arg{Path, Other}},
+	{Name: "name_to_handle_at", Op: event.OpStat, Args: []Arg{DirFD, Path, Other, Other, AtFlagsInfo}, Flags: EmptyPath},
+	{Name: "file_getattr", Op: event.OpStat, Args: []Arg{DirFD, Path, Other, Other, AtFlags}, Flags: EmptyPath},
+	{Name: "cachestat", Op: event.OpStat, Args: []Arg{FD, Other, Other, Info}},
 	{Name: "readlink", Op: event.OpReadlink, Args: []Arg{Path, Buf, Size}, Ret: RetBytes},
 	{Name: "readlinkat", Op: event.OpReadlink, Args: []Arg{DirFD, Path, Buf, Size}, Ret: RetBytes},
 	{Name: "access", Op: event.OpAccess, Args: []Arg{Path, Info}},
@@ -88,20 +92,25 @@ var Table = []Row{
 	{Name: "futimesat", Op: event.OpSetAttr, Args: []Arg{DirFD, Path, Other}},
 	{Name: "utimes", Op: event.OpSetAttr, Args: []Arg{Path, Other}},
 	{Name: "utime", Op: event.OpSetAttr, Args: []Arg{Path, Other}},
+	{Name: "file_setattr", Op: event.OpSetAttr, Args: []Arg{DirFD, Path, Other, Other, AtFlags}, Flags: EmptyPath},
 
 	// Extended attributes.
 	{Name: "getxattr", Op: event.OpXattr, Args: []Arg{Path, AttrName, Buf, Size}, Ret: RetBytes},
 	{Name: "lgetxattr", Op: event.OpXattr, Args: []Arg{Path, AttrName, Buf, Size}, Ret: RetBytes},
 	{Name: "fgetxattr", Op: event.OpXattr, Args: []Arg{FD, AttrName, Buf, Size}, Ret: RetBytes},
+	{Name: "getxattrat", Op: event.OpXattr, Args: []Arg{DirFD, Path, AtFlags, AttrName, Other, Other}, Ret: RetBytes, Flags: EmptyPath},
 	{Name: "setxattr", Op: event.OpXattr, Args: []Arg{Path, AttrName, Buf, Size, Info}},
 	{Name: "lsetxattr", Op: event.OpXattr, Args: []Arg{Path, AttrName, Buf, Size, Info}},
 	{Name: "fsetxattr", Op: event.OpXattr, Args: []Arg{FD, AttrName, Buf, Size, Info}},
+	{Name: "setxattrat", Op: event.OpXattr, Args: []Arg{DirFD, Path, AtFlags, AttrName, Other, Other}, Flags: EmptyPath},
 	{Name: "listxattr", Op: event.OpXattr, Args: []Arg{Path, Buf, Size}, Ret: RetBytes},
 	{Name: "llistxattr", Op: event.OpXattr, Args: []Arg{Path, Buf, Size}, Ret: RetBytes},
 	{Name: "flistxattr", Op: event.OpXattr, Args: []Arg{FD, Buf, Size}, Ret: RetBytes},
+	{Name: "listxattrat", Op: event.OpXattr, Args: []Arg{DirFD, Path, AtFlags, Buf, Size}, Ret: RetBytes, Flags: EmptyPath},
 	{Name: "removexattr", Op: event.OpXattr, Args: []Arg{Path, AttrName}},
 	{Name: "lremovexattr", Op: event.OpXattr, Args: []Arg{Path, AttrName}},
 	{Name: "fremovexattr", Op: event.OpXattr, Args: []Arg{FD, AttrName}},
+	{Name: "removexattrat", Op: event.OpXattr, Args: []Arg{DirFD, Path, AtFlags, AttrName}, Flags: EmptyPath},
 
 	// Directories, mappings, copies.
 	{Name: "getdents64", Op: event.OpReadDir, Args: []Arg{FD, Buf, Size}, Ret: RetBytes},
@@ -110,9 +119,12 @@ var Table = []Row{
 	{Name: "sendfile", Op: event.OpCopy, Args: []Arg{OutFD, FD, Other, Size}, Ret: RetBytes},
 	{Name: "copy_file_range", Op: event.OpCopy, Args: []Arg{FD, Other, OutFD, Other, Size, Other}, Ret: RetBytes},
 	{Name: "splice", Op: event.OpCopy, Args: []Arg{FD, Other, OutFD, Other, Size, Other}, Ret: RetBytes},
+	{Name: "tee", Op: event.OpCopy, Args: []Arg{FD, OutFD, Size, Other}, Ret: RetBytes},
+	{Name: "vmsplice", Op: event.OpCopy, Args: []Arg{FD, IOV, Other, Info}, Ret: RetBytes},
 
 	// Advice, locks, control.
 	{Name: "fadvise64", Op: event.OpAdvise, Args: []Arg{FD, Offset, Size, Info}},
+	{Name: "readahead", Op: event.OpAdvise, Args: []Arg{FD, Offset, Size}},
 	{Name: "flock", Op: event.OpLock, Args: []Arg{FD, Info}},
 	{Name: "ioctl", Op: event.OpFSControl, Args: []Arg{FD, IoctlReq, Other}},
 
