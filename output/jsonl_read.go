@@ -330,6 +330,12 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, m
 	return readJSONLLines(ctx, bufLines{bufio.NewReaderSize(r, 256<<10)}, name, sink, mode)
 }
 
+// Phrases of the jsonl reader's errors that say why a line stopped it.
+const (
+	errNotJSONL     = "not an iotrace jsonl trace"
+	errAfterTrailer = "data after the trailer: another trace's header"
+)
+
 // readJSONLLines is ReadJSONL in the given mode, from src.
 func readJSONLLines(ctx context.Context, src lineSource, name string, sink event.Sink, mode readMode) error {
 	r := &jsonlReader{src: src, name: name, sink: sink, mode: mode, ids: recentIDs{seed: maphash.MakeSeed()}}
@@ -412,7 +418,7 @@ func (r *jsonlReader) take(text []byte) (stop bool) {
 		return true
 	}
 	if !r.begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
-		r.damageErr = r.fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
+		r.damageErr = r.fail("%s: it must begin with %s", errNotJSONL, JSONLMagic)
 		return true
 	}
 	if r.mode == readFacts && r.begun && plainEventLine(text) {
@@ -433,7 +439,7 @@ func (r *jsonlReader) take(text []byte) (stop bool) {
 func (r *jsonlReader) afterTrailer(text []byte) (stop bool) {
 	if bytes.HasPrefix(text, []byte(JSONLMagic)) {
 		// Another trace (concatenated): OpenAll reads it as one.
-		r.damageErr = r.fail("data after the trailer: another trace's header")
+		r.damageErr = r.fail("%s", errAfterTrailer)
 		return true
 	}
 	r.strays++
@@ -477,7 +483,7 @@ func (r *jsonlReader) generic(text []byte) (stop bool) {
 	if !r.begun && r.rec.Type != "header" {
 		// It begins as a header does, but a repeated "type" key makes it
 		// another object: nothing may come before Begin.
-		r.damageErr = r.fail("not an iotrace jsonl trace: the first line is a %q object, not the header", r.rec.Type)
+		r.damageErr = r.fail("%s: the first line is a %q object, not the header", errNotJSONL, r.rec.Type)
 		return true
 	}
 	var lineErr error
@@ -609,13 +615,13 @@ func (r *jsonlReader) badLine(err error) {
 // stopped.
 func (r *jsonlReader) finish() error {
 	if r.damage.Lost > 0 {
-		r.trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(r.damage.Lost))
+		r.trailer.Stats.Add(event.CountLost, StatJSONLDamaged, uint64(r.damage.Lost))
 	}
 	if r.repeats > 0 {
-		r.trailer.Stats.Add(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)", uint64(r.repeats))
+		r.trailer.Stats.Add(event.CountInfo, StatJSONLRepeated, uint64(r.repeats))
 	}
 	if r.strays > 0 {
-		r.trailer.Stats.Add(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)", uint64(r.strays))
+		r.trailer.Stats.Add(event.CountInfo, StatJSONLStrayTrailers, uint64(r.strays))
 	}
 	if r.sinkErr != nil {
 		return r.sinkErr
