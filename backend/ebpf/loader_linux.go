@@ -31,7 +31,7 @@ type loadConfig struct {
 	cause       bool
 	ringSize    int
 	wakeupBytes uint64
-	stacks      uint8 // backend.Stacks
+	stacks      backend.Stacks
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -89,7 +89,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 	// A stack-trace map preallocates its buckets (1 KiB each): one when
 	// no stacks are taken.
 	spec.Maps["stacks"].MaxEntries = 1
-	if cfg.stacks != 0 {
+	if cfg.stacks != backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = stackMapEntries
 	}
 	b2u := func(b bool) uint8 {
@@ -106,7 +106,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		"cfg_filter_comm":  b2u(len(cfg.comms) > 0),
 		"cfg_cause":        b2u(cfg.cause),
 		"cfg_wakeup_bytes": cfg.wakeupBytes,
-		"cfg_stacks":       cfg.stacks,
+		"cfg_stacks":       uint8(cfg.stacks), // STACKS_USER | STACKS_KERNEL: TestStacksBits
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {

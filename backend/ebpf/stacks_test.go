@@ -2,8 +2,12 @@ package ebpf
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -164,5 +168,20 @@ func TestInlineStack(t *testing.T) {
 	var sr stackRec
 	if err := sr.decode(b); err == nil {
 		t.Error("a stack record claiming more frames than it holds decoded")
+	}
+}
+
+// TestStacksBits checks that the BPF programs read --stacks with the
+// bits of backend.Stacks (bpf/cur_syscall.h, STACKS_*), which the loaders
+// pass as they are.
+func TestStacksBits(t *testing.T) {
+	h, err := os.ReadFile("bpf/cur_syscall.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]backend.Stacks{"STACKS_USER": backend.StacksUser, "STACKS_KERNEL": backend.StacksKernel} {
+		if def := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(string(h), def) {
+			t.Errorf("bpf/cur_syscall.h does not say %q", def)
+		}
 	}
 }
