@@ -45,7 +45,7 @@ func (t *tracker) creat(c *call) {
 
 // opened emits an open and binds its new descriptor to its path.
 func (t *tracker) opened(c *call) {
-	e, r := c.e, c.r
+	e := c.e
 	e.Flags |= t.openFlags(e.OpenFlags)
 	if !c.ok {
 		t.emit(e)
@@ -54,7 +54,13 @@ func (t *tracker) opened(c *call) {
 	if e.OpenFlags&(oCreat|oExcl) == oCreat|oExcl {
 		e.Flags |= event.FlagCreated
 	}
-	d := fdtable.FD{Path: e.Path, Cloexec: e.OpenFlags&oCloexec != 0, Flags: e.OpenFlags}
+	t.bind(c, fdtable.FD{Path: e.Path, Cloexec: e.OpenFlags&oCloexec != 0, Flags: e.OpenFlags})
+}
+
+// bind emits a call that made the descriptor e.FD and binds it to d, with
+// the file the kernel saw at exit when it read it.
+func (t *tracker) bind(c *call, d fdtable.FD) {
+	e, r := c.e, c.r
 	if r.SFlags&sfHaveFile != 0 {
 		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
 		e.Inode, e.Dev = d.Ino, d.Dev
@@ -231,13 +237,7 @@ func (t *tracker) newFD(c *call) {
 		}
 	}
 	e.Path = name
-	d := fdtable.FD{Path: name, Cloexec: t.cloexec(c)}
-	if r.SFlags&sfHaveFile != 0 {
-		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
-		e.Inode, e.Dev = d.Ino, d.Dev
-	}
-	t.emit(e)
-	t.table.Open(r.Pid, e.FD, d, c.ts)
+	t.bind(c, fdtable.FD{Path: name, Cloexec: t.cloexec(c)})
 }
 
 // fdPair binds the two new descriptors of a pipe or socketpair: FD and

@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
@@ -122,11 +121,7 @@ func workloadNewCalls() {
 func TestNewFileSyscalls(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	dir := t.TempDir()
-	cmd, in, out := startWorkload(t, "newcalls", "WL_DIR="+dir)
-	wpid := uint32(cmd.Process.Pid)
-	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
-		Layers: []event.Layer{event.LayerFile}}, wpid)
-	line := goWorkload(t, ready, in, out)
+	wpid, sink, line, stop := traceWorkload(t, "newcalls", dir)
 	fields := strings.Fields(strings.TrimPrefix(line, "done "))
 	if !strings.HasPrefix(line, "done ") || len(fields) != len(newCalls) {
 		t.Fatalf("workload: %q", line)
