@@ -10,24 +10,45 @@ import (
 	"github.com/iotrace/iotrace/event"
 )
 
-// handlers do what a call's roles do not say (systable.Row.Do): each
-// decodes the call like every call (decode), then names new descriptors,
-// renames or forgets open files, and emits the event itself.
-var handlers = [systable.NumHandlers]func(*tracker, *call){
-	systable.DoOpen:         (*tracker).open,
-	systable.DoCreat:        (*tracker).creat,
-	systable.DoOpenByHandle: (*tracker).openByHandle,
-	systable.DoClose:        (*tracker).closeFD,
-	systable.DoCloseRange:   (*tracker).closeRange,
-	systable.DoUnlink:       (*tracker).unlink,
-	systable.DoRename:       (*tracker).rename,
-	systable.DoDup:          (*tracker).dupFD,
-	systable.DoFcntl:        (*tracker).fcntl,
-	systable.DoChdir:        (*tracker).chdir,
-	systable.DoFchdir:       (*tracker).fchdir,
-	systable.DoMmap:         (*tracker).mmap,
-	systable.DoNewFD:        (*tracker).newFD,
-	systable.DoFDPair:       (*tracker).fdPair,
+// do runs the handler of a call's row (systable.Row.Do): what its roles
+// do not say. Each handler decodes the call like every call (decode),
+// then names new descriptors, renames or forgets open files, and emits
+// the event itself. (A switch, not a table of functions: through a
+// function value the call would escape to the heap.)
+func (t *tracker) do(c *call) {
+	switch c.row.Do {
+	case systable.DoOpen:
+		t.open(c)
+	case systable.DoCreat:
+		t.creat(c)
+	case systable.DoOpenByHandle:
+		t.openByHandle(c)
+	case systable.DoClose:
+		t.closeFD(c)
+	case systable.DoCloseRange:
+		t.closeRange(c)
+	case systable.DoUnlink:
+		t.unlink(c)
+	case systable.DoRename:
+		t.rename(c)
+	case systable.DoDup:
+		t.dupFD(c)
+	case systable.DoFcntl:
+		t.fcntl(c)
+	case systable.DoChdir:
+		t.chdir(c)
+	case systable.DoFchdir:
+		t.fchdir(c)
+	case systable.DoMmap:
+		t.mmap(c)
+	case systable.DoNewFD:
+		t.newFD(c)
+	case systable.DoFDPair:
+		t.fdPair(c)
+	default:
+		t.decode(c)
+		t.emit(c.e)
+	}
 }
 
 // open names the new descriptor by its path (open, openat, openat2).

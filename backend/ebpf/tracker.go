@@ -82,7 +82,6 @@ type tracker struct {
 	exec     execRec
 	exit     exitRec
 	uring    uringRec
-	cur      call // the system call being decoded
 	aio      aioRec
 	err      error // first sink error
 	lastTime int64
@@ -291,8 +290,9 @@ func errnoOf(ret int64) (event.Status, uint32) {
 func argFD(a uint64) int32 { return int32(uint32(a)) }
 
 // call is the system call being decoded: its record, its row of
-// systable.Table, its event and the strings sent ahead of it. The tracker
-// keeps one (tracker.cur), so decoding a call allocates nothing.
+// systable.Table, its event and the strings sent ahead of it. It lives on
+// syscall's stack (nothing keeps it), so decoding a call allocates
+// nothing.
 type call struct {
 	r    *syscallRec
 	row  *systable.Row
@@ -315,18 +315,17 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		t.unknownKinds++
 		return
 	}
-	c := &t.cur
-	*c = call{r: r, row: row, e: &t.ev, ts: t.time(r.Time)}
-	t.begin(c, complete)
+	c := call{r: r, row: row, e: &t.ev, ts: t.time(r.Time)}
+	t.begin(&c, complete)
 	if row.Strings()[0] >= 0 {
-		t.takeStrings(c)
+		t.takeStrings(&c)
 	}
 	if row.Do == systable.Generic {
-		t.decode(c)
+		t.decode(&c)
 		t.emit(c.e)
 		return
 	}
-	handlers[row.Do](t, c)
+	t.do(&c)
 }
 
 // begin sets the fields every call's event has: identity, time, thread,
@@ -401,7 +400,7 @@ func (t *tracker) takeStrings(c *call) {
 // the result.
 func (t *tracker) decode(c *call) {
 	e, r, row := c.e, c.r, c.row
-	c.refs = row.Decode(&r.Args, e)
+	row.Decode(&r.Args, e, &c.refs)
 	t.names(c)
 	if c.refs.IOV {
 		e.Size = r.Size

@@ -149,6 +149,18 @@ type Row struct {
 	// the string of each role (-1: none). Set by init.
 	strings [2]int8
 	slot    [numArgs]int8
+	// fdArg, sizeArg and offsetArg are the arguments of the FD, Size and
+	// Offset (or PosOffset) roles, -1 for none, and rest the others
+	// Decode reads: the read and write calls, most of the traffic, decode
+	// without a loop. Set by init.
+	fdArg, sizeArg, offsetArg int8
+	rest                      []argRole
+}
+
+// argRole is an argument and its role.
+type argRole struct {
+	i    int8
+	role Arg
 }
 
 // AtFDCWD is the directory descriptor that means the working directory.
@@ -167,8 +179,6 @@ type Refs struct {
 	Dir [2]int32
 	// AtFlags are the call's AT_* flags.
 	AtFlags uint32
-	// HasOffset says an Offset or PosOffset argument set Event.Offset.
-	HasOffset bool
 	// IOV says Event.Size is the iovec lengths' sum, for the tracer to set.
 	IOV bool
 }
@@ -178,51 +188,59 @@ func fd(a uint64) int32 { return int32(uint32(a)) }
 
 // Decode sets the event fields the call's argument registers a give
 // (Mode, Info, Offset, Size, OpenFlags, IOFlags, an ioctl's name) and
-// returns what they refer to. The tracer then names the descriptors and
-// resolves the strings (Row.StringSlot).
-func (r *Row) Decode(a *[6]uint64, e *event.Event) Refs {
-	refs := Refs{Dir: [2]int32{AtFDCWD, AtFDCWD}}
-	for i, role := range r.Args {
-		v := a[i]
-		switch role {
-		case FD:
-			refs.FD, refs.HasFD = fd(v), true
-		case OutFD:
-			refs.OutFD, refs.HasOutFD = fd(v), true
-			e.Info = uint32(refs.OutFD)
-		case DirFD:
-			refs.Dir[0] = fd(v)
-		case DirFD2:
-			refs.Dir[1] = fd(v)
-		case OpenFlags:
-			e.OpenFlags = uint32(v)
-		case OpenHow:
-			e.OpenFlags, e.Mode = uint32(v), uint32(a[i+1])
-		case Mode:
-			e.Mode = uint32(v)
-		case Info:
-			e.Info = uint32(v)
-		case Offset, PosOffset:
-			e.Offset, refs.HasOffset = int64(v), true
-		case Size:
-			e.Size = v
-		case IOV:
-			refs.IOV = true
-		case AtFlags:
-			refs.AtFlags = uint32(v)
-		case AtFlagsInfo:
-			refs.AtFlags, e.Info = uint32(v), uint32(v)
-		case Prot:
-			e.IOFlags = uint32(v)
-		case IoctlReq:
-			e.Info, e.Note = uint32(v), ioctlNames[uint32(v)]
-		case FirstFD:
-			e.FD = fd(v)
-		case LastFD:
-			e.Size = v - a[i-1] + 1
-		}
+// sets refs to what they refer to. The tracer then names the descriptors
+// and resolves the strings (Row.StringSlot).
+func (r *Row) Decode(a *[6]uint64, e *event.Event, refs *Refs) {
+	*refs = Refs{Dir: [2]int32{AtFDCWD, AtFDCWD}}
+	if i := r.fdArg; i >= 0 {
+		refs.FD, refs.HasFD = fd(a[i]), true
 	}
-	return refs
+	if i := r.sizeArg; i >= 0 {
+		e.Size = a[i]
+	}
+	if i := r.offsetArg; i >= 0 {
+		e.Offset = int64(a[i])
+	}
+	for _, x := range r.rest {
+		decodeArg(a, x.i, x.role, e, refs)
+	}
+}
+
+// decodeArg decodes argument i of role (not FD, Size, Offset: Decode
+// reads those).
+func decodeArg(a *[6]uint64, i int8, role Arg, e *event.Event, refs *Refs) {
+	v := a[i]
+	switch role {
+	case OutFD:
+		refs.OutFD, refs.HasOutFD = fd(v), true
+		e.Info = uint32(refs.OutFD)
+	case DirFD:
+		refs.Dir[0] = fd(v)
+	case DirFD2:
+		refs.Dir[1] = fd(v)
+	case OpenFlags:
+		e.OpenFlags = uint32(v)
+	case OpenHow:
+		e.OpenFlags, e.Mode = uint32(v), uint32(a[i+1])
+	case Mode:
+		e.Mode = uint32(v)
+	case Info:
+		e.Info = uint32(v)
+	case IOV:
+		refs.IOV = true
+	case AtFlags:
+		refs.AtFlags = uint32(v)
+	case AtFlagsInfo:
+		refs.AtFlags, e.Info = uint32(v), uint32(v)
+	case Prot:
+		e.IOFlags = uint32(v)
+	case IoctlReq:
+		e.Info, e.Note = uint32(v), ioctlNames[uint32(v)]
+	case FirstFD:
+		e.FD = fd(v)
+	case LastFD:
+		e.Size = v - a[i-1] + 1
+	}
 }
 
 // StringSlot returns which string (0 or 1) the argument of role is, -1
@@ -290,8 +308,31 @@ func (r *Row) index() error {
 	if r.Has(OutFD) && (r.Has(Info) || r.Has(IoctlReq)) {
 		return fmt.Errorf("OutFD and Info both set Event.Info")
 	}
+	r.fdArg, r.sizeArg, r.offsetArg, r.rest = -1, -1, -1, nil
 	n := 0
 	for i, a := range r.Args {
+		one := func(at *int8) error {
+			if *at >= 0 {
+				return fmt.Errorf("two arguments of role %d", a)
+			}
+			*at = int8(i)
+			return nil
+		}
+		var err error
+		switch a {
+		case FD:
+			err = one(&r.fdArg)
+		case Size:
+			err = one(&r.sizeArg)
+		case Offset, PosOffset:
+			err = one(&r.offsetArg)
+		case Other, Buf, FDPair, Path, Path2, Target, AttrName, FDLabel:
+		default:
+			r.rest = append(r.rest, argRole{int8(i), a})
+		}
+		if err != nil {
+			return err
+		}
 		switch a {
 		case Path, Path2, Target, AttrName, FDLabel:
 			if n == 2 {

@@ -61,6 +61,15 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s: a new descriptor's file is read at exit (RetFD with ReadNewFile)", r.Name)
 		}
 	}
+	used := map[Handler]bool{}
+	for i := range Table {
+		used[Table[i].Do] = true
+	}
+	for h := Generic; h < NumHandlers; h++ {
+		if !used[h] {
+			t.Errorf("handler %d: no row names it", h)
+		}
+	}
 	for i := 0; i < 6; i++ {
 		if ByName(Table[i].Name) != Call(i+1) || Lookup(Call(i+1)) != &Table[i] {
 			t.Errorf("%s: ByName/Lookup disagree with the row's index", Table[i].Name)
@@ -115,7 +124,8 @@ func TestDecode(t *testing.T) {
 			t.Fatalf("%s: not in the table", tc.name)
 		}
 		e := event.New()
-		r := row.Decode(&tc.args, &e)
+		var r Refs
+		row.Decode(&tc.args, &e, &r)
 		if !tc.want(&e, r) {
 			t.Errorf("%s%v: event %+v refs %+v", tc.name, tc.args, e, r)
 		}
