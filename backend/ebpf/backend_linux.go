@@ -186,7 +186,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		cause:       wantFile && wantBlock,
 		ringSize:    int(rs),
 		wakeupBytes: uint64(rs) / uint64(frac),
-		stacks:      uint8(opts.Stacks),
+		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
 	pr, err := loadProbes(lc)
@@ -341,7 +341,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
 		}
 		if opts.Stacks != 0 {
-			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks
+			bo.Stacks, bo.StackMap = opts.Stacks, pr.objs.Stacks
 		}
 		if r.tables != nil {
 			o := pr.objs

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -100,7 +101,7 @@ func Open(opts Options) (*Tracer, error) {
 		{"filter_pids", opts.PidFilter != nil},
 		{"clock_monotonic", opts.Monotonic},
 		{"wakeup_bytes", wakeup},
-		{"stack_mode", opts.Stacks},
+		{"stack_mode", uint8(opts.Stacks)}, // STACKS_USER | STACKS_KERNEL
 		{"pc_records", opts.PageCache != nil},
 		{"page_shift", uint32(pageShift())},
 		{"pc_wakeup_bytes", max(opts.PageCacheWakeup, 4096)},
@@ -203,7 +204,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
 	}
 	t.dec = NewDecoder(layout, opts.Origin)
-	t.dec.Stacks = opts.Stacks != 0
+	t.dec.Stacks = opts.Stacks != backend.StacksNone
 	t.devs = NewDevices(opts.Sysfs)
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())
