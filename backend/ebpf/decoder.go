@@ -35,6 +35,8 @@ type Syscall struct {
 	// iovec lengths' sum (IOV), the two new descriptors of an FDPair
 	// call (the first in the low 32 bits), a fcntl lock's l_len.
 	Size uint64
+	// IOVPartial says Size sums only the iovecs that could be read.
+	IOVPartial bool
 	// Pos is the file position at entry (ReadFilePos: HavePos or
 	// HaveFile), a fcntl lock's l_start, an FDPair's second inode.
 	Pos     int64
@@ -98,6 +100,9 @@ func (d *Decoder) Syscall(s *Syscall) {
 	}
 	if s.HaveFile {
 		r.SFlags |= sfHaveFile
+	}
+	if s.IOVPartial {
+		r.SFlags |= sfIOVPartial
 	}
 	if s.Have[0] || s.Have[1] {
 		t.pending[s.Tid] = &pendingPaths{id: s.ID, have: s.Have, path: s.Strings, trunc: s.Truncated}

@@ -118,7 +118,7 @@ func rangeTree(rs []nrRange) ([]Instruction, error) {
 		return nil, fmt.Errorf("seccomp filter: a jump of %d instructions, more than classic BPF's 255", len(left)+1)
 	}
 	code := []Instruction{
-		{Code: bpfJgeK, Jt: 0, Jf: 2, K: rs[m].lo},                 // below the range: left
+		{Code: bpfJgeK, Jt: 0, Jf: 2, K: rs[m].lo},                    // below the range: left
 		{Code: bpfJgtK, Jt: uint8(len(left) + 1), Jf: 0, K: rs[m].hi}, // above it: right
 		{Code: bpfRetK, K: retTrace},
 	}
