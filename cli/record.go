@@ -159,7 +159,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 				finish := commandStatus(&opts)
 				return finish(recordETL(cmd.Context(), opts, path, cmd.ErrOrStderr()))
 			}
-			if _, err := pickLiveBackend(); err != nil {
+			if _, err := pickLiveBackend(opts); err != nil {
 				return err
 			}
 			switch {

@@ -60,7 +60,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := b.Available(); err != nil {
 		return err
 	}
-	if err := checkOptions(&opts); err != nil {
+	if err := b.Supports(opts); err != nil {
 		return err
 	}
 	path, err := exec.LookPath(opts.Command[0])
@@ -84,23 +84,6 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		errc <- b.trace(ctx, opts, sink, path, prog)
 	}()
 	return <-errc
-}
-
-// checkOptions refuses what the backend cannot do.
-func checkOptions(opts *backend.Options) error {
-	switch {
-	case len(opts.Command) == 0:
-		return errNoCommand
-	case len(opts.Pids) > 0 || len(opts.Comms) > 0:
-		return fmt.Errorf("the ptrace backend traces only the command it starts: --pid and --comm need root and the eBPF backend")
-	case len(opts.Layers) > 0 && !opts.WantLayer(event.LayerFile):
-		return fmt.Errorf("the ptrace backend traces the file layer only (no block I/O)")
-	case opts.Stacks != backend.StacksNone:
-		return fmt.Errorf("--stacks: not supported by the ptrace backend")
-	case opts.WaitWriteback > 0:
-		return fmt.Errorf("--wait-writeback: the ptrace backend does not see writeback (no block I/O)")
-	}
-	return nil
 }
 
 // trace starts the command through the helper, seizes it, sends it the

@@ -4,7 +4,6 @@ package ptrace
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -318,8 +317,6 @@ func (t *tracer) stats(s *event.Stats) {
 		s.Add(event.CountLost, name+" calls: their asynchronous requests are not traced by the ptrace backend", n)
 	}
 }
-
-var errNoCommand = errors.New("the ptrace backend traces a command it starts and its descendants: give the command after -- (tracing the whole system or other processes needs root and the eBPF backend)")
 
 func bootNanos() uint64 {
 	var ts unix.Timespec
