@@ -22,6 +22,7 @@ type memSink struct {
 	events  []event.Event
 	facts   []event.Fact
 	trailer *event.Trailer
+	onFact  func(*event.Fact)
 }
 
 func (s *memSink) Begin(h *event.Header) error { s.hdr = *h; return nil }
@@ -35,6 +36,9 @@ func (s *memSink) Fact(f *event.Fact) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.facts = append(s.facts, *f)
+	if s.onFact != nil {
+		s.onFact(f)
+	}
 	return nil
 }
 func (s *memSink) End(t *event.Trailer) error { s.trailer = t; return nil }
