@@ -35,8 +35,10 @@ const (
 	infoSize    = 88
 )
 
+// ptrace makes a request; none blocks, so it is made without telling the
+// scheduler.
 func ptrace(req, pid int, addr, data uintptr) error {
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0); e != 0 {
+	if _, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0); e != 0 {
 		return e
 	}
 	return nil
