@@ -25,7 +25,7 @@ func (b *Backend) Name() string { return "ptrace" }
 
 // Description implements backend.Backend.
 func (b *Backend) Description() string {
-	return "Linux ptrace with a seccomp filter: a command you start and its descendants, without root; file layer only (no block I/O)"
+	return "Linux ptrace with a seccomp filter: a command you start and its descendants, without root; file layer only (no block I/O); used when eBPF cannot load and a command is given"
 }
 
 // Supports implements backend.Selector: the backend traces a command it
