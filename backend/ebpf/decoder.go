@@ -1,10 +1,16 @@
 package ebpf
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+
 	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
 	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize"
 )
 
 // Decoder is this backend's decoding of system calls into events and
@@ -53,6 +59,9 @@ type Syscall struct {
 	Strings   [2]string
 	Have      [2]bool
 	Truncated [2]bool
+	// UserStack is the caller's user stack, innermost frame first, walked
+	// by frame pointers (with EnableStacks).
+	UserStack []uint64
 	// Complete is false for a call without its exit (the thread died in
 	// it, or tracing stopped): the event is flagged no-completion.
 	Complete bool
@@ -104,10 +113,33 @@ func (d *Decoder) Syscall(s *Syscall) {
 	if s.IOVPartial {
 		r.SFlags |= sfIOVPartial
 	}
+	// A successful exec's stack is not kept (begin): the old program's.
+	if t.stacks != nil && s.UserStack != nil && !(s.Ret == 0 && systable.Lookup(s.Call).Op == event.OpExec) {
+		if len(t.inlineStacks) >= maxInlineStacks {
+			t.inlineOrphans += uint64(len(t.inlineStacks))
+			clear(t.inlineStacks)
+		}
+		t.inlineStacks[s.ID] = userPart{ips: s.UserStack, stop: stopUnknown}
+		r.UStack = errEEXIST
+	}
 	if s.Have[0] || s.Have[1] {
 		t.pending[s.Tid] = &pendingPaths{id: s.ID, have: s.Have, path: s.Strings, trunc: s.Truncated}
 	}
 	t.syscall(r, s.Complete)
+}
+
+// EnableStacks makes events carry the user stacks given with their calls
+// (Syscall.UserStack), and the trace the modules that name their frames:
+// the executable mappings of each process after its exec (its
+// /proc/PID/maps under procRoot) and those its calls make (mmap).
+func (d *Decoder) EnableStacks(procRoot string) {
+	t := d.t
+	noMap := func(int32) ([]uint64, error) { return nil, errors.New("no stack map (frames come with their call)") }
+	t.stacks = newStackTable(noMap, nil, t.fact, func() *symbolize.Kernel { return nil })
+	t.mods = newModuleTable(t.fact)
+	t.readMaps = func(pid uint32) ([]byte, error) {
+		return os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "maps"))
+	}
 }
 
 // Fork records that process ppid forked pid (not a thread), started at
@@ -116,13 +148,27 @@ func (d *Decoder) Syscall(s *Syscall) {
 func (d *Decoder) Fork(ppid, pid uint32, start, at uint64, comm string, filesShared, fsShared bool) {
 	t := d.t
 	t.table.Fork(ppid, pid, t.time(start), comm, filesShared, fsShared, t.time(at))
+	if t.mods != nil {
+		t.mods.forked(ppid, pid, t.time(start), t.time(at))
+	}
 }
 
 // Exec records that pid exec'd image (absolute) with the command line
 // cmdline (NUL-separated, as /proc/PID/cmdline) and is now named comm.
 func (d *Decoder) Exec(pid uint32, at uint64, comm, image string, cmdline []byte) {
 	t := d.t
-	t.table.Exec(pid, 0, comm, image, procfs.Cmdline(cmdline), t.time(at))
+	ts := t.time(at)
+	t.table.Exec(pid, 0, comm, image, procfs.Cmdline(cmdline), ts)
+	if t.mods != nil {
+		t.mods.gone(pid, ts)
+		if b, err := t.readMaps(pid); err == nil {
+			if err := t.mods.fromMaps(pid, t.table.Ensure(pid, ts).Start, ts, false, b); err != nil {
+				t.mapsErrs++
+			}
+		} else {
+			t.mapsErrs++
+		}
+	}
 }
 
 // Exit records that process pid (its last thread tid) exited.

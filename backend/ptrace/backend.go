@@ -29,7 +29,8 @@ func (b *Backend) Description() string {
 }
 
 // Supports implements backend.Selector: the backend traces a command it
-// starts, on the file layer, without stacks.
+// starts, on the file layer, with user stacks at most (walked by frame
+// pointers, whatever --stack-walk says).
 func (b *Backend) Supports(opts backend.Options) error {
 	switch {
 	case len(opts.Command) == 0:
@@ -38,8 +39,8 @@ func (b *Backend) Supports(opts backend.Options) error {
 		return fmt.Errorf("the ptrace backend traces only the command it starts: --pid and --comm need root and the eBPF backend")
 	case len(opts.Layers) > 0 && !opts.WantLayer(event.LayerFile):
 		return fmt.Errorf("the ptrace backend traces the file layer only (no block I/O)")
-	case opts.Stacks != backend.StacksNone:
-		return fmt.Errorf("--stacks: not supported by the ptrace backend")
+	case opts.Stacks&backend.StacksKernel != 0:
+		return fmt.Errorf("--stacks %s: the ptrace backend sees user stacks only (--stacks user)", map[backend.Stacks]string{backend.StacksKernel: "kernel", backend.StacksBoth: "both"}[opts.Stacks])
 	case opts.WaitWriteback > 0:
 		return fmt.Errorf("--wait-writeback: the ptrace backend does not see writeback (no block I/O)")
 	}

@@ -106,6 +106,9 @@ func (b *Backend) trace(ctx context.Context, opts backend.Options, sink event.Si
 	fs := &procfs.FS{Root: b.procRoot(), Origin: int64(origin)}
 	dec := ebpf.NewDecoder(sink, origin, event.SourcePtrace, fs)
 	dec.SelectOps(opts.Ops)
+	if opts.Stacks&backend.StacksUser != 0 {
+		dec.EnableStacks(b.procRoot())
+	}
 	var stats event.Stats
 	end := func(err error) error {
 		dec.Stats(&stats)

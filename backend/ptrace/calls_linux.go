@@ -46,6 +46,9 @@ func (t *tracer) enter(th *thread, now uint64) {
 	sc := &th.sc
 	*sc = ebpfSyscall(call, th, &si)
 	t.readEntry(th, row)
+	if t.stacks {
+		sc.UserStack = userStack(th.tid)
+	}
 	th.row, th.in = row, true
 	sc.Enter = bootNanos()
 	t.resume(th, 0)

@@ -152,3 +152,38 @@ func fdFile(proc string, tid int, fd int32) (ino uint64, dev uint32, ok bool) {
 	}
 	return st.Ino, unix.Major(st.Dev)<<20 | unix.Minor(st.Dev), true
 }
+
+// maxFrames is the most frames of a user stack (the eBPF backend's
+// MAX_STACK_DEPTH).
+const maxFrames = 127
+
+// userStack walks the user stack of the stopped thread tid by frame
+// pointers, as the kernel's walk does for the eBPF backend: the program
+// counter, then each frame record's return address ([fp] the caller's
+// frame pointer, [fp+8] the return address), while frame pointers go up
+// the stack. Code built without frame pointers ends the walk early (or
+// reads a wrong frame, which the decoder cuts at the first address no
+// module holds).
+func userStack(tid int) []uint64 {
+	pc, fp, err := frameRegs(tid)
+	if err != nil {
+		return nil
+	}
+	ips := []uint64{pc}
+	var rec [16]byte
+	for len(ips) < maxFrames && fp != 0 && fp%8 == 0 {
+		if n, _ := readMem(tid, fp, rec[:]); n != len(rec) {
+			break
+		}
+		next, ret := binary.LittleEndian.Uint64(rec[:]), binary.LittleEndian.Uint64(rec[8:])
+		if ret == 0 {
+			break
+		}
+		ips = append(ips, ret)
+		if next <= fp {
+			break
+		}
+		fp = next
+	}
+	return ips
+}

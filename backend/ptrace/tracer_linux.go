@@ -53,6 +53,7 @@ type tracer struct {
 	rootEnd bool
 	nextID  uint64
 	buf     []byte
+	stacks  bool // user stacks walked at each call
 
 	// Counters for the trailer.
 	otherABI, noExit, setuid, seccompMissed uint64
@@ -91,7 +92,7 @@ func (l *liveSet) kill() {
 func newTracer(opts backend.Options, dec *ebpf.Decoder, fs *procfs.FS, root int, live *liveSet) *tracer {
 	t := &tracer{opts: opts, dec: dec, fs: fs, proc: fs.Root, arch: auditArch[runtime.GOARCH],
 		threads: map[int]*thread{}, nthread: map[int]int{}, early: map[int]bool{}, live: live,
-		root: root, buf: make([]byte, pathMax), async: map[string]uint64{}}
+		root: root, buf: make([]byte, pathMax), async: map[string]uint64{}, stacks: opts.Stacks&backend.StacksUser != 0}
 	for i := range systable.Table {
 		if nr, ok := systable.Table[i].Number(runtime.GOARCH); ok {
 			for len(t.calls) <= nr {
