@@ -148,8 +148,11 @@ func TestEquivalenceWithEBPF(t *testing.T) {
 func runBoth(t *testing.T, bin, dir, run string) (pt, eb []callEvent) {
 	t.Helper()
 	out := filepath.Join(dir, "ptrace-events.json")
-	cmd := exec.Command("runuser", "-u", "nobody", "--", "sh", "-c",
-		`read x && exec "$0" -test.run='^TestUnprivilegedWorkload$' -test.count=1`, bin)
+	// The traced pid is a root shell that forks nothing before "go" (then
+	// execs runuser): a runuser started at once forks its child before
+	// the eBPF backend attaches, and that child would not be followed.
+	cmd := exec.Command("sh", "-c",
+		`read x && exec runuser -u nobody -- "$0" -test.run='^TestUnprivilegedWorkload$' -test.count=1`, bin)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, envWorkload+"="+run, envOut+"="+out)
 	in, err := cmd.StdinPipe()
