@@ -75,6 +75,10 @@ func (l *lockedSink) failed() error {
 	return l.err
 }
 
+// statBlockOverflow counts block events that found the hand-over queue
+// full.
+const statBlockOverflow = "block events sent without their process start time (hand-over queue full)"
+
 // blockQueue is the capacity of the queue that hands block events from
 // the block tracer's goroutine to the syscall reader's.
 const blockQueue = 8192
@@ -118,6 +122,11 @@ type run struct {
 	wakeupBytes uint64
 	// wb waits for the command's writeback (writeback_linux.go).
 	wb writebackWait
+
+	// bt is the block tracer while it runs; nextProgress when
+	// opts.Progress is due.
+	bt           *blockio.Tracer
+	nextProgress time.Time
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -332,6 +341,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			bt = nil
 		} else {
 			defer bt.Close()
+			r.bt = bt
 			for _, f := range bt.Facts() {
 				f := f
 				_ = r.sink.Fact(&f)
@@ -359,8 +369,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			r.tr.blockEvent(&r.blockEv)
 		}
 		r.stats.Merge(bt.Stats())
+		r.bt = nil
 		if n := r.blockOverflow.Load(); n != 0 {
-			r.stats.Add(event.CountUnresolved, "block events sent without their process start time (hand-over queue full)", n)
+			r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
 		}
 		bt = nil
 		return err
@@ -633,7 +644,32 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			return nil
 		}
 		r.checkLoss(false)
+		r.progress()
 	}
+}
+
+// progress calls opts.Progress, when set, at most every
+// backend.ProgressEvery with the counters so far, composed as Run
+// composes the trailer's.
+func (r *run) progress() {
+	now := time.Now()
+	if r.opts.Progress == nil || now.Before(r.nextProgress) {
+		return
+	}
+	r.nextProgress = now.Add(backend.ProgressEvery)
+	var s event.Stats
+	s.Merge(r.stats)
+	r.tr.stats(&s)
+	if cs, err := r.pr.counters(); err == nil {
+		addCounters(&s, cs)
+	}
+	if r.bt != nil {
+		s.Merge(r.bt.Stats())
+	}
+	if n := r.blockOverflow.Load(); n != 0 {
+		s.Add(event.CountUnresolved, statBlockOverflow, n)
+	}
+	r.opts.Progress(s)
 }
 
 // flushBlocks hands the block events queued so far to the tracker, after

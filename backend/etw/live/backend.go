@@ -487,6 +487,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		defer t.Stop()
 		timeout = t.C
 	}
+	stopProgress := startProgress(opts.Progress, api, ms, q)
 	var runErr error
 	var exit *childExit
 	died := false
@@ -505,6 +506,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 			runErr = fmt.Errorf("%w: %v", runErr, err)
 		}
 	}
+	stopProgress()
 	if child != nil && exit == nil {
 		exit = settleChild(ctx, child, childDone, opts.Command[0], warn)
 	}
