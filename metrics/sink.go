@@ -59,6 +59,19 @@ type series struct {
 	latency prometheus.Observer
 }
 
+// Sources of a read's bytes (page-cache provenance), the source label
+// of iotrace_read_bytes_total.
+const (
+	srcCached = iota
+	srcReadahead
+	srcDisk
+	srcWaited
+	srcUnknown
+	numSources
+)
+
+var sourceNames = [numSources]string{"cached", "readahead", "disk", "waited", "unknown"}
+
 type errorKey struct {
 	layer, op uint8
 	err, comm int32
@@ -70,6 +83,7 @@ type errorKey struct {
 // Collect may run concurrently from any.
 type Sink struct {
 	ops, bytes, errors, incomplete *prometheus.CounterVec
+	reads                          *prometheus.CounterVec
 	latency                        *prometheus.HistogramVec
 	labels                         labelCollector
 
@@ -77,6 +91,7 @@ type Sink struct {
 
 	series   map[seriesKey]*series
 	errs     map[errorKey]prometheus.Counter
+	sources  map[int32]*[numSources]prometheus.Counter // by comm slot
 	devNames map[event.Device]string
 	windows  bool
 	// The last device's label (a stream of block I/O is mostly of one
@@ -119,6 +134,11 @@ func New(o Options) *Sink {
 			Name: "iotrace_incomplete_operations_total",
 			Help: "Operations whose start or completion was not seen (no latency), by layer and op.",
 		}, []string{"layer", "op"}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iotrace_read_bytes_total",
+			Help: "Bytes of reads of regular files by where they came from (Linux page-cache provenance): cached (in memory already), readahead (brought in by the process's read-ahead), disk (read for this read), waited (I/O already in flight), unknown (the part of a classified read that could not be).",
+		}, []string{"source", "comm"}),
+		sources:  make(map[int32]*[numSources]prometheus.Counter),
 		series:   make(map[seriesKey]*series),
 		errs:     make(map[errorKey]prometheus.Counter),
 		devNames: make(map[event.Device]string),
@@ -206,8 +226,32 @@ func (s *Sink) Event(e *event.Event) error {
 	}
 	if e.Status.Failed() {
 		s.countError(e, k, now)
+	} else if e.Op == event.OpRead && e.Layer == event.LayerFile {
+		s.countSources(e, k.comm)
 	}
 	return nil
+}
+
+// countSources counts where a classified read's bytes came from.
+func (s *Sink) countSources(e *event.Event, comm int32) {
+	known := e.ReadKnown()
+	if known == 0 || e.Flags&event.FlagNoCompletion != 0 {
+		return // not classified
+	}
+	c := s.sources[comm]
+	if c == nil {
+		c = new([numSources]prometheus.Counter)
+		for i := range c {
+			c[i] = s.reads.WithLabelValues(sourceNames[i], s.comms.Value(comm))
+		}
+		s.sources[comm] = c
+	}
+	b := uint64(max(e.Bytes, 0))
+	for i, v := range [numSources]uint64{e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited, b - min(known, b)} {
+		if v > 0 {
+			c[i].Add(float64(v))
+		}
+	}
 }
 
 // deviceName returns a device's label: its name, or major:minor.
@@ -256,6 +300,7 @@ func (s *Sink) Describe(ch chan<- *prometheus.Desc) {
 	s.latency.Describe(ch)
 	s.errors.Describe(ch)
 	s.incomplete.Describe(ch)
+	s.reads.Describe(ch)
 	s.labels.Describe(ch)
 }
 
@@ -266,6 +311,7 @@ func (s *Sink) Collect(ch chan<- prometheus.Metric) {
 	s.latency.Collect(ch)
 	s.errors.Collect(ch)
 	s.incomplete.Collect(ch)
+	s.reads.Collect(ch)
 	s.labels.Collect(ch)
 }
 

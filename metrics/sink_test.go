@@ -255,3 +255,19 @@ func TestSinkMemoryBounded(t *testing.T) {
 		t.Errorf("the heap grew from %d to %d KiB over 800,000 more events", h1>>10, h2>>10)
 	}
 }
+
+// TestSinkProvenance: a classified read's bytes by source, what was not
+// classified of it as unknown; an unclassified read counts nowhere.
+func TestSinkProvenance(t *testing.T) {
+	s := New(Options{})
+	r := fileEvent("cat", event.OpRead, 16384, 10)
+	r.ReadCached, r.ReadDisk, r.ReadAhead = 4096, 8192, 1024
+	plain := fileEvent("cat", event.OpRead, 100, 10)
+	feed(t, s, &event.Header{OS: "linux"}, nil, r, plain)
+	m := scrape(t, s)
+	for src, v := range map[string]float64{"cached": 4096, "disk": 8192, "readahead": 1024, "unknown": 3072, "waited": 0} {
+		if got := m["iotrace_read_bytes_total{comm=cat,source="+src+"}"]; got != v {
+			t.Errorf("%s: %v bytes, want %v", src, got, v)
+		}
+	}
+}

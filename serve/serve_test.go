@@ -213,7 +213,7 @@ func TestServeScripts(t *testing.T) {
 		"biolatency.star":    {"iotrace_script_lat_usecs", "iotrace_script_total_ns_total"},
 		"iotop.star":         {"iotrace_script_reads_bytes_total", "iotrace_script_writes_bytes_total", "iotrace_script_total_bytes_total"},
 		"disktop.star":       {"iotrace_script_io_bytes_total"},
-		"cache_vs_disk.star": {"iotrace_script_calls_total", "iotrace_script_nbytes_bytes_total", "iotrace_script_procs_total"},
+		"cache_vs_disk.star": {"iotrace_script_nbytes_bytes_total", "iotrace_script_procs_total"},
 	}
 	for name, metrics := range want {
 		t.Run(name, func(t *testing.T) {
