@@ -85,7 +85,7 @@ func summarize(err error) (damageSummary, bool) {
 			found = true
 			s.offsets = append(s.offsets, fe.BufferOffset)
 			s.regions++
-			s.lost = s.lost || !errors.Is(fe, etl.ErrDuplicate)
+			s.lost = s.lost || !(errors.Is(fe, etl.ErrDuplicate) || errors.Is(fe, etl.ErrExtra))
 		}
 	}
 	walk(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/metrics"
@@ -136,7 +137,7 @@ func runServe(cmd *cobra.Command, sf serveFlags, start time.Time) error {
 	}
 	var finishRec func(error) error
 	if sf.output != "" {
-		if so.Record, finishRec, err = openServeRecording(sf.output, &sf.rot, stderr); err != nil {
+		if so.Record, finishRec, err = openServeRecording(cmd.Context(), sf.output, &sf.rot, stderr); err != nil {
 			return err
 		}
 	} else if sf.rot.set() {
@@ -172,9 +173,10 @@ func loopback(addr net.Addr) bool {
 
 // openServeRecording opens what -o asks serve to record, with record's
 // parts: a rotated series (--rotate, package rotate and record's rotation
-// flags), or one .iot file flushed every second and renamed into place at
-// the end (finishRecording). done finishes it with the run's error.
-func openServeRecording(path string, rot *rotateFlags, stderr io.Writer) (sink event.Sink, done func(error) error, err error) {
+// flags), or one .iot file flushed every second, rescued on a second
+// Ctrl-C and renamed into place at the end (finishRecording). done
+// finishes it with the run's error.
+func openServeRecording(ctx context.Context, path string, rot *rotateFlags, stderr io.Writer) (sink event.Sink, done func(error) error, err error) {
 	if rot.set() {
 		ro, err := rot.options(path, stderr)
 		if err != nil {
@@ -198,10 +200,28 @@ func openServeRecording(path string, rot *rotateFlags, stderr io.Writer) (sink e
 	if err != nil {
 		return nil, nil, err
 	}
+	unrescue := interrupt.OnQuit(ctx, func() { rescueRecording(out, stderr) })
 	w := tracefile.NewWriter(out, tracefile.WriterOptions{})
-	return &periodicFlush{Writer: w, every: time.Second}, func(err error) error {
-		return finishRecording(out, w, err, stderr)
+	rec := &recordedCount{Sink: &periodicFlush{Writer: w, out: out, every: time.Second}}
+	return rec, func(err error) error {
+		unrescue()
+		return finishRecording(out, w, err, rec.n, stderr)
 	}, nil
+}
+
+// recordedCount counts the events its sink took (finishRecording says how
+// many a failed write lost).
+type recordedCount struct {
+	event.Sink
+	n uint64
+}
+
+func (c *recordedCount) Event(e *event.Event) error {
+	if err := c.Sink.Event(e); err != nil {
+		return err
+	}
+	c.n++
+	return nil
 }
 
 // loadServeScript loads --script as run does, printing to --script-output

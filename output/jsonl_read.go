@@ -374,6 +374,8 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		ids     = recentIDs{seed: maphash.MakeSeed()}
 		// headerSum is the hash of the trace's header line.
 		headerSum uint64
+		// cut cuts events and facts to the limits of the trace's OS.
+		cut = event.NewCutter("")
 	)
 	// lineSum hashes the current line (without its end): a repeated line
 	// is the same bytes.
@@ -407,6 +409,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 		if end := ev.End(); end > lastEnd {
 			lastEnd = end
 		}
+		cut.Event(ev)
 		sinkErr = sink.Event(ev)
 		return nil
 	}
@@ -472,6 +475,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 			continue
 		}
 		if dec != nil && begun && bytes.HasPrefix(text, factLinePrefix) && dec.fact(text, &fact) {
+			cut.Fact(&fact)
 			sinkErr = sink.Fact(&fact)
 			if sinkErr != nil {
 				break
@@ -524,6 +528,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				break
 			}
 			begun = true
+			cut = event.NewCutter(h.OS)
 			sinkErr = sink.Begin(&h)
 		case "event":
 			if err := rec.event(&ev); err != nil {
@@ -536,6 +541,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 				lineErr = fail("%v", err)
 				break
 			}
+			cut.Fact(&fact)
 			sinkErr = sink.Fact(&fact)
 		case "trailer":
 			trailer = event.Trailer{End: rec.End}
@@ -575,6 +581,7 @@ func readJSONLLines(ctx context.Context, src lineSource, name string, sink event
 	if damage.Lost > 0 {
 		trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(damage.Lost))
 	}
+	cut.AddTo(&trailer.Stats)
 	if repeats > 0 {
 		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)", uint64(repeats))
 	}

@@ -31,6 +31,7 @@ type loadConfig struct {
 	ringSize    int
 	wakeupBytes uint64
 	stacks      uint8 // backend.Stacks
+	unwind      bool  // user stacks walked by unwind tables (bpf/unwind.h)
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -70,6 +71,16 @@ func kernelHasBTFType(name string) bool {
 	return err == nil
 }
 
+// pageShift is log2 of the page size (a mapping's file offset is in
+// pages).
+func pageShift() uint8 {
+	var s uint8
+	for 1<<s < os.Getpagesize() {
+		s++
+	}
+	return s
+}
+
 // ringSize rounds n up to a power of two of at least one page.
 func ringSize(n int) uint32 {
 	size := uint32(os.Getpagesize())
@@ -91,6 +102,12 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 	if cfg.stacks != 0 {
 		spec.Maps["stacks"].MaxEntries = stackMapEntries
 	}
+	if cfg.unwind {
+		spec.Maps["unwind_files"].MaxEntries = unwindMaxFiles
+		spec.Maps["unwind_rows"].MaxEntries = unwindMaxRows
+		spec.Maps["unwind_rules"].MaxEntries = unwindMaxRules
+		spec.Maps["ustacks"].MaxEntries = stackMapEntries
+	}
 	b2u := func(b bool) uint8 {
 		if b {
 			return 1
@@ -98,15 +115,17 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		return 0
 	}
 	for name, v := range map[string]any{
-		"cfg_self_tgid":    cfg.selfTgid,
-		"cfg_filter_pids":  b2u(cfg.filterPids),
-		"cfg_follow_forks": b2u(cfg.followForks),
-		"cfg_follow_self":  b2u(cfg.followSelf),
-		"cfg_filter_comm":  b2u(len(cfg.comms) > 0),
-		"cfg_cause":        b2u(cfg.cause),
-		"cfg_wakeup_bytes": cfg.wakeupBytes,
-		"cfg_stacks":       cfg.stacks,
-		"cfg_page_shift":   uint32(pageShift()),
+		"cfg_self_tgid":     cfg.selfTgid,
+		"cfg_filter_pids":   b2u(cfg.filterPids),
+		"cfg_follow_forks":  b2u(cfg.followForks),
+		"cfg_follow_self":   b2u(cfg.followSelf),
+		"cfg_filter_comm":   b2u(len(cfg.comms) > 0),
+		"cfg_cause":         b2u(cfg.cause),
+		"cfg_wakeup_bytes":  cfg.wakeupBytes,
+		"cfg_stacks":        cfg.stacks,
+		"cfg_page_shift":    uint32(pageShift()),
+		"cfg_unwind":        b2u(cfg.unwind),
+		"unwind_page_shift": pageShift(),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {

@@ -181,15 +181,20 @@ func FuzzTrackerHandle(f *testing.F) {
 	pcq[0], pcq[1] = recPageCache, pcQueue
 	le.PutUint32(pcq[48:], 4096)
 	f.Add(pcq)
+	cp := make([]byte, uStackCopyHdrSize+8)
+	cp[0] = recUStackCopy
+	le.PutUint32(cp[60:], 8)
+	f.Add(cp)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr := newTestTracker(&memSink{})
 		// With --stacks: stack IDs are looked up (and not found).
-		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, tr.fact, nil)
+		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, nil, tr.fact, nil)
+		tr.copies.walk = func(pid uint32, c *uStackCopyRec) userPart { return userPart{ips: []uint64{c.PC}} }
 		_ = tr.handle(b)
 		// The same bytes as a record of every type.
 		if len(b) >= hdrSize {
 			c := append([]byte(nil), b...)
-			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack, recPageCache} {
+			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack, recPageCache, recUStackCopy} {
 				c[0] = typ
 				_ = tr.handle(c)
 			}

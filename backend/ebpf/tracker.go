@@ -105,10 +105,11 @@ type tracker struct {
 	mods           *moduleTable
 	readMaps       func(pid uint32) ([]byte, error)
 	execPath       map[uint32]string   // the program each process last exec'd (absolute)
-	inlineStacks   map[uint64][]uint64 // user stacks sent inline, by event ID, until the event
+	inlineStacks   map[uint64]userPart // user stacks sent inline, by event ID, until the event
 	inlineOrphans  uint64
-	ksymErr        string // why the kernel's symbols could not be read
-	execMapsMissed uint64 // exec'd programs/interpreters not recorded as modules
+	copies         stackCopies // user stacks sent as copies to walk (ustack.go)
+	ksymErr        string      // why the kernel's symbols could not be read
+	execMapsMissed uint64      // exec'd programs/interpreters not recorded as modules
 	mapsErrs       uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
@@ -128,7 +129,7 @@ func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 		comms:        make(map[uint32]*commEntry),
 		gone:         make(map[uint32]goneProc),
 		execPath:     make(map[uint32]string),
-		inlineStacks: make(map[uint64][]uint64),
+		inlineStacks: make(map[uint64]userPart),
 		pc:           newPageCache(),
 	}
 	t.table.Probe = probe
@@ -196,6 +197,9 @@ func (t *tracker) handle(b []byte) error {
 				ts := t.time(t.fork.Time)
 				t.table.Fork(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), t.comm(t.fork.Tid, &t.fork.Comm),
 					t.fork.CFlags&cfFilesShared != 0, t.fork.CFlags&cfFSShared != 0, ts)
+				if t.mods != nil {
+					t.mods.forked(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), ts)
+				}
 			}
 		case recExec:
 			if err = t.exec.decode(b); err == nil {
@@ -203,14 +207,7 @@ func (t *tracker) handle(b []byte) error {
 			}
 		case recExit:
 			if err = t.exit.decode(b); err == nil {
-				t.remember(t.exit.Pid, t.time(t.exit.Time))
-				if t.mods != nil {
-					t.mods.gone(t.exit.Pid, t.time(t.exit.Time))
-					delete(t.execPath, t.exit.Pid)
-				}
-				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
-				delete(t.comms, t.exit.Tid)
-				delete(t.pending, t.exit.Tid)
+				t.exited(t.exit.Pid, t.exit.Tid, t.time(t.exit.Time))
 			}
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
@@ -223,7 +220,12 @@ func (t *tracker) handle(b []byte) error {
 					t.inlineOrphans += uint64(len(t.inlineStacks))
 					clear(t.inlineStacks)
 				}
-				t.inlineStacks[sr.ID] = sr.IPs
+				t.inlineStacks[sr.ID] = userPart{ips: sr.IPs, stop: sr.Stop}
+			}
+		case recUStackCopy:
+			var c uStackCopyRec
+			if err = c.decode(b); err == nil {
+				t.copies.add(&c)
 			}
 		case recExecMaps:
 			var em execMapsRec
@@ -342,12 +344,13 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 	}
 	ok := e.Status == event.StatusOK
 	if t.stacks != nil {
-		if ips, ok := t.inlineStacks[r.ID]; ok && r.UStack == errEEXIST {
-			delete(t.inlineStacks, r.ID)
-			e.Stack = t.stacks.idInline(ips, r.KStack)
-		} else {
-			e.Stack = t.stacks.id(r.UStack, r.KStack)
+		ustack := r.UStack
+		if (r.Kind == kExecve || r.Kind == kExecveat) && ok {
+			// Taken at the exit: the new program's entry, not the
+			// code that called execve.
+			ustack = -1
 		}
+		e.Stack = t.eventStack(r.ID, r.Pid, ustack, r.KStack)
 	}
 	if r.SFlags&sfCause != 0 {
 		e.CausedIOs = r.NrBios
@@ -539,7 +542,8 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		e.Size, e.Offset = r.Args[1], int64(r.Args[5])
 		e.Info, e.IOFlags = uint32(r.Args[3]), uint32(r.Args[2])
 		if t.mods != nil && ok && e.IOFlags&protExec != 0 && e.Path != "" {
-			t.mods.mapped(r.Pid, e.ProcStart, ts, false, uint64(r.Ret), uint64(r.Ret)+r.Args[1], r.Args[5], e.Path)
+			t.mods.mapped(r.Pid, e.ProcStart, ts, false, uint64(r.Ret), uint64(r.Ret)+r.Args[1], r.Args[5], e.Path,
+				fileKey{dev: e.Dev.Major<<20 | e.Dev.Minor, ino: e.Inode})
 		}
 	case kSendfile:
 		t.fdEvent(e, r, argFD(r.Args[1]), ts)
@@ -1026,6 +1030,19 @@ const (
 	goneFor = 2_000_000_000 // ns
 )
 
+// exited forgets thread tid of process pid, which exits at ts (the process
+// with it, when the table holds it).
+func (t *tracker) exited(pid, tid uint32, ts int64) {
+	t.remember(pid, ts)
+	if t.mods != nil {
+		t.mods.gone(pid, ts)
+		delete(t.execPath, pid)
+	}
+	t.table.Exit(pid, ts)
+	delete(t.comms, tid)
+	delete(t.pending, tid)
+}
+
 // remember keeps the identity of process pid, which exits at ts.
 func (t *tracker) remember(pid uint32, ts int64) {
 	p := t.table.Lookup(pid)
@@ -1054,7 +1071,7 @@ func (t *tracker) blockEvent(e *event.Event) {
 	if u, k, raw := blockio.SplitRawStack(e.Stack); raw {
 		e.Stack = 0
 		if t.stacks != nil {
-			e.Stack = t.stacks.id(u, k)
+			e.Stack = t.blockStack(e.Pid, u, k)
 		}
 	}
 	// Writeback knows only the inode: name it when the trace does (the
@@ -1115,6 +1132,7 @@ func (t *tracker) stats(s *event.Stats) {
 	if n := t.inlineOrphans + uint64(len(t.inlineStacks)); n != 0 {
 		s.Add(event.CountUnpaired, "inline user stacks whose event never came", n)
 	}
+	t.copies.stats(s)
 	if t.ksymErr != "" {
 		s.Add(event.CountUnresolved, "kernel frames not named: /proc/kallsyms: "+t.ksymErr, 1)
 	}
@@ -1171,6 +1189,6 @@ func (t *tracker) execMaps(r *execMapsRec) {
 			t.execMapsMissed++
 			continue
 		}
-		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path)
+		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
 	}
 }

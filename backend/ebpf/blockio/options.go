@@ -52,6 +52,11 @@ type Options struct {
 	// PageCacheWakeup is that ring's forced-wakeup threshold in bytes.
 	PageCache       *ebpf.Map
 	PageCacheWakeup uint64
+	// Unwind, with Stacks asking for user stacks, walks them with the
+	// syscall side's unwind tables (backend/ebpf/bpf/unwind.h) instead of
+	// frame pointers: the user stack IDs are then keys of its ustacks
+	// map.
+	Unwind *UnwindMaps
 	// PidFilter is the syscall side's set of traced processes (hash map,
 	// key: __u32 tgid, any value). With it, only bios queued by those
 	// processes, caused by their syscalls, or writing back files they
@@ -88,4 +93,11 @@ func (o *Options) warnf(msg string) {
 	if o.Warn != nil {
 		o.Warn(msg)
 	}
+}
+
+// UnwindMaps are the syscall side's maps of the user-stack walker
+// (layouts in backend/ebpf/bpf/unwind.h), and the page size's log2.
+type UnwindMaps struct {
+	Files, Rows, Rules, UStacks *ebpf.Map
+	PageShift                   uint8
 }

@@ -104,6 +104,8 @@ func Open(opts Options) (*Tracer, error) {
 		{"pc_records", opts.PageCache != nil},
 		{"page_shift", uint32(pageShift())},
 		{"pc_wakeup_bytes", max(opts.PageCacheWakeup, 4096)},
+		{"unwind_mode", opts.Unwind != nil},
+		{"unwind_page_shift", unwindPageShift(opts.Unwind)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -114,11 +116,14 @@ func Open(opts Options) (*Tracer, error) {
 
 	repl := map[string]*ebpf.Map{}
 	// The syscall side's maps, shared (layouts in backend/ebpf/bpf/cur_syscall.h).
-	for _, x := range []struct {
-		name, field, value string
-		m                  *ebpf.Map
-	}{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
-		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}} {
+	shared := []sharedMap{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
+		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}}
+	if u := opts.Unwind; u != nil {
+		shared = append(shared, []sharedMap{{"unwind_files", "Unwind.Files", "struct unwind_file by struct unwind_file_key", u.Files},
+			{"unwind_rows", "Unwind.Rows", "struct unwind_row", u.Rows}, {"unwind_rules", "Unwind.Rules", "struct unwind_rule", u.Rules},
+			{"ustacks", "Unwind.UStacks", "struct ustack", u.UStacks}}...)
+	}
+	for _, x := range shared {
 		if x.m == nil {
 			continue
 		}
@@ -469,4 +474,17 @@ func closeLinks(ls []link.Link) {
 	for _, l := range ls {
 		l.Close()
 	}
+}
+
+// sharedMap is a map of the syscall side's that replaces the object's own.
+type sharedMap struct {
+	name, field, value string
+	m                  *ebpf.Map
+}
+
+func unwindPageShift(u *UnwindMaps) uint8 {
+	if u == nil {
+		return 12
+	}
+	return u.PageShift
 }

@@ -217,6 +217,7 @@ volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O ca
 volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
 volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
 volatile const __u32 cfg_page_shift = 12; /* log2 of the page size (page-cache provenance) */
+volatile const __u8 cfg_unwind;         /* user stacks by unwind tables (unwind.h), not frame pointers */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -549,13 +550,29 @@ static __always_inline __s32 user_stack(void *ctx, __u64 id, __u32 cpu)
 	sr->h.time = 0;
 	sr->id = id;
 	sr->nr = n / 8;
-	sr->pad = 0;
+	sr->stop = 255; /* a frame-pointer walk: why it ended is not known */
 	__u64 size = offsetof(struct stack_rec, ips) + (__u64)n;
 	if (size > sizeof(*sr))
 		size = sizeof(*sr);
 	if (bpf_ringbuf_output(&rb, sr, size, wakeup_flags()) < 0)
 		count(C_LOST_STACK);
 	return sid;
+}
+
+#include "unwind.h"
+#include "ustack_send.h"
+
+/* calling_stack returns the calling code's user stack for event id (0:
+ * an asynchronous request's submission, whose stack is never sent ahead
+ * of an event): walked with unwind tables (unwind.h) or, without them,
+ * by frame pointers (the kernel's walk). */
+static __always_inline __s32 calling_stack(void *ctx, __u64 id, __u32 cpu)
+{
+	if (cfg_unwind)
+		return unwind_user(id, cpu);
+	if (id)
+		return user_stack(ctx, id, cpu);
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 }
 
 /* ---- System calls ---- */
@@ -644,7 +661,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	if (CK_ASYNC(cookie)) {
 		__s32 ustack = -1;
 		if ((cfg_stacks & STACKS_USER) && CK_ASYNC(cookie) == ASYNC_SUBMIT)
-			ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the code submitting iocbs */
+			ustack = calling_stack(ctx, 0, 0); /* the code submitting iocbs */
 		async_enter(cookie, a, tgid, tid, ustack);
 		return 0;
 	}
@@ -796,7 +813,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * the kernel stacks that say something are the block I/O's. */
 	__s32 ustack = -1;
 	if (cfg_stacks & STACKS_USER)
-		ustack = user_stack(ctx, v->id, v->cpu);
+		ustack = calling_stack(ctx, v->id, v->cpu);
 
 	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
@@ -1287,7 +1304,7 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	v.ustack = -1;
 	if ((cfg_stacks & STACKS_USER) && !(bpf_get_current_task_btf()->flags & PF_IO_WORKER))
-		v.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the submitting code */
+		v.ustack = calling_stack(ctx, 0, 0); /* the submitting code */
 	__u64 key = (__u64)req;
 	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0) {
 		count(C_URING_FULL);

@@ -1,4 +1,4 @@
-package etw
+package names
 
 import (
 	"math/rand/v2"
