@@ -166,7 +166,7 @@ func newExported(a script.Aggregation, o ScriptOptions, names map[string]bool) (
 			}}
 		}
 	case "hist_log2", "hist_linear":
-		buckets := log2Buckets()
+		buckets := Log2Buckets()
 		if a.Kind == "hist_linear" {
 			buckets = linearBuckets(a.Lo, a.Hi, a.Step)
 		}
@@ -254,8 +254,8 @@ func joinKey(parts []string) string {
 	return b.String()
 }
 
-// log2Buckets are the bounds 2^k - 1 of a hist_log2 metric.
-func log2Buckets() []float64 {
+// Log2Buckets are the bounds 2^k - 1 of a hist_log2 metric.
+func Log2Buckets() []float64 {
 	b := make([]float64, Log2Bits+1)
 	for k := range b {
 		b[k] = math.Ldexp(1, k) - 1
