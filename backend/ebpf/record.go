@@ -3,6 +3,8 @@ package ebpf
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 )
 
 // Record types (enum rec_type in bpf/records.h).
@@ -64,7 +66,7 @@ var le = binary.LittleEndian
 // header is struct rec_hdr.
 type header struct {
 	Type uint8
-	Kind sysKind
+	Kind systable.Call
 	CPU  uint32
 	Time uint64
 }
@@ -73,7 +75,7 @@ func decodeHeader(b []byte) (header, error) {
 	if len(b) < hdrSize {
 		return header{}, fmt.Errorf("record of %d bytes, shorter than its %d-byte header", len(b), hdrSize)
 	}
-	return header{Type: b[0], Kind: sysKind(le.Uint16(b[2:])), CPU: le.Uint32(b[4:]), Time: le.Uint64(b[8:])}, nil
+	return header{Type: b[0], Kind: systable.Call(le.Uint16(b[2:])), CPU: le.Uint32(b[4:]), Time: le.Uint64(b[8:])}, nil
 }
 
 // syscallRec is struct syscall_rec.

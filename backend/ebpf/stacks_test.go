@@ -2,9 +2,13 @@ package ebpf
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/unwind"
 )
@@ -148,7 +152,7 @@ func TestInlineStack(t *testing.T) {
 	if err := tr.handle(b); err != nil {
 		t.Fatal(err)
 	}
-	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 77, UStack: errEEXIST, KStack: -1}
+	r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 77, UStack: errEEXIST, KStack: -1}
 	tr.syscall(&r, true)
 	if len(sink.events) != 1 || sink.events[0].Stack == 0 {
 		t.Fatalf("events %+v", sink.events)
@@ -186,7 +190,7 @@ func TestCutAndCopies(t *testing.T) {
 		walked = append(walked, pid)
 		return userPart{ips: []uint64{c.PC, 0x1234}, stop: 0}
 	}
-	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 1, Pid: 10, Tid: 10, UStack: 5, KStack: -1}
+	r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 1, Pid: 10, Tid: 10, UStack: 5, KStack: -1}
 	tr.syscall(&r, true)
 	cp := make([]byte, uStackCopyHdrSize+16)
 	cp[0] = recUStackCopy
@@ -196,7 +200,7 @@ func TestCutAndCopies(t *testing.T) {
 	if err := tr.handle(cp); err != nil {
 		t.Fatal(err)
 	}
-	r = syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 2, Pid: 10, Tid: 10, UStack: ustackCopied, KStack: -1}
+	r = syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 2, Pid: 10, Tid: 10, UStack: ustackCopied, KStack: -1}
 	tr.syscall(&r, true)
 	stacks := map[uint64]*event.Fact{}
 	for i := range sink.facts {
@@ -235,7 +239,7 @@ func TestForkedChildModules(t *testing.T) {
 	tr.mods.forked(10, 11, 500, 500)
 	tr.mods.forked(10, 12, 600, 600)
 	for i := 0; i < 2; i++ {
-		r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: uint64(i + 1), Pid: 11, Tid: 11, UStack: 1, KStack: -1}
+		r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: uint64(i + 1), Pid: 11, Tid: 11, UStack: 1, KStack: -1}
 		tr.syscall(&r, true)
 	}
 	var child11, child12, stackAt, moduleAt int
@@ -255,5 +259,20 @@ func TestForkedChildModules(t *testing.T) {
 	}
 	if child11 != 1 || child12 != 0 || moduleAt > stackAt {
 		t.Errorf("child 11: %d module facts (at %d, its stack at %d), child 12: %d; want 1 before the stack, 0", child11, moduleAt, stackAt, child12)
+	}
+}
+
+// TestStacksBits checks that the BPF programs read --stacks with the
+// bits of backend.Stacks (bpf/cur_syscall.h, STACKS_*), which the loaders
+// pass as they are.
+func TestStacksBits(t *testing.T) {
+	h, err := os.ReadFile("bpf/cur_syscall.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]backend.Stacks{"STACKS_USER": backend.StacksUser, "STACKS_KERNEL": backend.StacksKernel} {
+		if def := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(string(h), def) {
+			t.Errorf("bpf/cur_syscall.h does not say %q", def)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package ebpf
+package systable
 
 import (
 	"testing"
@@ -19,8 +19,8 @@ func TestIoctlNames(t *testing.T) {
 		"TCGETS": unix.TCGETS, "TCSETS": unix.TCSETS, "TIOCGWINSZ": unix.TIOCGWINSZ,
 		"FIBMAP": 1, "FIGETBSZ": 2, "FS_IOC_FIEMAP": 0xc020660b,
 	} {
-		if got := ioctlName(code); got != name {
-			t.Errorf("ioctlName(%#x) = %q, want %q", code, got, name)
+		if got := ioctlNames[code]; got != name {
+			t.Errorf("ioctlNames[%#x] = %q, want %q", code, got, name)
 		}
 	}
 }
