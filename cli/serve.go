@@ -110,7 +110,8 @@ func runServe(cmd *cobra.Command, sf serveFlags, start time.Time) error {
 	if sf.script == "" && (len(sf.defines) > 0 || sf.scriptOutput != "") {
 		return fmt.Errorf("--define and --script-output go with --script")
 	}
-	b, err := pickLiveBackend()
+	opts.Backend = sf.live.backend
+	b, err := pickLiveBackend(opts)
 	if err != nil {
 		return err
 	}

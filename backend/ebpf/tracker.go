@@ -61,6 +61,7 @@ type commEntry struct {
 // everything to the sink. It is not safe for concurrent use.
 type tracker struct {
 	sink   event.Sink
+	source event.Source // SourceEBPF, or the backend decoding through a Decoder
 	table  *fdtable.Table
 	origin uint64 // CLOCK_BOOTTIME ns of trace time 0
 	// ops selects the ops emitted (nil: all).
@@ -123,6 +124,7 @@ type tracker struct {
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 	t := &tracker{
 		sink:         sink,
+		source:       event.SourceEBPF,
 		table:        fdtable.New(),
 		origin:       origin,
 		oDirect:      oDirect(runtime.GOARCH),
@@ -352,7 +354,7 @@ func (t *tracker) begin(c *call, complete bool) {
 	r, e, ts := c.r, c.e, c.ts
 	e.Reset()
 	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
+	e.Source = t.source
 	e.Layer = event.LayerFile
 	e.Op = c.row.Op
 	e.Native = c.row.Name
@@ -428,7 +430,7 @@ func (t *tracker) decode(c *call) {
 		}
 	}
 	// No offset argument, or -1: the kernel used the file position.
-	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&sfHaveFile != 0 && e.Offset == -1 {
+	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&(sfHaveFile|sfPos) != 0 && e.Offset == -1 {
 		e.Offset = r.Pos
 	}
 	e.Flags |= row.Event
