@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -93,13 +94,13 @@ func checkLiveOptions(opts backend.Options) error {
 // turns the trace's result into the command's: err itself when iotrace
 // failed, else an ExitError with the command's status when that is not 0.
 func commandStatus(opts *backend.Options) func(err error) error {
-	exited, status := false, 0
-	opts.CommandExited = func(s int) { exited, status = true, s }
+	var exit *backend.CommandExit
+	opts.CommandExited = func(e backend.CommandExit) { exit = &e }
 	return func(err error) error {
-		if err != nil || !exited || status == 0 {
+		if err != nil || exit == nil || exit.Status == 0 {
 			return err
 		}
-		return &ExitError{Code: status, Err: fmt.Errorf("%s exited with status %d", opts.Command[0], status)}
+		return &ExitError{Code: exit.Status, Err: errors.New(exitMessage(opts.Command[0], *exit))}
 	}
 }
 
@@ -221,4 +222,13 @@ func (s *summary) End(t *event.Trailer) error {
 	}
 	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
 	return err
+}
+
+// exitMessage says how the traced command ended: "make exited with status
+// 2", "make was killed by SIGTERM (exit status 143)".
+func exitMessage(name string, e backend.CommandExit) string {
+	if e.Signal != "" {
+		return fmt.Sprintf("%s was killed by %s (exit status %d)", name, e.Signal, e.Status)
+	}
+	return fmt.Sprintf("%s exited with status %d", name, e.Status)
 }

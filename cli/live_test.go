@@ -81,8 +81,8 @@ func TestCommandExitStatus(t *testing.T) {
 	}
 	iot := filepath.Join(testenv.TempDir(t), "t.iot")
 	_, stderr, code := runCLI(t, "record", "-o", iot, "--", "sh", "-c", "kill -TERM $$")
-	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) {
-		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
+	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) || !strings.Contains(stderr, "sh was killed by SIGTERM (exit status 143)") {
+		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143, the file written and the signal named\n%s", code, stderr)
 	}
 }
 

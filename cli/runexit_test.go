@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/script"
 )
@@ -80,5 +81,23 @@ func TestRunOutcomeLive(t *testing.T) {
 	var ee *ExitError
 	if err := runOutcome(context.Background(), errors.New("backend failed"), nil, true, ""); err == nil || errors.As(err, &ee) {
 		t.Errorf("live failure: %v, want a plain error (exit 1)", err)
+	}
+}
+
+// TestExitMessage: the traced command's end is said as a shell would:
+// its status, or the signal that killed it with the status iotrace
+// exits with.
+func TestExitMessage(t *testing.T) {
+	for _, c := range []struct {
+		exit backend.CommandExit
+		want string
+	}{
+		{backend.CommandExit{Status: 3}, "make exited with status 3"},
+		{backend.CommandExit{Status: 143}, "make exited with status 143"},
+		{backend.CommandExit{Status: 143, Signal: "SIGTERM"}, "make was killed by SIGTERM (exit status 143)"},
+	} {
+		if got := exitMessage("make", c.exit); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.exit, got, c.want)
+		}
 	}
 }
