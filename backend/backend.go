@@ -21,6 +21,17 @@ import (
 // on this operating system or machine. The wrapping error says why.
 var ErrNotSupported = errors.New("not supported")
 
+// ErrOtherOS is wrapped by Available when a backend is for another
+// operating system (ETW on Linux, eBPF on Windows): the CLI leaves such a
+// backend out when it says why this machine cannot be traced. It wraps
+// ErrNotSupported and reads as it does.
+var ErrOtherOS error = otherOS{}
+
+type otherOS struct{}
+
+func (otherOS) Error() string { return ErrNotSupported.Error() }
+func (otherOS) Unwrap() error { return ErrNotSupported }
+
 // Backend is a live source of events.
 type Backend interface {
 	// Name is the short name users select the backend by ("ebpf", "etw").

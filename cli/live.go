@@ -22,13 +22,29 @@ import (
 // pickLiveBackend returns the first live backend that can run here, or an
 // error that says why none can.
 func pickLiveBackend() (backend.Backend, error) {
-	var why []string
-	for _, b := range liveBackends() {
+	return pickBackend(liveBackends())
+}
+
+// pickBackend returns the first of bs available here, or an error saying
+// why none is: the reasons of the backends for this operating system
+// only (a non-root user on Linux is not told that ETW needs Windows),
+// unless every backend is for another one.
+func pickBackend(bs []backend.Backend) (backend.Backend, error) {
+	var why, otherOS []string
+	for _, b := range bs {
 		if err := b.Available(); err != nil {
-			why = append(why, fmt.Sprintf("%s: %v", b.Name(), err))
+			reason := fmt.Sprintf("%s: %v", b.Name(), err)
+			if errors.Is(err, backend.ErrOtherOS) {
+				otherOS = append(otherOS, reason)
+			} else {
+				why = append(why, reason)
+			}
 			continue
 		}
 		return b, nil
+	}
+	if len(why) == 0 {
+		why = otherOS
 	}
 	if len(why) == 0 {
 		why = append(why, "this build of iotrace has no live tracing backend")
