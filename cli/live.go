@@ -192,6 +192,9 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no command after --")
 	}
+	if err := checkCommand(args[0]); err != nil {
+		return nil, err
+	}
 	return args, nil
 }
 

@@ -193,3 +193,29 @@ func TestTraceInTimeOrder(t *testing.T) {
 		t.Errorf("%d of %d events go back in time, %d counted as late", back, events, late)
 	}
 }
+
+// TestTraceStartsAtExec: trace -- CMD shows the command from its exec on,
+// never iotrace's own set-up of it (the dup3 of its standard output by
+// the forked child, still named "iotrace").
+func TestTraceStartsAtExec(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	out, stderr, code := runCLI(t, "trace", "-f", "jsonl", "--layer", "file", "--", "sh", "-c", "exec cat /dev/null")
+	if code != 0 {
+		t.Fatalf("trace: code %d\n%s", code, stderr)
+	}
+	first := ""
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, `"type":"event"`) {
+			continue
+		}
+		if strings.Contains(line, `"comm":"iotrace"`) {
+			t.Errorf("an event of iotrace itself: %s", line)
+		}
+		if first == "" {
+			first = line
+		}
+	}
+	if !strings.Contains(first, `"op":"exec"`) {
+		t.Errorf("first event %s, want the command's exec", first)
+	}
+}

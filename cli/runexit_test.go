@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -99,5 +100,30 @@ func TestExitMessage(t *testing.T) {
 		if got := exitMessage("make", c.exit); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.exit, got, c.want)
 		}
+	}
+}
+
+// TestCommandNotFoundBeforeOutput: a command that cannot be started is an
+// error before anything is traced or written: no trace on stdout, no
+// file left by record.
+func TestCommandNotFoundBeforeOutput(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the ETW backend finds the program as CreateProcess does")
+	}
+	dir := testenv.TempDir(t)
+	iot := filepath.Join(dir, "t.iot")
+	for _, args := range [][]string{
+		{"trace", "--", "/nonexistent/prog"},
+		{"trace", "--", "no-such-program-iotrace"},
+		{"record", "-o", iot, "--", "/nonexistent/prog"},
+		{"report", "--live", "--", "/nonexistent/prog"},
+	} {
+		out, errOut, code := runCLI(t, args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "cannot start ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, nothing written, 'cannot start'", args, code, out, errOut)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("record of a missing command left %v", ents)
 	}
 }

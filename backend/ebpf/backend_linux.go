@@ -227,6 +227,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
 	r.tr = newTracker(ls, origin, fs)
+	if cmdMode {
+		r.tr.launches(self)
+	}
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
 		r.setupStacks(procRoot, lc.unwind)
