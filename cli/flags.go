@@ -97,6 +97,7 @@ type outputFlags struct {
 	path      string
 	facts     bool
 	wallClock bool
+	counters  bool
 }
 
 // addOutputFlags binds --format/-f (one of formats), --output/-o, --facts
@@ -107,6 +108,7 @@ func addOutputFlags(cmd *cobra.Command, o *outputFlags, formats []string, output
 	fs.StringVarP(&o.path, "output", "o", "", outputHelp)
 	fs.BoolVar(&o.facts, "facts", false, "also print the trace's facts (name bindings, processes, devices)")
 	fs.BoolVar(&o.wallClock, "wall-clock", false, "print UTC times of day instead of seconds from the trace start")
+	fs.BoolVar(&o.counters, "counters", false, "text: list every counter at the end, those that are 0 included (jsonl always carries them all)")
 	_ = cmd.RegisterFlagCompletionFunc("format", fixedCompletion(formats...))
 }
 
