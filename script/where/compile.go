@@ -439,7 +439,7 @@ func (c *compiler) arith(op syntax.Token, pos syntax.Position, l, r node) (node,
 func (c *compiler) enumConst(f *Field, s node) (int64, error) {
 	v, err := f.Parse(s.cs)
 	if err != nil {
-		return 0, c.errAt(s.pos, "%s %q%s is not one of: %s", f.Name, s.cs, suggest.Hint(s.cs, f.Names), strings.Join(f.Names, ", "))
+		return 0, c.errAt(s.pos, "%s %q is not one of: %s%s", f.Name, s.cs, strings.Join(f.Names, ", "), suggest.Hint(s.cs, f.Names))
 	}
 	return v, nil
 }
