@@ -21,6 +21,17 @@ import (
 // on this operating system or machine. The wrapping error says why.
 var ErrNotSupported = errors.New("not supported")
 
+// ErrOtherOS is wrapped by Available when a backend is for another
+// operating system (ETW on Linux, eBPF on Windows): the CLI leaves such a
+// backend out when it says why this machine cannot be traced. It wraps
+// ErrNotSupported and reads as it does.
+var ErrOtherOS error = otherOS{}
+
+type otherOS struct{}
+
+func (otherOS) Error() string { return ErrNotSupported.Error() }
+func (otherOS) Unwrap() error { return ErrNotSupported }
+
 // Backend is a live source of events.
 type Backend interface {
 	// Name is the short name users select the backend by ("ebpf", "etw").
@@ -45,6 +56,16 @@ type Selector interface {
 	Supports(opts Options) error
 }
 
+// CommandExit is how a traced command ended.
+type CommandExit struct {
+	// Status is its exit status as a shell reports it: its exit code,
+	// or 128 plus the signal number when a signal killed it.
+	Status int
+	// Signal names the signal that killed it ("SIGTERM"); "" when it
+	// exited.
+	Signal string
+}
+
 // Options configure a live trace. Filters here are pushed down into the
 // kernel where the backend can; the rest is applied in user space.
 type Options struct {
@@ -58,10 +79,9 @@ type Options struct {
 	// runs.
 	CommandStarted func(pid int)
 	// CommandExited, when set, is called once, before Run returns, with
-	// Command's exit status when it exited while traced: its exit code,
-	// or 128 plus the signal number when a signal killed it (as shells
-	// report it). It is not called when the command is still running.
-	CommandExited func(status int)
+	// how Command ended when it exited while traced. It is not called
+	// when the command is still running.
+	CommandExited func(CommandExit)
 	// CommandStdout, when set, is Command's standard output instead of
 	// iotrace's: the CLI sends it to stderr when the trace itself goes to
 	// stdout, so that the command's output never lands in the trace.

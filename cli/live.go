@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,17 @@ import (
 // first live backend that can run here and trace what opts ask (the
 // ptrace backend only a command), or an error that says why none can.
 func pickLiveBackend(opts backend.Options) (backend.Backend, error) {
-	var why []string
-	for _, b := range liveBackends() {
+	return pickBackend(liveBackends(), opts)
+}
+
+// pickBackend returns the backend of bs named by opts.Backend, or else the
+// first available here that can trace what opts ask, or an error saying
+// why none is: the reasons of the backends for this operating system
+// only (a non-root user on Linux is not told that ETW needs Windows),
+// unless every backend is for another one.
+func pickBackend(bs []backend.Backend, opts backend.Options) (backend.Backend, error) {
+	var why, otherOS []string
+	for _, b := range bs {
 		if opts.Backend != "" && b.Name() != opts.Backend {
 			continue
 		}
@@ -35,7 +45,12 @@ func pickLiveBackend(opts backend.Options) (backend.Backend, error) {
 			if opts.Backend != "" {
 				return nil, fmt.Errorf("--backend %s: %v", opts.Backend, err)
 			}
-			why = append(why, fmt.Sprintf("%s: %v", b.Name(), err))
+			reason := fmt.Sprintf("%s: %v", b.Name(), err)
+			if errors.Is(err, backend.ErrOtherOS) {
+				otherOS = append(otherOS, reason)
+			} else {
+				why = append(why, reason)
+			}
 			continue
 		}
 		if len(why) > 0 {
@@ -45,10 +60,13 @@ func pickLiveBackend(opts backend.Options) (backend.Backend, error) {
 	}
 	if opts.Backend != "" {
 		var names []string
-		for _, b := range liveBackends() {
+		for _, b := range bs {
 			names = append(names, b.Name())
 		}
 		return nil, fmt.Errorf("--backend %q: no such backend (want %s)", opts.Backend, strings.Join(names, ", "))
+	}
+	if len(why) == 0 {
+		why = otherOS
 	}
 	if len(why) == 0 {
 		why = append(why, "this build of iotrace has no live tracing backend")
@@ -119,13 +137,13 @@ func checkLiveOptions(opts backend.Options) error {
 // turns the trace's result into the command's: err itself when iotrace
 // failed, else an ExitError with the command's status when that is not 0.
 func commandStatus(opts *backend.Options) func(err error) error {
-	exited, status := false, 0
-	opts.CommandExited = func(s int) { exited, status = true, s }
+	var exit *backend.CommandExit
+	opts.CommandExited = func(e backend.CommandExit) { exit = &e }
 	return func(err error) error {
-		if err != nil || !exited || status == 0 {
+		if err != nil || exit == nil || exit.Status == 0 {
 			return err
 		}
-		return &ExitError{Code: status, Err: fmt.Errorf("%s exited with status %d", opts.Command[0], status)}
+		return &ExitError{Code: exit.Status, Err: errors.New(exitMessage(opts.Command[0], *exit))}
 	}
 }
 
@@ -204,6 +222,9 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no command after --")
 	}
+	if err := checkCommand(args[0]); err != nil {
+		return nil, err
+	}
 	return args, nil
 }
 
@@ -250,4 +271,13 @@ func (s *summary) End(t *event.Trailer) error {
 	}
 	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
 	return err
+}
+
+// exitMessage says how the traced command ended: "make exited with status
+// 2", "make was killed by SIGTERM (exit status 143)".
+func exitMessage(name string, e backend.CommandExit) string {
+	if e.Signal != "" {
+		return fmt.Sprintf("%s was killed by %s (exit status %d)", name, e.Signal, e.Status)
+	}
+	return fmt.Sprintf("%s exited with status %d", name, e.Status)
 }

@@ -3,6 +3,8 @@ package event
 import (
 	"fmt"
 	"strings"
+
+	"github.com/iotrace/iotrace/internal/suggest"
 )
 
 // Source says where an event was captured or read from.
@@ -100,7 +102,7 @@ func ParseLayer(s string) (Layer, error) {
 	case "marker":
 		return LayerMarker, nil
 	}
-	return 0, fmt.Errorf("unknown layer %q (want file or block)", s)
+	return 0, fmt.Errorf("unknown layer %q%s (want file, block or marker)", s, suggest.Hint(strings.ToLower(s), layerNames[1:]))
 }
 
 // Op is a normalized operation, the same on every operating system. The
@@ -209,7 +211,7 @@ func ParseOp(s string) (Op, error) {
 	if v, ok := parseNumbered(s, "op"); ok {
 		return Op(v), nil
 	}
-	return 0, fmt.Errorf("unknown op %q", s)
+	return 0, fmt.Errorf("unknown op %q%s", s, suggest.Hint(s, opNames[1:]))
 }
 
 // Layer returns the layer an op belongs to.

@@ -186,9 +186,9 @@ func (b *Backend) trace(ctx context.Context, opts backend.Options, sink event.Si
 	if t.rootEnd && opts.CommandExited != nil {
 		ws := t.rootWS
 		if ws.Signaled() {
-			opts.CommandExited(128 + int(ws.Signal()))
+			opts.CommandExited(backend.CommandExit{Status: 128 + int(ws.Signal()), Signal: unix.SignalName(ws.Signal())})
 		} else {
-			opts.CommandExited(ws.ExitStatus())
+			opts.CommandExited(backend.CommandExit{Status: ws.ExitStatus()})
 		}
 	}
 	if ctx.Err() != nil && t.rootEnd && t.rootWS.Signaled() && t.rootWS.Signal() == unix.SIGKILL {

@@ -53,7 +53,7 @@ func trace(t *testing.T, ctx context.Context, opts backend.Options, cmd ...strin
 	s := &memSink{}
 	opts.Command = cmd
 	status := -1
-	opts.CommandExited = func(st int) { status = st }
+	opts.CommandExited = func(x backend.CommandExit) { status = x.Status }
 	opts.Warn = func(m string) { t.Logf("warn: %s", m) }
 	if err := b.Run(ctx, opts, s); err != nil {
 		t.Fatalf("Run: %v", err)
