@@ -38,9 +38,19 @@ type Backend interface {
 	Run(ctx context.Context, opts Options, sink event.Sink) error
 }
 
+// Selector is implemented by a backend that can run here but not trace
+// everything (ptrace: only a command it starts): Supports says why it
+// cannot trace what opts ask, nil when it can.
+type Selector interface {
+	Supports(opts Options) error
+}
+
 // Options configure a live trace. Filters here are pushed down into the
 // kernel where the backend can; the rest is applied in user space.
 type Options struct {
+	// Backend names the live backend to use (--backend); empty picks
+	// the first that can run here and trace what is asked.
+	Backend string
 	// Command, when set, is started after the probes are attached; only it
 	// and its descendants are traced and the trace stops when it exits.
 	Command []string
@@ -89,7 +99,17 @@ type Options struct {
 	// Warn is called with a one-line message when something goes wrong
 	// while tracing (loss starts, a probe could not attach). May be nil.
 	Warn func(msg string)
+	// Progress, when set, is called about once a second while the trace
+	// runs with the counters so far: what the trailer would carry if the
+	// trace ended then (events lost, unpaired, unresolved, by reason).
+	// iotrace serve exports them live. It is called from the backend's
+	// reading goroutine and must return quickly; the Stats are the
+	// callee's to keep.
+	Progress func(event.Stats)
 }
+
+// ProgressEvery is how often a backend calls Options.Progress.
+const ProgressEvery = time.Second
 
 // Stacks selects the call stacks a backend captures.
 type Stacks uint8

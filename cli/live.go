@@ -18,16 +18,37 @@ import (
 	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
-// pickLiveBackend returns the first live backend that can run here, or an
-// error that says why none can.
-func pickLiveBackend() (backend.Backend, error) {
+// pickLiveBackend returns the backend named by opts.Backend, or else the
+// first live backend that can run here and trace what opts ask (the
+// ptrace backend only a command), or an error that says why none can.
+func pickLiveBackend(opts backend.Options) (backend.Backend, error) {
 	var why []string
 	for _, b := range liveBackends() {
-		if err := b.Available(); err != nil {
+		if opts.Backend != "" && b.Name() != opts.Backend {
+			continue
+		}
+		err := b.Available()
+		if s, ok := b.(backend.Selector); ok && err == nil {
+			err = s.Supports(opts)
+		}
+		if err != nil {
+			if opts.Backend != "" {
+				return nil, fmt.Errorf("--backend %s: %v", opts.Backend, err)
+			}
 			why = append(why, fmt.Sprintf("%s: %v", b.Name(), err))
 			continue
 		}
+		if len(why) > 0 {
+			opts.Warnf(fmt.Sprintf("using the %s backend (%s)", b.Name(), strings.Join(why, "; ")))
+		}
 		return b, nil
+	}
+	if opts.Backend != "" {
+		var names []string
+		for _, b := range liveBackends() {
+			names = append(names, b.Name())
+		}
+		return nil, fmt.Errorf("--backend %q: no such backend (want %s)", opts.Backend, strings.Join(names, ", "))
 	}
 	if len(why) == 0 {
 		why = append(why, "this build of iotrace has no live tracing backend")
@@ -49,17 +70,22 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 	if err := checkLiveOptions(opts); err != nil {
 		return err
 	}
-	b, err := pickLiveBackend()
-	if err != nil {
-		return err
-	}
+	var b backend.Backend
 	if opts.Warn == nil {
 		var mu sync.Mutex
 		opts.Warn = func(msg string) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(stderr, "iotrace: %s: %s\n", b.Name(), msg)
+			name := "live"
+			if b != nil {
+				name = b.Name()
+			}
+			fmt.Fprintf(stderr, "iotrace: %s: %s\n", name, msg)
 		}
+	}
+	b, err := pickLiveBackend(opts)
+	if err != nil {
+		return err
 	}
 	// A kernel session outlives a process that quits without its clean
 	// stop (Windows).
@@ -110,6 +136,7 @@ type liveFlags struct {
 	stacks        string
 	stackWalk     string
 	waitWriteback time.Duration
+	backend       string
 }
 
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
@@ -118,6 +145,7 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
+	fs.StringVar(&l.backend, "backend", "", "the live backend: ebpf (root), ptrace (a command and its descendants without root; file layer only), etw (Windows); default: the first that can run here (iotrace backends)")
 }
 
 // addCaptureStacksFlag binds --stacks, the stacks a live trace captures
@@ -129,6 +157,7 @@ func addCaptureStacksFlag(cmd *cobra.Command, l *liveFlags) {
 
 // stacksInto sets opts's stack options from --stacks and --stack-walk.
 func (l *liveFlags) stacksInto(opts *backend.Options) error {
+	opts.Backend = l.backend
 	var err error
 	if opts.Stacks, err = backend.ParseStacks(l.stacks); err != nil {
 		return err

@@ -128,7 +128,7 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 		return err
 	}
 	// The report is on stdout; the command's own output goes to stderr.
-	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr, WaitWriteback: f.liveOpts.waitWriteback}
+	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr, WaitWriteback: f.liveOpts.waitWriteback, Backend: f.liveOpts.backend}
 	f.filter.PushDown(&opts)
 	if len(command) > 0 {
 		opts.FollowChildren = true

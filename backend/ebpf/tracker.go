@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
@@ -60,6 +61,7 @@ type commEntry struct {
 // everything to the sink. It is not safe for concurrent use.
 type tracker struct {
 	sink   event.Sink
+	source event.Source // SourceEBPF, or the backend decoding through a Decoder
 	table  *fdtable.Table
 	origin uint64 // CLOCK_BOOTTIME ns of trace time 0
 	// ops selects the ops emitted (nil: all).
@@ -122,6 +124,7 @@ type tracker struct {
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 	t := &tracker{
 		sink:         sink,
+		source:       event.SourceEBPF,
 		table:        fdtable.New(),
 		origin:       origin,
 		oDirect:      oDirect(runtime.GOARCH),
@@ -351,7 +354,7 @@ func (t *tracker) begin(c *call, complete bool) {
 	r, e, ts := c.r, c.e, c.ts
 	e.Reset()
 	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
+	e.Source = t.source
 	e.Layer = event.LayerFile
 	e.Op = c.row.Op
 	e.Native = c.row.Name
@@ -427,7 +430,7 @@ func (t *tracker) decode(c *call) {
 		}
 	}
 	// No offset argument, or -1: the kernel used the file position.
-	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&sfHaveFile != 0 && e.Offset == -1 {
+	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&(sfHaveFile|sfPos) != 0 && e.Offset == -1 {
 		e.Offset = r.Pos
 	}
 	e.Flags |= row.Event
@@ -816,7 +819,8 @@ func (t *tracker) stats(s *event.Stats) {
 // execMaps records the code an exec mapped (the program's text and its
 // interpreter's) as modules, each only when the file at the path has the
 // inode the kernel mapped: a program replaced on disk since is not
-// taken for the one that ran.
+// taken for the one that ran. The paths are recorded with their symbolic
+// links resolved (realPath).
 func (t *tracker) execMaps(r *execMapsRec) {
 	if t.mods == nil {
 		return
@@ -834,11 +838,30 @@ func (t *tracker) execMaps(r *execMapsRec) {
 		if x.m.Start == r.Exe.Start && x.path != exe {
 			continue // a static program: no interpreter
 		}
-		ino, dev, ok := procfs.FileID(x.path)
-		if x.path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
+		path := realPath(x.path)
+		ino, dev, ok := procfs.FileID(path)
+		if path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
 			t.execMapsMissed++
 			continue
 		}
-		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
+		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
 	}
+}
+
+// realPath returns path with its symbolic links resolved, "" when that
+// fails. An exec names its program as the caller spelled it
+// (/usr/bin/python3, a link to python3.11) and its interpreter as
+// PT_INTERP does (/lib64/ld-linux-x86-64.so.2, a link); a module's path
+// must name the file itself, as /proc/PID/maps and mmap's paths do:
+// readers open a module path from a trace without following a final
+// link (package symbolize), so a link's frames would stay unnamed.
+func realPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	return p
 }
