@@ -84,6 +84,8 @@ type Options struct {
 	// Stacks selects the stacks captured with each event (--stacks);
 	// StacksNone captures none and costs nothing.
 	Stacks Stacks
+	// StackWalk selects how user stacks are walked (--stack-walk).
+	StackWalk StackWalk
 	// Warn is called with a one-line message when something goes wrong
 	// while tracing (loss starts, a probe could not attach). May be nil.
 	Warn func(msg string)
@@ -114,6 +116,33 @@ func ParseStacks(s string) (Stacks, error) {
 		return StacksBoth, nil
 	}
 	return 0, fmt.Errorf("--stacks %q: want user, kernel, both or none", s)
+}
+
+// StackWalk selects how a backend walks user stacks.
+type StackWalk uint8
+
+// Stack walks.
+const (
+	// WalkTables walks with unwind tables built from each module's call
+	// frame information (.eh_frame, .debug_frame): through code built
+	// without frame pointers, every frame checked (Linux x86-64; elsewhere
+	// as WalkFramePointers).
+	WalkTables StackWalk = 0
+	// WalkFramePointers follows frame pointers (the kernel's walk):
+	// cheaper, but it skips the caller of a function without a frame
+	// pointer and ends early in code built without them.
+	WalkFramePointers StackWalk = 1
+)
+
+// ParseStackWalk reads a --stack-walk value: tables or frame-pointers.
+func ParseStackWalk(s string) (StackWalk, error) {
+	switch s {
+	case "", "tables":
+		return WalkTables, nil
+	case "frame-pointers":
+		return WalkFramePointers, nil
+	}
+	return 0, fmt.Errorf("--stack-walk %q: want tables or frame-pointers", s)
 }
 
 // WantLayer reports whether opts select layer l.

@@ -5,21 +5,28 @@
 # under `iotrace record`, under strace -f and under bpftrace printing each
 # event, interleaved round by round, and prints ns per call, the added ns
 # per call and the target ratios; then the start-up time and the cost on an
-# untraced system call. Run as root from the repository root:
+# untraced system call; then the user-stack benchmark (unwind tables
+# against the frame-pointer walk and bpftrace's ustack on a C program with
+# and without frame pointers, trace size against perf --call-graph dwarf,
+# unwind-table memory and start-up time). Run as root from the repository
+# root:
 #   sudo bash bench/run.sh              (ROUNDS=3 N=2000000 by default)
 # BASE=/path/to/an/older/iotrace adds that binary as one more mode, run the
 # same way in every round, and prints this tree's iotrace over it (the cost
 # of a change, side by side: e.g. page-cache provenance, docs/benchmarks.md).
+#   STACKS_ONLY=1 sudo bash bench/run.sh   (the user-stack benchmark alone)
 # The block I/O benchmark is bench/block/run.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 N=${N:-2000000}
 [[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
-for c in strace bpftrace go; do
+for c in strace bpftrace go gcc perf; do
 	command -v $c >/dev/null || { echo "missing $c (scripts/setup installs it)" >&2; exit 1; }
 done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 go build -o "$out/iotrace" ./cmd/iotrace
 go build -o "$out/syscall-bench" ./bench/syscall
-"$out/syscall-bench" -iotrace "$out/iotrace" ${BASE:+-base "$BASE"} -rounds "$ROUNDS" -n "$N"
+extra=()
+[[ -n ${STACKS_ONLY:-} ]] && extra+=(-stacks-only)
+"$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N" ${BASE:+-base "$BASE"} "${extra[@]}"

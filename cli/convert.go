@@ -106,6 +106,9 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 			sink event.Sink
 			tab  *stacks.Table
 		)
+		if format == "csv" || format == "text" || format == "perfetto" {
+			input.LeaveStacks(r) // formats that show no stacks
+		}
 		switch format {
 		case "pprof":
 			tab = sf.table(cmd.Context())

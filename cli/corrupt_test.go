@@ -170,9 +170,9 @@ const (
 // must say truthfully what was and was not printed).
 func truthful(t *testing.T, what, errs string, kind int) {
 	t.Helper()
-	stopped := strings.Contains(errs, "reading stopped at byte offset")
-	past := strings.Contains(errs, "read past: every intact event was written")
-	none := strings.Contains(errs, "none was lost")
+	stopped := strings.Contains(errs, damageStopped)
+	past := strings.Contains(errs, damageReadPast)
+	none := strings.Contains(errs, damageNoneLost)
 	var ok bool
 	switch kind {
 	case msgStopped:

@@ -85,12 +85,21 @@ func summarize(err error) (damageSummary, bool) {
 			found = true
 			s.offsets = append(s.offsets, fe.BufferOffset)
 			s.regions++
-			s.lost = s.lost || !errors.Is(fe, etl.ErrDuplicate)
+			s.lost = s.lost || !(errors.Is(fe, etl.ErrDuplicate) || errors.Is(fe, etl.ErrExtra))
 		}
 	}
 	walk(err)
 	return s, found
 }
+
+// The phrases of a damage message that say what happened to the output
+// (TestCorrupt* check for them).
+const (
+	damageReadPast = "read past: every intact event was written"
+	damageSomeLost = "what the damaged regions held was not"
+	damageNoneLost = "and none was lost"
+	damageStopped  = "reading stopped at byte offset"
+)
 
 // message says what happened to the output: the damage read past (and
 // whether every event is there), then where reading stopped.
@@ -115,16 +124,16 @@ func (s damageSummary) message() string {
 		if s.bytes > 0 {
 			fmt.Fprintf(&b, ", %d %s skipped", s.bytes, plural(int(min(s.bytes, 2)), "byte", "bytes"))
 		}
-		b.WriteString("), read past: every intact event was written")
+		b.WriteString("), " + damageReadPast)
 		if s.lost {
-			b.WriteString("; what the damaged regions held was not")
+			b.WriteString("; " + damageSomeLost)
 		} else {
-			b.WriteString(", and none was lost")
+			b.WriteString(", " + damageNoneLost)
 		}
 		parts = append(parts, b.String())
 	}
 	if s.stopped {
-		stop := fmt.Sprintf("reading stopped at byte offset %d: every event before it was written", s.stopAt)
+		stop := fmt.Sprintf("%s %d: every event before it was written", damageStopped, s.stopAt)
 		if len(parts) > 0 {
 			stop = "then " + stop
 		}

@@ -170,10 +170,11 @@ func formatForExt(path string) string {
 // A failed write makes finish return a *writeError, which a command
 // reports (exit 1) rather than the reading error it caused.
 func openOutput(path string, stdin io.Reader, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
+	limit := outputLimit(stdin, inputs)
 	if isStdout(path) {
-		w := &errWriter{w: stdout}
+		w := &errWriter{w: stdout, limit: limit}
 		return w, func(bool) error {
-			if w.err != nil {
+			if w.err != nil && !isOutputLimit(w.err) {
 				return &writeError{what: "standard output", err: w.err}
 			}
 			return nil
@@ -183,8 +184,13 @@ func openOutput(path string, stdin io.Reader, stdout io.Writer, inputs ...string
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &errWriter{w: f}
+	w := &errWriter{w: f, limit: limit}
 	return w, func(keep bool) error {
+		if isOutputLimit(w.err) {
+			// Stopped at its limit: what was written is kept, the
+			// command fails with the reader's error.
+			w.err = nil
+		}
 		if !keep || w.err != nil {
 			f.Abort()
 			if w.err != nil {
@@ -248,17 +254,26 @@ func finishRead(runErr, closeErr error) error {
 	return closeErr
 }
 
-// errWriter remembers the first write error.
+// errWriter remembers the first write error. With a limit (not 0), a
+// write that would take the output past it writes nothing and fails with
+// an *outputLimitError.
 type errWriter struct {
-	w   io.Writer
-	err error
+	w     io.Writer
+	err   error
+	n     int64
+	limit int64
 }
 
 func (e *errWriter) Write(b []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err
 	}
+	if e.limit > 0 && e.n+int64(len(b)) > e.limit {
+		e.err = &outputLimitError{limit: e.limit}
+		return 0, e.err
+	}
 	n, err := e.w.Write(b)
+	e.n += int64(n)
 	if err != nil {
 		e.err = err
 	}

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw/live"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
 // pickLiveBackend returns the first live backend that can run here, or an
@@ -37,9 +37,10 @@ func pickLiveBackend() (backend.Backend, error) {
 
 // runLive traces this machine with the first available live backend into
 // sink until ctx is done, the command in opts exits, or opts.Duration
-// elapses. SIGINT and SIGTERM stop the trace cleanly (the backend
-// detaches everything and ends the stream with its Stats); a second one
-// exits at once. Warnings go to stderr when opts.Warn is unset.
+// elapses. The first SIGINT or SIGTERM cancels ctx (package interrupt,
+// the process's one receiver of them), and the backend stops cleanly: it
+// detaches everything and ends the stream with its Stats. Warnings go to
+// stderr when opts.Warn is unset.
 func runLive(ctx context.Context, opts backend.Options, sink event.Sink) error {
 	return runLiveTo(ctx, opts, sink, os.Stderr)
 }
@@ -60,37 +61,9 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 			fmt.Fprintf(stderr, "iotrace: %s: %s\n", b.Name(), msg)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				if n == 0 {
-					// Stopped by the caller's context (the first Ctrl-C
-					// seen by main): the next signal forces.
-					n = 1
-				}
-			case s := <-sig:
-				n++
-				if n == 1 {
-					cancel()
-					fmt.Fprintf(stderr, "iotrace: stopping (%v again to quit at once)\n", s)
-					continue
-				}
-				fmt.Fprintln(stderr, "iotrace: quitting without a clean stop")
-				os.Exit(130)
-			}
-		}
-	}()
+	// A kernel session outlives a process that quits without its clean
+	// stop (Windows).
+	defer interrupt.OnQuit(ctx, live.StopActive)()
 	return b.Run(ctx, opts, sink)
 }
 
@@ -135,13 +108,14 @@ type liveFlags struct {
 	duration      time.Duration
 	bufferSize    string
 	stacks        string
+	stackWalk     string
 	waitWriteback time.Duration
 }
 
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs := cmd.Flags()
 	fs.DurationVar(&l.duration, "duration", 0, "stop after this long (10s, 5m); default: until Ctrl-C or the command exits")
-	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF)")
+	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
 }
@@ -150,6 +124,17 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 // (trace, record, run; report's --stacks reports a file's stacks).
 func addCaptureStacksFlag(cmd *cobra.Command, l *liveFlags) {
 	cmd.Flags().StringVar(&l.stacks, "stacks", "", "capture the call stack of each event: user (the code that asked for the I/O), kernel (the kernel's path to a block I/O), or both (docs/stacks.md)")
+	cmd.Flags().StringVar(&l.stackWalk, "stack-walk", "", "how user stacks are walked: tables (unwind tables from each module's .eh_frame: through code without frame pointers; the default) or frame-pointers (cheaper, incomplete through code built without them)")
+}
+
+// stacksInto sets opts's stack options from --stacks and --stack-walk.
+func (l *liveFlags) stacksInto(opts *backend.Options) error {
+	var err error
+	if opts.Stacks, err = backend.ParseStacks(l.stacks); err != nil {
+		return err
+	}
+	opts.StackWalk, err = backend.ParseStackWalk(l.stackWalk)
+	return err
 }
 
 // parseSize parses "8M", "512K", "1G" or a byte count.

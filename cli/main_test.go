@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
 // cliChildEnv makes the test binary run as the iotrace command (as
@@ -28,9 +28,9 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if os.Getenv(cliChildEnv) == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, h := interrupt.Notify(context.Background(), os.Stderr)
 		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
+		h.Stop()
 		if f := os.Getenv(childPeakEnv); f != "" {
 			writePeakMemory(f)
 		}

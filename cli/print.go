@@ -123,6 +123,9 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 		return nil, err
 	}
 	oo := output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())}
+	if !sf.show && format != "jsonl" {
+		input.LeaveStacks(r) // text shows stacks with --stacks only, csv never
+	}
 	var tab *stacks.Table
 	if sf.show {
 		tab = sf.table(cmd.Context())

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/resolve"
@@ -20,33 +23,46 @@ import (
 )
 
 // periodicFlush flushes a trace file writer at most once per interval,
-// from the stream's own calls, so that a crash loses little.
+// from the stream's own calls, so that a crash loses little; then it
+// checks that the file is still there (out, when set): a recording whose
+// file or directory was removed stops, rather than go on into a file
+// nobody can open.
 type periodicFlush struct {
 	*tracefile.Writer
+	out   *outfile.File
 	every time.Duration
 	next  time.Time
 }
 
+// errOutputRemoved stops a recording whose temporary file was removed.
+var errOutputRemoved = errors.New("the output's directory (or its temporary file) was removed while recording")
+
 func (p *periodicFlush) tick() error {
 	if now := time.Now(); now.After(p.next) {
 		p.next = now.Add(p.every)
-		return p.Writer.Flush()
+		if err := p.Writer.Flush(); err != nil {
+			return err
+		}
+		if p.out != nil && p.out.Removed() {
+			return errOutputRemoved
+		}
 	}
 	return nil
 }
 
+// Event and Fact tick first: a record refused is never in the file.
 func (p *periodicFlush) Event(e *event.Event) error {
-	if err := p.Writer.Event(e); err != nil {
+	if err := p.tick(); err != nil {
 		return err
 	}
-	return p.tick()
+	return p.Writer.Event(e)
 }
 
 func (p *periodicFlush) Fact(f *event.Fact) error {
-	if err := p.Writer.Fact(f); err != nil {
+	if err := p.tick(); err != nil {
 		return err
 	}
-	return p.tick()
+	return p.Writer.Fact(f)
 }
 
 func newRecordCmd() *cobra.Command {
@@ -135,7 +151,7 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
 			}
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0, WaitWriteback: live.waitWriteback}
-			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
+			if err = live.stacksInto(&opts); err != nil {
 				return err
 			}
 			fo.PushDown(&opts)
@@ -159,9 +175,12 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 			if err != nil {
 				return err
 			}
+			defer interrupt.OnQuit(cmd.Context(), func() { rescueRecording(out, cmd.ErrOrStderr()) })()
 			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
-			pf := &periodicFlush{Writer: w, every: time.Second}
-			return recordLive(cmd, opts, f, pf, func(err error) error { return finishRecording(out, w, err, cmd.ErrOrStderr()) })
+			pf := &periodicFlush{Writer: w, out: out, every: time.Second}
+			return recordLive(cmd, opts, f, pf, func(err error, recorded uint64) error {
+				return finishRecording(out, w, err, recorded, cmd.ErrOrStderr())
+			})
 		},
 	}
 	addFilterFlags(cmd, &fo)
@@ -177,12 +196,12 @@ were overwritten as lost ("flight recorder: older events overwritten").`,
 // problem warnings and the end summary); done closes what sink writes and
 // returns the run's error with its own. The traced command's status
 // becomes iotrace's.
-func recordLive(cmd *cobra.Command, opts backend.Options, f *filter.Filter, sink event.Sink, done func(runErr error) error) error {
+func recordLive(cmd *cobra.Command, opts backend.Options, f *filter.Filter, sink event.Sink, done func(runErr error, recorded uint64) error) error {
 	finish := commandStatus(&opts)
 	stderr := cmd.ErrOrStderr()
 	s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "recorded"}
 	err := runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-	return finish(done(err))
+	return finish(done(err, s.events))
 }
 
 // recordParquet records to a Parquet file, names resolved as the events
@@ -197,7 +216,7 @@ func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, p
 	tab := stacks.New(stacks.Options{})
 	defer tab.Close()
 	pw := parquetfile.New(out, parquetfile.Options{Stack: tab.FrameStrings})
-	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), func(err error) error {
+	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), func(err error, _ uint64) error {
 		if !pw.Ended() {
 			// No footer: a Parquet reader cannot read it. Keep the rows
 			// for whoever wants them, and say where.
@@ -223,7 +242,7 @@ func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro
 	if err != nil {
 		return err
 	}
-	return recordLive(cmd, opts, f, series, func(err error) error {
+	return recordLive(cmd, opts, f, series, func(err error, _ uint64) error {
 		if cerr := series.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("write %s: %w", series.Path(), cerr)
 		}
@@ -231,27 +250,65 @@ func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro
 	})
 }
 
-// finishRecording ends the trace file of a recording that stopped with
-// err. A recording is renamed into place whenever it holds a trace, even
-// when the trace stopped on an error (what was recorded is not lost); one
-// that failed to write stays in its temporary file, whose name is shown;
-// one that never began is removed, leaving what was at the path.
-func finishRecording(out *outfile.File, w *tracefile.Writer, err error, stderr io.Writer) error {
-	cerr := w.Close()
+// rescueRecording keeps a recording that quits before its clean stop (a
+// second Ctrl-C) under its name: the file holds what was flushed (every
+// second), without a trailer, and readers say where it stops.
+func rescueRecording(out *outfile.File, stderr io.Writer) {
+	ok, err := out.Rescue()
 	switch {
-	case w.Offset() == 0 && cerr == nil:
+	case err != nil:
+		fmt.Fprintf(stderr, "iotrace: %v: the recording so far is in %s\n", err, out.TempPath())
+	case ok:
+		fmt.Fprintf(stderr, "iotrace: %s holds the recording up to its last flush (it ends without a trailer: readers say where it stops)\n", out.Path())
+	}
+}
+
+// finishRecording ends the trace file of a recording that stopped with
+// err, after recorded events. A recording is renamed into place whenever
+// it holds a trace, even when the trace stopped on an error (what was
+// recorded is not lost); one whose writing failed (a full disk) is cut to
+// its last whole chunk and renamed into place all the same, and the error
+// says how many events it kept and how many it lost; one whose file was
+// removed while recording is copied to the temporary directory and the
+// error says where; one that never began is removed, leaving what was at
+// the path.
+func finishRecording(out *outfile.File, w *tracefile.Writer, err error, recorded uint64, stderr io.Writer) error {
+	werr := w.Close() // the writer's first error, if any
+	kept, whole := w.Written()
+	var cerr error
+	switch {
+	case w.Offset() == 0 && werr == nil:
 		out.Abort()
-	case cerr != nil:
-		tmp, _ := out.Keep()
-		cerr = fmt.Errorf("write %s: %w (what was written is in %s)", out.Path(), cerr, tmp)
+	case out.Removed():
+		// Into the temporary directory: the output's own was removed,
+		// and is not made again behind the user's back.
+		at, serr := out.Salvage(os.TempDir())
+		if serr != nil {
+			cerr = fmt.Errorf("%s: %w: %v", out.Path(), errOutputRemoved, serr)
+			break
+		}
+		cerr = fmt.Errorf("%s: %w: its %d events are in %s instead", out.Path(), errOutputRemoved, kept, at)
+	case werr != nil:
+		lost := recorded - min(kept, recorded)
+		if kerr := out.CommitAt(whole); kerr != nil {
+			tmp, _ := out.Keep()
+			cerr = fmt.Errorf("write %s: %w (what was written is in %s; %v)", out.Path(), werr, tmp, kerr)
+			break
+		}
+		cerr = fmt.Errorf("write %s: %w: the file keeps the first %d events (to its last whole chunk; it ends without a trailer), %d recorded events were not written", out.Path(), werr, kept, lost)
 	default:
 		cerr = out.Commit()
 		if cerr == nil && err == nil {
 			fmt.Fprintf(stderr, "iotrace: wrote %s\n", out.Path())
 		}
 	}
-	if err == nil {
-		err = cerr
+	// A run that stopped on the output's own failure is said once, by the
+	// output's error.
+	if err == nil || (cerr != nil && (errors.Is(err, errOutputRemoved) || (werr != nil && errors.Is(err, werr)))) {
+		return cerr
+	}
+	if cerr != nil {
+		return errors.Join(err, cerr)
 	}
 	return err
 }

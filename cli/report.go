@@ -167,6 +167,7 @@ func reportOfStacks(ctx context.Context, in input.Reader, name string, f *report
 		sink = tab.Feed(flt.Sink(tab.Summary(stackTee{rep, *agg})))
 	} else {
 		sink = flt.Sink(rep)
+		input.LeaveStacks(in) // a report without --stacks shows none
 	}
 	var prog *report.Progress
 	if isTerminal(stderr) {

@@ -9,10 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/filter"
+	"github.com/iotrace/iotrace/internal/interrupt"
 	"github.com/iotrace/iotrace/ring"
 )
 
@@ -29,8 +32,8 @@ func parseRingSize(s string, physical uint64) (int, error) {
 	if physical > 0 && uint64(n) > physical/2 {
 		return 0, fmt.Errorf("--ring %s is more than half of this machine's memory (%d MiB): choose a smaller ring", s, physical>>20)
 	}
-	if _, err := ring.New(n); err != nil {
-		return 0, fmt.Errorf("--ring %s: %w", s, err)
+	if n < ring.MinSize {
+		return 0, fmt.Errorf("--ring %s is smaller than the smallest ring (%s)", s, formatBytes(ring.MinSize))
 	}
 	return n, nil
 }
@@ -44,6 +47,7 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	// The end file is written under a temporary name created now (a
 	// directory that cannot be written fails before hours of recording,
 	// not after), then renamed over path: an earlier file of that name
@@ -84,22 +88,77 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 	}}
 	fmt.Fprintf(stderr, "iotrace: flight recorder: keeping the last %s of events; save with `iotrace mark --save`%s, or stop\n",
 		formatBytes(size), signalHint())
+	end := &ringEnd{rec: rec, out: out, tmp: tmp, path: path, stderr: stderr, done: make(chan struct{})}
+	defer interrupt.OnQuit(ctx, end.quit)()
 	runErr := runLiveTo(ctx, opts, trig, stderr)
-	st, err := rec.SaveTo(out, tmp) // removes tmp when it fails
+	st, err := end.save()
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why
-	}
-	if err == nil {
-		if err = os.Rename(tmp, path); err != nil {
-			os.Remove(tmp)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
 	}
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(stderr, "iotrace: wrote the last %d events to %s (%d older overwritten)\n", st.Kept, path, st.Overwritten)
 	return runErr
+}
+
+// endSaveWait is how long a second Ctrl-C lets an end save being written
+// finish (a third quits at once).
+const endSaveWait = 5 * time.Second
+
+// ringEnd is the save of a flight recorder's window at the end of the
+// recording, into tmp then renamed to path, which a second Ctrl-C
+// (interrupt.OnQuit) may come before or during.
+type ringEnd struct {
+	rec       *ring.Recorder
+	out       *os.File
+	tmp, path string
+	stderr    io.Writer
+
+	mu   sync.Mutex    // held by whichever makes the save, to the end
+	done chan struct{} // closed once the end save is over
+}
+
+// save makes the end save, unless a quit made it first (then it waits
+// for the process to exit).
+func (e *ringEnd) save() (ring.Stats, error) {
+	e.mu.Lock()
+	defer close(e.done)
+	st, err := e.rec.SaveTo(e.out, e.tmp) // removes tmp when it fails
+	if err == nil {
+		if err = os.Rename(e.tmp, e.path); err != nil {
+			os.Remove(e.tmp)
+			err = fmt.Errorf("write %s: %w", e.path, err)
+		}
+	}
+	return st, err
+}
+
+// quit runs on a second Ctrl-C, before the process quits: the window is
+// saved then, without the backend's final counts; an end save already
+// being written is let finish (up to endSaveWait), else what it wrote is
+// renamed into place (readers say where it stops).
+func (e *ringEnd) quit() {
+	if e.mu.TryLock() {
+		st, err := e.rec.SaveTo(e.out, e.tmp)
+		if err == nil {
+			err = os.Rename(e.tmp, e.path)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "iotrace: the flight recorder's window was not saved: %v\n", err)
+			return
+		}
+		fmt.Fprintf(e.stderr, "iotrace: wrote the last %d events to %s before quitting (%d older overwritten; the backend's final counts are missing)\n", st.Kept, e.path, st.Overwritten)
+		return
+	}
+	select {
+	case <-e.done:
+		return
+	case <-time.After(endSaveWait):
+	}
+	if fi, err := os.Stat(e.tmp); err == nil && fi.Size() > 0 && os.Rename(e.tmp, e.path) == nil {
+		fmt.Fprintf(e.stderr, "iotrace: %s holds the part of the window written before the quit (readers say where it stops)\n", e.path)
+	}
 }
 
 func signalHint() string {

@@ -255,7 +255,7 @@ func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, comma
 		return err
 	}
 	opts := backend.Options{Command: command, Duration: lf.duration, BufferSize: size, FollowChildren: len(command) > 0, CommandStdout: cmdOut, WaitWriteback: lf.waitWriteback}
-	if opts.Stacks, err = backend.ParseStacks(lf.stacks); err != nil {
+	if err = lf.stacksInto(&opts); err != nil {
 		return err
 	}
 	push := s.Pushdown()

@@ -25,9 +25,14 @@ STATE column says whether their owner is still running.
 
 "iotrace sessions stop NAME" stops an iotrace session whose owner is gone
 (left behind by a crash). It never stops another tool's session nor the
-session of a running iotrace.`,
+session of a running iotrace.
+
+"iotrace sessions grant USER", run by an administrator, lets USER trace
+without an elevated prompt: it grants USER iotrace's session GUIDs and
+the kernel provider (EventAccessControl; docs/windows.md).`,
 		Example: `  iotrace sessions
-  iotrace sessions stop iotrace-4312`,
+  iotrace sessions stop iotrace-4312
+  iotrace sessions grant CONTOSO\alice`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := live.DefaultAPI()
@@ -59,6 +64,27 @@ session of a running iotrace.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stopped %s (events lost: %d, real-time buffers lost: %d)\n", args[0], st.EventsLost, st.RealTimeBuffersLost)
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "grant USER",
+		Short: "Let USER (DOMAIN\\name or a SID) trace without elevation (run as administrator)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := live.DefaultAPI()
+			if err != nil {
+				return err
+			}
+			if err := live.Grant(api, args[0]); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "granted %s the kernel provider (%v), iotrace's provider (%v) and iotrace's session GUIDs:\n",
+				termesc.String(args[0]), live.SystemTraceControlGUID, live.MarkerGUID)
+			for _, g := range live.SessionGUIDs() {
+				fmt.Fprintf(w, "  %v\n", g)
+			}
 			return nil
 		},
 	})
@@ -96,6 +122,7 @@ func writeSessions(w io.Writer, all []live.SessionStatus, stale func(string) boo
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "%s%s\n", termesc.String(s.Name), state)
 		fmt.Fprintf(tw, "  mode\t%s\n", logFileMode(s.LogFileMode))
+		fmt.Fprintf(tw, "  guid\t%v\n", s.Guid)
 		fmt.Fprintf(tw, "  log file\t%s\n", termesc.String(logFile))
 		fmt.Fprintf(tw, "  clock\t%s\n", clockName(s.ClockType))
 		fmt.Fprintf(tw, "  buffers\t%d KB × %d (min %d, max %d), %d free, %d written\n",

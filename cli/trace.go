@@ -53,7 +53,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			}
 			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, WaitWriteback: live.waitWriteback}
-			if opts.Stacks, err = backend.ParseStacks(live.stacks); err != nil {
+			if err = live.stacksInto(&opts); err != nil {
 				closeOut(false)
 				return err
 			}

@@ -1,6 +1,9 @@
 package event
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestIdleThreadsOfTwoCPUsStayApart(t *testing.T) {
 	// Two block completions on the idle threads of CPU 0 and CPU 1 and
@@ -90,6 +93,17 @@ func TestClockToNanos(t *testing.T) {
 		{Clock{Kind: ClockFiletime, Freq: 10_000_000, Origin: 0}, 10, 1000},
 		// Large timestamps must not overflow.
 		{Clock{Kind: ClockCycles, Freq: 3_592_000_000, Origin: 0}, 3_592_000_000 * 86400 * 30, 86400 * 30 * 1_000_000_000},
+		{Clock{Kind: ClockQPC, Freq: 3_117_777, Origin: 0}, -3_117_777 * 5, -5_000_000_000},
+		// Beyond what int64 nanoseconds hold: saturated, never wrapped
+		// (a record timestamp near 2^62 of a 10 MHz clock printed at
+		// -0.0002 s).
+		{Clock{Kind: ClockQPC, Freq: 10_000_000, Origin: 1_000_000}, 1 << 62, math.MaxInt64},
+		{Clock{Kind: ClockQPC, Freq: 10_000_000, Origin: 1_000_000}, -1 << 62, math.MinInt64},
+		{Clock{Kind: ClockQPC, Freq: 10_000_000, Origin: -5}, math.MaxInt64, math.MaxInt64},
+		{Clock{Kind: ClockMonotonic, Freq: 1_000_000_000, Origin: 5}, math.MinInt64, math.MinInt64},
+		{Clock{Kind: ClockQPC, Freq: 3_117_777, Origin: 0}, math.MaxInt64, math.MaxInt64},
+		{Clock{Kind: ClockCycles, Freq: 1 << 63, Origin: 0}, math.MaxInt64, 999_999_999},
+		{Clock{Kind: ClockQPC, Freq: 1, Origin: 0}, 1 << 40, math.MaxInt64},
 	}
 	for _, c := range cases {
 		if got := c.c.ToNanos(c.ts); got != c.want {

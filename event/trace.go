@@ -2,6 +2,8 @@ package event
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"sort"
 	"time"
 )
@@ -71,18 +73,51 @@ type Clock struct {
 }
 
 // ToNanos converts a native timestamp to nanoseconds from time 0. It is
-// exact for 1 GHz clocks and avoids overflow for any frequency.
+// exact for 1 GHz clocks and avoids overflow for any frequency: a time
+// beyond what int64 nanoseconds can hold (some 292 years from time 0, as
+// only a damaged or forged timestamp is) saturates at math.MaxInt64 or
+// math.MinInt64, never wraps.
 func (c Clock) ToNanos(ts int64) int64 {
-	d := ts - c.Origin
+	n := ts - c.Origin
+	if (ts^c.Origin)&(ts^n) < 0 {
+		// ts − Origin does not fit in an int64.
+		return saturate(ts >= c.Origin)
+	}
 	switch c.Freq {
 	case 0, 1_000_000_000:
-		return d
+		return n
 	case 10_000_000:
-		return d * 100
+		if n > math.MaxInt64/100 || n < math.MinInt64/100 {
+			return saturate(n > 0)
+		}
+		return n * 100
 	}
-	f := int64(c.Freq)
-	q, r := d/f, d%f
-	return q*1_000_000_000 + r*1_000_000_000/f
+	// |n| · 1e9 / Freq in 128 bits.
+	neg := n < 0
+	u := uint64(n)
+	if neg {
+		u = -u
+	}
+	hi, lo := bits.Mul64(u, 1_000_000_000)
+	if hi >= c.Freq {
+		return saturate(!neg)
+	}
+	q, _ := bits.Div64(hi, lo, c.Freq)
+	if q > math.MaxInt64 {
+		return saturate(!neg)
+	}
+	if neg {
+		return -int64(q)
+	}
+	return int64(q)
+}
+
+// saturate returns the largest int64, or the smallest when !up.
+func saturate(up bool) int64 {
+	if up {
+		return math.MaxInt64
+	}
+	return math.MinInt64
 }
 
 // Fact is what a reader needs to resolve a trace after the fact: a

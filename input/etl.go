@@ -22,9 +22,14 @@ var etlFormat = Format{
 }
 
 type etlReader struct {
-	path string
-	r    *etl.Reader
+	path     string
+	r        *etl.Reader
+	noStacks bool // LeaveStacks
 }
+
+// leaveStacks implements LeaveStacks: the pipeline leaves the stack walks
+// aside (etw.Options.NoStacks).
+func (e *etlReader) leaveStacks() { e.noStacks = true }
 
 func openETL(path string) (Reader, error) {
 	r, err := etl.Open(path, etl.Options{Map: true})
@@ -36,8 +41,11 @@ func openETL(path string) (Reader, error) {
 
 func (e *etlReader) Format() string { return "etl" }
 
+// Run reads the trace into sink, its stacks and strings cut to the limits
+// of a Windows trace (cutSink).
 func (e *etlReader) Run(ctx context.Context, sink event.Sink) error {
-	if err := e.r.Guard(func() error { return etw.Run(ctx, etw.FileRecords(e.r), etw.Options{}, sink) }); err != nil {
+	cut := newCutSink(sink)
+	if err := e.r.Guard(func() error { return etw.Run(ctx, etw.FileRecords(e.r), etw.Options{NoStacks: e.noStacks}, cut) }); err != nil {
 		return fmt.Errorf("read %s: %w", e.path, err)
 	}
 	return nil

@@ -45,6 +45,16 @@ type Format struct {
 	Available func() error
 }
 
+// LeaveStacks tells r, before Run, that the stacks of its events will not
+// be shown: a reader that joins a trace's stack walks to their events
+// (.etl) then leaves them aside, counted, and keeps nothing per record
+// for them. Other readers ignore it.
+func LeaveStacks(r Reader) {
+	if s, ok := r.(interface{ leaveStacks() }); ok {
+		s.leaveStacks()
+	}
+}
+
 // SniffSize is the number of bytes Open reads to recognize a format.
 const SniffSize = 512
 

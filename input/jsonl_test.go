@@ -12,6 +12,7 @@ import (
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
 	"github.com/iotrace/iotrace/internal/testenv"
+	"github.com/iotrace/iotrace/output"
 )
 
 // readJSONLBytes writes data to a file and reads it through Open and Run:
@@ -164,10 +165,10 @@ func TestJSONLDamageCountedOnce(t *testing.T) {
 	if !strings.Contains(msg, "line "+strconv.Itoa(damagedAt)+" ") || !strings.Contains(msg, "and 2 more damaged lines") {
 		t.Errorf("error %q: want line %d named and 2 more damaged lines", msg, damagedAt)
 	}
-	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 2 {
+	if n := got.Trailer.Stats.Get(event.CountLost, output.StatJSONLDamaged); n != 2 {
 		t.Errorf("%d damaged lines counted, want 2", n)
 	}
-	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountInfo, output.StatJSONLRepeated); n != 1 {
 		t.Errorf("%d repeated lines counted, want 1", n)
 	}
 	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) {

@@ -20,6 +20,18 @@ type JSONLDamage struct {
 	Err error
 }
 
+// The counters the jsonl reader adds to a damaged trace's trailer.
+const (
+	// StatJSONLDamaged counts the damaged lines skipped (lost).
+	StatJSONLDamaged = "jsonl lines damaged (skipped)"
+	// StatJSONLRepeated counts the lines that repeat a line already read
+	// (skipped, nothing lost).
+	StatJSONLRepeated = "jsonl lines repeating a line already read (skipped, no event lost)"
+	// StatJSONLStrayTrailers counts the trailers before the end of the
+	// trace (read past, nothing lost).
+	StatJSONLStrayTrailers = "jsonl trailers before the end of the trace (read past, no event lost)"
+)
+
 // maxListedDamage caps the damage a JSONLDamageError lists one by one.
 const maxListedDamage = 16
 

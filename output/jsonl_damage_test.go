@@ -49,10 +49,10 @@ func TestJSONLDamagedLinesSkipped(t *testing.T) {
 	}
 	// The cut line may have held an event: lost. The repeated one holds
 	// nothing that was not read: counted, not as lost.
-	if n := got.Trailer.Stats.Get(event.CountLost, "jsonl lines damaged (skipped)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountLost, StatJSONLDamaged); n != 1 {
 		t.Errorf("trailer counts %d damaged lines lost, want 1", n)
 	}
-	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountInfo, StatJSONLRepeated); n != 1 {
 		t.Errorf("trailer counts %d repeated lines, want 1", n)
 	}
 	var de *JSONLDamageError
@@ -94,13 +94,13 @@ func TestJSONLStrayTrailer(t *testing.T) {
 	if got.Trailer.End != tr.Trailer.End || got.Trailer.Stats.Total(event.CountLost) != tr.Trailer.Stats.Total(event.CountLost) {
 		t.Errorf("trailer %+v, want the source's %+v", got.Trailer, tr.Trailer)
 	}
-	if n := got.Trailer.Stats.Get(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)"); n != 1 {
+	if n := got.Trailer.Stats.Get(event.CountInfo, StatJSONLStrayTrailers); n != 1 {
 		t.Errorf("%d stray trailers counted, want 1", n)
 	}
 	// Another trace's header after the trailer stops reading.
 	rec = synth.NewRecorder()
 	err = ReadJSONL(context.Background(), strings.NewReader(buf.String()+lines[0]), "t.jsonl", rec)
-	if !errors.As(err, &de) || de.Stop == nil || !strings.Contains(err.Error(), "data after the trailer") {
+	if !errors.As(err, &de) || de.Stop == nil || !strings.Contains(err.Error(), errAfterTrailer) {
 		t.Errorf("a second header after the trailer: %v", err)
 	}
 }

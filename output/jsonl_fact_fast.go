@@ -52,6 +52,16 @@ var recordKeys = sync.OnceValue(func() map[string]bool {
 	return m
 })
 
+// factLine is what fact gathers from a line besides the fact's own
+// fields.
+type factLine struct {
+	seen                      uint64 // bits of the keys seen (f*)
+	typed                     bool   // "type":"fact" seen
+	kind, space, dev          []byte // raw enum strings, nil when absent
+	nameB64, imageB64, detB64 string
+	kernel, user              []uint64
+}
+
 // fact decodes a fact line into f as eventDecoder.event decodes event
 // lines: in one pass, declining anything outside the plain form (see
 // eventDecoder) and any key of jsonRecord that is not a fact's, so that
@@ -60,222 +70,129 @@ var recordKeys = sync.OnceValue(func() map[string]bool {
 // the fact pre-pass of input reads them too.
 func (d *eventDecoder) fact(b []byte, f *event.Fact) bool {
 	*f = event.Fact{}
-	var (
-		seen                      uint64
-		typed                     bool
-		kind, space, dev          []byte
-		nameB64, imageB64, detB64 string
-		str                       []byte
-		ok                        bool
-		n                         uint64
-		kernel, user              []uint64
-	)
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	var l factLine
+	i, more := objectOpen(b)
+	if !more {
 		return false
 	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return false
+	for more {
+		key, at, ok := memberKey(b, i)
+		if !ok {
+			return false
+		}
+		at, bit, ok := d.factField(b, at, key, f, &l)
+		if !ok || !markKey(&l.seen, bit) {
+			return false
+		}
+		if i, more, ok = memberEnd(b, at); !ok {
+			return false
+		}
 	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		j := i + 1
-		for j < len(b) && !strClass[b[j]] {
-			j++
-		}
-		if j >= len(b) || b[j] != '"' {
-			return false // escape, non-ASCII or control character in a key
-		}
-		key := b[i+1 : j]
-		i = skipSpace(b, j+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return false
-		}
-		bit := -1
-		switch string(key) {
-		case "type":
-			bit = fType
-			if str, i, _, ok = d.str(b, i); !ok || string(str) != "fact" {
-				return false
-			}
-			typed = true
-		case "kind":
-			bit = fKind
-			if kind, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "space":
-			bit = fSpace
-			if space, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "dev":
-			bit = fDev
-			if dev, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "time":
-			bit = fTime
-			if f.Time, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "proc_start":
-			bit = fProcStart
-			if f.ProcStart, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "rundown":
-			bit = fRundown
-			if f.Rundown, i, ok = parseBool(b, i); !ok {
-				return false
-			}
-		case "ended":
-			bit = fEnded
-			if f.End, i, ok = parseBool(b, i); !ok {
-				return false
-			}
-		case "pid", "tid", "ppid":
-			if n, i, ok = parseUint(b, i); !ok || n > 1<<32-1 {
-				return false
-			}
-			switch string(key) {
-			case "pid":
-				bit, f.Pid = fPid, uint32(n)
-			case "tid":
-				bit, f.Tid = fTid, uint32(n)
-			default:
-				bit, f.PPid = fPPid, uint32(n)
-			}
-		case "size":
-			bit = fSize
-			if f.Size, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "handle":
-			bit = fHandle
-			if f.Handle, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "file_offset":
-			bit = fFileOffset
-			if f.Offset, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "vaddr":
-			bit = fVaddr
-			if f.Vaddr, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "name":
-			bit = fName
-			if f.Name, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "image":
-			bit = fImage
-			if f.Image, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "detail":
-			bit = fDetail
-			if f.Detail, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "name_b64":
-			bit = fNameB64
-			if nameB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "image_b64":
-			bit = fImageB64
-			if imageB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "detail_b64":
-			bit = fDetailB64
-			if detB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "flags":
-			bit = fFlags
-			if f.Flags, i, ok = d.factFlagList(b, i); !ok {
-				return false
-			}
-		case "kernel":
-			bit = fKernel
-			if kernel, i, ok = parseAddrList(b, i); !ok {
-				return false
-			}
-		case "user":
-			bit = fUser
-			if user, i, ok = parseAddrList(b, i); !ok {
-				return false
-			}
-		default:
-			if recordKeys()[string(key)] {
-				return false // a field of another object type: the generic path checks it
-			}
-			for _, c := range key {
-				if 'A' <= c && c <= 'Z' {
-					return false // may match a field case-insensitively
-				}
-			}
-			if i, ok = skipValue(b, i, 0); !ok {
-				return false
-			}
-		}
-		if bit >= 0 {
-			if seen&(1<<bit) != 0 {
-				return false
-			}
-			seen |= 1 << bit
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		if b[i] == '}' {
-			i++
-			break
-		}
-		if b[i] != ',' {
-			return false
-		}
-		i = skipSpace(b, i+1)
+	return l.typed && skipSpace(b, i) == len(b) && d.factEnums(f, &l)
+}
+
+// factField reads the value at b[i] of a fact line's key into f (or l)
+// and returns the index after it and the key's bit (-1: none).
+func (d *eventDecoder) factField(b []byte, i int, key []byte, f *event.Fact, l *factLine) (int, int, bool) {
+	switch string(key) {
+	case "type":
+		str, i, _, ok := d.str(b, i)
+		l.typed = ok && string(str) == "fact"
+		return i, fType, l.typed
+	case "kind":
+		return d.rawField(b, i, &l.kind, fKind)
+	case "space":
+		return d.rawField(b, i, &l.space, fSpace)
+	case "dev":
+		return d.rawField(b, i, &l.dev, fDev)
+	case "time":
+		return intField(b, i, &f.Time, fTime)
+	case "proc_start":
+		return intField(b, i, &f.ProcStart, fProcStart)
+	case "rundown":
+		return boolField(b, i, &f.Rundown, fRundown)
+	case "ended":
+		return boolField(b, i, &f.End, fEnded)
+	case "pid":
+		return u32Field(b, i, &f.Pid, fPid)
+	case "tid":
+		return u32Field(b, i, &f.Tid, fTid)
+	case "ppid":
+		return u32Field(b, i, &f.PPid, fPPid)
+	case "size":
+		return uintField(b, i, &f.Size, fSize)
+	case "handle":
+		return hexField(b, i, &f.Handle, fHandle)
+	case "file_offset":
+		return hexField(b, i, &f.Offset, fFileOffset)
+	case "vaddr":
+		return hexField(b, i, &f.Vaddr, fVaddr)
+	case "name":
+		return d.strField(b, i, &f.Name, fName)
+	case "image":
+		return d.strField(b, i, &f.Image, fImage)
+	case "detail":
+		return d.strField(b, i, &f.Detail, fDetail)
+	case "name_b64":
+		return d.b64Field(b, i, &l.nameB64, fNameB64)
+	case "image_b64":
+		return d.b64Field(b, i, &l.imageB64, fImageB64)
+	case "detail_b64":
+		return d.b64Field(b, i, &l.detB64, fDetailB64)
+	case "flags":
+		fl, i, ok := d.factFlagList(b, i)
+		f.Flags = fl
+		return i, fFlags, ok
+	case "kernel":
+		return addrField(b, i, &l.kernel, fKernel)
+	case "user":
+		return addrField(b, i, &l.user, fUser)
 	}
-	if !typed || skipSpace(b, i) != len(b) {
-		return false
+	if recordKeys()[string(key)] {
+		return i, -1, false // a field of another object type: the generic path checks it
 	}
+	return unknownField(b, i, key)
+}
+
+// factEnums looks up the enum fields of the fact and puts in the KEY_b64
+// strings and the stacks.
+func (d *eventDecoder) factEnums(f *event.Fact, l *factLine) bool {
 	names := factNames()
-	if f.Kind, ok = names.kinds[string(kind)]; !ok {
+	var ok bool
+	if f.Kind, ok = names.kinds[string(l.kind)]; !ok {
 		return false
 	}
-	if len(space) > 0 {
-		if f.Space, ok = names.spaces[string(space)]; !ok {
+	if len(l.space) > 0 {
+		if f.Space, ok = names.spaces[string(l.space)]; !ok {
 			return false
 		}
 	}
-	if f.Dev, ok = d.dev(dev); !ok {
+	if f.Dev, ok = d.dev(l.dev); !ok {
 		return false
 	}
-	if nameB64 != "" {
-		f.Name = nameB64
+	if l.nameB64 != "" {
+		f.Name = l.nameB64
 	}
-	if imageB64 != "" {
-		f.Image = imageB64
+	if l.imageB64 != "" {
+		f.Image = l.imageB64
 	}
-	if detB64 != "" {
-		f.Detail = detB64
+	if l.detB64 != "" {
+		f.Detail = l.detB64
 	}
-	f.Kernel, f.User = kernel, user
+	f.Kernel, f.User = l.kernel, l.user
 	return true
+}
+
+func boolField(b []byte, i int, dst *bool, bit int) (int, int, bool) {
+	v, i, ok := parseBool(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func addrField(b []byte, i int, dst *[]uint64, bit int) (int, int, bool) {
+	v, i, ok := parseAddrList(b, i)
+	*dst = v
+	return i, bit, ok
 }
 
 // parseBool reads true or false.

@@ -167,340 +167,324 @@ func skipSpaceLoop(b []byte, i int) int {
 	return i
 }
 
+// eventLine is what event gathers from a line besides the event's own
+// fields: the keys seen, the raw enum spellings and the KEY_b64 strings.
+type eventLine struct {
+	seen                        uint64 // bits of the keys seen (k*)
+	typed                       bool   // "type":"event" seen
+	src, layer, op, status, dev []byte // raw enum strings, nil when absent
+	nativeB64, commB64, pathB64 string
+	path2B64, noteB64           string
+}
+
 // event decodes line into e and reports whether it did; on false e holds
-// garbage and the line must be decoded by the generic path.
+// garbage and the line must be decoded by the generic path. Each member
+// is read by memberKey, eventField and memberEnd; the enums are looked up
+// at the end (eventEnums).
 func (d *eventDecoder) event(b []byte, e *event.Event) bool {
 	e.Reset()
-	var (
-		seen                        uint64
-		typed                       bool
-		src, layer, op, status, dev []byte // raw enum strings, nil when absent
-		nativeB64, commB64, pathB64 string
-		path2B64, noteB64           string
-		str                         []byte
-		ok                          bool
-		n                           uint64
-		s                           int64
-	)
+	var l eventLine
+	i, more := objectOpen(b)
+	if !more {
+		return false
+	}
+	for more {
+		key, at, ok := memberKey(b, i)
+		if !ok {
+			return false
+		}
+		at, bit, ok := d.eventField(b, at, key, e, &l)
+		if !ok || !markKey(&l.seen, bit) {
+			return false
+		}
+		if i, more, ok = memberEnd(b, at); !ok {
+			return false
+		}
+	}
+	return l.typed && skipSpace(b, i) == len(b) && d.eventEnums(e, &l)
+}
+
+// objectOpen returns the index of the first key of the object line b;
+// false when b is not an object or has no member (then it has no type).
+func objectOpen(b []byte) (int, bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return false
+		return i, false
 	}
 	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return false // no type
+	return i, i >= len(b) || b[i] != '}'
+}
+
+// memberKey reads the key at b[i] and the ':' after it, and returns the
+// key and the index of its value. A key with an escape, a byte outside
+// ASCII or a control character declines.
+func memberKey(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
 	}
-	for {
-		// key
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		j := i + 1
-		for j < len(b) && !strClass[b[j]] {
-			j++
-		}
-		if j >= len(b) || b[j] != '"' {
-			return false // escape, non-ASCII or control character in a key
-		}
-		key := b[i+1 : j]
-		i = skipSpace(b, j+1)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return false
-		}
-		bit := -1
-		switch string(key) {
-		case "type":
-			bit = kType
-			if str, i, _, ok = d.str(b, i); !ok || string(str) != "event" {
-				return false
-			}
-			typed = true
-		case "id":
-			bit = kID
-			if e.ID, i, ok = parseID(b, i); !ok {
-				return false
-			}
-		case "source":
-			bit = kSource
-			if src, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "layer":
-			bit = kLayer
-			if layer, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "op":
-			bit = kOp
-			if op, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "status":
-			bit = kStatus
-			if status, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "dev":
-			bit = kDev
-			if dev, i, ok = d.strKeep(b, i); !ok {
-				return false
-			}
-		case "native":
-			bit = kNative
-			if e.Native, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "comm":
-			bit = kComm
-			if e.Comm, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "path":
-			bit = kPath
-			if e.Path, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "path2":
-			bit = kPath2
-			if e.Path2, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "note":
-			bit = kNote
-			if e.Note, i, ok = d.strValue(b, i); !ok {
-				return false
-			}
-		case "native_b64":
-			bit = kNativeB64
-			if nativeB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "comm_b64":
-			bit = kCommB64
-			if commB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "path_b64":
-			bit = kPathB64
-			if pathB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "path2_b64":
-			bit = kPath2B64
-			if path2B64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "note_b64":
-			bit = kNoteB64
-			if noteB64, i, ok = d.b64Value(b, i); !ok {
-				return false
-			}
-		case "time":
-			bit = kTime
-			if e.Time, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "duration":
-			bit = kDuration
-			if e.Duration, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "wait":
-			bit = kWait
-			if e.Wait, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "proc_start":
-			bit = kProcStart
-			if e.ProcStart, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "offset":
-			bit = kOffset
-			if e.Offset, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "bytes":
-			bit = kBytes
-			if e.Bytes, i, ok = parseInt(b, i); !ok {
-				return false
-			}
-		case "fd":
-			bit = kFD
-			if s, i, ok = parseInt(b, i); !ok || s < -1<<31 || s > 1<<31-1 {
-				return false
-			}
-			e.FD = int32(s)
-		case "cpu", "pid", "tid", "code", "open_flags", "mode", "io_flags", "info", "caused_ios":
-			if n, i, ok = parseUint(b, i); !ok || n > 1<<32-1 {
-				return false
-			}
-			switch string(key) {
-			case "cpu":
-				bit, e.CPU = kCPU, uint32(n)
-			case "pid":
-				bit, e.Pid = kPid, uint32(n)
-			case "tid":
-				bit, e.Tid = kTid, uint32(n)
-			case "code":
-				bit, e.Code = kCode, uint32(n)
-			case "open_flags":
-				bit, e.OpenFlags = kOpenFlags, uint32(n)
-			case "mode":
-				bit, e.Mode = kMode, uint32(n)
-			case "io_flags":
-				bit, e.IOFlags = kIOFlags, uint32(n)
-			case "info":
-				bit, e.Info = kInfo, uint32(n)
-			case "caused_ios":
-				bit, e.CausedIOs = kCausedIOs, uint32(n)
-			}
-		case "disposition", "priority":
-			if n, i, ok = parseUint(b, i); !ok || n > 255 {
-				return false
-			}
-			if key[0] == 'd' {
-				bit, e.Disposition = kDisposition, uint8(n)
-			} else {
-				bit, e.Priority = kPriority, uint8(n)
-			}
-		case "inode":
-			bit = kInode
-			if e.Inode, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "size":
-			bit = kSize
-			if e.Size, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "sector":
-			bit = kSector
-			if e.Sector, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "cause":
-			bit = kCause
-			if e.Cause, i, ok = parseID(b, i); !ok {
-				return false
-			}
-		case "caused_bytes":
-			bit = kCausedBytes
-			if e.CausedBytes, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "file_object":
-			bit = kFileObject
-			if e.FileObject, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "file_key":
-			bit = kFileKey
-			if e.FileKey, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "request":
-			bit = kRequest
-			if e.Request, i, ok = parseHexNum(b, i); !ok {
-				return false
-			}
-		case "read_cached", "read_ahead", "read_disk", "read_waited":
-			var v uint64
-			if v, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-			switch string(key) {
-			case "read_cached":
-				bit, e.ReadCached = kReadCached, v
-			case "read_ahead":
-				bit, e.ReadAhead = kReadAhead, v
-			case "read_disk":
-				bit, e.ReadDisk = kReadDisk, v
-			default:
-				bit, e.ReadWaited = kReadWaited, v
-			}
-		case "read_ahead_from":
-			bit = kReadAheadFrom
-			if e.ReadAheadFrom, i, ok = parseID(b, i); !ok {
-				return false
-			}
-		case "stack":
-			bit = kStack
-			if e.Stack, i, ok = parseUint(b, i); !ok {
-				return false
-			}
-		case "flags":
-			bit = kFlags
-			if e.Flags, i, ok = d.flagList(b, i); !ok {
-				return false
-			}
-		case "os", "os_version", "hostname", "hostname_b64", "cpus", "pointer_size",
-			"start_wall", "clock", "clock_freq", "clock_origin", "command", "command_b64",
-			"tool", "kind", "rundown", "ended", "space", "ppid", "handle", "name",
-			"name_b64", "image", "image_b64", "detail", "detail_b64", "end", "counters",
-			"file_offset", "vaddr", "kernel", "user":
-			return false // a field of another object type: the generic path checks it
-		default:
-			for _, c := range key {
-				if 'A' <= c && c <= 'Z' {
-					return false // may match a field case-insensitively
-				}
-			}
-			if i, ok = skipValue(b, i, 0); !ok {
-				return false
-			}
-		}
-		if bit >= 0 {
-			if seen&(1<<bit) != 0 {
-				return false
-			}
-			seen |= 1 << bit
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		if b[i] == '}' {
-			i++
-			break
-		}
-		if b[i] != ',' {
-			return false
-		}
-		i = skipSpace(b, i+1)
+	j := i + 1
+	for j < len(b) && !strClass[b[j]] {
+		j++
 	}
-	if !typed || skipSpace(b, i) != len(b) {
+	if j >= len(b) || b[j] != '"' {
+		return nil, i, false
+	}
+	key := b[i+1 : j]
+	i = skipSpace(b, j+1)
+	if i >= len(b) || b[i] != ':' {
+		return nil, i, false
+	}
+	i = skipSpace(b, i+1)
+	return key, i, i < len(b)
+}
+
+// memberEnd reads what follows a member's value: ',' (more: the index of
+// the next key) or the object's '}' (the index after it).
+func memberEnd(b []byte, i int) (next int, more, ok bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), true, true
+	case '}':
+		return i + 1, false, true
+	}
+	return i, false, false
+}
+
+// markKey records key bit in seen (bit -1: a key not tracked) and reports
+// false for a key seen before.
+func markKey(seen *uint64, bit int) bool {
+	if bit < 0 {
+		return true
+	}
+	if *seen&(1<<bit) != 0 {
 		return false
 	}
-	// Enums: absent fields are "" as in the generic path.
-	if e.Source, ok = d.source(src); !ok {
+	*seen |= 1 << bit
+	return true
+}
+
+// eventField reads the value at b[i] of an event line's key into e (or l)
+// and returns the index after it and the key's bit (-1: none).
+func (d *eventDecoder) eventField(b []byte, i int, key []byte, e *event.Event, l *eventLine) (int, int, bool) {
+	switch string(key) {
+	case "type":
+		str, i, _, ok := d.str(b, i)
+		l.typed = ok && string(str) == "event"
+		return i, kType, l.typed
+	case "id":
+		return idField(b, i, &e.ID, kID)
+	case "source":
+		return d.rawField(b, i, &l.src, kSource)
+	case "layer":
+		return d.rawField(b, i, &l.layer, kLayer)
+	case "op":
+		return d.rawField(b, i, &l.op, kOp)
+	case "status":
+		return d.rawField(b, i, &l.status, kStatus)
+	case "dev":
+		return d.rawField(b, i, &l.dev, kDev)
+	case "native":
+		return d.strField(b, i, &e.Native, kNative)
+	case "comm":
+		return d.strField(b, i, &e.Comm, kComm)
+	case "path":
+		return d.strField(b, i, &e.Path, kPath)
+	case "path2":
+		return d.strField(b, i, &e.Path2, kPath2)
+	case "note":
+		return d.strField(b, i, &e.Note, kNote)
+	case "native_b64":
+		return d.b64Field(b, i, &l.nativeB64, kNativeB64)
+	case "comm_b64":
+		return d.b64Field(b, i, &l.commB64, kCommB64)
+	case "path_b64":
+		return d.b64Field(b, i, &l.pathB64, kPathB64)
+	case "path2_b64":
+		return d.b64Field(b, i, &l.path2B64, kPath2B64)
+	case "note_b64":
+		return d.b64Field(b, i, &l.noteB64, kNoteB64)
+	case "time":
+		return intField(b, i, &e.Time, kTime)
+	case "duration":
+		return intField(b, i, &e.Duration, kDuration)
+	case "wait":
+		return intField(b, i, &e.Wait, kWait)
+	case "proc_start":
+		return intField(b, i, &e.ProcStart, kProcStart)
+	case "offset":
+		return intField(b, i, &e.Offset, kOffset)
+	case "bytes":
+		return intField(b, i, &e.Bytes, kBytes)
+	case "fd":
+		s, i, ok := parseInt(b, i)
+		e.FD = int32(s)
+		return i, kFD, ok && s >= -1<<31 && s <= 1<<31-1
+	case "cpu":
+		return u32Field(b, i, &e.CPU, kCPU)
+	case "pid":
+		return u32Field(b, i, &e.Pid, kPid)
+	case "tid":
+		return u32Field(b, i, &e.Tid, kTid)
+	case "code":
+		return u32Field(b, i, &e.Code, kCode)
+	case "open_flags":
+		return u32Field(b, i, &e.OpenFlags, kOpenFlags)
+	case "mode":
+		return u32Field(b, i, &e.Mode, kMode)
+	case "io_flags":
+		return u32Field(b, i, &e.IOFlags, kIOFlags)
+	case "info":
+		return u32Field(b, i, &e.Info, kInfo)
+	case "caused_ios":
+		return u32Field(b, i, &e.CausedIOs, kCausedIOs)
+	case "disposition":
+		return u8Field(b, i, &e.Disposition, kDisposition)
+	case "priority":
+		return u8Field(b, i, &e.Priority, kPriority)
+	case "inode":
+		return uintField(b, i, &e.Inode, kInode)
+	case "size":
+		return uintField(b, i, &e.Size, kSize)
+	case "sector":
+		return uintField(b, i, &e.Sector, kSector)
+	case "caused_bytes":
+		return uintField(b, i, &e.CausedBytes, kCausedBytes)
+	case "read_cached":
+		return uintField(b, i, &e.ReadCached, kReadCached)
+	case "read_ahead":
+		return uintField(b, i, &e.ReadAhead, kReadAhead)
+	case "read_disk":
+		return uintField(b, i, &e.ReadDisk, kReadDisk)
+	case "read_waited":
+		return uintField(b, i, &e.ReadWaited, kReadWaited)
+	case "read_ahead_from":
+		return idField(b, i, &e.ReadAheadFrom, kReadAheadFrom)
+	case "stack":
+		return uintField(b, i, &e.Stack, kStack)
+	case "cause":
+		return idField(b, i, &e.Cause, kCause)
+	case "file_object":
+		return hexField(b, i, &e.FileObject, kFileObject)
+	case "file_key":
+		return hexField(b, i, &e.FileKey, kFileKey)
+	case "request":
+		return hexField(b, i, &e.Request, kRequest)
+	case "flags":
+		fl, i, ok := d.flagList(b, i)
+		e.Flags = fl
+		return i, kFlags, ok
+	case "os", "os_version", "hostname", "hostname_b64", "cpus", "pointer_size",
+		"start_wall", "clock", "clock_freq", "clock_origin", "command", "command_b64",
+		"tool", "kind", "rundown", "ended", "space", "ppid", "handle", "name",
+		"name_b64", "image", "image_b64", "detail", "detail_b64", "end", "counters",
+		"file_offset", "vaddr", "kernel", "user":
+		return i, -1, false // a field of another object type: the generic path checks it
+	}
+	return unknownField(b, i, key)
+}
+
+// unknownField passes over the value of a key no object type has; a key
+// with an upper-case letter declines (go-json may match it to a field
+// case-insensitively).
+func unknownField(b []byte, i int, key []byte) (int, int, bool) {
+	for _, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			return i, -1, false
+		}
+	}
+	i, ok := skipValue(b, i, 0)
+	return i, -1, ok
+}
+
+// eventEnums looks up the enum fields of the event (absent ones are "",
+// as in the generic path) and puts in the KEY_b64 strings.
+func (d *eventDecoder) eventEnums(e *event.Event, l *eventLine) bool {
+	var ok bool
+	if e.Source, ok = d.source(l.src); !ok {
 		return false
 	}
-	if e.Layer, ok = d.layer(layer); !ok {
+	if e.Layer, ok = d.layer(l.layer); !ok {
 		return false
 	}
-	if e.Op, ok = d.op(op); !ok {
+	if e.Op, ok = d.op(l.op); !ok {
 		return false
 	}
-	if e.Status, ok = d.status(status); !ok {
+	if e.Status, ok = d.status(l.status); !ok {
 		return false
 	}
-	if e.Dev, ok = d.dev(dev); !ok {
+	if e.Dev, ok = d.dev(l.dev); !ok {
 		return false
 	}
 	for _, f := range [...]struct {
 		dst *string
 		b64 string
-	}{{&e.Native, nativeB64}, {&e.Comm, commB64}, {&e.Path, pathB64}, {&e.Path2, path2B64}, {&e.Note, noteB64}} {
+	}{{&e.Native, l.nativeB64}, {&e.Comm, l.commB64}, {&e.Path, l.pathB64}, {&e.Path2, l.path2B64}, {&e.Note, l.noteB64}} {
 		if f.b64 != "" {
 			*f.dst = f.b64
 		}
 	}
 	return true
+}
+
+// Field readers: each reads a value into dst and returns the index after
+// it, the key's bit and whether the value was in the plain form.
+
+func intField(b []byte, i int, dst *int64, bit int) (int, int, bool) {
+	v, i, ok := parseInt(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func uintField(b []byte, i int, dst *uint64, bit int) (int, int, bool) {
+	v, i, ok := parseUint(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func u32Field(b []byte, i int, dst *uint32, bit int) (int, int, bool) {
+	v, i, ok := parseUint(b, i)
+	*dst = uint32(v)
+	return i, bit, ok && v <= 1<<32-1
+}
+
+func u8Field(b []byte, i int, dst *uint8, bit int) (int, int, bool) {
+	v, i, ok := parseUint(b, i)
+	*dst = uint8(v)
+	return i, bit, ok && v <= 255
+}
+
+func idField(b []byte, i int, dst *uint64, bit int) (int, int, bool) {
+	v, i, ok := parseID(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func hexField(b []byte, i int, dst *uint64, bit int) (int, int, bool) {
+	v, i, ok := parseHexNum(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func (d *eventDecoder) strField(b []byte, i int, dst *string, bit int) (int, int, bool) {
+	v, i, ok := d.strValue(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func (d *eventDecoder) rawField(b []byte, i int, dst *[]byte, bit int) (int, int, bool) {
+	v, i, ok := d.strKeep(b, i)
+	*dst = v
+	return i, bit, ok
+}
+
+func (d *eventDecoder) b64Field(b []byte, i int, dst *string, bit int) (int, int, bool) {
+	v, i, ok := d.b64Value(b, i)
+	*dst = v
+	return i, bit, ok
 }
 
 // str reads the JSON string at b[i] (scanString into d.scratch).

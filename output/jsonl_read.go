@@ -335,285 +335,340 @@ func readJSONL(ctx context.Context, r io.Reader, name string, sink event.Sink, m
 	return readJSONLLines(ctx, bufLines{bufio.NewReaderSize(r, 256<<10)}, name, sink, mode)
 }
 
+// Phrases of the jsonl reader's errors that say why a line stopped it.
+const (
+	errNotJSONL     = "not an iotrace jsonl trace"
+	errAfterTrailer = "data after the trailer: another trace's header"
+)
+
 // readJSONLLines is ReadJSONL in the given mode, from src.
 func readJSONLLines(ctx context.Context, src lineSource, name string, sink event.Sink, mode readMode) error {
-	var dec *eventDecoder
+	r := &jsonlReader{src: src, name: name, sink: sink, mode: mode, ids: recentIDs{seed: maphash.MakeSeed()},
+		cut: event.NewCutter("")}
 	if mode != readGeneric {
-		dec = newEventDecoder()
+		r.dec = newEventDecoder()
 	}
-	var (
-		off       int64
-		line      int
-		begun     bool
-		trailer   event.Trailer
-		sawEnd    bool
-		rec       jsonRecord
-		ev        event.Event
-		fact      event.Fact
-		lastEnd   int64
-		readErr   error
-		sinkErr   error
-		damageErr error
-	)
-	// The last trailer line's number and byte offset.
-	var (
-		trailerLine int
-		trailerOff  int64
-	)
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%s: line %d at byte offset %d: %s", name, line, off, fmt.Sprintf(format, args...))
-	}
-	// A damaged line (bad JSON, a bad field, a repeated event) is skipped
-	// and counted, a trailer before the end of the trace read past;
-	// reading goes on.
-	var (
-		raw     []byte
-		damage  JSONLDamageError
-		repeats int
-		strays  int
-		ids     = recentIDs{seed: maphash.MakeSeed()}
-		// headerSum is the hash of the trace's header line.
-		headerSum uint64
-	)
-	// lineSum hashes the current line (without its end): a repeated line
-	// is the same bytes.
-	lineSum := func() uint64 { return maphash.Bytes(ids.seed, bytes.TrimRight(raw, "\r\n")) }
-	readPast := func(d JSONLDamage) {
-		if len(damage.Skipped) < maxListedDamage {
-			damage.Skipped = append(damage.Skipped, d)
-		}
-		damage.Count++
-		damage.Bytes += d.Bytes
-		if !d.Lossless {
-			damage.Lost++
-		}
-	}
-	badLine := func(err error) {
-		var r repeatedLine
-		lossless := errors.As(err, &r)
-		if lossless {
-			repeats++
-		}
-		readPast(JSONLDamage{Line: line, Offset: off, Bytes: int64(len(raw)), Lossless: lossless, Err: err})
-	}
-	// accept delivers a decoded event unless its id was just seen.
-	accept := func(ev *event.Event) error {
-		if mode == readFacts {
-			return nil
-		}
-		if first, dup := ids.seen(ev.ID, lineSum(), line); dup {
-			return repeatedLine{fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)}
-		}
-		if end := ev.End(); end > lastEnd {
-			lastEnd = end
-		}
-		sinkErr = sink.Event(ev)
-		return nil
-	}
+	r.readLines(ctx)
+	return r.finish()
+}
+
+// jsonlReader reads one jsonl trace into a sink: a line at a time
+// (readLines, take), the schema decoder's lines first (fast), the others
+// through go-json (generic), then the trailer and what was damaged
+// (finish). A damaged line (bad JSON, a bad field, a repeated event) is
+// skipped and counted, a trailer before the end of the trace read past;
+// reading goes on.
+type jsonlReader struct {
+	src  lineSource
+	name string
+	sink event.Sink
+	mode readMode
+	dec  *eventDecoder // nil: every line through go-json
+
+	off  int64  // the byte offset of the current line
+	line int    // its number (from 1)
+	raw  []byte // the line, with its end
+
+	begun   bool // the header was read
+	sawEnd  bool // the last line read was a trailer
+	trailer event.Trailer
+	// trailerLine and trailerOff place the last trailer line.
+	trailerLine int
+	trailerOff  int64
+	lastEnd     int64  // the latest end of an event
+	headerSum   uint64 // the hash of the header line
+
+	rec  jsonRecord
+	ev   event.Event
+	fact event.Fact
+	ids  recentIDs
+	// cut cuts events and facts to the limits of the trace's OS.
+	cut *event.Cutter
+
+	readErr, sinkErr, damageErr error
+	damage                      JSONLDamageError
+	repeats, strays             int
+}
+
+// readLines reads lines until the end of the input, an error, or damage
+// that stops reading.
+func (r *jsonlReader) readLines(ctx context.Context) {
 	for {
-		if line&1023 == 0 {
+		if r.line&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				readErr = err
-				break
+				r.readErr = err
+				return
 			}
 		}
-		var err error
-		raw, err = src.next()
+		raw, err := r.src.next()
 		if len(raw) == 0 && err != nil {
 			if !errors.Is(err, io.EOF) {
-				readErr = fmt.Errorf("%s: read at byte offset %d: %w", name, off, err)
+				r.readErr = fmt.Errorf("%s: read at byte offset %d: %w", r.name, r.off, err)
 			}
-			break
+			return
 		}
-		line++
-		text := bytes.TrimSpace(raw)
-		if len(text) == 0 {
-			off += int64(len(raw))
-			continue
+		r.raw = raw
+		r.line++
+		if text := bytes.TrimSpace(raw); len(text) > 0 && r.take(text) {
+			return
 		}
-		if sawEnd {
-			if bytes.HasPrefix(text, []byte(JSONLMagic)) {
-				// Another trace (concatenated): OpenAll reads it as one.
-				damageErr = fail("data after the trailer: another trace's header")
-				break
-			}
-			// A trailer before the end of the trace (lines spliced, a
-			// writer's bug): the lines after it are read; the last
-			// trailer's counts are kept.
-			strays++
-			readPast(JSONLDamage{Line: trailerLine, Offset: trailerOff, Lossless: true,
-				Err: fmt.Errorf("%s: line %d at byte offset %d: a trailer before the end of the trace (the lines after it are read, the last trailer's counts kept)", name, trailerLine, trailerOff)})
-			sawEnd = false
-		}
-		if !begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
-			damageErr = fail("not an iotrace jsonl trace: it must begin with %s", JSONLMagic)
-			break
-		}
-		if mode == readFacts && begun && plainEventLine(text) {
-			off += int64(len(raw))
-			if err != nil {
-				break // EOF after a last line without '\n'
-			}
-			continue
-		}
-		var lineErr error
-		if dec != nil && begun && bytes.HasPrefix(text, eventLinePrefix) && dec.event(text, &ev) {
-			lineErr = accept(&ev)
-			if lineErr != nil {
-				badLine(lineErr)
-			}
-			if sinkErr != nil {
-				break
-			}
-			off += int64(len(raw))
-			if err != nil {
-				break // EOF after a last line without '\n'
-			}
-			continue
-		}
-		if dec != nil && begun && bytes.HasPrefix(text, factLinePrefix) && dec.fact(text, &fact) {
-			sinkErr = sink.Fact(&fact)
-			if sinkErr != nil {
-				break
-			}
-			off += int64(len(raw))
-			if err != nil {
-				break // EOF after a last line without '\n'
-			}
-			continue
-		}
-		rec = jsonRecord{}
-		if err := unmarshalLine(text, &rec); err == nil {
-			err = rec.restoreBytes()
-			if err != nil {
-				badLine(fail("%v", err))
-				off += int64(len(raw))
-				continue
-			}
-		} else {
-			if !begun {
-				damageErr = fail("%v", err)
-				break
-			}
-			badLine(fail("%v", err))
-			off += int64(len(raw))
-			continue
-		}
-		if !begun && rec.Type != "header" {
-			// It begins as a header does, but a repeated "type" key
-			// makes it another object: nothing may come before Begin.
-			damageErr = fail("not an iotrace jsonl trace: the first line is a %q object, not the header", rec.Type)
-			break
-		}
-		switch rec.Type {
-		case "header":
-			if begun {
-				if lineSum() == headerSum {
-					// The header line again (a duplicated line): the
-					// same trace goes on.
-					lineErr = repeatedLine{fail("the header again (first on line 1): a repeated line, skipped")}
-					break
-				}
-				damageErr = fail("second header")
-				break
-			}
-			headerSum = lineSum()
-			h, err := rec.header()
-			if err != nil {
-				damageErr = fail("%v", err)
-				break
-			}
-			begun = true
-			sinkErr = sink.Begin(&h)
-		case "event":
-			if err := rec.event(&ev); err != nil {
-				lineErr = fail("%v", err)
-				break
-			}
-			lineErr = accept(&ev)
-		case "fact":
-			if err := rec.fact(&fact); err != nil {
-				lineErr = fail("%v", err)
-				break
-			}
-			sinkErr = sink.Fact(&fact)
-		case "trailer":
-			trailer = event.Trailer{End: rec.End}
-			trailerLine, trailerOff = line, off
-			for _, c := range rec.Counters {
-				k, err := parseCounterKind(c.Kind)
-				if err != nil {
-					lineErr = fail("%v", err)
-					break
-				}
-				name := c.Name
-				if c.NameB64 != "" {
-					b, err := base64.StdEncoding.DecodeString(c.NameB64)
-					if err != nil {
-						lineErr = fail("counter name_b64: %v", err)
-						break
-					}
-					name = string(b)
-				}
-				trailer.Stats.Add(k, name, c.Value)
-			}
-			sawEnd = true
-		default:
-			lineErr = fail("unknown object type %q", rec.Type)
-		}
-		if lineErr != nil {
-			badLine(lineErr)
-		}
-		if damageErr != nil || sinkErr != nil {
-			break
-		}
-		off += int64(len(raw))
+		r.off += int64(len(raw))
 		if err != nil {
-			break // EOF after a last line without '\n'
+			return // EOF after a last line without '\n'
 		}
 	}
-	if damage.Lost > 0 {
-		trailer.Stats.Add(event.CountLost, "jsonl lines damaged (skipped)", uint64(damage.Lost))
+}
+
+// take reads one line (text, without its surrounding space) and reports
+// whether reading stops there.
+func (r *jsonlReader) take(text []byte) (stop bool) {
+	if r.sawEnd && r.afterTrailer(text) {
+		return true
 	}
-	if repeats > 0 {
-		trailer.Stats.Add(event.CountInfo, "jsonl lines repeating a line already read (skipped, no event lost)", uint64(repeats))
+	if !r.begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
+		r.damageErr = r.fail("%s: it must begin with %s", errNotJSONL, JSONLMagic)
+		return true
 	}
-	if strays > 0 {
-		trailer.Stats.Add(event.CountInfo, "jsonl trailers before the end of the trace (read past, no event lost)", uint64(strays))
+	if r.mode == readFacts && r.begun && plainEventLine(text) {
+		return false
 	}
-	if sinkErr != nil {
-		return sinkErr
+	if r.dec != nil && r.begun {
+		if done, stop := r.fast(text); done {
+			return stop
+		}
 	}
-	if !begun {
+	return r.generic(text)
+}
+
+// afterTrailer handles a line after a trailer: another trace's header
+// stops reading; anything else means the trailer came before the end of
+// the trace (lines spliced, a writer's bug), which is read past: the
+// lines after it are read, the last trailer's counts kept.
+func (r *jsonlReader) afterTrailer(text []byte) (stop bool) {
+	if bytes.HasPrefix(text, []byte(JSONLMagic)) {
+		// Another trace (concatenated): OpenAll reads it as one.
+		r.damageErr = r.fail("%s", errAfterTrailer)
+		return true
+	}
+	r.strays++
+	r.readPast(JSONLDamage{Line: r.trailerLine, Offset: r.trailerOff, Lossless: true,
+		Err: fmt.Errorf("%s: line %d at byte offset %d: a trailer before the end of the trace (the lines after it are read, the last trailer's counts kept)", r.name, r.trailerLine, r.trailerOff)})
+	r.sawEnd = false
+	return false
+}
+
+// fast reads an event or fact line with the schema decoder; done is false
+// when the decoder declines the line.
+func (r *jsonlReader) fast(text []byte) (done, stop bool) {
+	switch {
+	case bytes.HasPrefix(text, eventLinePrefix) && r.dec.event(text, &r.ev):
+		if err := r.accept(&r.ev); err != nil {
+			r.badLine(err)
+		}
+	case bytes.HasPrefix(text, factLinePrefix) && r.dec.fact(text, &r.fact):
+		r.cut.Fact(&r.fact)
+		r.sinkErr = r.sink.Fact(&r.fact)
+	default:
+		return false, false
+	}
+	return true, r.sinkErr != nil
+}
+
+// generic reads a line through go-json, by its type.
+func (r *jsonlReader) generic(text []byte) (stop bool) {
+	r.rec = jsonRecord{}
+	if err := unmarshalLine(text, &r.rec); err != nil {
+		if !r.begun {
+			r.damageErr = r.fail("%v", err)
+			return true
+		}
+		r.badLine(r.fail("%v", err))
+		return false
+	}
+	if err := r.rec.restoreBytes(); err != nil {
+		r.badLine(r.fail("%v", err))
+		return false
+	}
+	if !r.begun && r.rec.Type != "header" {
+		// It begins as a header does, but a repeated "type" key makes it
+		// another object: nothing may come before Begin.
+		r.damageErr = r.fail("%s: the first line is a %q object, not the header", errNotJSONL, r.rec.Type)
+		return true
+	}
+	var lineErr error
+	switch r.rec.Type {
+	case "header":
+		lineErr = r.header()
+	case "event":
+		if lineErr = r.rec.event(&r.ev); lineErr != nil {
+			lineErr = r.fail("%v", lineErr)
+			break
+		}
+		lineErr = r.accept(&r.ev)
+	case "fact":
+		if lineErr = r.rec.fact(&r.fact); lineErr != nil {
+			lineErr = r.fail("%v", lineErr)
+			break
+		}
+		r.cut.Fact(&r.fact)
+		r.sinkErr = r.sink.Fact(&r.fact)
+	case "trailer":
+		lineErr = r.trailerRec()
+	default:
+		lineErr = r.fail("unknown object type %q", r.rec.Type)
+	}
+	if lineErr != nil {
+		r.badLine(lineErr)
+	}
+	return r.damageErr != nil || r.sinkErr != nil
+}
+
+// header begins the trace; the header line again is a repeated line, any
+// other header stops reading.
+func (r *jsonlReader) header() error {
+	if r.begun {
+		if r.lineSum() == r.headerSum {
+			// The header line again (a duplicated line): the same trace
+			// goes on.
+			return repeatedLine{r.fail("the header again (first on line 1): a repeated line, skipped")}
+		}
+		r.damageErr = r.fail("second header")
+		return nil
+	}
+	r.headerSum = r.lineSum()
+	h, err := r.rec.header()
+	if err != nil {
+		r.damageErr = r.fail("%v", err)
+		return nil
+	}
+	r.begun = true
+	r.cut = event.NewCutter(h.OS)
+	r.sinkErr = r.sink.Begin(&h)
+	return nil
+}
+
+// trailerRec keeps a trailer's counts; the trace may go on after it
+// (afterTrailer).
+func (r *jsonlReader) trailerRec() error {
+	r.trailer = event.Trailer{End: r.rec.End}
+	r.trailerLine, r.trailerOff = r.line, r.off
+	r.sawEnd = true
+	for _, c := range r.rec.Counters {
+		k, err := parseCounterKind(c.Kind)
+		if err != nil {
+			return r.fail("%v", err)
+		}
+		name := c.Name
+		if c.NameB64 != "" {
+			b, err := base64.StdEncoding.DecodeString(c.NameB64)
+			if err != nil {
+				return r.fail("counter name_b64: %v", err)
+			}
+			name = string(b)
+		}
+		r.trailer.Stats.Add(k, name, c.Value)
+	}
+	return nil
+}
+
+// accept delivers a decoded event unless its id was just seen with the
+// same line.
+func (r *jsonlReader) accept(ev *event.Event) error {
+	if r.mode == readFacts {
+		return nil
+	}
+	if first, dup := r.ids.seen(ev.ID, r.lineSum(), r.line); dup {
+		return repeatedLine{r.fail("event %d again (first on line %d): a repeated line, skipped", ev.ID, first)}
+	}
+	if end := ev.End(); end > r.lastEnd {
+		r.lastEnd = end
+	}
+	r.cut.Event(ev)
+	r.sinkErr = r.sink.Event(ev)
+	return nil
+}
+
+// fail is an error at the current line.
+func (r *jsonlReader) fail(format string, args ...any) error {
+	return fmt.Errorf("%s: line %d at byte offset %d: %s", r.name, r.line, r.off, fmt.Sprintf(format, args...))
+}
+
+// lineSum hashes the current line (without its end): a repeated line is
+// the same bytes.
+func (r *jsonlReader) lineSum() uint64 {
+	return maphash.Bytes(r.ids.seed, bytes.TrimRight(r.raw, "\r\n"))
+}
+
+// readPast counts damage read past.
+func (r *jsonlReader) readPast(d JSONLDamage) {
+	if len(r.damage.Skipped) < maxListedDamage {
+		r.damage.Skipped = append(r.damage.Skipped, d)
+	}
+	r.damage.Count++
+	r.damage.Bytes += d.Bytes
+	if !d.Lossless {
+		r.damage.Lost++
+	}
+}
+
+// badLine counts the current line as damaged (a repeated line loses
+// nothing).
+func (r *jsonlReader) badLine(err error) {
+	var rep repeatedLine
+	lossless := errors.As(err, &rep)
+	if lossless {
+		r.repeats++
+	}
+	r.readPast(JSONLDamage{Line: r.line, Offset: r.off, Bytes: int64(len(r.raw)), Lossless: lossless, Err: err})
+}
+
+// finish ends the trace: the damage counted into the trailer, the sink's
+// End, and the error that says what was damaged and where reading
+// stopped.
+func (r *jsonlReader) finish() error {
+	if r.damage.Lost > 0 {
+		r.trailer.Stats.Add(event.CountLost, StatJSONLDamaged, uint64(r.damage.Lost))
+	}
+	r.cut.AddTo(&r.trailer.Stats)
+	if r.repeats > 0 {
+		r.trailer.Stats.Add(event.CountInfo, StatJSONLRepeated, uint64(r.repeats))
+	}
+	if r.strays > 0 {
+		r.trailer.Stats.Add(event.CountInfo, StatJSONLStrayTrailers, uint64(r.strays))
+	}
+	if r.sinkErr != nil {
+		return r.sinkErr
+	}
+	if !r.begun {
 		switch {
-		case damageErr != nil:
-			return damageErr
-		case readErr != nil:
-			return readErr
+		case r.damageErr != nil:
+			return r.damageErr
+		case r.readErr != nil:
+			return r.readErr
 		}
-		return fmt.Errorf("%s: empty jsonl trace (no header)", name)
+		return fmt.Errorf("%s: empty jsonl trace (no header)", r.name)
 	}
-	stopLine := line
-	if !sawEnd {
+	stopLine := r.line
+	if !r.sawEnd {
 		// Without a trailer at the end, a stray one's counts are kept.
-		trailer.End = max(trailer.End, lastEnd)
-		if damageErr == nil && readErr == nil {
-			damageErr = fmt.Errorf("%s: ends at byte offset %d without a trailer (truncated?)", name, off)
+		r.trailer.End = max(r.trailer.End, r.lastEnd)
+		if r.damageErr == nil && r.readErr == nil {
+			r.damageErr = fmt.Errorf("%s: ends at byte offset %d without a trailer (truncated?)", r.name, r.off)
 			stopLine = 0
 		}
 	}
-	if err := sink.End(&trailer); err != nil {
+	if err := r.sink.End(&r.trailer); err != nil {
 		return err
 	}
 	switch {
-	case damageErr != nil:
-		damage.Stop = &JSONLDamage{Line: stopLine, Offset: off, Err: damageErr}
-	case damage.Count == 0:
-		return readErr
-	case readErr != nil:
-		damage.Stop = &JSONLDamage{Offset: off, Err: readErr}
+	case r.damageErr != nil:
+		r.damage.Stop = &JSONLDamage{Line: stopLine, Offset: r.off, Err: r.damageErr}
+	case r.damage.Count == 0:
+		return r.readErr
+	case r.readErr != nil:
+		r.damage.Stop = &JSONLDamage{Offset: r.off, Err: r.readErr}
 	}
-	return &damage
+	return &r.damage
 }
 
 // repeatedLine is the error of a line that repeats an event already read:

@@ -355,7 +355,7 @@ func TestJSONLDamage(t *testing.T) {
 	}
 	// Not a trace.
 	err = ReadJSONL(context.Background(), strings.NewReader(`{"a":1}`+"\n"), "x.json", &recorder{})
-	if err == nil || !strings.Contains(err.Error(), "not an iotrace jsonl trace") {
+	if err == nil || !strings.Contains(err.Error(), errNotJSONL) {
 		t.Errorf("random json: %v", err)
 	}
 }

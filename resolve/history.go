@@ -181,10 +181,22 @@ func (h *History[K]) Bind(k K, t int64, name string) { h.bind(h.list(k), t, name
 
 func (h *History[K]) bind(l *spanList, t int64, name string) {
 	spans := l.s
-	if n := len(spans); n > 0 && spans[n-1].To == Forever {
-		if spans[n-1].Name == name {
-			return
-		}
+	n := len(spans)
+	if n > 0 && spans[n-1].To == Forever && spans[n-1].Name == name {
+		return
+	}
+	if n > 0 && spans[n-1].From == t && (spans[n-1].To == Forever || spans[n-1].To == t) {
+		// Bound at this very time already (and maybe unbound): no
+		// lookup finds that binding (of two starting at t, the later
+		// wins), so it is renamed and reopened rather than kept. A key
+		// bound again and again at one time holds one binding, not one
+		// per name.
+		l.ver++
+		spans[n-1].Name, spans[n-1].To = name, Forever
+		l.ended = false
+		return
+	}
+	if n > 0 && spans[n-1].To == Forever {
 		spans[n-1].To = t
 		l.maxEnd = max(l.maxEnd, t)
 	}
@@ -295,6 +307,14 @@ func (h *History[K]) unbind(k K, l *spanList, t int64) {
 		return
 	}
 	l.ver++
+	if n > 1 && l.s[n-1].From > t {
+		// The binding began after t (a rundown from just after an end
+		// at t): ended at t, it would cover no time, and no lookup
+		// would find it. It is dropped; the key stays ended as it was.
+		l.s = l.s[:n-1]
+		l.ended = true
+		return
+	}
 	l.s[n-1].To = t
 	l.ended, l.maxEnd = true, max(l.maxEnd, t)
 	if h.lim.EndedKeys > 0 {

@@ -40,6 +40,55 @@ func TestHistoryRebindAtSameTime(t *testing.T) {
 	}
 }
 
+// TestHistoryRebindSameInstant: a key bound again and again at one time
+// (a file renamed back and forth within one timestamp) keeps one
+// binding, the last, and lookups find what they found before: the last
+// name from that time on, the earlier binding before it.
+func TestHistoryRebindSameInstant(t *testing.T) {
+	h := NewHistory[int]()
+	h.Bind(7, 10, "/old")
+	for i := 0; i < 1000; i++ {
+		h.Bind(7, 20, []string{"/a", "/b"}[i%2])
+	}
+	if n := len(h.Spans(7)); n != 2 {
+		t.Errorf("%d bindings kept, want 2: %+v", n, h.Spans(7))
+	}
+	for _, c := range []struct {
+		t    int64
+		want string
+	}{{10, "/old"}, {19, "/old"}, {20, "/b"}, {1 << 40, "/b"}} {
+		if got, _ := h.Lookup(7, c.t); got != c.want {
+			t.Errorf("at %d: %q, want %q", c.t, got, c.want)
+		}
+	}
+}
+
+// TestHistoryBindUnbindSameInstant: a key bound and unbound again and
+// again at one time (a file created and closed, named and deleted within
+// one timestamp) keeps the bindings lookups can find, not one per fact.
+func TestHistoryBindUnbindSameInstant(t *testing.T) {
+	h := NewHistory[int]()
+	for i := 0; i < 1000; i++ {
+		h.Bind(1, 20, "/a") // created and closed at 20
+		h.Unbind(1, 20)
+		h.BindRundown(2, 20, "/b") // named and deleted at 20
+		h.Unbind(2, 20)
+	}
+	if n1, n2 := len(h.Spans(1)), len(h.Spans(2)); n1 != 1 || n2 != 1 {
+		t.Errorf("bindings kept: %d and %d, want 1 each: %+v %+v", n1, n2, h.Spans(1), h.Spans(2))
+	}
+	for _, c := range []struct {
+		k    int
+		t    int64
+		want string
+		ok   bool
+	}{{1, 19, "", false}, {1, 20, "/a", true}, {1, 21, "", false}, {2, 0, "/b", true}, {2, 20, "/b", true}, {2, 21, "", false}} {
+		if got, ok := h.Lookup(c.k, c.t); got != c.want || ok != c.ok {
+			t.Errorf("key %d at %d: %q %v, want %q %v", c.k, c.t, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestHistoryRundownRetroactive(t *testing.T) {
 	h := NewHistory[int]()
 	// A rundown at the end of the trace names a key never seen before:

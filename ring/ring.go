@@ -2,28 +2,39 @@
 // the most recent events, up to a memory budget, and writes them out as a
 // complete trace on request.
 //
-// Events are kept in arrival order; when the budget is exceeded the oldest
-// are overwritten and counted. Facts (processes, threads, fd and handle
-// names, devices, volumes) are kept in arrival order alongside the events
-// while they are inside the window; when the window moves past a fact it
-// is folded into a table of the facts still live (an open fd, a running
-// process), and facts that ended are dropped. A save writes the header,
-// the live facts, then the window's facts and events in their order, and a
+// The window is kept as the file will hold it: events and facts are
+// encoded as they arrive into records chunks of the .iot format (package
+// tracefile), and each chunk, once full, goes into an arena of the
+// budget's size allocated once, outside the Go heap. When a chunk does not
+// fit, the oldest chunks are dropped whole and their events counted as
+// overwritten; their facts are folded into a table of the facts still
+// live (an open fd, a running process: package factset), and facts that
+// ended are dropped. A save writes the header, the live facts as a
+// rundown at the window's start, the window's chunks as they are, and a
 // trailer that counts the overwritten events as a loss, so a kept event
 // whose fd was opened long before the window still resolves.
 //
+// Memory is the arena (touched as it fills), the chunk being built, and
+// the live facts (bounded by the traced system's state): nothing is
+// allocated per event, and an event handed over never waits for more
+// housekeeping than the encoding of one record and, once per chunk, the
+// copy of the chunk and the folding of the facts of the chunk it
+// replaces. A save copies the window out one chunk at a time, so the
+// stream waits at most for one chunk's copy while a save is written.
+//
 // It is written by hand because it is this project's own: it needs the
-// trace's fact semantics, not a generic container.
+// trace's fact semantics and file format, not a generic container.
 package ring
 
 import (
 	"errors"
 	"fmt"
-	"github.com/iotrace/iotrace/factset"
+	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/factset"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 // OverwrittenCounter is the name of the lost-events counter a save carries.
@@ -32,51 +43,92 @@ const OverwrittenCounter = "flight recorder: older events overwritten"
 // KeptCounter is the name of the informational counter of events saved.
 const KeptCounter = "flight recorder: events kept"
 
+// UnsavedCounter counts the events of the window a save could not write:
+// the recording overwrote them while the save was being written (the
+// disk was slower than the ring turns over).
+const UnsavedCounter = "flight recorder: newer events not saved (overwritten while the save was written)"
+
 // SavePrefix starts the text of a marker that asks a running flight
 // recorder to save (`iotrace mark --save`).
 const SavePrefix = "[iotrace save]"
 
-// eventBase is the memory an event is charged besides its strings.
-const eventBase = int(unsafe.Sizeof(item{}))
+// MinSize is the smallest budget New accepts.
+const MinSize = 4 << 10
 
-// Cost returns what an event is charged against the budget: the size of
-// its slot in the ring plus its strings.
-func Cost(e *event.Event) int {
-	return eventBase + len(e.Native) + len(e.Comm) + len(e.Path) + len(e.Path2) + len(e.Note)
+// ChunkSize returns the size at which a ring of limit bytes seals a chunk:
+// a 32nd of the budget, between 256 bytes and 256 KiB. The window is
+// dropped a chunk at a time, and a chunk goes where it fits whole (the
+// arena's end may stay unused until it wraps), so a full window holds
+// between limit minus four chunks and limit bytes of encoded records.
+func ChunkSize(limit int) int {
+	return min(max(limit/32, 256), 256<<10)
 }
 
-// item is one kept record: an event or a fact.
-type item struct {
-	ev   event.Event
-	fact *event.Fact // set for a fact (facts are few next to events)
+// chunkRef places one sealed chunk in the arena.
+type chunkRef struct {
+	seq            uint64 // order of sealing
+	off, n         int    // its bytes: arena[off : off+n]
+	events, facts  int
+	first, lastEnd int64 // its first event's time, its latest event end
 }
 
 // Ring keeps the most recent events of a stream. It is an event.Sink; Save
 // may be called from another goroutine at any time after Begin.
 type Ring struct {
-	mu     sync.Mutex
-	limit  int
-	hdr    event.Header
-	began  bool
-	items  []item // a queue: items[head:] are kept
-	head   int
-	cost   int // of the kept events
-	events int // kept events
+	mu    sync.Mutex
+	limit int
+	chunk int // ChunkSize(limit)
 
+	arena  []byte
+	refs   []chunkRef // a queue: refs[head:] are in the arena, oldest first
+	head   int
+	tail   int    // where the next chunk goes in the arena
+	seq    uint64 // of the next chunk
+	bytes  int    // of the chunks in the arena
+	closed bool
+
+	enc     *tracefile.ChunkEncoder // the chunk being built
+	pending chunkRef                // its events and times
+	fold    tracefile.ChunkDecoder  // reads the facts of dropped chunks
+
+	hdr     event.Header
+	began   bool
 	live    *factset.Set   // facts folded out of the window, still holding
 	seen    uint64         // events received
+	kept    uint64         // events in the window (arena and chunk being built)
 	trailer *event.Trailer // the stream's, once it ended
 }
 
-// New returns a ring that keeps events up to limit bytes (see Cost).
+// New returns a ring that keeps at most limit bytes of encoded records
+// (as the .iot file holds them). Close releases its memory.
 func New(limit int) (*Ring, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("ring: size %d: want a positive byte count", limit)
+	if limit < MinSize {
+		return nil, fmt.Errorf("ring: size %d is smaller than the smallest ring (%d bytes)", limit, MinSize)
 	}
-	if limit < eventBase {
-		return nil, fmt.Errorf("ring: size %d is smaller than one event (%d bytes)", limit, eventBase)
+	chunk := ChunkSize(limit)
+	// The chunk being built counts against the budget too.
+	arena, err := newArena(limit - chunk)
+	if err != nil {
+		return nil, fmt.Errorf("ring: allocate %d bytes: %w", limit-chunk, err)
 	}
-	return &Ring{limit: limit, live: factset.New()}, nil
+	return &Ring{limit: limit, chunk: chunk, arena: arena, enc: tracefile.NewChunkEncoder(), live: factset.New()}, nil
+}
+
+// errClosed is returned by a closed ring.
+var errClosed = errors.New("ring: closed")
+
+// Close releases the ring's memory; a closed ring accepts and saves
+// nothing.
+func (r *Ring) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := freeArena(r.arena)
+	r.arena = nil
+	return err
 }
 
 // Begin implements event.Sink.
@@ -87,19 +139,25 @@ func (r *Ring) Begin(h *event.Header) error {
 	return nil
 }
 
-// Event implements event.Sink: it keeps a copy of e and overwrites the
-// oldest events beyond the budget.
+// Event implements event.Sink: it encodes e into the window, dropping the
+// oldest chunks beyond the budget.
 func (r *Ring) Event(e *event.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seen++
-	r.items = append(r.items, item{ev: *e})
-	r.cost += Cost(e)
-	r.events++
-	for r.cost > r.limit && r.events > 1 {
-		r.evictOne()
+	if r.closed {
+		return errClosed
 	}
-	r.compact()
+	r.seen++
+	r.kept++
+	r.enc.Event(e)
+	if r.pending.events == 0 {
+		r.pending.first = e.Time
+	}
+	r.pending.events++
+	r.pending.lastEnd = max(r.pending.lastEnd, e.End())
+	if r.enc.Size() >= r.chunk {
+		r.seal()
+	}
 	return nil
 }
 
@@ -107,12 +165,13 @@ func (r *Ring) Event(e *event.Event) error {
 func (r *Ring) Fact(f *event.Fact) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.events == 0 {
-		r.fold(f) // no event in the window: nothing to interleave with
-		return nil
+	if r.closed {
+		return errClosed
 	}
-	fc := *f
-	r.items = append(r.items, item{fact: &fc})
+	r.enc.Fact(f)
+	if r.enc.Size() >= r.chunk {
+		r.seal()
+	}
 	return nil
 }
 
@@ -127,49 +186,109 @@ func (r *Ring) End(t *event.Trailer) error {
 	return nil
 }
 
-// evictOne drops the oldest event, folding the facts before it and after
-// it up to the next event into the live table.
-func (r *Ring) evictOne() {
-	for r.head < len(r.items) && r.items[r.head].fact != nil {
-		r.fold(r.items[r.head].fact)
-		r.items[r.head] = item{}
-		r.head++
+// seal moves the chunk being built into the arena, dropping the oldest
+// chunks to make room.
+func (r *Ring) seal() {
+	if ev, fa := r.enc.Len(); ev+fa == 0 {
+		return
 	}
-	if r.head < len(r.items) {
-		r.cost -= Cost(&r.items[r.head].ev)
-		r.events--
-		r.items[r.head] = item{}
-		r.head++
+	b, ev, fa := r.enc.Seal()
+	ref := r.pending
+	r.pending = chunkRef{}
+	off, ok := r.place(len(b))
+	if !ok {
+		// Larger than the whole arena (a tiny ring, huge records): its
+		// events are overwritten at once, and the older ones before
+		// them (the window has no gap).
+		for r.head < len(r.refs) {
+			r.drop()
+		}
+		r.foldFacts(b)
+		r.kept -= uint64(ev)
+		return
 	}
-	for r.head < len(r.items) && r.items[r.head].fact != nil {
-		r.fold(r.items[r.head].fact)
-		r.items[r.head] = item{}
-		r.head++
+	copy(r.arena[off:], b)
+	ref.seq, ref.off, ref.n, ref.events, ref.facts = r.seq, off, len(b), ev, fa
+	r.refs = append(r.refs, ref)
+	r.seq++
+	r.tail = off + len(b)
+	r.bytes += len(b)
+}
+
+// place returns where n bytes go in the arena, dropping the oldest chunks
+// until they fit contiguously after the newest one (or, wrapping, at the
+// arena's start); false when n is larger than the arena.
+func (r *Ring) place(n int) (int, bool) {
+	if n > len(r.arena) {
+		return 0, false
+	}
+	for {
+		if r.head == len(r.refs) {
+			return 0, true
+		}
+		h := r.refs[r.head].off
+		switch {
+		case h < r.tail && len(r.arena)-r.tail >= n: // after the newest
+			return r.tail, true
+		case h < r.tail && h >= n: // wrapping to the start
+			return 0, true
+		case h >= r.tail && h-r.tail >= n: // wrapped: between newest and oldest
+			return r.tail, true
+		}
+		r.drop()
 	}
 }
 
-// compact moves the kept items to the front once half the slice is dead.
-func (r *Ring) compact() {
-	if r.head > 1024 && r.head*2 > len(r.items) {
-		n := copy(r.items, r.items[r.head:])
-		clear(r.items[n:])
-		r.items = r.items[:n]
-		r.head = 0
+// drop removes the oldest chunk from the window, folding its facts into
+// the live table.
+func (r *Ring) drop() {
+	ref := r.refs[r.head]
+	r.foldFacts(r.arena[ref.off : ref.off+ref.n])
+	r.kept -= uint64(ref.events)
+	r.bytes -= ref.n
+	r.head++
+	switch {
+	case r.head == len(r.refs):
+		r.refs, r.head = r.refs[:0], 0
+	case r.head > 1024 && r.head*2 > len(r.refs):
+		n := copy(r.refs, r.refs[r.head:])
+		r.refs, r.head = r.refs[:n], 0
 	}
 }
 
-// fold applies f to the live table (package factset): an ending fact
-// removes its subject (a process's end its descriptors too), any other
-// replaces it.
-func (r *Ring) fold(f *event.Fact) { r.live.Apply(f) }
+// foldFacts applies the facts of a chunk leaving the window to the live
+// table (package factset): an ending fact removes its subject (a
+// process's end its descriptors too), any other replaces it.
+func (r *Ring) foldFacts(chunk []byte) {
+	// The chunk was sealed by this ring: it decodes.
+	_ = r.fold.Decode(chunk, factFolder{r.live}, true)
+}
+
+// factFolder applies the facts it receives to a Set.
+type factFolder struct{ s *factset.Set }
+
+func (factFolder) Begin(*event.Header) error  { return nil }
+func (factFolder) Event(*event.Event) error   { return nil }
+func (f factFolder) Fact(x *event.Fact) error { f.s.Apply(x); return nil }
+func (factFolder) End(*event.Trailer) error   { return nil }
+
+// liveAt copies the live facts, as a rundown at time t.
+func (r *Ring) liveAt(t int64) []event.Fact {
+	var out []event.Fact
+	r.live.Snapshot(t, func(f *event.Fact) error { out = append(out, *f); return nil })
+	return out
+}
 
 // Stats are a ring's counts.
 type Stats struct {
 	// Seen is the number of events received; Kept the number in the
-	// window; Overwritten = Seen - Kept.
-	Seen, Kept, Overwritten uint64
-	// Bytes is the window's cost (see Cost); Limit the budget.
-	Bytes, Limit int
+	// window (or saved); Overwritten those dropped before; Unsaved those
+	// a save could not write (see UnsavedCounter). Seen = Kept +
+	// Overwritten + Unsaved.
+	Seen, Kept, Overwritten, Unsaved uint64
+	// Bytes is the window's encoded size; Limit the budget; Chunk the
+	// size at which chunks are sealed (the granularity of the window).
+	Bytes, Limit, Chunk int
 	// LiveFacts is the number of facts kept from before the window.
 	LiveFacts int
 }
@@ -182,67 +301,113 @@ func (r *Ring) Stats() Stats {
 }
 
 func (r *Ring) stats() Stats {
-	return Stats{Seen: r.seen, Kept: uint64(r.events), Overwritten: r.seen - uint64(r.events),
-		Bytes: r.cost, Limit: r.limit, LiveFacts: r.live.Len()}
+	return Stats{Seen: r.seen, Kept: r.kept, Overwritten: r.seen - r.kept,
+		Bytes: r.bytes + r.enc.Size(), Limit: r.limit, Chunk: r.chunk, LiveFacts: r.live.Len()}
 }
 
 // ErrNotBegun is returned by Save before the stream began.
 var ErrNotBegun = errors.New("ring: nothing recorded yet (the trace has not started)")
+
+// chunkWriter is a sink that takes sealed chunks as they are (the .iot
+// writer): a save then writes the window without decoding it.
+type chunkWriter interface {
+	WriteChunk(chunk []byte, events, facts int) error
+}
 
 // Save writes the kept trace to sink: the header, the facts still live
 // from before the window, the window's facts and events in arrival order,
 // and a trailer. The trailer carries the stream's own counters once it
 // ended (until then the backend's counts are not known) plus the
 // overwritten events as a loss and the kept events as information. The
-// ring is left as it was. Events received meanwhile wait for the save.
+// ring is left as it was, and keeps taking events meanwhile: the window
+// is copied out a chunk at a time. A sink that takes chunks (the .iot
+// writer) gets them as they are; any other gets them decoded.
 func (r *Ring) Save(sink event.Sink) (Stats, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.closed {
+		r.mu.Unlock()
+		return Stats{}, errClosed
+	}
+	r.seal()
 	st := r.stats()
 	if !r.began {
+		r.mu.Unlock()
 		return st, ErrNotBegun
 	}
-	h := r.hdr
-	if err := sink.Begin(&h); err != nil {
-		return st, err
-	}
+	hdr := r.hdr
+	refs := slices.Clone(r.refs[r.head:])
 	// The facts that held before the window, as a rundown at its start.
 	start := int64(0)
-	for i := r.head; i < len(r.items); i++ {
-		if it := &r.items[i]; it.fact == nil {
-			start = it.ev.Time
+	for _, ref := range refs {
+		if ref.events > 0 {
+			start = ref.first
 			break
 		}
 	}
-	if err := r.live.Snapshot(start, sink.Fact); err != nil {
+	live := r.liveAt(start)
+	var trailer *event.Trailer
+	if r.trailer != nil {
+		tc := *r.trailer
+		tc.Stats.Counters = slices.Clone(r.trailer.Stats.Counters)
+		trailer = &tc
+	}
+	r.mu.Unlock()
+
+	if err := sink.Begin(&hdr); err != nil {
 		return st, err
 	}
-	var f event.Fact
-	var e event.Event
-	var last int64
-	for i := r.head; i < len(r.items); i++ {
-		it := &r.items[i]
-		if it.fact != nil {
-			f = *it.fact
-			if err := sink.Fact(&f); err != nil {
-				return st, err
-			}
-			continue
-		}
-		e = it.ev
-		if end := e.End(); end > last {
-			last = end
-		}
-		if err := sink.Event(&e); err != nil {
+	for i := range live {
+		if err := sink.Fact(&live[i]); err != nil {
 			return st, err
 		}
 	}
+	saved, last, err := r.saveChunks(refs, sink)
+	if err != nil {
+		return st, err
+	}
+	st.Unsaved = st.Kept - saved
+	st.Kept = saved
 	t := event.Trailer{End: last}
-	if r.trailer != nil {
-		t.End = max(t.End, r.trailer.End)
-		t.Stats.Counters = append(t.Stats.Counters, r.trailer.Stats.Counters...)
+	if trailer != nil {
+		t.End = max(t.End, trailer.End)
+		t.Stats.Counters = append(t.Stats.Counters, trailer.Stats.Counters...)
 	}
 	t.Stats.Set(event.CountLost, OverwrittenCounter, st.Overwritten)
 	t.Stats.Set(event.CountInfo, KeptCounter, st.Kept)
+	if st.Unsaved > 0 {
+		t.Stats.Set(event.CountLost, UnsavedCounter, st.Unsaved)
+	}
 	return st, sink.End(&t)
+}
+
+// saveChunks writes the chunks refs to sink, oldest first, each copied out
+// of the arena under the lock; it stops at the first one the recording
+// has dropped meanwhile (the later ones would lack its facts). It returns
+// the events written and the latest end among them.
+func (r *Ring) saveChunks(refs []chunkRef, sink event.Sink) (events uint64, last int64, err error) {
+	cw, raw := sink.(chunkWriter)
+	var dec tracefile.ChunkDecoder
+	var buf []byte
+	for _, ref := range refs {
+		r.mu.Lock()
+		gone := r.closed || r.head == len(r.refs) || r.refs[r.head].seq > ref.seq
+		if !gone {
+			buf = append(buf[:0], r.arena[ref.off:ref.off+ref.n]...)
+		}
+		r.mu.Unlock()
+		if gone {
+			break
+		}
+		if raw {
+			err = cw.WriteChunk(buf, ref.events, ref.facts)
+		} else {
+			err = dec.Decode(buf, sink, false)
+		}
+		if err != nil {
+			return events, last, err
+		}
+		events += uint64(ref.events)
+		last = max(last, ref.lastEnd)
+	}
+	return events, last, nil
 }

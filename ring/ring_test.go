@@ -1,7 +1,9 @@
 package ring
 
 import (
-	"github.com/iotrace/iotrace/internal/testenv"
+	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/tracefile"
 )
 
@@ -38,52 +42,123 @@ func name(pid uint32, fd uint64, path string, end bool) *event.Fact {
 	return &event.Fact{Kind: event.FactName, Space: event.SpaceFD, Pid: pid, Handle: fd, Name: path, End: end}
 }
 
+// window checks a saved window: contiguous event IDs ending at last, the
+// counts adding up to seen, the window within the budget and within four
+// chunks of full.
+func window(t *testing.T, r *Ring, m *memSink, st Stats, last uint64) {
+	t.Helper()
+	if len(m.events) == 0 || m.events[len(m.events)-1].ID != last {
+		t.Fatalf("saved %d events, want the last one #%d", len(m.events), last)
+	}
+	for i := 1; i < len(m.events); i++ {
+		if m.events[i].ID != m.events[i-1].ID+1 {
+			t.Fatalf("saved events not contiguous: #%d after #%d", m.events[i].ID, m.events[i-1].ID)
+		}
+	}
+	if st.Kept != uint64(len(m.events)) || st.Kept+st.Overwritten+st.Unsaved != st.Seen || st.Seen != last {
+		t.Errorf("stats %+v for %d events saved of %d", st, len(m.events), last)
+	}
+	if st.Bytes > st.Limit || (st.Overwritten > 0 && st.Bytes < st.Limit-4*st.Chunk) {
+		t.Errorf("window of %d bytes: want at most %d and within four chunks (%d) of it", st.Bytes, st.Limit, st.Chunk)
+	}
+	if got := m.trailer.Stats.Get(event.CountLost, OverwrittenCounter); got != st.Overwritten {
+		t.Errorf("overwritten counter %d, want %d", got, st.Overwritten)
+	}
+	if got := m.trailer.Stats.Get(event.CountInfo, KeptCounter); got != st.Kept {
+		t.Errorf("kept counter %d, want %d", got, st.Kept)
+	}
+}
+
 func TestEvictionBySize(t *testing.T) {
-	per := Cost(ev(1, 3))
-	r, err := New(10 * per)
+	r, err := New(16 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	r.Begin(&event.Header{OS: "linux"})
-	for i := uint64(1); i <= 25; i++ {
-		r.Event(ev(i, 3))
+	for i := uint64(1); i <= 5000; i++ {
+		e := ev(i, 3)
+		e.Path = fmt.Sprintf("/data/file-%d", i%13)
+		r.Event(e)
 	}
 	var m memSink
 	st, err := r.Save(&m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Kept != 10 || st.Overwritten != 15 || st.Seen != 25 || st.Bytes > st.Limit {
-		t.Errorf("stats %+v", st)
+	if st.Overwritten == 0 {
+		t.Fatalf("nothing overwritten: %+v", st)
 	}
-	if len(m.events) != 10 || m.events[0].ID != 16 || m.events[9].ID != 25 {
-		t.Fatalf("kept %d events, first %d", len(m.events), m.events[0].ID)
-	}
-	if got := m.trailer.Stats.Get(event.CountLost, OverwrittenCounter); got != 15 {
-		t.Errorf("overwritten counter %d, want 15", got)
-	}
-	if got := m.trailer.Stats.Get(event.CountInfo, KeptCounter); got != 10 {
-		t.Errorf("kept counter %d", got)
-	}
-	// A bigger event pushes out as many as its cost needs.
-	big := ev(26, 3)
-	big.Path = string(make([]byte, 3*per))
-	r.Event(big)
-	if st := r.Stats(); st.Kept != 7 || st.Bytes > st.Limit {
-		t.Errorf("after a big event: %+v", st)
-	}
-	// An event larger than the whole budget is still kept (alone).
-	huge := ev(27, 3)
-	huge.Path = string(make([]byte, 20*per))
+	window(t, r, &m, st, 5000)
+	// An event larger than the whole ring is overwritten at once, never
+	// kept in part; the window then starts after it.
+	huge := ev(5001, 3)
+	huge.Path = string(make([]byte, 20<<10))
 	r.Event(huge)
-	if st := r.Stats(); st.Kept != 1 || st.Overwritten != 26 {
-		t.Errorf("after a huge event: %+v", st)
+	r.Event(ev(5002, 3))
+	m = memSink{}
+	st, _ = r.Save(&m)
+	if len(m.events) != 1 || m.events[0].ID != 5002 || st.Seen != 5002 || st.Kept+st.Overwritten != 5002 {
+		t.Errorf("after a huge event: %d events saved, %+v", len(m.events), st)
 	}
 }
 
+// TestWindowWithinBudget: the window's memory is the budget, outside the
+// Go heap: feeding a ring far more than it holds grows neither the Go
+// heap nor (on Linux) the process's resident memory beyond the budget and
+// a small constant. The earlier ring kept events as Go structs and grew
+// the heap to several times its budget.
+func TestWindowWithinBudget(t *testing.T) {
+	const limit = 32 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rss0 := residentBytes()
+	r, err := New(limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Begin(&event.Header{})
+	e := ev(1, 3)
+	e.Comm, e.Native = "postgres", "pread64"
+	const n = 3_000_000
+	for i := uint64(1); i <= n; i++ {
+		e.ID, e.Time, e.Offset, e.FD = i, int64(i)*1000, int64(i)*4096, int32(i%200)
+		e.Path = paths[i%uint64(len(paths))]
+		r.Event(e)
+	}
+	st := r.Stats()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	rss := residentBytes() - rss0
+	if st.Overwritten == 0 || st.Bytes > limit {
+		t.Fatalf("%+v: the test did not fill the ring, or the window exceeds it", st)
+	}
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d events, %d kept in %d bytes; Go heap grew %d KiB, resident memory %d KiB", n, st.Kept, st.Bytes, grown>>10, rss>>10)
+	if grown > 8<<20 {
+		t.Errorf("the Go heap grew by %d MiB for a %d MiB ring", grown>>20, limit>>20)
+	}
+	if rss0 > 0 && rss > limit+16<<20 {
+		t.Errorf("resident memory grew by %d MiB for a %d MiB ring (want at most 16 MiB more)", rss>>20, limit>>20)
+	}
+	if a := testing.AllocsPerRun(1000, func() { e.ID++; r.Event(e) }); a > 0.01 {
+		t.Errorf("%.2f allocations per event", a)
+	}
+}
+
+var paths = func() []string {
+	var p []string
+	for i := range 500 {
+		p = append(p, fmt.Sprintf("/var/lib/postgresql/16/main/base/16384/%d", 2600+i))
+	}
+	return p
+}()
+
 func TestFactsOfKeptEventsRetained(t *testing.T) {
-	per := Cost(ev(1, 3))
-	r, _ := New(5 * per)
+	r, _ := New(MinSize)
+	defer r.Close()
 	r.Begin(&event.Header{})
 	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 100, Name: "db"})
 	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 200, Name: "gone"})
@@ -95,14 +170,18 @@ func TestFactsOfKeptEventsRetained(t *testing.T) {
 	r.Fact(&event.Fact{Kind: event.FactProcess, Pid: 200, End: true})
 	r.Fact(name(100, 5, "/tmp/old-name", false))
 	r.Fact(name(100, 5, "/tmp/new-name", false)) // fd 5 reused: the latest wins
-	for i := uint64(3); i <= 20; i++ {
+	for i := uint64(3); i <= 2000; i++ {
 		r.Event(ev(i, 3))
 	}
 	r.Fact(name(100, 6, "/in/window", false))
-	r.Event(ev(21, 6))
+	r.Event(ev(2001, 6))
 	var m memSink
-	if _, err := r.Save(&m); err != nil {
+	st, err := r.Save(&m)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if st.Overwritten == 0 {
+		t.Fatalf("nothing overwritten: %+v", st)
 	}
 	got := map[string]bool{}
 	for _, f := range m.facts {
@@ -123,8 +202,8 @@ func TestFactsOfKeptEventsRetained(t *testing.T) {
 	if last := m.facts[len(m.facts)-1]; last.Name != "/in/window" {
 		t.Errorf("last fact %q", last.Name)
 	}
-	if len(m.events) != 5 || m.events[4].ID != 21 {
-		t.Errorf("events %d", len(m.events))
+	if m.events[len(m.events)-1].ID != 2001 {
+		t.Errorf("last event #%d", m.events[len(m.events)-1].ID)
 	}
 	// Saving twice gives the same trace: a save does not consume the ring.
 	var m2 memSink
@@ -136,6 +215,7 @@ func TestFactsOfKeptEventsRetained(t *testing.T) {
 
 func TestTrailerAtExitKeepsStreamCounters(t *testing.T) {
 	r, _ := New(1 << 20)
+	defer r.Close()
 	var m memSink
 	if _, err := r.Save(&m); err != ErrNotBegun {
 		t.Errorf("save before Begin: %v", err)
@@ -155,40 +235,189 @@ func TestTrailerAtExitKeepsStreamCounters(t *testing.T) {
 }
 
 func TestNewRejectsBadSizes(t *testing.T) {
-	for _, n := range []int{0, -1, 10} {
-		if _, err := New(n); err == nil {
+	for _, n := range []int{0, -1, 10, MinSize - 1} {
+		if r, err := New(n); err == nil {
+			r.Close()
 			t.Errorf("New(%d) accepted", n)
 		}
 	}
 }
 
-func TestCompactionKeepsOrder(t *testing.T) {
-	per := Cost(ev(1, 3))
-	r, _ := New(100 * per)
+func TestWindowKeepsOrder(t *testing.T) {
+	r, _ := New(64 << 10)
+	defer r.Close()
 	r.Begin(&event.Header{})
-	for i := uint64(1); i <= 10000; i++ {
+	const n = 300000
+	for i := uint64(1); i <= n; i++ {
 		r.Event(ev(i, 3))
 	}
 	var m memSink
-	r.Save(&m)
-	for i, e := range m.events {
-		if e.ID != uint64(9901+i) {
-			t.Fatalf("event %d has id %d", i, e.ID)
+	st, _ := r.Save(&m)
+	window(t, r, &m, st, n)
+	if len(r.refs) > 4096 {
+		t.Errorf("chunk queue not compacted: %d entries", len(r.refs))
+	}
+}
+
+// TestSaveToWriterAsDecoded: a save to a .iot writer (chunks written as
+// they are) reads back as the same trace as a save decoded into a sink.
+func TestSaveToWriterAsDecoded(t *testing.T) {
+	tr := synth.Trace(synth.Options{Seed: 9, Events: 20000})
+	r, _ := New(256 << 10)
+	defer r.Close()
+	if err := tr.Replay(r); err != nil {
+		t.Fatal(err)
+	}
+	direct := synth.NewRecorder()
+	if _, err := r.Save(direct); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := tracefile.NewWriter(&buf, tracefile.WriterOptions{})
+	st, err := r.Save(w)
+	if err != nil || w.Close() != nil {
+		t.Fatal(err)
+	}
+	rd, err := tracefile.NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := synth.NewRecorder()
+	if err := rd.Run(context.Background(), back); err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.Compare(direct.Trace(), back.Trace()); err != nil {
+		t.Error(err)
+	}
+	if st.Overwritten == 0 || len(back.Trace().Events) != int(st.Kept) {
+		t.Errorf("%+v, file has %d events", st, len(back.Trace().Events))
+	}
+}
+
+// TestSaveWhileRecording: saves run while events keep coming (from
+// another goroutine); each saved window is contiguous and ends with an
+// event received before the save returned.
+func TestSaveWhileRecording(t *testing.T) {
+	r, _ := New(64 << 10)
+	defer r.Close()
+	r.Begin(&event.Header{})
+	var sent atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(1); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.Event(ev(i, 3))
+			sent.Store(i)
+		}
+	}()
+	for range 50 {
+		var m memSink
+		st, err := r.Save(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.events) == 0 {
+			continue
+		}
+		for i := 1; i < len(m.events); i++ {
+			if m.events[i].ID != m.events[i-1].ID+1 {
+				t.Fatalf("saved events not contiguous: #%d after #%d", m.events[i].ID, m.events[i-1].ID)
+			}
+		}
+		if last := m.events[len(m.events)-1].ID; last > sent.Load() || st.Kept != uint64(len(m.events)) {
+			t.Fatalf("saved up to #%d, %d sent; stats %+v for %d events", last, sent.Load(), st, len(m.events))
 		}
 	}
-	if len(r.items) > 4096 {
-		t.Errorf("queue not compacted: %d items", len(r.items))
+	close(stop)
+	<-done
+}
+
+// lapSink delivers a save, and feeds the ring more than it holds when the
+// save's first event arrives: the recording overtakes the save.
+type lapSink struct {
+	memSink
+	r    *Ring
+	next uint64
+	done bool
+}
+
+func (l *lapSink) Event(e *event.Event) error {
+	if !l.done {
+		l.done = true
+		for i := 0; i < 50000; i++ {
+			l.next++
+			l.r.Event(ev(l.next, 3))
+		}
+	}
+	return l.memSink.Event(e)
+}
+
+// TestSaveOvertaken: a save the recording overtakes (a slow disk) stops
+// at the first chunk dropped meanwhile: what it wrote is the oldest part
+// of the window, contiguous, and the events it could not write are
+// counted as not saved.
+func TestSaveOvertaken(t *testing.T) {
+	r, _ := New(16 << 10)
+	defer r.Close()
+	r.Begin(&event.Header{})
+	const n = 5000
+	for i := uint64(1); i <= n; i++ {
+		r.Event(ev(i, 3))
+	}
+	l := &lapSink{r: r, next: n}
+	st, err := r.Save(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Unsaved == 0 || st.Kept != uint64(len(l.events)) || st.Kept+st.Overwritten+st.Unsaved != n {
+		t.Fatalf("stats %+v, %d events saved", st, len(l.events))
+	}
+	if got := l.trailer.Stats.Get(event.CountLost, UnsavedCounter); got != st.Unsaved {
+		t.Errorf("unsaved counter %d, want %d", got, st.Unsaved)
+	}
+	for i := 1; i < len(l.events); i++ {
+		if l.events[i].ID != l.events[i-1].ID+1 {
+			t.Fatalf("saved events not contiguous: #%d after #%d", l.events[i].ID, l.events[i-1].ID)
+		}
 	}
 }
 
 // BenchmarkRingEvent and BenchmarkWriterEvent compare the flight
 // recorder's cost per event with record's .iot writer's (to io.Discard).
 func BenchmarkRingEvent(b *testing.B) {
-	r, _ := New(1 << 20)
+	r, _ := New(64 << 20)
+	defer r.Close()
 	r.Begin(&event.Header{})
 	e := ev(1, 3)
 	e.Path, e.Comm, e.Native = "/var/lib/data/file", "postgres", "pread64"
 	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
+		r.Event(e)
+	}
+}
+
+// BenchmarkRingEventFull is BenchmarkRingEvent on a ring already full
+// (every chunk sealed replaces one, its facts folded; no new page of the
+// arena is touched).
+func BenchmarkRingEventFull(b *testing.B) {
+	r, _ := New(64 << 20)
+	defer r.Close()
+	r.Begin(&event.Header{})
+	e := ev(1, 3)
+	e.Path, e.Comm, e.Native = "/var/lib/data/file", "postgres", "pread64"
+	for i := 0; r.Stats().Overwritten == 0; i++ {
+		e.ID, e.Time = uint64(i), int64(i)
+		r.Event(e)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e.ID, e.Time = uint64(i), int64(i)
 		r.Event(e)

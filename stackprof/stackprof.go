@@ -6,7 +6,9 @@
 //
 // Every event is a sample, weighted by its count (1), its bytes done and
 // its latency (ns), so that the values of a profile sum to the trace's
-// totals for the events written. An event without a stack is a sample
+// totals for the events written; in pprof, file-layer events and block
+// I/O have sample types of their own (file_bytes, block_bytes, ...),
+// never added together. An event without a stack is a sample
 // of its own "[no stack]" frame; an event whose stack is not in the
 // trace one of "[stack not in the trace]". Frames are named through a
 // stacks.Table (which counts the frames it cannot name).
@@ -16,6 +18,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,8 +75,9 @@ type agg struct {
 
 // Aggregator sums events by stack and op.
 type Aggregator struct {
-	tab   *stacks.Table
-	byKey map[aggKey]*agg
+	command string // the traced command line, when known
+	tab     *stacks.Table
+	byKey   map[aggKey]*agg
 	// frameKeys remembers the key of each symbolized stack met, up to
 	// maxFrameKeyBytes of keys (then it starts again).
 	frameKeys     map[*stacks.Stack]string
@@ -165,16 +169,33 @@ func pseudo(name string) stacks.Frame {
 // Totals returns the sums of every sample's values.
 func (a *Aggregator) Totals() Totals { return a.totals }
 
-// Profile returns the samples as a pprof profile: sample types count,
-// bytes and latency (nanoseconds); the op as the outermost frame; labels
-// op and comm.
+// The pprof profile's sample types: file-layer operations and block I/O
+// apart, never summed (a write's bytes and the block writes they caused
+// would count twice; a read's latency holds its block I/O's).
+var sampleTypes = []*profile.ValueType{
+	{Type: "file_ops", Unit: "count"}, {Type: "file_bytes", Unit: "bytes"}, {Type: "file_latency", Unit: "nanoseconds"},
+	{Type: "block_ios", Unit: "count"}, {Type: "block_bytes", Unit: "bytes"}, {Type: "block_latency", Unit: "nanoseconds"},
+}
+
+// Profile returns the samples as a pprof profile: sample types
+// file_ops, file_bytes, file_latency (ns) for file-layer events and
+// block_ios, block_bytes, block_latency for block I/O (a sample has the
+// other layer's zero); the op as the outermost frame; labels op, layer
+// and comm. Its first mapping (the one pprof takes for the program) is
+// the traced program's: the command's, else the module named as the
+// process of most samples, else the first user-space module.
 func (a *Aggregator) Profile() *profile.Profile {
 	p := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "count", Unit: "count"}, {Type: "bytes", Unit: "bytes"}, {Type: "latency", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "io", Unit: "count"}, Period: 1,
+		SampleType:        sampleTypes,
+		DefaultSampleType: "file_latency",
+		PeriodType:        &profile.ValueType{Type: "io", Unit: "count"}, Period: 1,
 		DurationNanos: a.end,
 	}
 	maps := map[string]*profile.Mapping{}
+	if main := a.mainModule(); main != "" {
+		maps[main] = &profile.Mapping{ID: 1, File: main, HasFunctions: true}
+		p.Mapping = append(p.Mapping, maps[main])
+	}
 	funcs := map[[2]string]*profile.Function{}
 	locs := map[string]*profile.Location{}
 	mapping := func(name string) *profile.Mapping {
@@ -227,13 +248,57 @@ func (a *Aggregator) Profile() *profile.Profile {
 			ls = append(ls, location(f))
 		}
 		ls = append(ls, location(pseudo(s.root)))
-		labels := map[string][]string{"op": {s.root}}
+		layer, v := "file", []int64{s.Count, s.Bytes, s.Latency, 0, 0, 0}
+		if s.block {
+			layer, v = "block", []int64{0, 0, 0, s.Count, s.Bytes, s.Latency}
+		}
+		labels := map[string][]string{"op": {s.root}, "layer": {layer}}
 		if s.comm != "" {
 			labels["comm"] = []string{termesc.String(s.comm)}
 		}
-		p.Sample = append(p.Sample, &profile.Sample{Location: ls, Value: []int64{s.Count, s.Bytes, s.Latency}, Label: labels})
+		p.Sample = append(p.Sample, &profile.Sample{Location: ls, Value: v, Label: labels})
 	}
 	return p
+}
+
+// mainModule names the traced program's module among the samples'
+// frames: the command's file (Begin's header), else the module named as
+// the process (comm, at most 15 bytes) of most samples, else the first
+// module of a user frame; "" when no frame has one.
+func (a *Aggregator) mainModule() string {
+	user := map[string]bool{}
+	var first string
+	for _, s := range a.order {
+		for _, f := range s.frames {
+			if !f.Kernel && f.Module != "" {
+				if first == "" {
+					first = f.Module
+				}
+				user[f.Module] = true
+			}
+		}
+	}
+	if cmd := strings.Fields(a.command); len(cmd) > 0 && user[filepath.Base(cmd[0])] {
+		return filepath.Base(cmd[0])
+	}
+	byComm := map[string]int64{}
+	for _, s := range a.order {
+		byComm[s.comm] += s.Count
+	}
+	best, bestN := "", int64(0)
+	for m := range user {
+		n := byComm[m]
+		if len(m) > 15 {
+			n = byComm[m[:15]]
+		}
+		if n > bestN || n == bestN && n > 0 && m < best {
+			best, bestN = m, n
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return first
 }
 
 // WriteFolded writes the samples as collapsed stacks, outermost frame
@@ -314,8 +379,12 @@ func NewFolded(w io.Writer, tab *stacks.Table, weight Weight) *Sink {
 	return &Sink{Aggregator: NewAggregator(tab), w: w, folded: true, weight: weight}
 }
 
-// Begin implements event.Sink.
-func (s *Sink) Begin(*event.Header) error { return nil }
+// Begin implements event.Sink: the header's command names the traced
+// program (the profile's main mapping).
+func (s *Sink) Begin(h *event.Header) error {
+	s.command = h.Command
+	return nil
+}
 
 // Event implements event.Sink.
 func (s *Sink) Event(e *event.Event) error {

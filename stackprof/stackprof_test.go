@@ -2,6 +2,11 @@ package stackprof
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,6 +14,7 @@ import (
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/synth"
+	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/symbolize"
 )
@@ -46,13 +52,13 @@ func TestTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums := make([]int64, 3)
+	sums := make([]int64, 6)
 	for _, s := range p.Sample {
 		for i, v := range s.Value {
 			sums[i] += v
 		}
 	}
-	if sums[0] != want.Count || sums[1] != want.Bytes || sums[2] != want.Latency {
+	if sums[0]+sums[3] != want.Count || sums[1]+sums[4] != want.Bytes || sums[2]+sums[5] != want.Latency {
 		t.Errorf("pprof sums %v, want %+v", sums, want)
 	}
 	for w, total := range map[Weight]int64{WeightCount: want.Count, WeightBytes: want.Bytes, WeightLatency: want.Latency} {
@@ -72,6 +78,65 @@ func TestTotals(t *testing.T) {
 		if sum != total {
 			t.Errorf("folded weight %d: %d, want %d:\n%s", w, sum, total, out.String())
 		}
+	}
+}
+
+// TestPprofLayersAndMainMapping: go tool pprof reads the profile; its
+// file_bytes and block_bytes are the file events' and the block I/O's
+// bytes, never summed (the bytes sample added them into one number); the
+// layer label selects one (-tagfocus); the first mapping (pprof's main
+// binary) is the traced program, not the kernel's module.
+func TestPprofLayersAndMainMapping(t *testing.T) {
+	testenv.SkipUnderWine(t, "runs go tool pprof: no Go toolchain in the wine prefix")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		t.Fatalf("go tool not found: %v", err)
+	}
+	tab := stacks.New(stacks.Options{Symbols: symbolize.Options{DebugDirs: []string{}, NoModulePath: true}})
+	var buf bytes.Buffer
+	s := NewPprof(&buf, tab)
+	if err := synth.StacksTrace().Replay(tab.Feed(s)); err != nil {
+		t.Fatal(err)
+	}
+	var file, block int64
+	for _, e := range synth.StacksTrace().Events {
+		if e.Layer == event.LayerBlock {
+			block += e.Bytes
+		} else {
+			file += e.Bytes
+		}
+	}
+	p, err := profile.Parse(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Mapping) == 0 || p.Mapping[0].File != "app" {
+		t.Errorf("main mapping %+v, want app", p.Mapping)
+	}
+	path := filepath.Join(testenv.TempDir(t), "io.pb.gz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=file_bytes", "-unit=bytes", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "of "+strconv.FormatInt(file, 10)+"B total") {
+		t.Errorf("file_bytes: want %d B in total:\n%s", file, out)
+	}
+	out, err = exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=block_bytes", "-unit=bytes", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "of "+strconv.FormatInt(block, 10)+"B total") {
+		t.Errorf("block_bytes: want %d B in total:\n%s", block, out)
+	}
+	out, err = exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=file_ops", "-tagfocus=layer=block", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "write") {
+		t.Errorf("-tagfocus=layer=block kept file writes:\n%s", out)
 	}
 }
 

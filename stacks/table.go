@@ -49,9 +49,10 @@ type Stack struct {
 // MaxFrames is the most frames of a stack's kernel part, and of its user
 // part, that a Table keeps: a stack fact holding more is cut there and
 // flagged truncated (event.FactKernelTruncated, event.FactUserTruncated).
-// Recorders capture far fewer (127 on Linux, 192 in ETW); the bound keeps
-// a trace from elsewhere from making each event cost millions of frames.
-const MaxFrames = 1024
+// It is event.MaxStackFrames, the readers' own bound (recorders capture
+// fewer: 127 on Linux, 192 in ETW); it keeps a trace from elsewhere from
+// making each event cost millions of frames.
+const MaxFrames = event.MaxStackFrames
 
 // Reasons beyond symbolize's, for frames and stacks this package cannot
 // hand to it.
@@ -303,10 +304,12 @@ func (t *Table) module(p event.ProcessKey, addr uint64, at int64) *symbolize.Mod
 func (t *Table) userFrame(p event.ProcessKey, addr uint64, at int64) (fr symbolize.Frame, inKernel bool) {
 	look := lookupAddr(addr)
 	m := t.module(p, look, at)
-	if m == nil && p != (event.ProcessKey{}) {
+	if m == nil && p != (event.ProcessKey{}) && look >= kernelHalf {
 		// A user part may hold kernel frames: a Windows user-mode
 		// callback (user code calls the kernel, which calls back into
-		// user code) is one user stack with kernel frames inside.
+		// user code) is one user stack with kernel frames inside. A
+		// user address is never one: no kernel module (Linux's
+		// [kernel] fact has no range) may name it.
 		m = t.module(event.ProcessKey{}, look, at)
 		inKernel = true
 	}
@@ -387,12 +390,20 @@ func (t *Table) AddStats(s *event.Stats) {
 	}
 }
 
+// kernelHalf is where kernel addresses start on 64-bit systems (x86-64,
+// arm64): addresses below it are user space's.
+const kernelHalf = 1 << 63
+
 // FrameString renders a frame for people: "inner_fn (a.c:12)",
-// "libc.so.6+0x2a1f0" when not named, "[k] vfs_read" for kernel frames.
+// "libc.so.6+0x2a1f0" when not named, "[k] vfs_read" for kernel frames,
+// "[unknown] 0x7f12…" for a user address no module of the process held.
 func FrameString(f Frame) string {
 	s := f.Frame.String()
-	if f.Kernel {
+	switch {
+	case f.Kernel:
 		return "[k] " + s
+	case f.Module == "" && f.Function == "":
+		return "[unknown] " + s
 	}
 	return s
 }

@@ -82,6 +82,26 @@ func TestUnknownStackAndModule(t *testing.T) {
 	}
 }
 
+// TestUserFrameNeverKernel: a user address no module of the process
+// holds is unknown, never a frame of the Linux kernel's module fact
+// (which has no range): it printed as [kernel]+0x7fe0… before.
+func TestUserFrameNeverKernel(t *testing.T) {
+	tab := New(Options{Symbols: symbolize.Options{DebugDirs: []string{}, NoModulePath: true}})
+	tab.Fact(&event.Fact{Kind: event.FactModule, Rundown: true, Name: "[kernel]", Detail: "gnu:0123"})
+	tab.Fact(&event.Fact{Kind: event.FactStack, Handle: 1, User: []uint64{0x7fe012345678, 0x696c0a3120656e69}})
+	e := event.New()
+	e.Pid, e.Stack = 42, 1
+	st := tab.Frames(&e)
+	if st == nil || len(st.Frames) != 2 {
+		t.Fatalf("%+v", st)
+	}
+	for i, f := range st.Frames {
+		if s := FrameString(f); !strings.HasPrefix(s, "[unknown] 0x") || f.Module != "" {
+			t.Errorf("frame %d: %q (module %q), want [unknown] 0x…", i, s, f.Module)
+		}
+	}
+}
+
 // TestRealELF: return addresses inside a real binary's functions are
 // named from it, from a --symbols directory when it is gone, and never
 // from a rebuilt binary with another build-id.

@@ -90,6 +90,9 @@ func ReadID(path string) (string, error) {
 	return readID(&budgetReader{r: f, left: budget})
 }
 
+// ReadIDAt is ReadID for an open file.
+func ReadIDAt(r io.ReaderAt) (string, error) { return readID(r) }
+
 func readID(r io.ReaderAt) (id string, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -1,6 +1,7 @@
 package tracefile
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/iotrace/iotrace/event"
@@ -23,14 +24,16 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 		r.addDamage(Damage{Offset: base + int64(at), Chunk: c.index, Skipped: int64(len(c.payload) - at),
 			Reason: fmt.Sprintf("%s at payload offset %d: %v", what, at, err)})
 	}
+	d.budget = chunkBudget(len(c.payload))
 	in := dec{cursor{b: c.payload}}
 	strs := in.bytes(in.uvarint())
 	if in.err != nil {
 		bad(in.off, "string table", in.err)
 		return nil
 	}
-	if at, err := d.decodeStrings(strs); err != nil {
-		bad(at, "string table", err)
+	strsEnd := in.off
+	if at, err := d.decodeStrings(strs, len(c.payload)-strsEnd); err != nil {
+		bad(strsEnd-len(strs)+at, "string table", err)
 		return nil
 	}
 	factsStart := in.off
@@ -39,13 +42,16 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 		bad(factsStart, "facts section", in.err)
 		return nil
 	}
-	if at, err := d.decodeFacts(fsec, keep); err != nil {
-		bad(factsStart+at, "facts section", err)
+	// The facts are checked whole before any is delivered: a chunk
+	// whose facts do not decode delivers none of them, in ScanFacts and
+	// Run alike.
+	if at, err := d.checkFacts(fsec); err != nil {
+		bad(in.off-len(fsec)+at, "facts section", err)
 		return nil
 	}
 	if factsOnly {
-		for i := range d.fs {
-			if err := sink.Fact(&d.fs[i].f); err != nil {
+		for d.nextFact(keep) {
+			if err := sink.Fact(&d.fact); err != nil {
 				return err
 			}
 		}
@@ -54,12 +60,13 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 	// When the events section turns out damaged, the chunk's facts not
 	// delivered yet still are (the facts section decoded): a reader sees
 	// the same facts in Run as in ScanFacts, which resolvers that count
-	// stream positions rely on.
-	fi := 0
+	// stream positions rely on. held is set while d.fact holds a fact
+	// decoded and not delivered yet.
+	held := d.nextFact(keep)
 	rest := func() error {
-		for ; fi < len(d.fs); fi++ {
+		for ; held; held = d.nextFact(keep) {
 			r.facts++
-			if err := sink.Fact(&d.fs[fi].f); err != nil {
+			if err := sink.Fact(&d.fact); err != nil {
 				return err
 			}
 		}
@@ -72,12 +79,12 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 	}
 	d.beginEvents()
 	for i := 0; i < int(n); i++ {
-		for fi < len(d.fs) && d.fs[fi].pos == i {
+		for held && d.facts.pos == i {
 			r.facts++
-			if err := sink.Fact(&d.fs[fi].f); err != nil {
+			if err := sink.Fact(&d.fact); err != nil {
 				return err
 			}
-			fi++
+			held = d.nextFact(keep)
 		}
 		at := in.off
 		d.decodeEvent(&in)
@@ -94,8 +101,8 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 			return err
 		}
 	}
-	if j := len(d.fs) - 1; j >= fi && d.fs[j].pos > int(n) {
-		bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", j, d.fs[j].pos, n))
+	if held && d.facts.lastPos > int(n) {
+		bad(len(c.payload), "facts section", fmt.Errorf("fact %d placed after event %d of %d", d.facts.n-1, d.facts.lastPos, n))
 	}
 	if err := rest(); err != nil {
 		return err
@@ -106,26 +113,34 @@ func (r *Reader) records(c *chunk, sink event.Sink, factsOnly bool, keep keepFun
 	return nil
 }
 
-// decodeStrings decodes the string table; it returns the offset of an
-// error.
-func (d *decoder) decodeStrings(p []byte) (int, error) {
+// decodeStrings checks the string table p and indexes it; rest is the
+// size of the chunk after it. It returns the offset of an error. A
+// writer puts a string in the table only for an event or fact that
+// refers to it, and a reference takes at least a byte, so a table of
+// more strings than rest is damage.
+func (d *decoder) decodeStrings(p []byte, rest int) (int, error) {
 	in := dec{cursor{b: p}}
 	n := in.uvarint()
-	if n > uint64(len(p)) {
-		return 0, fmt.Errorf("%d strings in %d bytes", n, len(p))
+	if n > uint64(len(p)) || n > uint64(rest) {
+		return 0, fmt.Errorf("%d strings in %d bytes, with %d bytes of the chunk after them to refer to them", n, len(p), rest)
 	}
-	d.raw = d.raw[:0]
+	d.marks = d.marks[:0]
+	d.strSec, d.nstrs = nil, 0
+	start := in.off
 	for i := uint64(0); i < n; i++ {
-		b := in.bytes(in.uvarint())
+		if i%strMarkEvery == 0 {
+			d.marks = append(d.marks, uint32(in.off-start))
+		}
+		in.bytes(in.uvarint())
 		if in.err != nil {
 			return in.off, fmt.Errorf("string %d: %w", i, in.err)
 		}
-		d.raw = append(d.raw, b)
 	}
 	if in.left() != 0 {
 		return in.off, fmt.Errorf("%d bytes left over", in.left())
 	}
-	d.resetStrings()
+	d.strSec, d.nstrs = p[start:], n
+	d.beginStrings()
 	return 0, nil
 }
 
@@ -140,21 +155,28 @@ func (d *decoder) str(in *dec) string {
 
 // strAt returns string i, failing in when there is none.
 func (d *decoder) strAt(in *dec, i uint64) string {
-	if i < uint64(len(d.strs)) && d.strs[i] != "" {
-		return d.strs[i]
+	if i < d.nstrs {
+		if sl := &d.slots[i&(1<<strSlotBits-1)]; sl.tag == d.gen+i {
+			return sl.s
+		}
 	}
 	return d.strSlow(in, i)
 }
 
-// strSlow is strAt for a string not made yet, or a bad index.
+// strSlow is strAt for a string not in the cache, or a bad index: it
+// finds the string from the mark before it.
 func (d *decoder) strSlow(in *dec, i uint64) string {
-	if i >= uint64(len(d.strs)) {
+	if i >= d.nstrs {
 		if in.err == nil {
-			in.fail(fmt.Errorf("string index %d out of %d", i, len(d.strs)))
+			in.fail(fmt.Errorf("string index %d out of %d", i, d.nstrs))
 		}
 		return ""
 	}
-	return d.makeStr(i)
+	t := dec{cursor{b: d.strSec, off: int(d.marks[i/strMarkEvery])}}
+	for k := i % strMarkEvery; k > 0; k-- {
+		t.bytes(t.uvarint())
+	}
+	return d.makeStr(i, t.bytes(t.uvarint()))
 }
 
 // skipStr reads and checks a string index like str, without making the
@@ -164,128 +186,157 @@ func (d *decoder) skipStr(in *dec) {
 	if !ok {
 		i = in.uvarintSlow()
 	}
-	if i >= uint64(len(d.strs)) && in.err == nil {
-		in.fail(fmt.Errorf("string index %d out of %d", i, len(d.strs)))
+	if i >= d.nstrs && in.err == nil {
+		in.fail(fmt.Errorf("string index %d out of %d", i, d.nstrs))
 	}
 }
 
-// decodeFacts decodes the facts section into d.fs. The strings of the
-// facts that keep does not select (nil selects all) are checked as
-// thoroughly but not made: those facts have no Name, Image or Detail. It
-// returns the offset of an error.
-func (d *decoder) decodeFacts(p []byte, keep keepFunc) (int, error) {
+// checkFacts checks the facts section p as decoding it does, without
+// making anything (strings, frames), and readies the walk of its facts
+// (nextFact); it takes the memory of their frames from the chunk's
+// budget. It returns the offset of an error.
+func (d *decoder) checkFacts(p []byte) (int, error) {
 	in := dec{cursor{b: p}}
 	n := in.uvarint()
-	if n > uint64(len(p)) {
+	if n > uint64(len(p))/minFactBytes {
 		return 0, fmt.Errorf("%d facts in %d bytes", n, len(p))
 	}
-	d.fs = d.fs[:0]
-	pos, prevTime := 0, int64(0)
+	d.facts = factStream{sec: p, off: in.off, n: n}
+	fs := d.facts
 	for i := uint64(0); i < n; i++ {
 		at := in.off
-		delta, ok := in.fast()
-		if !ok {
-			delta = in.uvarintSlow()
-		}
-		if delta > MaxChunkSize {
-			return at, fmt.Errorf("fact %d: bad position", i)
-		}
-		pos += int(delta)
-		f := d.nextFact(pos)
-		f.Kind = event.FactKind(in.byte())
-		m, ok := in.fast()
-		if !ok {
-			m = in.uvarintSlow()
-		}
-		if m&^d.fAll != 0 && in.err == nil {
-			d.fs = d.fs[:len(d.fs)-1]
-			return at, fmt.Errorf("fact %d: unknown field bits %#x", i, m&^d.fAll)
-		}
-		t, ok := in.fast()
-		if !ok {
-			t = in.uvarintSlow()
-		}
-		prevTime += unzigzag(t)
-		f.Time = prevTime
-		f.Rundown = m&fRundown != 0
-		f.End = m&fEnd != 0
-		if m&fSpace != 0 {
-			f.Space = event.HandleSpace(in.byte())
-		}
-		if m&fPid != 0 {
-			u, ok := in.fast()
-			if !ok {
-				u = in.uvarintSlow()
-			}
-			f.Pid = fit32(&in, u)
-		}
-		if m&fProcStart != 0 {
-			u, ok := in.fast()
-			if !ok {
-				u = in.uvarintSlow()
-			}
-			f.ProcStart = unzigzag(u)
-		}
-		if m&fTid != 0 {
-			u, ok := in.fast()
-			if !ok {
-				u = in.uvarintSlow()
-			}
-			f.Tid = fit32(&in, u)
-		}
-		if m&fPPid != 0 {
-			u, ok := in.fast()
-			if !ok {
-				u = in.uvarintSlow()
-			}
-			f.PPid = fit32(&in, u)
-		}
-		if m&fHandle != 0 {
-			f.Handle, ok = in.fast()
-			if !ok {
-				f.Handle = in.uvarintSlow()
-			}
-		}
-		if m&fDev != 0 {
-			f.Dev = readDev(&in)
-		}
-		kept := keep == nil || keep(f.Kind, f.Rundown)
-		if m&(fName|fImage|fDetail) != 0 {
-			if kept {
-				if m&fName != 0 {
-					f.Name = d.str(&in)
-				}
-				if m&fImage != 0 {
-					f.Image = d.str(&in)
-				}
-				if m&fDetail != 0 {
-					f.Detail = d.str(&in)
-				}
-			} else {
-				for _, bit := range [...]uint64{fName, fImage, fDetail} {
-					if m&bit != 0 {
-						d.skipStr(&in)
-					}
-				}
-			}
-		}
-		if m&(fSize|fOffset|fVaddr|fFlags|fKernel|fUser) != 0 {
-			decodeFactV3(&in, f, m)
-		}
+		d.decodeFact(&in, &d.fact, &fs, nil, true)
 		if in.err != nil {
-			d.fs = d.fs[:len(d.fs)-1]
 			return at, fmt.Errorf("fact %d: %w", i, in.err)
 		}
 	}
 	if in.left() != 0 {
 		return in.off, fmt.Errorf("%d bytes left over", in.left())
 	}
+	d.facts.lastPos = fs.pos
 	return 0, nil
 }
 
+// nextFact decodes the next fact of the section into d.fact, making the
+// strings of the facts keep selects; false after the last. The section
+// was checked: it does not fail.
+func (d *decoder) nextFact(keep keepFunc) bool {
+	fs := &d.facts
+	if fs.i == fs.n {
+		return false
+	}
+	fs.i++
+	in := dec{cursor{b: fs.sec, off: fs.off}}
+	d.decodeFact(&in, &d.fact, fs, keep, false)
+	fs.off = in.off
+	return in.err == nil
+}
+
+// decodeFact decodes the fact at in into f, its position and time from
+// those of fs's fact before it. The strings of a fact keep does not
+// select (nil selects all) are checked as thoroughly but not made: it has
+// no Name, Image or Detail. check only checks: nothing is made.
+func (d *decoder) decodeFact(in *dec, f *event.Fact, fs *factStream, keep keepFunc, check bool) {
+	delta, ok := in.fast()
+	if !ok {
+		delta = in.uvarintSlow()
+	}
+	if delta > MaxChunkSize {
+		in.fail(errors.New("bad position"))
+		return
+	}
+	fs.pos += int(delta)
+	*f = event.Fact{Kind: event.FactKind(in.byte())}
+	m, ok := in.fast()
+	if !ok {
+		m = in.uvarintSlow()
+	}
+	if m&^d.fAll != 0 && in.err == nil {
+		in.fail(fmt.Errorf("unknown field bits %#x", m&^d.fAll))
+		return
+	}
+	t, ok := in.fast()
+	if !ok {
+		t = in.uvarintSlow()
+	}
+	fs.prevTime += unzigzag(t)
+	f.Time = fs.prevTime
+	f.Rundown = m&fRundown != 0
+	f.End = m&fEnd != 0
+	if m&fSpace != 0 {
+		f.Space = event.HandleSpace(in.byte())
+	}
+	if m&fPid != 0 {
+		u, ok := in.fast()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		f.Pid = fit32(in, u)
+	}
+	if m&fProcStart != 0 {
+		u, ok := in.fast()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		f.ProcStart = unzigzag(u)
+	}
+	if m&fTid != 0 {
+		u, ok := in.fast()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		f.Tid = fit32(in, u)
+	}
+	if m&fPPid != 0 {
+		u, ok := in.fast()
+		if !ok {
+			u = in.uvarintSlow()
+		}
+		f.PPid = fit32(in, u)
+	}
+	if m&fHandle != 0 {
+		f.Handle, ok = in.fast()
+		if !ok {
+			f.Handle = in.uvarintSlow()
+		}
+	}
+	if m&fDev != 0 {
+		f.Dev = readDev(in)
+	}
+	kept := !check && (keep == nil || keep(f.Kind, f.Rundown))
+	if m&(fName|fImage|fDetail) != 0 {
+		if kept {
+			if m&fName != 0 {
+				f.Name = d.str(in)
+			}
+			if m&fImage != 0 {
+				f.Image = d.str(in)
+			}
+			if m&fDetail != 0 {
+				f.Detail = d.str(in)
+			}
+			if f.Kind == event.FactName || f.Kind == event.FactModule || f.Kind == event.FactVolume {
+				f.Name = d.path(f.Name)
+			}
+			f.Image = d.path(f.Image)
+		} else {
+			for _, bit := range [...]uint64{fName, fImage, fDetail} {
+				if m&bit != 0 {
+					d.skipStr(in)
+				}
+			}
+		}
+	}
+	if m&(fSize|fOffset|fVaddr|fFlags|fKernel|fUser) != 0 {
+		d.decodeFactV3(in, f, m, check)
+	}
+}
+
 // decodeFactV3 decodes the fields of f added in version 3 (stacks and
-// modules).
-func decodeFactV3(in *dec, f *event.Fact, m uint64) {
+// modules). A stack's part of more than event.MaxStackFrames frames is
+// cut to them and flagged truncated. check only checks the frames and
+// takes their memory from the chunk's budget.
+func (d *decoder) decodeFactV3(in *dec, f *event.Fact, m uint64, check bool) {
 	if m&fSize != 0 {
 		f.Size = in.uvarint()
 	}
@@ -298,33 +349,59 @@ func decodeFactV3(in *dec, f *event.Fact, m uint64) {
 	if m&fFlags != 0 {
 		f.Flags = event.FactFlags(fit32(in, in.uvarint()))
 	}
+	cut := 0
 	if m&fKernel != 0 {
-		f.Kernel = readAddrs(in)
+		var n int
+		f.Kernel, n = d.readAddrs(in, check)
+		if n > 0 {
+			f.Flags |= event.FactKernelTruncated
+			cut += n
+		}
 	}
 	if m&fUser != 0 {
-		f.User = readAddrs(in)
+		var n int
+		f.User, n = d.readAddrs(in, check)
+		if n > 0 {
+			f.Flags |= event.FactUserTruncated
+			cut += n
+		}
+	}
+	if cut > 0 && !check {
+		d.cut.Stacks++
+		d.cut.Frames += uint64(cut)
 	}
 }
 
-// readAddrs reads a list of addresses written by appendAddrs.
-func readAddrs(in *dec) []uint64 {
+// readAddrs reads a list of addresses written by appendAddrs, keeping at
+// most event.MaxStackFrames of them; it returns how many it did not
+// keep. check keeps none, and takes their memory from the chunk's
+// budget.
+func (d *decoder) readAddrs(in *dec, check bool) ([]uint64, int) {
 	n := in.uvarint()
 	if n > uint64(in.left()) {
 		if in.err == nil {
 			in.fail(fmt.Errorf("%d addresses in %d bytes", n, in.left()))
 		}
-		return nil
+		return nil, 0
 	}
-	a := make([]uint64, n)
+	keep := min(int(n), event.MaxStackFrames)
+	var a []uint64
+	if check {
+		d.spend(&in.cursor, frameCost*keep)
+	} else if keep > 0 { // none is nil, as a writer sees it
+		a = make([]uint64, keep)
+	}
 	var prev uint64
-	for i := range a {
+	for i := 0; i < int(n); i++ {
 		prev += uint64(unzigzag(in.uvarint()))
-		a[i] = prev
+		if i < len(a) {
+			a[i] = prev
+		}
 	}
 	if in.err != nil {
-		return nil
+		return nil, 0
 	}
-	return a
+	return a, int(n) - keep
 }
 
 // fit32 returns u as a uint32, failing in when it does not fit.
@@ -394,7 +471,9 @@ func (d *decoder) decodeEvent(in *dec) {
 			return
 		}
 		off = in.off
-		d.tmpls = append(d.tmpls, t)
+		if d.tmpls = appendWithin(d, &in.cursor, d.tmpls, t, templateCost); in.err != nil {
+			return
+		}
 	} else if ti > uint64(len(d.tmpls)) {
 		in.fail(errTemplate)
 		return
@@ -415,7 +494,9 @@ func (d *decoder) decodeEvent(in *dec) {
 			return
 		}
 		off = in.off
-		d.thrs = append(d.thrs, h)
+		if d.thrs = appendWithin(d, &in.cursor, d.thrs, h, threadCost); in.err != nil {
+			return
+		}
 	} else if hi > uint64(len(d.thrs)) {
 		in.fail(errThread)
 		return
@@ -468,7 +549,9 @@ func (d *decoder) decodeEvent(in *dec) {
 				u, next = in.uvarintAt(off)
 			}
 			off = next
-			e.Path = d.strAt(in, u)
+			if e.Path = d.strAt(in, u); len(e.Path) > d.pathMax {
+				e.Path = d.path(e.Path)
+			}
 		}
 		if m&mPath2 != 0 {
 			u, next, ok := in.peek(p, off)
@@ -476,7 +559,9 @@ func (d *decoder) decodeEvent(in *dec) {
 				u, next = in.uvarintAt(off)
 			}
 			off = next
-			e.Path2 = d.strAt(in, u)
+			if e.Path2 = d.strAt(in, u); len(e.Path2) > d.pathMax {
+				e.Path2 = d.path(e.Path2)
+			}
 		}
 		if m&mFD != 0 {
 			u, next, ok := in.peek(p, off)

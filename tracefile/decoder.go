@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/bits"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -58,21 +60,41 @@ func cacheSlot(b []byte) uint {
 // from chunk to chunk: in steady state decoding does not allocate. The
 // decoding itself is in decode.go (version 2) and decode_v1.go (version
 // 1, generated from decode.go).
+//
+// Its memory is bounded by the chunk, not by the chunk's counts: facts
+// and events are decoded one at a time; the string table is indexed by a
+// mark every strMarkEvery strings and its strings are made when first
+// used, into a direct-mapped cache by index; the tables the chunk
+// defines (templates, threads, its stacks' frames) may take at most
+// chunkBudget bytes, else the chunk is damage.
 type decoder struct {
-	// raw is the chunk's string table, views into the payload; strs[i]
-	// is raw[i] interned, made when an event or fact first refers to it
-	// ("" until then), so strings nobody reads are never hashed or
-	// copied.
-	raw    [][]byte
-	strs   []string
+	// strSec is the chunk's string table section (after its count),
+	// nstrs its count, marks[k] the offset in strSec of string
+	// strMarkEvery·k.
+	strSec []byte
+	marks  []uint32
+	nstrs  uint64
+	// slots cache made strings by index; a slot holds string i of the
+	// chunk whose gen it is tagged with (tag = gen + i).
+	slots  []strSlot
+	gen    uint64
 	intern *interner // shared by a Reader's passes over the file
-	fs     []factAt
-	tmpls  []template
-	thrs   []threadRef
-	ev     event.Event
+	// facts walks the facts section; fact is the fact decoded last.
+	facts factStream
+	fact  event.Fact
+	tmpls []template
+	thrs  []threadRef
+	ev    event.Event
 	// mAll and fAll are the event and fact field bits of the file's
 	// format version: a bit outside them is an error.
 	mAll, fAll uint64
+	// budget is what the chunk's tables may still take, in bytes.
+	budget int
+	// pathMax and strMax are the longest path and other string of the
+	// trace's OS (event.MaxPathLen, MaxStringLen); cut counts what was
+	// cut to them, and stack frames cut to event.MaxStackFrames.
+	pathMax, strMax int
+	cut             event.Cuts
 
 	deltaBases
 }
@@ -88,53 +110,127 @@ type deltaBases struct {
 	prevReq    uint64
 }
 
-// factAt is a fact and the index of the event it precedes.
-type factAt struct {
-	pos int
-	f   event.Fact
+// strSlot is a slot of the decoder's string cache.
+type strSlot struct {
+	tag uint64
+	s   string
+}
+
+// Sizes of the string cache and the string table's index.
+const (
+	strSlotBits  = 13
+	strMarkEvery = 8
+)
+
+// chunkBudget returns the bytes the tables of a chunk with a payload of n
+// bytes may take. A template takes 32 bytes for at least 11 of the chunk
+// (its event's), a thread 40 for at least 9, a stack frame 8 for at least
+// 1: a chunk built of those alone could make a reader hold 4 or 8 times
+// its size. A writer's chunks stay far below: a real thread definition
+// takes 14 bytes or more (pids, times), a real frame 2 to 4 (the
+// difference from the frame before it).
+func chunkBudget(n int) int { return 3*n + 1<<20 }
+
+// Memory the tables of a chunk take per entry.
+const (
+	templateCost = int(unsafe.Sizeof(template{}))
+	threadCost   = int(unsafe.Sizeof(threadRef{}))
+	frameCost    = 8
+)
+
+var errBudget = errors.New("the chunk's tables (templates, threads, stack frames) take more than 3 bytes per byte of the chunk plus 1 MiB: not a chunk a writer makes")
+
+// factStream is the walk of a chunk's facts section: n facts, i decoded
+// so far, the next at off; pos is the event position of the fact decoded
+// last, lastPos that of the last fact of the section.
+type factStream struct {
+	sec      []byte
+	off      int
+	n, i     uint64
+	pos      int
+	lastPos  int
+	prevTime int64
 }
 
 // keepFunc selects the facts whose strings a pass makes, by kind and
 // rundown flag (nil selects all).
 type keepFunc func(kind event.FactKind, rundown bool) bool
 
-// resetStrings sizes strs for the string table in raw.
-func (d *decoder) resetStrings() {
-	if cap(d.strs) < len(d.raw) {
-		d.strs = make([]string, len(d.raw), cap(d.raw))
-	} else {
-		d.strs = d.strs[:len(d.raw)]
-		clear(d.strs)
+// beginStrings readies the string cache for a new chunk's table.
+func (d *decoder) beginStrings() {
+	if d.slots == nil {
+		d.slots = make([]strSlot, 1<<strSlotBits)
+	}
+	d.gen += 1 << 32 // string indexes are below 2^32
+	if d.gen == 0 {
+		clear(d.slots) // wrapped: old tags could match again
+		d.gen = 1 << 32
 	}
 }
 
-// makeStr interns string i of the table.
-func (d *decoder) makeStr(i uint64) string {
-	b := d.raw[i]
-	if len(b) == 0 {
-		return ""
+// makeStr interns the bytes b of string i of the table, cut to the
+// trace's limit, and caches it.
+func (d *decoder) makeStr(i uint64, b []byte) string {
+	if len(b) > d.strMax {
+		b = cutBytes(b, d.strMax)
+		d.cut.Strings++
 	}
-	if d.intern == nil {
-		d.intern = new(interner)
+	s := ""
+	if len(b) > 0 {
+		if d.intern == nil {
+			d.intern = new(interner)
+		}
+		s = d.intern.get(b)
 	}
-	s := d.intern.get(b)
-	d.strs[i] = s
+	d.slots[i&(1<<strSlotBits-1)] = strSlot{tag: d.gen + i, s: s}
 	return s
 }
 
-// nextFact appends a zero fact preceding event pos to d.fs and returns
-// it, to be decoded in place (a fact is large: cleared where it lies, not
-// built on the stack and copied).
-func (d *decoder) nextFact(pos int) *event.Fact {
-	n := len(d.fs)
-	if n == cap(d.fs) {
-		d.fs = append(d.fs, factAt{})
+// cutBytes is event.CutString for bytes.
+func cutBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
 	}
-	d.fs = d.fs[:n+1]
-	fa := &d.fs[n]
-	*fa = factAt{}
-	fa.pos = pos
-	return &fa.f
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return b[:i]
+		}
+	}
+	return b[:n]
+}
+
+// path returns s cut to the trace's longest path, counting the cut.
+func (d *decoder) path(s string) string {
+	if len(s) <= d.pathMax {
+		return s
+	}
+	d.cut.Paths++
+	return event.CutString(s, d.pathMax)
+}
+
+// appendWithin appends v to the table s of the chunk, taking cost bytes
+// from its budget (failing c when the budget is used up); s grows by
+// doubling, never beyond what the budget allows, so that the table holds
+// no more memory than the budget says.
+func appendWithin[T any](d *decoder, c *cursor, s []T, v T, cost int) []T {
+	if d.spend(c, cost); c.err != nil {
+		return s
+	}
+	if len(s) == cap(s) {
+		ns := make([]T, len(s), min(max(2*cap(s), 64), len(s)+1+d.budget/cost))
+		copy(ns, s)
+		s = ns
+	}
+	return append(s, v)
+}
+
+// spend takes n bytes from the chunk's budget, failing in when it is
+// used up.
+func (d *decoder) spend(c *cursor, n int) {
+	d.budget -= n
+	if d.budget < 0 {
+		c.fail(errBudget)
+	}
 }
 
 func (d *decoder) beginEvents() {

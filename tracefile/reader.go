@@ -30,12 +30,17 @@ type Reader struct {
 	damage    []Damage
 	trailer   *trailerRec
 	trailerAt int64 // file offset of the trailer chunk
+	trailerIx int   // and its index
 	ran       bool
 	// seen holds a 64-bit hash of every records chunk read, with its
 	// offset: a chunk that repeats one byte for byte (a duplicated
 	// region of the file) is damage, its records skipped.
 	seen map[[2]uint64]int64
 	seed maphash.Seed
+	// rc gives resync the CRCs of candidate chunks; ctx, when set (Run,
+	// ScanFacts), stops it.
+	rc  rangeCRC
+	ctx context.Context
 
 	dc      decoder
 	events  uint64 // delivered
@@ -178,6 +183,9 @@ func (r *Reader) cut() bool {
 func (r *Reader) next() (*chunk, bool) {
 	w := &r.win
 	for {
+		if r.ctx != nil && r.ctx.Err() != nil {
+			return nil, false // a search for an intact chunk stopped
+		}
 		if !w.fill(chunkHeaderSize) {
 			n := len(w.avail())
 			if w.err != nil {
@@ -260,35 +268,53 @@ func (r *Reader) repeated(payload []byte, off int64) (int64, bool) {
 
 // resync records damage at off and searches forward for the next intact
 // chunk, leaving the window at it (or at the end of the file). It reports
-// whether it found one.
+// whether it found one. Every sync it finds is a candidate; a crafted file
+// can hold one every few bytes, each with a length reaching far ahead, so
+// the CRCs of the candidates' payloads come from one CRC pass over the
+// region (rangeCRC): the search is linear in the bytes it reads. It stops
+// when r.ctx is done (Run then returns the context's error).
 func (r *Reader) resync(off int64, reason string) bool {
 	w := &r.win
 	d := Damage{Offset: off, Chunk: r.chunks, Reason: reason}
 	r.chunks++
-	w.discard(1)
+	r.rc.reset(w.off)
+	r.skip(1)
 	found := false
-	for {
+	for n := 0; ; n++ {
+		if n%resyncCheck == 0 && r.ctx != nil && r.ctx.Err() != nil {
+			break
+		}
 		data := w.avail()
 		i := bytes.Index(data, []byte(chunkSync))
 		if i < 0 {
 			keep := min(len(data), len(chunkSync)-1)
-			w.discard(len(data) - keep)
+			r.skip(len(data) - keep)
 			if !w.more(len(chunkSync) + minWindow) {
-				w.discard(len(w.avail()))
+				r.skip(len(w.avail()))
 				break
 			}
 			continue
 		}
-		w.discard(i)
+		r.skip(i)
 		if r.candidate() {
 			found = true
 			break
 		}
-		w.discard(1)
+		r.skip(1)
 	}
 	d.Skipped = w.off - off
 	r.addDamage(d)
 	return found
+}
+
+// resyncCheck is how many steps of the search go between two looks at
+// the context: a step costs at most a few microseconds.
+const resyncCheck = 1024
+
+// skip moves the search n bytes on.
+func (r *Reader) skip(n int) {
+	r.rc.discard(r.win.avail()[:n])
+	r.win.discard(n)
 }
 
 // candidate reports whether an intact chunk starts at the window.
@@ -307,8 +333,18 @@ func (r *Reader) candidate() bool {
 	}
 	data := w.avail()
 	h = data[:chunkHeaderSize] // fill may have moved the data
-	crc := crc32.Update(0, castagnoli, h[4:12])
-	crc = crc32.Update(crc, castagnoli, data[chunkHeaderSize:chunkHeaderSize+length])
+	hcrc := crc32.Update(0, castagnoli, h[4:12])
+	var crc uint32
+	if length <= crcBlock {
+		crc = crc32.Update(hcrc, castagnoli, data[chunkHeaderSize:chunkHeaderSize+length])
+	} else {
+		// The payload's CRC from the region's, F at its start and end:
+		// shift(hcrc) ^ (F(end) ^ shift(F(start))), one shift for both.
+		c := &r.rc
+		from := crc32.Update(c.val, castagnoli, h)
+		to := c.at(w.off+int64(chunkHeaderSize+length), data)
+		crc = crcShift(hcrc^from, int64(length)) ^ to
+	}
 	return crc == binary.LittleEndian.Uint32(h[12:])
 }
 
@@ -326,6 +362,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		return errors.New("tracefile.Reader: Run called twice")
 	}
 	r.ran = true
+	r.ctx = ctx
 	h := r.header
 	if err := sink.Begin(&h); err != nil {
 		return err
@@ -340,6 +377,9 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		} else {
 			var ok bool
 			if c, ok = r.next(); !ok {
+				if err := ctx.Err(); err != nil {
+					return err // a search for an intact chunk stopped
+				}
 				break
 			}
 		}
@@ -366,7 +406,7 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 			if err != nil {
 				r.addDamage(Damage{Offset: c.off, Chunk: c.index, Reason: "bad trailer: " + err.Error()})
 			}
-			r.trailer, r.trailerAt = &t, c.off
+			r.trailer, r.trailerAt, r.trailerIx = &t, c.off, c.index
 		case c.typ == chunkHeader:
 			r.addDamage(Damage{Offset: c.off, Chunk: c.index, Skipped: int64(len(c.payload) + chunkHeaderSize), Lossless: true,
 				Reason: "a second trace header (ignored)"})
@@ -387,11 +427,59 @@ func (r *Reader) Run(ctx context.Context, sink event.Sink) error {
 		r.addDamage(Damage{Offset: r.win.off, Chunk: r.chunks, End: true,
 			Reason: "truncated: the file ends without a trailer (the recording was cut short)"})
 	}
+	r.checkCounts()
 	t := r.finalTrailer()
 	if err := sink.End(&t); err != nil {
 		return err
 	}
 	return r.damageError()
+}
+
+// Each event takes at least minEventBytes bytes of a records chunk (a
+// template reference, a thread reference and a time), each fact at least
+// minFactBytes (position, kind, mask, time): a trailer that counts more
+// than the file before it could hold is not believed.
+const (
+	minEventBytes = 3
+	minFactBytes  = 4
+)
+
+// checkCounts compares the trailer's counts of events and facts written
+// with those read, whether or not damage was met: fewer read, and no
+// damaged region to hold them, is damage (chunks removed cleanly); more
+// read is damage that lost nothing (chunks repeated with a change, or
+// another recording's); counts more than the file could hold are damage
+// and not believed.
+func (r *Reader) checkCounts() {
+	tr := r.trailer
+	if tr == nil || !tr.hasCounts {
+		return
+	}
+	d := Damage{Offset: r.trailerAt, Chunk: r.trailerIx}
+	if room := uint64(r.trailerAt); tr.events > room/minEventBytes || tr.facts > room/minFactBytes {
+		d.Reason = fmt.Sprintf("the trailer says %d events and %d facts were written, more than the %d bytes before it can hold: its counts are not believed",
+			tr.events, tr.facts, room)
+		tr.hasCounts = false
+		r.addDamage(d)
+		return
+	}
+	if tr.events > r.events || tr.facts > r.facts {
+		for _, x := range r.damage {
+			if !x.Lossless {
+				return // that damage holds them (counted in finalTrailer)
+			}
+		}
+		d.Reason = fmt.Sprintf("the trailer says %d events and %d facts were written, %d events and %d facts were read: %d events and %d facts are missing (chunks removed?)",
+			tr.events, tr.facts, r.events, r.facts, tr.events-min(tr.events, r.events), tr.facts-min(tr.facts, r.facts))
+		r.addDamage(d)
+		return
+	}
+	if tr.events < r.events || tr.facts < r.facts {
+		d.Lossless = true
+		d.Reason = fmt.Sprintf("%d events and %d facts more than the trailer says were written (%d and %d): chunks repeated with a change, or another recording's?",
+			r.events-tr.events, r.facts-tr.facts, tr.events, tr.facts)
+		r.addDamage(d)
+	}
 }
 
 // finalTrailer returns the trailer to deliver: the written one, or one
@@ -405,6 +493,7 @@ func (r *Reader) finalTrailer() event.Trailer {
 		t.End = r.lastEnd
 		t.Stats.Add(event.CountLost, "iotrace file cut short: no trailer, the recording's own counts are lost", 1)
 	}
+	r.dc.cut.AddTo(&t.Stats)
 	if len(r.damage) == 0 {
 		return t
 	}
@@ -467,6 +556,7 @@ func (r *Reader) Damage() []Damage { return append([]Damage(nil), r.damage...) }
 // decodeRecords decodes a records chunk with the decoder of the file's
 // format version (see records).
 func (r *Reader) decodeRecords(c *chunk, sink event.Sink, factsOnly bool, keep keepFunc) error {
+	r.dc.pathMax, r.dc.strMax = event.MaxPathLen(r.header.OS), event.MaxStringLen(r.header.OS)
 	r.dc.mAll, r.dc.fAll = mAll, fAll
 	switch {
 	case r.version < 3:
@@ -510,7 +600,7 @@ func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKi
 	if r.dc.intern == nil {
 		r.dc.intern = new(interner)
 	}
-	scan := &Reader{path: r.path, src: r.src}
+	scan := &Reader{path: r.path, src: r.src, ctx: ctx}
 	scan.dc.intern = r.dc.intern
 	if err := r.rewind(sk, scan); err != nil {
 		return err
@@ -526,6 +616,7 @@ func (r *Reader) ScanFactsWhere(ctx context.Context, keep func(kind event.FactKi
 		if c == nil {
 			var ok bool
 			if c, ok = scan.next(); !ok {
+				err = ctx.Err() // a search for an intact chunk stopped
 				break
 			}
 		}

@@ -3,6 +3,9 @@ package tracefile
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/iotrace/iotrace/event"
@@ -62,3 +65,54 @@ func (*countSink) Begin(*event.Header) error  { return nil }
 func (s *countSink) Event(*event.Event) error { s.events++; return nil }
 func (s *countSink) Fact(*event.Fact) error   { s.facts++; return nil }
 func (*countSink) End(*event.Trailer) error   { return nil }
+
+// failingWriter takes n bytes, then fails every write (a full disk); a
+// write that crosses the limit writes its first part.
+type failingWriter struct {
+	buf bytes.Buffer
+	n   int
+}
+
+func (f *failingWriter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		k := f.n
+		f.buf.Write(b[:k])
+		f.n = 0
+		return k, errors.New("no space left on device")
+	}
+	f.n -= len(b)
+	return f.buf.Write(b)
+}
+
+// TestWrittenAfterWriteError: after a write error, Written says how many
+// events the whole chunks hold and where they end; the file cut there
+// reads exactly those events, then says it was cut short.
+func TestWrittenAfterWriteError(t *testing.T) {
+	fw := &failingWriter{n: 100000}
+	w := NewWriter(fw, WriterOptions{ChunkSize: 8 << 10})
+	must(t, w.Begin(&event.Header{OS: "linux"}))
+	var err error
+	sent := 0
+	for i := 1; err == nil && i < 1000000; i++ {
+		e := event.New()
+		e.ID, e.Time, e.Op, e.Path = uint64(i), int64(i)*1000, event.OpRead, fmt.Sprintf("/data/file-%d", i%97)
+		err = w.Event(&e)
+		sent++
+	}
+	if err == nil {
+		t.Fatal("the writer never failed")
+	}
+	events, off := w.Written()
+	if events == 0 || events >= uint64(sent) || off > int64(fw.buf.Len()) || off == int64(fw.buf.Len()) {
+		t.Fatalf("Written = %d events to offset %d; %d sent, %d bytes reached the disk", events, off, sent, fw.buf.Len())
+	}
+	r, err := NewReader(bytes.NewReader(fw.buf.Bytes()[:off]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s countSink
+	err = r.Run(context.Background(), &s)
+	if s.events != int(events) || err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("the file cut at %d reads %d events (%v), want %d and cut short", off, s.events, err, events)
+	}
+}

@@ -53,6 +53,11 @@ type Writer struct {
 	events       uint64
 	facts        uint64
 	err          error
+
+	// whole is where the last chunk written whole ends; wholeEvents the
+	// events in the chunks up to there (see Written).
+	whole       int64
+	wholeEvents uint64
 }
 
 // NewWriter returns a Writer that writes to w. It does not close w.
@@ -86,6 +91,21 @@ func Create(path string, opts WriterOptions) (*Writer, error) {
 
 // Offset returns the number of bytes written so far.
 func (w *Writer) Offset() int64 { return w.off }
+
+// Written returns the events in the chunks written whole and the offset
+// where the last of them ends: after a write error, what a file cut there
+// holds (a reader reads it to that chunk, then says it was cut short).
+func (w *Writer) Written() (events uint64, offset int64) { return w.wholeEvents, w.whole }
+
+// writeChunks writes b, whole chunks holding events events.
+func (w *Writer) writeChunks(b []byte, events int) error {
+	if err := w.write(b); err != nil {
+		return err
+	}
+	w.whole = w.off
+	w.wholeEvents += uint64(events)
+	return nil
+}
 
 func (w *Writer) write(b []byte) error {
 	if w.err != nil {
@@ -131,7 +151,7 @@ func (w *Writer) Begin(h *event.Header) error {
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = appendChunk(out, chunkHeader, func(b []byte) []byte { return appendHeader(b, h) })
 	w.out = out
-	return w.write(out)
+	return w.writeChunks(out, 0)
 }
 
 // Event implements event.Sink.
@@ -197,8 +217,9 @@ func (w *Writer) flush() error {
 		records = w.enc.appendRecordsV1
 	}
 	w.out = appendChunk(w.out[:0], chunkRecords, records)
+	n := w.enc.nevents
 	w.enc.reset()
-	return w.write(w.out)
+	return w.writeChunks(w.out, n)
 }
 
 // Flush writes the pending events and facts as a chunk.
@@ -220,7 +241,7 @@ func (w *Writer) End(t *event.Trailer) error {
 	}
 	w.ended = true
 	w.out = appendChunk(w.out[:0], chunkTrailer, func(b []byte) []byte { return appendTrailer(b, t, w.events, w.facts) })
-	return w.write(w.out)
+	return w.writeChunks(w.out, 0)
 }
 
 // Close writes pending records (without a trailer when End was not

@@ -27,6 +27,9 @@ type Config struct {
 	// NoRundown skips the /proc snapshot at the start (descriptors opened
 	// before the trace are then named lazily from /proc, or not at all).
 	NoRundown bool
+	// UnwindCacheDir is where unwind tables are cached across runs (by
+	// build ID); "" means unwind.DefaultCacheDir(), "-" no cache.
+	UnwindCacheDir string
 }
 
 // Backend traces file system calls (and block I/O) on Linux with eBPF. It

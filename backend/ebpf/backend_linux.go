@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,10 +76,6 @@ func (l *lockedSink) failed() error {
 	return l.err
 }
 
-// blockQueue is the capacity of the queue that hands block events from
-// the block tracer's goroutine to the syscall reader's.
-const blockQueue = 8192
-
 // run is the state of one Run.
 type run struct {
 	b      *Backend
@@ -90,13 +87,8 @@ type run struct {
 	origin uint64
 	stats  event.Stats
 
-	// blocks hands block events to the reader goroutine, which gives them
-	// their process's identity from the tracker's table (only it may
-	// touch the table). Events that find it full are sent as they are and
-	// counted in blockOverflow.
-	blocks        chan event.Event
-	blockEv       event.Event
-	blockOverflow atomic.Uint64
+	// blocks hands block events to the reader goroutine (handover_linux.go).
+	blocks *blockHandover
 
 	marks  chan marker.Mark
 	nmarks uint64
@@ -118,6 +110,18 @@ type run struct {
 	wakeupBytes uint64
 	// wb waits for the command's writeback (writeback_linux.go).
 	wb writebackWait
+
+	// tables are the unwind tables, with --stacks user walked by them
+	// (unwind_linux.go); procRoot is where procfs is.
+	tables   *unwindTables
+	procRoot string
+
+	// skippedWarned is the total of the programs' skipped runs last
+	// warned about; nextSkipCheck when they are read again.
+	skippedWarned uint64
+	nextSkipCheck time.Time
+
+	reaper reaper // reap_linux.go
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -182,7 +186,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		cause:       wantFile && wantBlock,
 		ringSize:    int(rs),
 		wakeupBytes: uint64(rs) / uint64(frac),
-		stacks:      uint8(opts.Stacks),
+		stacks:      opts.Stacks,
+		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
 	pr, err := loadProbes(lc)
 	if err != nil {
@@ -223,7 +228,22 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
-		r.setupStacks(procRoot)
+		r.setupStacks(procRoot, lc.unwind)
+	}
+	if lc.unwind {
+		r.setupUnwind(procRoot)
+		var pids []uint32
+		if !cmdMode {
+			all, _ := fs.Pids()
+			for _, p := range all {
+				if p != self && (pidSet == nil || pidSet[p]) {
+					pids = append(pids, p)
+				}
+			}
+		}
+		r.preloadTables(opts.Command, pids)
+		r.tables.start(1)
+		defer r.tables.stop()
 	}
 	if len(opts.Ops) > 0 {
 		var ops [event.NumOps]bool
@@ -236,6 +256,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
 	r.tr.stats(&r.stats)
+	r.unwindStats(&r.stats)
+	r.reaper.stats(&r.stats)
 	if cs, cerr := pr.counters(); cerr == nil {
 		if r.stopping {
 			// Calls the traced processes began once the enter side was
@@ -248,6 +270,11 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		addCounters(&r.stats, cs)
 	} else if err == nil {
 		err = cerr
+	}
+	if sk, serr := pr.skipped(); serr == nil {
+		addSkipped(&r.stats, sk)
+	} else if err == nil {
+		err = serr
 	}
 	if r.nmarks > 0 {
 		r.stats.Add(event.CountInfo, "markers", r.nmarks)
@@ -314,7 +341,11 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
 		}
 		if opts.Stacks != 0 {
-			bo.Stacks, bo.StackMap = uint8(opts.Stacks), pr.objs.Stacks
+			bo.Stacks, bo.StackMap = opts.Stacks, pr.objs.Stacks
+		}
+		if r.tables != nil {
+			o := pr.objs
+			bo.Unwind = &blockio.UnwindMaps{Files: o.UnwindFiles, Rows: o.UnwindRows, Rules: o.UnwindRules, UStacks: o.Ustacks, PageShift: pageShift()}
 		}
 		if cmdMode || pidSet != nil {
 			bo.PidFilter = pr.objs.Pids
@@ -345,22 +376,10 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		btStop()
 		// The syscall records are all read: hand over what the block
 		// tracer still delivers while it drains, then the rest.
-		var err error
-		for running := true; running; {
-			select {
-			case err = <-btDone:
-				running = false
-			case r.blockEv = <-r.blocks:
-				r.tr.blockEvent(&r.blockEv)
-			}
-		}
-		for n := len(r.blocks); n > 0; n-- {
-			r.blockEv = <-r.blocks
-			r.tr.blockEvent(&r.blockEv)
-		}
+		err := r.blocks.finish(r.tr, btDone)
 		r.stats.Merge(bt.Stats())
-		if n := r.blockOverflow.Load(); n != 0 {
-			r.stats.Add(event.CountUnresolved, "block events sent without their process start time (hand-over queue full)", n)
+		if n := r.blocks.overflow.Load(); n != 0 {
+			r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
 		}
 		bt = nil
 		return err
@@ -371,7 +390,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		// Started after the rundown, which fills the table the block
 		// events are named from; the block ring buffer holds what comes
 		// meanwhile.
-		r.blocks = make(chan event.Event, blockQueue)
+		r.blocks = newBlockHandover()
 		btDone = make(chan error, 1)
 		ops := r.tr.ops
 		go func() {
@@ -379,12 +398,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 				if ops != nil && !ops[e.Op] {
 					return
 				}
-				select {
-				case r.blocks <- *e:
-				default:
-					r.blockOverflow.Add(1)
-					_ = r.sink.Event(e)
-				}
+				r.blocks.offer(e, r.sink)
 			})
 		}()
 	}
@@ -616,7 +630,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			if herr := r.tr.handle(rec.RawSample); herr != nil {
 				return nil // the sink failed; Run reports it
 			}
-			if n&4095 != 0 {
+			if n&4095 != 0 && !r.blocks.halfFull() {
 				continue
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -633,26 +647,9 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			return nil
 		}
 		r.checkLoss(false)
+		r.checkSkipped()
+		r.reap(time.Now())
 	}
-}
-
-// flushBlocks hands the block events queued so far to the tracker, after
-// the records already in the ring buffer: those include the fork and exec
-// records of every process that queued one of these bios, so the table
-// knows it (and its start time) as its syscall events do.
-func (r *run) flushBlocks() error {
-	n := len(r.blocks)
-	if n == 0 {
-		return nil
-	}
-	if err := r.readFor(0); err != nil {
-		return err
-	}
-	for ; n > 0; n-- {
-		r.blockEv = <-r.blocks
-		r.tr.blockEvent(&r.blockEv)
-	}
-	return nil
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.
@@ -727,17 +724,38 @@ func (r *run) checkLoss(final bool) {
 	}
 	lost := lostTotal(cs)
 	if lost > r.warnedAt {
-		r.opts.Warnf(fmt.Sprintf("ebpf: %d records lost so far: the ring buffer (%d MiB) is full; "+
-			"raise --buffer-size or narrow the filters", lost, r.pr.objs.Rb.MaxEntries()>>20))
+		r.opts.Warnf(lossWarning(lost, r.pr.objs.Rb.MaxEntries()))
 		r.warnedAt = lost
 		r.nextWarn = now.Add(5 * time.Second)
+	}
+}
+
+// checkSkipped reads the programs' skipped runs once a second and warns
+// when they grew (the trailer counts them by program at the end).
+func (r *run) checkSkipped() {
+	now := time.Now()
+	if now.Before(r.nextSkipCheck) {
+		return
+	}
+	r.nextSkipCheck = now.Add(time.Second)
+	sk, err := r.pr.skipped()
+	if err != nil {
+		return
+	}
+	var total uint64
+	for _, n := range sk {
+		total += n
+	}
+	if total > r.skippedWarned {
+		r.opts.Warnf(skippedWarning(sk))
+		r.skippedWarned = total
 	}
 }
 
 // setupStacks prepares the stack and module tables (--stacks): the
 // kernel's symbols (read once, written into the trace as its stacks need
 // them) and its build ID as a module of pid 0.
-func (r *run) setupStacks(procRoot string) {
+func (r *run) setupStacks(procRoot string, unwind bool) {
 	loadKsyms := func() *symbolize.Kernel {
 		f, err := os.Open("/proc/kallsyms")
 		if err != nil {
@@ -752,10 +770,18 @@ func (r *run) setupStacks(procRoot string) {
 		}
 		return k
 	}
-	r.tr.stacks = newStackTable(r.pr.readStack, r.tr.fact, loadKsyms)
+	var readUser func(int32) ([]uint64, uint32, error)
+	if unwind {
+		readUser = r.pr.readUStack
+	}
+	r.tr.stacks = newStackTable(r.pr.readStack, readUser, r.tr.fact, loadKsyms)
 	r.tr.mods = newModuleTable(r.tr.fact)
 	r.tr.readMaps = func(pid uint32) ([]byte, error) {
 		return os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "maps"))
+	}
+	// The command runs iotrace's code between its fork and its exec.
+	if b, err := r.tr.readMaps(uint32(os.Getpid())); err == nil {
+		r.tr.mods.adopt(uint32(os.Getpid()), b)
 	}
 	if b, err := os.ReadFile("/sys/kernel/notes"); err == nil {
 		if id := kernelBuildID(b); id != "" {

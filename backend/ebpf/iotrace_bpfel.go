@@ -163,10 +163,10 @@ type iotraceStackRec struct {
 		Cpu  uint32
 		Time uint64
 	}
-	Id  uint64
-	Nr  uint32
-	Pad uint32
-	Ips [127]uint64
+	Id   uint64
+	Nr   uint32
+	Stop uint32
+	Ips  [127]uint64
 }
 
 type iotraceSyscallState struct {
@@ -179,6 +179,41 @@ type iotraceSyscallState struct {
 		BioBytes  uint64
 	}
 	Call [112]uint8
+}
+
+type iotraceUnwindFile struct {
+	_     structs.HostLayout
+	Size  uint64
+	Start uint32
+	Count uint32
+	Kind  uint8
+	Pad   [7]uint8
+}
+
+type iotraceUnwindFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type iotraceUnwindRow struct {
+	_    structs.HostLayout
+	Off  uint32
+	Rule uint32
+}
+
+type iotraceUnwindRule struct {
+	_         structs.HostLayout
+	Cfa       uint8
+	Threshold uint8
+	Signal    uint8
+	Fp        uint8
+	Ra        uint8
+	Pad       [3]uint8
+	CfaOff    int32
+	FpOff     int32
+	RaOff     int32
 }
 
 type iotraceUringInflight struct {
@@ -203,6 +238,39 @@ type iotraceUringInflight struct {
 	Ino      uint64
 	Fflags   uint32
 	Ustack   int32
+}
+
+type iotraceUstack struct {
+	_    structs.HostLayout
+	Nr   uint32
+	Stop uint32
+	Ips  [127]uint64
+}
+
+type iotraceUstackCopyScratch struct {
+	_    structs.HostLayout
+	Copy struct {
+		_ structs.HostLayout
+		H struct {
+			_    structs.HostLayout
+			Type uint8
+			Pad  uint8
+			Kind uint16
+			Cpu  uint32
+			Time uint64
+		}
+		Id        uint64
+		Pc        uint64
+		Sp        uint64
+		Fp        uint64
+		MissIno   uint64
+		MissDev   uint32
+		Len       uint32
+		MissStart uint64
+		MissSize  uint64
+		Data      [16384]uint8
+	}
+	Slack [4096]uint8
 }
 
 type iotraceWbCause struct {
@@ -231,7 +299,13 @@ const (
 	iotraceMapStackScratch       = "stack_scratch"
 	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
+	iotraceMapUnwindFiles        = "unwind_files"
+	iotraceMapUnwindFrames       = "unwind_frames"
+	iotraceMapUnwindRows         = "unwind_rows"
+	iotraceMapUnwindRules        = "unwind_rules"
 	iotraceMapUringInflight      = "uring_inflight"
+	iotraceMapUstackCopyScratch  = "ustack_copy_scratch"
+	iotraceMapUstacks            = "ustacks"
 	iotraceMapWbWorks            = "wb_works"
 	iotraceProgDioBegin          = "dio_begin"
 	iotraceProgDioComplete       = "dio_complete"
@@ -258,8 +332,10 @@ const (
 	iotraceVarCfgPageShift       = "cfg_page_shift"
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
 	iotraceVarCfgStacks          = "cfg_stacks"
+	iotraceVarCfgUnwind          = "cfg_unwind"
 	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
 	iotraceVarUnusedInflightDump = "unused_inflight_dump"
+	iotraceVarUnwindPageShift    = "unwind_page_shift"
 )
 
 // loadIotrace returns the embedded CollectionSpec for iotrace.
@@ -327,23 +403,29 @@ type iotraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceMapSpecs struct {
-	AioInflight   *ebpf.MapSpec `ebpf:"aio_inflight"`
-	AioTgids      *ebpf.MapSpec `ebpf:"aio_tgids"`
-	AsyncState    *ebpf.MapSpec `ebpf:"async_state"`
-	Comms         *ebpf.MapSpec `ebpf:"comms"`
-	Counters      *ebpf.MapSpec `ebpf:"counters"`
-	CurSyscall    *ebpf.MapSpec `ebpf:"cur_syscall"`
-	ExecScratch   *ebpf.MapSpec `ebpf:"exec_scratch"`
-	InodeIo       *ebpf.MapSpec `ebpf:"inode_io"`
-	PathScratch   *ebpf.MapSpec `ebpf:"path_scratch"`
-	Pids          *ebpf.MapSpec `ebpf:"pids"`
-	Rb            *ebpf.MapSpec `ebpf:"rb"`
-	Seq           *ebpf.MapSpec `ebpf:"seq"`
-	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
-	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
-	SysKinds      *ebpf.MapSpec `ebpf:"sys_kinds"`
-	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
-	WbWorks       *ebpf.MapSpec `ebpf:"wb_works"`
+	AioInflight       *ebpf.MapSpec `ebpf:"aio_inflight"`
+	AioTgids          *ebpf.MapSpec `ebpf:"aio_tgids"`
+	AsyncState        *ebpf.MapSpec `ebpf:"async_state"`
+	Comms             *ebpf.MapSpec `ebpf:"comms"`
+	Counters          *ebpf.MapSpec `ebpf:"counters"`
+	CurSyscall        *ebpf.MapSpec `ebpf:"cur_syscall"`
+	ExecScratch       *ebpf.MapSpec `ebpf:"exec_scratch"`
+	InodeIo           *ebpf.MapSpec `ebpf:"inode_io"`
+	PathScratch       *ebpf.MapSpec `ebpf:"path_scratch"`
+	Pids              *ebpf.MapSpec `ebpf:"pids"`
+	Rb                *ebpf.MapSpec `ebpf:"rb"`
+	Seq               *ebpf.MapSpec `ebpf:"seq"`
+	StackScratch      *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Stacks            *ebpf.MapSpec `ebpf:"stacks"`
+	SysKinds          *ebpf.MapSpec `ebpf:"sys_kinds"`
+	UnwindFiles       *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindFrames      *ebpf.MapSpec `ebpf:"unwind_frames"`
+	UnwindRows        *ebpf.MapSpec `ebpf:"unwind_rows"`
+	UnwindRules       *ebpf.MapSpec `ebpf:"unwind_rules"`
+	UringInflight     *ebpf.MapSpec `ebpf:"uring_inflight"`
+	UstackCopyScratch *ebpf.MapSpec `ebpf:"ustack_copy_scratch"`
+	Ustacks           *ebpf.MapSpec `ebpf:"ustacks"`
+	WbWorks           *ebpf.MapSpec `ebpf:"wb_works"`
 }
 
 // iotraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -358,8 +440,10 @@ type iotraceVariableSpecs struct {
 	CfgPageShift       *ebpf.VariableSpec `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
+	CfgUnwind          *ebpf.VariableSpec `ebpf:"cfg_unwind"`
 	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.VariableSpec `ebpf:"unused_inflight_dump"`
+	UnwindPageShift    *ebpf.VariableSpec `ebpf:"unwind_page_shift"`
 }
 
 // iotraceObjects contains all objects after they have been loaded into the kernel.
@@ -382,23 +466,29 @@ func (o *iotraceObjects) Close() error {
 //
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotraceMaps struct {
-	AioInflight   *ebpf.Map `ebpf:"aio_inflight"`
-	AioTgids      *ebpf.Map `ebpf:"aio_tgids"`
-	AsyncState    *ebpf.Map `ebpf:"async_state"`
-	Comms         *ebpf.Map `ebpf:"comms"`
-	Counters      *ebpf.Map `ebpf:"counters"`
-	CurSyscall    *ebpf.Map `ebpf:"cur_syscall"`
-	ExecScratch   *ebpf.Map `ebpf:"exec_scratch"`
-	InodeIo       *ebpf.Map `ebpf:"inode_io"`
-	PathScratch   *ebpf.Map `ebpf:"path_scratch"`
-	Pids          *ebpf.Map `ebpf:"pids"`
-	Rb            *ebpf.Map `ebpf:"rb"`
-	Seq           *ebpf.Map `ebpf:"seq"`
-	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
-	Stacks        *ebpf.Map `ebpf:"stacks"`
-	SysKinds      *ebpf.Map `ebpf:"sys_kinds"`
-	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
-	WbWorks       *ebpf.Map `ebpf:"wb_works"`
+	AioInflight       *ebpf.Map `ebpf:"aio_inflight"`
+	AioTgids          *ebpf.Map `ebpf:"aio_tgids"`
+	AsyncState        *ebpf.Map `ebpf:"async_state"`
+	Comms             *ebpf.Map `ebpf:"comms"`
+	Counters          *ebpf.Map `ebpf:"counters"`
+	CurSyscall        *ebpf.Map `ebpf:"cur_syscall"`
+	ExecScratch       *ebpf.Map `ebpf:"exec_scratch"`
+	InodeIo           *ebpf.Map `ebpf:"inode_io"`
+	PathScratch       *ebpf.Map `ebpf:"path_scratch"`
+	Pids              *ebpf.Map `ebpf:"pids"`
+	Rb                *ebpf.Map `ebpf:"rb"`
+	Seq               *ebpf.Map `ebpf:"seq"`
+	StackScratch      *ebpf.Map `ebpf:"stack_scratch"`
+	Stacks            *ebpf.Map `ebpf:"stacks"`
+	SysKinds          *ebpf.Map `ebpf:"sys_kinds"`
+	UnwindFiles       *ebpf.Map `ebpf:"unwind_files"`
+	UnwindFrames      *ebpf.Map `ebpf:"unwind_frames"`
+	UnwindRows        *ebpf.Map `ebpf:"unwind_rows"`
+	UnwindRules       *ebpf.Map `ebpf:"unwind_rules"`
+	UringInflight     *ebpf.Map `ebpf:"uring_inflight"`
+	UstackCopyScratch *ebpf.Map `ebpf:"ustack_copy_scratch"`
+	Ustacks           *ebpf.Map `ebpf:"ustacks"`
+	WbWorks           *ebpf.Map `ebpf:"wb_works"`
 }
 
 func (m *iotraceMaps) Close() error {
@@ -418,7 +508,13 @@ func (m *iotraceMaps) Close() error {
 		m.StackScratch,
 		m.Stacks,
 		m.SysKinds,
+		m.UnwindFiles,
+		m.UnwindFrames,
+		m.UnwindRows,
+		m.UnwindRules,
 		m.UringInflight,
+		m.UstackCopyScratch,
+		m.Ustacks,
 		m.WbWorks,
 	)
 }
@@ -435,8 +531,10 @@ type iotraceVariables struct {
 	CfgPageShift       *ebpf.Variable `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
+	CfgUnwind          *ebpf.Variable `ebpf:"cfg_unwind"`
 	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.Variable `ebpf:"unused_inflight_dump"`
+	UnwindPageShift    *ebpf.Variable `ebpf:"unwind_page_shift"`
 }
 
 // iotracePrograms contains all programs after they have been loaded into the kernel.

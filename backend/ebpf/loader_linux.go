@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -30,7 +31,8 @@ type loadConfig struct {
 	cause       bool
 	ringSize    int
 	wakeupBytes uint64
-	stacks      uint8 // backend.Stacks
+	stacks      backend.Stacks
+	unwind      bool // user stacks walked by unwind tables (bpf/unwind.h)
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -70,6 +72,16 @@ func kernelHasBTFType(name string) bool {
 	return err == nil
 }
 
+// pageShift is log2 of the page size (a mapping's file offset is in
+// pages).
+func pageShift() uint8 {
+	var s uint8
+	for 1<<s < os.Getpagesize() {
+		s++
+	}
+	return s
+}
+
 // ringSize rounds n up to a power of two of at least one page.
 func ringSize(n int) uint32 {
 	size := uint32(os.Getpagesize())
@@ -88,8 +100,14 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 	// A stack-trace map preallocates its buckets (1 KiB each): one when
 	// no stacks are taken.
 	spec.Maps["stacks"].MaxEntries = 1
-	if cfg.stacks != 0 {
+	if cfg.stacks != backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = stackMapEntries
+	}
+	if cfg.unwind {
+		spec.Maps["unwind_files"].MaxEntries = unwindMaxFiles
+		spec.Maps["unwind_rows"].MaxEntries = unwindMaxRows
+		spec.Maps["unwind_rules"].MaxEntries = unwindMaxRules
+		spec.Maps["ustacks"].MaxEntries = stackMapEntries
 	}
 	b2u := func(b bool) uint8 {
 		if b {
@@ -98,15 +116,17 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		return 0
 	}
 	for name, v := range map[string]any{
-		"cfg_self_tgid":    cfg.selfTgid,
-		"cfg_filter_pids":  b2u(cfg.filterPids),
-		"cfg_follow_forks": b2u(cfg.followForks),
-		"cfg_follow_self":  b2u(cfg.followSelf),
-		"cfg_filter_comm":  b2u(len(cfg.comms) > 0),
-		"cfg_cause":        b2u(cfg.cause),
-		"cfg_wakeup_bytes": cfg.wakeupBytes,
-		"cfg_stacks":       cfg.stacks,
-		"cfg_page_shift":   uint32(pageShift()),
+		"cfg_self_tgid":     cfg.selfTgid,
+		"cfg_filter_pids":   b2u(cfg.filterPids),
+		"cfg_follow_forks":  b2u(cfg.followForks),
+		"cfg_follow_self":   b2u(cfg.followSelf),
+		"cfg_filter_comm":   b2u(len(cfg.comms) > 0),
+		"cfg_cause":         b2u(cfg.cause),
+		"cfg_wakeup_bytes":  cfg.wakeupBytes,
+		"cfg_stacks":        uint8(cfg.stacks), // STACKS_USER | STACKS_KERNEL: TestStacksBits
+		"cfg_page_shift":    uint32(pageShift()),
+		"cfg_unwind":        b2u(cfg.unwind),
+		"unwind_page_shift": pageShift(),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -193,24 +213,24 @@ func (p *probes) attach(ac attachConfig) error {
 	}
 	if ac.file {
 		n := 0
-		for k := kNone + 1; k < numKinds; k++ {
-			in := &sysTable[k]
-			if in.Flags&(3*ckAsync) != 0 {
+		for c := systable.Call(1); c <= systable.Calls(); c++ {
+			row := systable.Lookup(c)
+			if async(row) {
 				// io_submit, the reaping calls and io_uring_enter go
 				// with the asynchronous requests.
 				if !ac.uring {
 					continue
 				}
-			} else if ac.ops != nil && !ac.ops[in.Op] && !in.State {
+			} else if ac.ops != nil && !ac.ops[row.Op] && row.Flags&systable.KeepNames == 0 {
 				continue
 			}
-			nr, ok := sysNumbers[k]
+			nr, ok := row.Number(runtime.GOARCH)
 			if !ok {
-				p.missing = append(p.missing, in.Name+" (no such system call on "+runtime.GOARCH+")")
+				p.missing = append(p.missing, row.Name+" (no such system call on "+runtime.GOARCH+")")
 				continue
 			}
-			if err := p.objs.SysKinds.Put(uint32(nr), k.cookie()); err != nil {
-				return fmt.Errorf("ebpf: enable %s (nr %d): %w", in.Name, nr, err)
+			if err := p.objs.SysKinds.Put(uint32(nr), cookie(c)); err != nil {
+				return fmt.Errorf("ebpf: enable %s (nr %d): %w", row.Name, nr, err)
 			}
 			n++
 		}
@@ -396,7 +416,7 @@ func parseInflight(data []byte) ([]syscallRec, error) {
 		}
 		v := &d.V
 		out = append(out, syscallRec{
-			header: header{Type: recSyscall, Kind: sysKind(v.Kind), CPU: v.Cpu, Time: v.Ts},
+			header: header{Type: recSyscall, Kind: systable.Call(v.Kind), CPU: v.Cpu, Time: v.Ts},
 			ID:     v.Id, Pid: v.Pid, Tid: d.Tid, Args: v.Args, Size: v.Size, Pos: v.Pos,
 			Ino: v.Ino, Dev: v.Dev, FFlags: v.Fflags, SFlags: uint32(v.Sflags),
 		})

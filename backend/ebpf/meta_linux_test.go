@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
@@ -79,11 +78,7 @@ func workloadMeta() {
 func TestMetaSyscalls(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	dir := t.TempDir()
-	cmd, in, out := startWorkload(t, "meta", "WL_DIR="+dir)
-	wpid := uint32(cmd.Process.Pid)
-	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
-		Layers: []event.Layer{event.LayerFile}}, wpid)
-	line := goWorkload(t, ready, in, out)
+	wpid, sink, line, stop := traceWorkload(t, "meta", dir)
 	var efd, mfd, sfd int32
 	var sino, pino uint64
 	var p0, p1, s1 int32
@@ -294,11 +289,7 @@ func workloadMetaPath() {
 func TestMetaPathSyscalls(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	dir := t.TempDir()
-	cmd, in, out := startWorkload(t, "metapath", "WL_DIR="+dir)
-	wpid := uint32(cmd.Process.Pid)
-	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
-		Layers: []event.Layer{event.LayerFile}}, wpid)
-	line := goWorkload(t, ready, in, out)
+	wpid, sink, line, stop := traceWorkload(t, "metapath", dir)
 	fields := strings.Fields(line)
 	if len(fields) != 1+len(metaPathCalls)+5 || fields[0] != "done" {
 		t.Fatalf("workload: %q", line)

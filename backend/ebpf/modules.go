@@ -24,8 +24,16 @@ import (
 type mapping struct {
 	start, end, offset uint64
 	exec               bool
+	dev                uint32 // kernel dev_t
 	inode              uint64
 	path               string
+}
+
+// fileKey is a mapped file as the kernel's mappings name it: its file
+// system's device (kernel dev_t) and inode; zero when not known.
+type fileKey struct {
+	dev uint32
+	ino uint64
 }
 
 // parseMaps reads /proc/PID/maps ("start-end perms offset dev inode
@@ -64,6 +72,13 @@ func parseMaps(b []byte) ([]mapping, error) {
 		if m.inode, err = strconv.ParseUint(string(f[4]), 10, 64); err != nil {
 			return out, fmt.Errorf("maps line %d: inode: %w", n, err)
 		}
+		major, minor, ok := bytes.Cut(f[3], []byte(":"))
+		maj, err1 := strconv.ParseUint(string(major), 16, 32)
+		min, err2 := strconv.ParseUint(string(minor), 16, 32)
+		if !ok || err1 != nil || err2 != nil || maj >= 1<<12 || min >= 1<<20 {
+			return out, fmt.Errorf("maps line %d: device %q", n, f[3])
+		}
+		m.dev = uint32(maj)<<20 | uint32(min)
 		m.exec = len(f[1]) >= 3 && f[1][2] == 'x'
 		if len(f) >= 6 && m.inode != 0 {
 			// The path is the rest of the line (it may hold spaces).
@@ -83,18 +98,32 @@ type moduleFile struct {
 	err  error
 }
 
+// liveModule is a module while it is mapped: its fact and its file.
+// inherited marks a module a forked child holds from its parent, whose
+// fact is written only when a stack of the child needs it (writeInherited).
+type liveModule struct {
+	fact      event.Fact
+	key       fileKey
+	inherited bool
+}
+
 // moduleTable writes module facts, reading each file once.
 type moduleTable struct {
 	emit  func(*event.Fact)
 	files map[string]*moduleFile
-	live  map[uint32][]event.Fact // modules of each process, to end them
+	live  map[uint32][]liveModule // modules of each process, to end them
 	fact  event.Fact
+	// onMapped, when set, is told of each new module (the unwinder
+	// prepares its table).
+	onMapped func(pid uint32, m *liveModule)
+	// inherited lists the processes with modules not written yet.
+	inherited map[uint32]bool
 
 	noID, unreadable uint64
 }
 
 func newModuleTable(emit func(*event.Fact)) *moduleTable {
-	return &moduleTable{emit: emit, files: map[string]*moduleFile{}, live: map[uint32][]event.Fact{}}
+	return &moduleTable{emit: emit, files: map[string]*moduleFile{}, live: map[uint32][]liveModule{}, inherited: map[uint32]bool{}}
 }
 
 func (t *moduleTable) file(path string) *moduleFile {
@@ -132,9 +161,9 @@ const protExec = 0x4
 // mapped records an executable mapping of path into process pid (once
 // while it lives: a mapping seen in the maps after an exec and again in
 // the mmap event that made it is one module).
-func (t *moduleTable) mapped(pid uint32, procStart, ts int64, rundown bool, start, end, offset uint64, path string) {
-	for _, f := range t.live[pid] {
-		if f.Handle == start && f.Size == end-start && f.Offset == offset && f.Name == path {
+func (t *moduleTable) mapped(pid uint32, procStart, ts int64, rundown bool, start, end, offset uint64, path string, key fileKey) {
+	for _, m := range t.live[pid] {
+		if f := &m.fact; f.Handle == start && f.Size == end-start && f.Offset == offset && f.Name == path {
 			return
 		}
 	}
@@ -153,7 +182,21 @@ func (t *moduleTable) mapped(pid uint32, procStart, ts int64, rundown bool, star
 		f.Flags |= event.FactVaddr
 	}
 	t.emit(f)
-	t.live[pid] = append(t.live[pid], *f)
+	t.live[pid] = append(t.live[pid], liveModule{fact: *f, key: key})
+	if t.onMapped != nil {
+		t.onMapped(pid, &t.live[pid][len(t.live[pid])-1])
+	}
+}
+
+// at returns the module of process pid holding addr, nil when none.
+func (t *moduleTable) at(pid uint32, addr uint64) *liveModule {
+	ms := t.live[pid]
+	for i := len(ms) - 1; i >= 0; i-- {
+		if f := &ms[i].fact; addr >= f.Handle && addr-f.Handle < f.Size {
+			return &ms[i]
+		}
+	}
+	return nil
 }
 
 // fromMaps records the executable mappings of a process's maps.
@@ -161,19 +204,79 @@ func (t *moduleTable) fromMaps(pid uint32, procStart, ts int64, rundown bool, ma
 	ms, err := parseMaps(maps)
 	for _, m := range ms {
 		if m.exec {
-			t.mapped(pid, procStart, ts, rundown, m.start, m.end, m.offset, m.path)
+			t.mapped(pid, procStart, ts, rundown, m.start, m.end, m.offset, m.path, fileKey{dev: m.dev, ino: m.inode})
 		}
 	}
 	return err
 }
 
+// adopt records the executable mappings of process pid's maps as modules
+// whose facts are not written (iotrace itself, which is not traced): a
+// child it forks inherits them, and writes them if one of its stacks
+// needs them before it execs.
+func (t *moduleTable) adopt(pid uint32, maps []byte) {
+	ms, _ := parseMaps(maps)
+	for _, m := range ms {
+		if !m.exec {
+			continue
+		}
+		mf := t.file(m.path)
+		f := event.Fact{Kind: event.FactModule, Pid: pid, Handle: m.start, Size: m.end - m.start, Offset: m.offset,
+			Name: m.path, Detail: mf.id}
+		if v, ok := mf.vaddr(m.offset); ok {
+			f.Vaddr, f.Flags = v, event.FactVaddr
+		}
+		t.live[pid] = append(t.live[pid], liveModule{fact: f, key: fileKey{dev: m.dev, ino: m.inode}, inherited: true})
+		t.inherited[pid] = true
+	}
+}
+
+// forked gives child (started at procStart, forked at ts) its parent's
+// modules: a forked process runs its parent's code until it execs.
+func (t *moduleTable) forked(parent, child uint32, procStart, ts int64) {
+	ms := t.live[parent]
+	if len(ms) == 0 {
+		return
+	}
+	out := make([]liveModule, len(ms))
+	for i, m := range ms {
+		m.fact.Pid, m.fact.ProcStart, m.fact.Time, m.fact.Rundown = child, procStart, ts, false
+		m.inherited = true
+		out[i] = m
+	}
+	t.live[child] = out
+	t.inherited[child] = true
+}
+
+// writeInherited writes the facts of the modules process pid inherited
+// and has not written yet (before its first stack).
+func (t *moduleTable) writeInherited(pid uint32) {
+	if !t.inherited[pid] {
+		return
+	}
+	delete(t.inherited, pid)
+	ms := t.live[pid]
+	for i := range ms {
+		if ms[i].inherited {
+			ms[i].inherited = false
+			f := ms[i].fact
+			t.emit(&f)
+		}
+	}
+}
+
 // gone ends the modules of process pid (exec or exit) at ts.
 func (t *moduleTable) gone(pid uint32, ts int64) {
-	for _, f := range t.live[pid] {
+	for _, m := range t.live[pid] {
+		if m.inherited {
+			continue // never written
+		}
+		f := m.fact
 		f.Time, f.End, f.Rundown = ts, true, false
 		t.emit(&f)
 	}
 	delete(t.live, pid)
+	delete(t.inherited, pid)
 }
 
 func (t *moduleTable) stats(s *event.Stats) {

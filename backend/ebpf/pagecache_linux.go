@@ -23,12 +23,3 @@ func (p *probes) attachEvict() error {
 	p.others = append(p.others, l)
 	return nil
 }
-
-// pageShift returns log2 of the page size.
-func pageShift() int {
-	n := 0
-	for p := os.Getpagesize(); p > 1; p >>= 1 {
-		n++
-	}
-	return n
-}

@@ -3,20 +3,23 @@ package ebpf
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 )
 
 // Record types (enum rec_type in bpf/records.h).
 const (
-	recSyscall   = 1
-	recPath      = 2
-	recFork      = 3
-	recExec      = 4
-	recExit      = 5
-	recURing     = 6
-	recAIO       = 7
-	recExecMaps  = 8
-	recStack     = 9
-	recPageCache = 10 // page-cache provenance (provenance.go)
+	recSyscall    = 1
+	recPath       = 2
+	recFork       = 3
+	recExec       = 4
+	recExit       = 5
+	recURing      = 6
+	recAIO        = 7
+	recExecMaps   = 8
+	recStack      = 9
+	recUStackCopy = 11
+	recPageCache  = 10 // page-cache provenance (provenance.go)
 )
 
 // Syscall record flags (enum sys_flags).
@@ -63,7 +66,7 @@ var le = binary.LittleEndian
 // header is struct rec_hdr.
 type header struct {
 	Type uint8
-	Kind sysKind
+	Kind systable.Call
 	CPU  uint32
 	Time uint64
 }
@@ -72,7 +75,7 @@ func decodeHeader(b []byte) (header, error) {
 	if len(b) < hdrSize {
 		return header{}, fmt.Errorf("record of %d bytes, shorter than its %d-byte header", len(b), hdrSize)
 	}
-	return header{Type: b[0], Kind: sysKind(le.Uint16(b[2:])), CPU: le.Uint32(b[4:]), Time: le.Uint64(b[8:])}, nil
+	return header{Type: b[0], Kind: systable.Call(le.Uint16(b[2:])), CPU: le.Uint32(b[4:]), Time: le.Uint64(b[8:])}, nil
 }
 
 // syscallRec is struct syscall_rec.
@@ -403,8 +406,9 @@ func (r *execMapsRec) decode(b []byte) error {
 // stackRec is struct stack_rec: a user stack sent inline for event ID.
 type stackRec struct {
 	header
-	ID  uint64
-	IPs []uint64
+	ID   uint64
+	IPs  []uint64
+	Stop uint32 // why the walk ended (unwind.Stop), stopUnknown for a frame-pointer walk
 }
 
 const stackHdrSize = 32
@@ -417,6 +421,7 @@ func (r *stackRec) decode(b []byte) error {
 	r.header = h
 	r.ID = le.Uint64(b[16:])
 	n := int(le.Uint32(b[24:]))
+	r.Stop = le.Uint32(b[28:])
 	if n > maxStackDepth || stackHdrSize+8*n > len(b) {
 		return fmt.Errorf("stack record of %d bytes says %d frames", len(b), n)
 	}
@@ -424,5 +429,40 @@ func (r *stackRec) decode(b []byte) error {
 	for i := range r.IPs {
 		r.IPs[i] = le.Uint64(b[stackHdrSize+8*i:])
 	}
+	return nil
+}
+
+// uStackCopyRec is struct ustack_copy_rec: an event's user registers and
+// stack, for user space to walk (bpf/unwind.h).
+type uStackCopyRec struct {
+	header
+	ID         uint64
+	PC, SP, FP uint64
+	MissIno    uint64
+	MissDev    uint32
+	MissStart  uint64
+	MissSize   uint64
+	Stack      []byte // from SP up
+}
+
+const (
+	uStackCopyHdrSize = 80
+	uStackCopyMax     = 16384 // UNWIND_COPY_MAX
+)
+
+func (r *uStackCopyRec) decode(b []byte) error {
+	if len(b) < uStackCopyHdrSize {
+		return fmt.Errorf("stack copy record of %d bytes, want at least %d", len(b), uStackCopyHdrSize)
+	}
+	h, _ := decodeHeader(b)
+	r.header = h
+	r.ID, r.PC, r.SP, r.FP = le.Uint64(b[16:]), le.Uint64(b[24:]), le.Uint64(b[32:]), le.Uint64(b[40:])
+	r.MissIno, r.MissDev = le.Uint64(b[48:]), le.Uint32(b[56:])
+	n := int(le.Uint32(b[60:]))
+	r.MissStart, r.MissSize = le.Uint64(b[64:]), le.Uint64(b[72:])
+	if n > uStackCopyMax || uStackCopyHdrSize+n > len(b) {
+		return fmt.Errorf("stack copy record of %d bytes says %d bytes of stack", len(b), n)
+	}
+	r.Stack = append([]byte(nil), b[uStackCopyHdrSize:uStackCopyHdrSize+n]...)
 	return nil
 }

@@ -1,6 +1,7 @@
 package ebpf
 
 import (
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"testing"
 
 	"github.com/iotrace/iotrace/event"
@@ -8,14 +9,14 @@ import (
 
 // Record builders, following bpf/records.h.
 
-func hdr(b []byte, typ uint8, kind sysKind, cpu uint32, t uint64) {
+func hdr(b []byte, typ uint8, kind systable.Call, cpu uint32, t uint64) {
 	b[0] = typ
 	le.PutUint16(b[2:], uint16(kind))
 	le.PutUint32(b[4:], cpu)
 	le.PutUint64(b[8:], t)
 }
 
-func sysRecord(kind sysKind, id, t, dur uint64, pid, tid uint32, ret int64, args [6]uint64, comm string) []byte {
+func sysRecord(kind systable.Call, id, t, dur uint64, pid, tid uint32, ret int64, args [6]uint64, comm string) []byte {
 	b := make([]byte, syscallSize)
 	hdr(b, recSyscall, kind, 1, t)
 	le.PutUint64(b[16:], id)
@@ -31,7 +32,7 @@ func sysRecord(kind sysKind, id, t, dur uint64, pid, tid uint32, ret int64, args
 	return b
 }
 
-func pathRecord(kind sysKind, id uint64, tid uint32, index uint8, p string) []byte {
+func pathRecord(kind systable.Call, id uint64, tid uint32, index uint8, p string) []byte {
 	b := make([]byte, pathHdrSize+len(p)+1)
 	hdr(b, recPath, kind, 1, 0)
 	le.PutUint64(b[16:], id)
@@ -83,14 +84,14 @@ func TestTrackerPairsPathsAndResolves(t *testing.T) {
 	feed(forkRecord(1500, 1, pid, 1400, 0, "sh"))
 	feed(execRecord(1600, pid, "/bin/app", "app\x00-v\x00", "app"))
 	// chdir("/data") then openat(AT_FDCWD, "x/../f", O_CREAT|O_CLOEXEC) = 3
-	feed(pathRecord(kChdir, 7, pid, 0, "/data"))
-	feed(sysRecord(kChdir, 7, 2000, 10, pid, pid, 0, [6]uint64{0xdead}, "app"))
-	feed(pathRecord(kOpenat, 8, pid, 0, "x/../f"))
-	feed(sysRecord(kOpenat, 8, 3000, 50, pid, pid, 3, [6]uint64{uint64(0xffffff9c), 0xbeef, oCreat | oCloexec, 0o644}, "app"))
-	feed(sysRecord(kPread64, 9, 4000, 70, pid, pid, 100, [6]uint64{3, 0, 4096, 8192}, "app"))
-	feed(sysRecord(kRead, 10, 5000, 70, pid, pid, -9, [6]uint64{77, 0, 10}, "app"))
+	feed(pathRecord(sc("chdir"), 7, pid, 0, "/data"))
+	feed(sysRecord(sc("chdir"), 7, 2000, 10, pid, pid, 0, [6]uint64{0xdead}, "app"))
+	feed(pathRecord(sc("openat"), 8, pid, 0, "x/../f"))
+	feed(sysRecord(sc("openat"), 8, 3000, 50, pid, pid, 3, [6]uint64{uint64(0xffffff9c), 0xbeef, oCreat | oCloexec, 0o644}, "app"))
+	feed(sysRecord(sc("pread64"), 9, 4000, 70, pid, pid, 100, [6]uint64{3, 0, 4096, 8192}, "app"))
+	feed(sysRecord(sc("read"), 10, 5000, 70, pid, pid, -9, [6]uint64{77, 0, 10}, "app"))
 	feed(execRecord(6000, pid, "/bin/other", "other\x00", "other"))
-	feed(sysRecord(kWrite, 11, 7000, 70, pid, pid, -9, [6]uint64{3, 0, 1}, "other"))
+	feed(sysRecord(sc("write"), 11, 7000, 70, pid, pid, -9, [6]uint64{3, 0, 1}, "other"))
 
 	if len(s.events) != 5 {
 		t.Fatalf("%d events, want 5", len(s.events))
@@ -129,9 +130,9 @@ func TestTrackerCountsMalformed(t *testing.T) {
 		nil, {1}, make([]byte, 15),
 		func() []byte { b := make([]byte, 20); b[0] = recSyscall; return b }(),
 		func() []byte { b := make([]byte, 40); b[0] = 99; return b }(),
-		func() []byte { b := pathRecord(kOpen, 1, 1, 0, "abc"); le.PutUint16(b[28:], 999); return b }(),
+		func() []byte { b := pathRecord(sc("open"), 1, 1, 0, "abc"); le.PutUint16(b[28:], 999); return b }(),
 		func() []byte { b := execRecord(1, 1, "x", "y", "c"); le.PutUint16(b[34:], 5000); return b }(),
-		sysRecord(sysKind(999), 1, 1, 1, 1, 1, 0, [6]uint64{}, ""),
+		sysRecord(systable.Call(999), 1, 1, 1, 1, 1, 0, [6]uint64{}, ""),
 	} {
 		if err := tr.handle(b); err != nil {
 			t.Fatal(err)
@@ -147,18 +148,40 @@ func TestTrackerCountsMalformed(t *testing.T) {
 	}
 }
 
-func TestCookieLayout(t *testing.T) {
-	c := kRenameat.cookie()
-	if sysKind(c&0xffff) != kRenameat || (c>>16)&0xf != 1 || (c>>20)&0xf != 3 {
+// sc is the call named name, which must be traced.
+func sc(name string) systable.Call {
+	c := systable.ByName(name)
+	if c == 0 {
+		panic("not a traced system call: " + name)
+	}
+	return c
+}
+
+// TestCookie checks the BPF programs' descriptor of a call: its layout,
+// and that every row asking the kernel side to read an argument has it
+// where bpf/iotrace.bpf.c reads it.
+func TestCookie(t *testing.T) {
+	c := cookie(sc("renameat"))
+	if systable.Call(c&0xffff) != sc("renameat") || (c>>16)&0xf != 1 || (c>>20)&0xf != 3 {
 		t.Errorf("renameat cookie %#x", c)
 	}
-	c = kRead.cookie()
-	if (c>>16)&0xf != noArg || (c>>20)&0xf != noArg || c&ckFPos == 0 {
+	c = cookie(sc("read"))
+	if (c>>16)&0xf != noArg || (c>>20)&0xf != noArg || c&ckFPos == 0 || c&ckRead == 0 {
 		t.Errorf("read cookie %#x", c)
 	}
-	for k := kNone + 1; k < numKinds; k++ {
-		if sysTable[k].Name == "" || sysTable[k].Op == event.OpUnknown {
-			t.Errorf("kind %d has no name or op", k)
+	if c := cookie(sc("socketpair")); c&ckPair == 0 || (c>>24)&0xf != 3 {
+		t.Errorf("socketpair cookie %#x", c)
+	}
+	fixed := map[systable.Arg]int{systable.IOV: 1, systable.PosOffset: 3, systable.OpenHow: 2}
+	for i := range systable.Table {
+		row := &systable.Table[i]
+		for role, at := range fixed {
+			if i := row.Arg(role); i >= 0 && i != at {
+				t.Errorf("%s: argument %d is role %d; the BPF side reads it at argument %d", row.Name, i, role, at)
+			}
+		}
+		if row.Has(systable.IOV) && (len(row.Args) < 3 || row.Args[2] != systable.Other) {
+			t.Errorf("%s: an iovec's count must follow it (argument 2)", row.Name)
 		}
 	}
 }
@@ -166,8 +189,8 @@ func TestCookieLayout(t *testing.T) {
 // FuzzTrackerHandle feeds arbitrary records to the decoder: it must count
 // what it cannot decode and never panic.
 func FuzzTrackerHandle(f *testing.F) {
-	f.Add(sysRecord(kPread64, 1, 2000, 5, 1, 1, 10, [6]uint64{3, 0, 10, 0}, "a"))
-	f.Add(pathRecord(kOpenat, 2, 1, 0, "/etc/passwd"))
+	f.Add(sysRecord(sc("pread64"), 1, 2000, 5, 1, 1, 10, [6]uint64{3, 0, 10, 0}, "a"))
+	f.Add(pathRecord(sc("openat"), 2, 1, 0, "/etc/passwd"))
 	f.Add(forkRecord(10, 1, 2, 5, cfFilesShared, "x"))
 	f.Add(execRecord(10, 2, "/bin/sh", "sh\x00-c\x00", "sh"))
 	stack := make([]byte, stackHdrSize+16)
@@ -181,15 +204,20 @@ func FuzzTrackerHandle(f *testing.F) {
 	pcq[0], pcq[1] = recPageCache, pcQueue
 	le.PutUint32(pcq[48:], 4096)
 	f.Add(pcq)
+	cp := make([]byte, uStackCopyHdrSize+8)
+	cp[0] = recUStackCopy
+	le.PutUint32(cp[60:], 8)
+	f.Add(cp)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr := newTestTracker(&memSink{})
 		// With --stacks: stack IDs are looked up (and not found).
-		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, tr.fact, nil)
+		tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{uint64(id)}, nil }, nil, tr.fact, nil)
+		tr.copies.walk = func(pid uint32, c *uStackCopyRec) userPart { return userPart{ips: []uint64{c.PC}} }
 		_ = tr.handle(b)
 		// The same bytes as a record of every type.
 		if len(b) >= hdrSize {
 			c := append([]byte(nil), b...)
-			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack, recPageCache} {
+			for _, typ := range []uint8{recSyscall, recPath, recFork, recExec, recExit, recURing, recAIO, recExecMaps, recStack, recPageCache, recUStackCopy} {
 				c[0] = typ
 				_ = tr.handle(c)
 			}

@@ -279,6 +279,6 @@ func TestGoUserStack(t *testing.T) {
 		}
 	}
 	if i != len(want) {
-		t.Errorf("frames %q: want %q in that order", got, want)
+		t.Errorf("frames %q (%v): want %q in that order; stats %+v", got, st.Flags, want, s.trailer)
 	}
 }

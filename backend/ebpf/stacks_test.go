@@ -2,9 +2,15 @@ package ebpf
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/unwind"
 )
 
 // TestParseMaps: code and data mappings of files are kept with their
@@ -72,7 +78,7 @@ func TestStackTable(t *testing.T) {
 			return f, nil
 		}
 		return nil, errors.New("no such stack")
-	}, func(f *event.Fact) { facts = append(facts, *f) }, nil)
+	}, nil, func(f *event.Fact) { facts = append(facts, *f) }, nil)
 	a := st.id(1, 2)
 	if b := st.id(1, 2); b != a || a == 0 {
 		t.Errorf("ids %d, %d", a, b)
@@ -135,7 +141,7 @@ func TestStackTable(t *testing.T) {
 func TestInlineStack(t *testing.T) {
 	sink := &memSink{}
 	tr := newTracker(sink, 0, nil)
-	tr.stacks = newStackTable(func(int32) ([]uint64, error) { return nil, errors.New("not in the map") }, tr.fact, nil)
+	tr.stacks = newStackTable(func(int32) ([]uint64, error) { return nil, errors.New("not in the map") }, nil, tr.fact, nil)
 	b := make([]byte, stackHdrSize+3*8)
 	b[0] = recStack
 	le.PutUint64(b[16:], 77)
@@ -146,7 +152,7 @@ func TestInlineStack(t *testing.T) {
 	if err := tr.handle(b); err != nil {
 		t.Fatal(err)
 	}
-	r := syscallRec{header: header{Type: recSyscall, Kind: kRead}, ID: 77, UStack: errEEXIST, KStack: -1}
+	r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 77, UStack: errEEXIST, KStack: -1}
 	tr.syscall(&r, true)
 	if len(sink.events) != 1 || sink.events[0].Stack == 0 {
 		t.Fatalf("events %+v", sink.events)
@@ -164,5 +170,109 @@ func TestInlineStack(t *testing.T) {
 	var sr stackRec
 	if err := sr.decode(b); err == nil {
 		t.Error("a stack record claiming more frames than it holds decoded")
+	}
+}
+
+// TestCutAndCopies: a frame-pointer walk's frames are cut before the
+// first return address no module of the process holds (ASCII read as an
+// address: it printed as a [kernel] frame), flagged truncated and counted;
+// a stack sent as a copy is walked by the walker with the event's process
+// and paired with its event.
+func TestCutAndCopies(t *testing.T) {
+	sink := &memSink{}
+	tr := newTracker(sink, 0, nil)
+	maps := map[int32][]uint64{5: {0x1100, 0x1200, 0x696c0a3120656e69, 0x1300}}
+	tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return maps[id], nil }, nil, tr.fact, nil)
+	tr.mods = newModuleTable(tr.fact)
+	tr.mods.mapped(10, 0, 0, true, 0x1000, 0x2000, 0, "/bin/prog", fileKey{})
+	var walked []uint32
+	tr.copies.walk = func(pid uint32, c *uStackCopyRec) userPart {
+		walked = append(walked, pid)
+		return userPart{ips: []uint64{c.PC, 0x1234}, stop: 0}
+	}
+	r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 1, Pid: 10, Tid: 10, UStack: 5, KStack: -1}
+	tr.syscall(&r, true)
+	cp := make([]byte, uStackCopyHdrSize+16)
+	cp[0] = recUStackCopy
+	le.PutUint64(cp[16:], 2)      // event ID
+	le.PutUint64(cp[24:], 0x1180) // pc
+	le.PutUint32(cp[60:], 16)     // bytes of stack
+	if err := tr.handle(cp); err != nil {
+		t.Fatal(err)
+	}
+	r = syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: 2, Pid: 10, Tid: 10, UStack: ustackCopied, KStack: -1}
+	tr.syscall(&r, true)
+	stacks := map[uint64]*event.Fact{}
+	for i := range sink.facts {
+		if f := &sink.facts[i]; f.Kind == event.FactStack {
+			stacks[f.Handle] = f
+		}
+	}
+	if len(sink.events) != 2 {
+		t.Fatalf("%d events", len(sink.events))
+	}
+	cut := stacks[sink.events[0].Stack]
+	if cut == nil || !slices.Equal(cut.User, []uint64{0x1100, 0x1200}) || cut.Flags != event.FactUserTruncated {
+		t.Errorf("frame-pointer stack %+v: want 0x1100 0x1200, truncated", cut)
+	}
+	cop := stacks[sink.events[1].Stack]
+	if cop == nil || !slices.Equal(cop.User, []uint64{0x1180, 0x1234}) || cop.Flags != 0 || !slices.Equal(walked, []uint32{10}) {
+		t.Errorf("copied stack %+v (walked for %v): want 0x1180 0x1234", cop, walked)
+	}
+	var s event.Stats
+	tr.stats(&s)
+	if s.Get(event.CountUnresolved, "user stacks ended early (user-truncated): "+unwind.StopBadAddress.String()) != 1 ||
+		s.Get(event.CountInfo, copiesWalked) != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestForkedChildModules: a forked child runs its parent's code until it
+// execs: its first stack writes the parent's modules as its own (before
+// the stack), once; a child without stacks writes none.
+func TestForkedChildModules(t *testing.T) {
+	sink := &memSink{}
+	tr := newTracker(sink, 0, nil)
+	tr.stacks = newStackTable(func(id int32) ([]uint64, error) { return []uint64{0x1100}, nil }, nil, tr.fact, nil)
+	tr.mods = newModuleTable(tr.fact)
+	tr.mods.mapped(10, 0, 0, true, 0x1000, 0x2000, 0, "/bin/prog", fileKey{})
+	tr.mods.forked(10, 11, 500, 500)
+	tr.mods.forked(10, 12, 600, 600)
+	for i := 0; i < 2; i++ {
+		r := syscallRec{header: header{Type: recSyscall, Kind: sc("read")}, ID: uint64(i + 1), Pid: 11, Tid: 11, UStack: 1, KStack: -1}
+		tr.syscall(&r, true)
+	}
+	var child11, child12, stackAt, moduleAt int
+	for i, f := range sink.facts {
+		switch {
+		case f.Kind == event.FactModule && f.Pid == 11:
+			child11++
+			moduleAt = i
+			if f.Handle != 0x1000 || f.Name != "/bin/prog" || f.ProcStart != 500 {
+				t.Errorf("child's module %+v", f)
+			}
+		case f.Kind == event.FactModule && f.Pid == 12:
+			child12++
+		case f.Kind == event.FactStack:
+			stackAt = i
+		}
+	}
+	if child11 != 1 || child12 != 0 || moduleAt > stackAt {
+		t.Errorf("child 11: %d module facts (at %d, its stack at %d), child 12: %d; want 1 before the stack, 0", child11, moduleAt, stackAt, child12)
+	}
+}
+
+// TestStacksBits checks that the BPF programs read --stacks with the
+// bits of backend.Stacks (bpf/cur_syscall.h, STACKS_*), which the loaders
+// pass as they are.
+func TestStacksBits(t *testing.T) {
+	h, err := os.ReadFile("bpf/cur_syscall.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]backend.Stacks{"STACKS_USER": backend.StacksUser, "STACKS_KERNEL": backend.StacksKernel} {
+		if def := fmt.Sprintf("#define %s %d\n", name, v); !strings.Contains(string(h), def) {
+			t.Errorf("bpf/cur_syscall.h does not say %q", def)
+		}
 	}
 }

@@ -2,12 +2,12 @@ package ebpf
 
 import (
 	"fmt"
-	"github.com/iotrace/iotrace/backend/ebpf/blockio"
 	"runtime"
-	"strings"
 
+	"github.com/iotrace/iotrace/backend/ebpf/blockio"
 	"github.com/iotrace/iotrace/backend/ebpf/fdtable"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
+	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -105,10 +105,11 @@ type tracker struct {
 	mods           *moduleTable
 	readMaps       func(pid uint32) ([]byte, error)
 	execPath       map[uint32]string   // the program each process last exec'd (absolute)
-	inlineStacks   map[uint64][]uint64 // user stacks sent inline, by event ID, until the event
+	inlineStacks   map[uint64]userPart // user stacks sent inline, by event ID, until the event
 	inlineOrphans  uint64
-	ksymErr        string // why the kernel's symbols could not be read
-	execMapsMissed uint64 // exec'd programs/interpreters not recorded as modules
+	copies         stackCopies // user stacks sent as copies to walk (ustack.go)
+	ksymErr        string      // why the kernel's symbols could not be read
+	execMapsMissed uint64      // exec'd programs/interpreters not recorded as modules
 	mapsErrs       uint64
 	// aioUnreaped counts AIO requests sent when their process exited;
 	// fixedFiles io_uring requests on registered files (unnamed).
@@ -128,7 +129,7 @@ func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 		comms:        make(map[uint32]*commEntry),
 		gone:         make(map[uint32]goneProc),
 		execPath:     make(map[uint32]string),
-		inlineStacks: make(map[uint64][]uint64),
+		inlineStacks: make(map[uint64]userPart),
 		pc:           newPageCache(),
 	}
 	t.table.Probe = probe
@@ -196,6 +197,9 @@ func (t *tracker) handle(b []byte) error {
 				ts := t.time(t.fork.Time)
 				t.table.Fork(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), t.comm(t.fork.Tid, &t.fork.Comm),
 					t.fork.CFlags&cfFilesShared != 0, t.fork.CFlags&cfFSShared != 0, ts)
+				if t.mods != nil {
+					t.mods.forked(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), ts)
+				}
 			}
 		case recExec:
 			if err = t.exec.decode(b); err == nil {
@@ -203,14 +207,7 @@ func (t *tracker) handle(b []byte) error {
 			}
 		case recExit:
 			if err = t.exit.decode(b); err == nil {
-				t.remember(t.exit.Pid, t.time(t.exit.Time))
-				if t.mods != nil {
-					t.mods.gone(t.exit.Pid, t.time(t.exit.Time))
-					delete(t.execPath, t.exit.Pid)
-				}
-				t.table.Exit(t.exit.Pid, t.time(t.exit.Time))
-				delete(t.comms, t.exit.Tid)
-				delete(t.pending, t.exit.Tid)
+				t.exited(t.exit.Pid, t.exit.Tid, t.time(t.exit.Time))
 			}
 		case recURing:
 			if err = t.uring.decode(b); err == nil {
@@ -223,7 +220,12 @@ func (t *tracker) handle(b []byte) error {
 					t.inlineOrphans += uint64(len(t.inlineStacks))
 					clear(t.inlineStacks)
 				}
-				t.inlineStacks[sr.ID] = sr.IPs
+				t.inlineStacks[sr.ID] = userPart{ips: sr.IPs, stop: sr.Stop}
+			}
+		case recUStackCopy:
+			var c uStackCopyRec
+			if err = c.decode(b); err == nil {
+				t.copies.add(&c)
 			}
 		case recExecMaps:
 			var em execMapsRec
@@ -304,22 +306,55 @@ func errnoOf(ret int64) (event.Status, uint32) {
 
 func argFD(a uint64) int32 { return int32(uint32(a)) }
 
-// syscall turns a syscall record into an event. complete is false for a
-// call still in flight when tracing stopped (no exit: no result).
+// call is the system call being decoded: its record, its row of
+// systable.Table, its event and the strings sent ahead of it. It lives on
+// syscall's stack (nothing keeps it), so decoding a call allocates
+// nothing.
+type call struct {
+	r    *syscallRec
+	row  *systable.Row
+	e    *event.Event
+	ts   int64
+	ok   bool          // it succeeded
+	refs systable.Refs // what its arguments refer to (decode)
+	str  [2]string     // its strings (paths, names), by slot
+	have [2]bool       // which of them arrived
+}
+
+// syscall turns a syscall record into an event: the fields every call
+// has, its strings, then its arguments as its row says (decode) or, for
+// the special cases, as the row's handler does (handlers.go). complete is
+// false for a call still in flight when tracing stopped (no exit: no
+// result).
 func (t *tracker) syscall(r *syscallRec, complete bool) {
-	in := r.Kind.info()
-	if in == nil {
+	row := systable.Lookup(r.Kind)
+	if row == nil {
 		t.unknownKinds++
 		return
 	}
-	ts := t.time(r.Time)
-	e := &t.ev
+	c := call{r: r, row: row, e: &t.ev, ts: t.time(r.Time)}
+	t.begin(&c, complete)
+	if row.Strings()[0] >= 0 {
+		t.takeStrings(&c)
+	}
+	if row.Do == systable.Generic {
+		t.decode(&c)
+		t.emit(c.e)
+		return
+	}
+	t.do(&c)
+}
+
+// begin sets the fields every call's event has: identity, time, thread,
+// status, stack and the block I/O it caused.
+func (t *tracker) begin(c *call, complete bool) {
+	r, e, ts := c.r, c.e, c.ts
 	e.Reset()
 	e.ID = blockio.SyscallID(r.ID)
 	e.Source = event.SourceEBPF
 	e.Layer = event.LayerFile
-	e.Op = in.Op
-	e.Native = in.Name
+	e.Op = c.row.Op
+	e.Native = c.row.Name
 	e.Time = ts
 	e.Duration = int64(r.Dur)
 	e.CPU = r.CPU
@@ -333,501 +368,120 @@ func (t *tracker) syscall(r *syscallRec, complete bool) {
 		e.Comm = t.comm(r.Tid, &r.Comm)
 	} else {
 		e.Comm = p.Comm
-		if c := t.comms[r.Tid]; c != nil {
-			e.Comm = c.s
+		if cm := t.comms[r.Tid]; cm != nil {
+			e.Comm = cm.s
 		}
 	}
 	if !complete {
 		e.Status, e.Flags = event.StatusUnknown, event.FlagNoCompletion
 	}
-	ok := e.Status == event.StatusOK
+	c.ok = e.Status == event.StatusOK
 	if t.stacks != nil {
-		if ips, ok := t.inlineStacks[r.ID]; ok && r.UStack == errEEXIST {
-			delete(t.inlineStacks, r.ID)
-			e.Stack = t.stacks.idInline(ips, r.KStack)
-		} else {
-			e.Stack = t.stacks.id(r.UStack, r.KStack)
+		ustack := r.UStack
+		if c.row.Op == event.OpExec && c.ok {
+			// Taken at the exit: the new program's entry, not the
+			// code that called execve.
+			ustack = -1
 		}
+		e.Stack = t.eventStack(r.ID, r.Pid, ustack, r.KStack)
 	}
 	if r.SFlags&sfCause != 0 {
 		e.CausedIOs = r.NrBios
 		e.CausedBytes = r.BioBytes
 	}
+}
 
-	// Path arguments sent ahead.
-	var paths [2]string
-	var havePath [2]bool
-	if in.Path0 >= 0 || in.Path1 >= 0 {
-		pp := t.pending[r.Tid]
-		if pp != nil && pp.id == r.ID {
-			for i := 0; i < 2; i++ {
-				if pp.have[i] {
-					paths[i], havePath[i] = pp.path[i], true
-					if pp.trunc[i] {
-						e.Flags |= event.FlagTruncated
-					}
+// takeStrings takes the call's strings, sent ahead in path records, and
+// counts those that did not arrive.
+func (t *tracker) takeStrings(c *call) {
+	r := c.r
+	if pp := t.pending[r.Tid]; pp != nil && pp.id == r.ID {
+		for i := range pp.have {
+			if pp.have[i] {
+				c.str[i], c.have[i] = pp.path[i], true
+				if pp.trunc[i] {
+					c.e.Flags |= event.FlagTruncated
 				}
 			}
-			delete(t.pending, r.Tid)
 		}
-		for i, idx := range [2]int8{in.Path0, in.Path1} {
-			if idx >= 0 && !havePath[i] && r.Args[idx] != 0 {
-				t.pathsMissing++
-			}
+		delete(t.pending, r.Tid)
+	}
+	for i, arg := range c.row.Strings() {
+		if arg >= 0 && !c.have[i] && r.Args[arg] != 0 {
+			t.pathsMissing++
 		}
 	}
+}
 
-	switch r.Kind {
-	case kOpen, kOpenat, kOpenat2, kCreat:
-		dirfd, name, flags, mode := int32(atFDCWD), paths[0], uint32(r.Args[1]), uint32(r.Args[2])
-		switch r.Kind {
-		case kOpenat, kOpenat2:
-			dirfd, flags, mode = argFD(r.Args[0]), uint32(r.Args[2]), uint32(r.Args[3])
-		case kCreat:
-			flags, mode = oCreat|oWronly|oTrunc, uint32(r.Args[1])
+// decode sets the event's fields from the call's arguments (its row's
+// roles), names what they refer to, then adds what the kernel read and
+// the result.
+func (t *tracker) decode(c *call) {
+	e, r, row := c.e, c.r, c.row
+	row.Decode(&r.Args, e, &c.refs)
+	t.names(c)
+	if c.refs.IOV {
+		e.Size = r.Size
+		if r.SFlags&sfIOVPartial != 0 {
+			e.Flags |= event.FlagTruncated
 		}
-		e.OpenFlags, e.Mode = flags, mode
-		e.Flags |= t.openFlags(flags)
-		if flags&(oCreat|oExcl) == oCreat|oExcl && ok {
-			e.Flags |= event.FlagCreated
-		}
-		e.Path = t.abs(r.Pid, dirfd, name, havePath[0], ts)
-		if ok {
-			e.FD = int32(r.Ret)
-			d := fdtable.FD{Path: e.Path, Cloexec: flags&oCloexec != 0, Flags: flags}
-			if r.SFlags&sfHaveFile != 0 {
-				d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
-				e.Inode, e.Dev = d.Ino, d.Dev
-			}
-			t.emit(e)
-			t.table.Open(r.Pid, e.FD, d, ts)
-			return
-		}
-	case kRead, kWrite, kPread64, kPwrite64, kReadv, kWritev, kPreadv, kPwritev, kPreadv2, kPwritev2:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		switch r.Kind {
-		case kRead, kWrite, kPread64, kPwrite64:
-			e.Size = r.Args[2]
-		default:
-			e.Size = r.Size
-			if r.SFlags&sfIOVPartial != 0 {
-				e.Flags |= event.FlagTruncated
-			}
-		}
-		switch r.Kind {
-		case kPread64, kPwrite64, kPreadv, kPwritev:
-			e.Offset = int64(r.Args[3])
-		case kPreadv2, kPwritev2:
-			e.Offset = int64(r.Args[3])
-			e.Info = uint32(r.Args[5])
-			if e.Offset == -1 && r.SFlags&sfHaveFile != 0 {
-				e.Offset = r.Pos
-			}
-		default:
-			if r.SFlags&sfHaveFile != 0 {
-				e.Offset = r.Pos
-			}
-		}
-		if ok {
+	}
+	// No offset argument, or -1: the kernel used the file position.
+	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&sfHaveFile != 0 && e.Offset == -1 {
+		e.Offset = r.Pos
+	}
+	e.Flags |= row.Event
+	if c.ok {
+		switch row.Ret {
+		case systable.RetBytes:
 			e.Bytes = r.Ret
-		}
-		if e.Op == event.OpRead && complete {
-			t.readProvenance(e, r)
-		}
-		if e.Op == event.OpWrite && ok && r.Ret > 0 && e.Flags&event.FlagDirect == 0 {
-			t.wrote(e.Path)
-		}
-	case kClose:
-		fd := argFD(r.Args[0])
-		t.fdEvent(e, r, fd, ts)
-		t.emit(e)
-		if ok {
-			t.table.Close(r.Pid, fd, ts)
-		}
-		return
-	case kCloseRange:
-		e.FD = argFD(r.Args[0])
-		e.Size = r.Args[1] - r.Args[0] + 1
-		e.Info = uint32(r.Args[2])
-		t.emit(e)
-		if ok {
-			t.table.CloseRange(r.Pid, uint32(r.Args[0]), uint32(r.Args[1]), uint32(r.Args[2]), ts)
-		}
-		return
-	case kLseek:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		e.Info = uint32(r.Args[2])
-		e.Offset = int64(r.Args[1])
-		if ok {
+		case systable.RetOffset:
 			e.Offset = r.Ret
+		case systable.RetFD:
+			e.FD = int32(r.Ret)
+		case systable.RetDupFD:
+			e.Info = uint32(r.Ret)
 		}
-	case kFsync, kFdatasync, kSyncfs:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		if r.Kind == kFdatasync {
-			e.Flags |= event.FlagSync
-		}
-	case kSyncFileRange:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		e.Offset, e.Size, e.Info = int64(r.Args[1]), r.Args[2], uint32(r.Args[3])
-	case kTruncate:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-		e.Size = r.Args[1]
-	case kFtruncate:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		e.Size = r.Args[1]
-	case kFallocate:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		e.Info = uint32(r.Args[1])
-		e.Offset, e.Size = int64(r.Args[2]), r.Args[3]
-	case kUnlink, kRmdir:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-		if ok && havePath[0] {
-			t.table.Unlink(e.Path, ts)
-		}
-	case kUnlinkat:
-		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
-		e.Info = uint32(r.Args[2])
-		if ok && havePath[0] {
-			t.table.Unlink(e.Path, ts)
-		}
-	case kRename, kRenameat, kRenameat2:
-		d0, d1 := int32(atFDCWD), int32(atFDCWD)
-		if r.Kind != kRename {
-			d0, d1 = argFD(r.Args[0]), argFD(r.Args[2])
-		}
-		if r.Kind == kRenameat2 {
-			e.Info = uint32(r.Args[4])
-		}
-		e.Path = t.abs(r.Pid, d0, paths[0], havePath[0], ts)
-		e.Path2 = t.abs(r.Pid, d1, paths[1], havePath[1], ts)
-		t.emit(e)
-		const renameExchange = 2
-		if ok && e.Info&renameExchange == 0 && havePath[0] && havePath[1] {
-			t.table.Rename(e.Path, e.Path2, ts)
-		}
-		return
-	case kMkdir:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-		e.Mode = uint32(r.Args[1])
-	case kMkdirat:
-		e.Path = t.abs(r.Pid, argFD(r.Args[0]), paths[0], havePath[0], ts)
-		e.Mode = uint32(r.Args[2])
-	case kNewfstatat, kStatx:
-		dirfd := argFD(r.Args[0])
-		flags := uint32(r.Args[3])
-		if r.Kind == kStatx {
-			flags = uint32(r.Args[2])
-		}
-		e.Info = flags
-		if paths[0] == "" && flags&atEmptyPath != 0 {
-			t.fdEvent(e, r, dirfd, ts)
-		} else {
-			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
-		}
-	case kFstat:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-	case kStat, kLstat:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-	case kGetdents64, kGetdents:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		e.Size = r.Args[2]
-		if ok {
-			e.Bytes = r.Ret
-		}
-	case kMmap:
-		t.fdEvent(e, r, argFD(r.Args[4]), ts)
-		e.Size, e.Offset = r.Args[1], int64(r.Args[5])
-		e.Info, e.IOFlags = uint32(r.Args[3]), uint32(r.Args[2])
-		if t.mods != nil && ok && e.IOFlags&protExec != 0 && e.Path != "" {
-			t.mods.mapped(r.Pid, e.ProcStart, ts, false, uint64(r.Ret), uint64(r.Ret)+r.Args[1], r.Args[5], e.Path)
-		}
-	case kSendfile:
-		t.fdEvent(e, r, argFD(r.Args[1]), ts)
-		out := argFD(r.Args[0])
-		e.Info = uint32(out)
-		if d, ok := t.table.FD(r.Pid, out, ts); ok {
-			e.Path2 = d.Path
-		}
-		e.Size = r.Args[3]
-		if ok {
-			e.Bytes = r.Ret
-		}
-	case kCopyFileRange, kSplice:
-		t.fdEvent(e, r, argFD(r.Args[0]), ts)
-		out := argFD(r.Args[2])
-		e.Info = uint32(out)
-		if d, ok := t.table.FD(r.Pid, out, ts); ok {
-			e.Path2 = d.Path
-		}
-		e.Size = r.Args[4]
-		if ok {
-			e.Bytes = r.Ret
-		}
-	case kDup, kDup2, kDup3:
-		old := argFD(r.Args[0])
-		t.fdEvent(e, r, old, ts)
-		cloexec := r.Kind == kDup3 && uint32(r.Args[2])&oCloexec != 0
-		t.dup(e, r.Pid, old, r.Ret, ok, cloexec, ts)
-		return
-	case kFcntl:
-		fd := argFD(r.Args[0])
-		cmd := uint32(r.Args[1])
-		if cmd == fSetFD {
-			// Not an event: only the close-on-exec flag changes.
-			if ok {
-				t.table.SetCloexec(r.Pid, fd, r.Args[2]&fdCloexec != 0)
+	}
+	switch {
+	case e.Op == event.OpRead:
+		t.readProvenance(e, r)
+	case e.Op == event.OpWrite && c.ok && r.Ret > 0 && e.Flags&event.FlagDirect == 0:
+		t.wrote(e.Path)
+	}
+}
+
+// names resolves the call's paths and names its descriptors.
+func (t *tracker) names(c *call) {
+	e, r, row, refs, ts := c.e, c.r, c.row, &c.refs, c.ts
+	if row.Strings()[0] >= 0 {
+		if s := row.StringSlot(systable.Path); s >= 0 {
+			if c.str[s] == "" && refs.Dir[0] != atFDCWD &&
+				(row.Flags&systable.EmptyPath != 0 && refs.AtFlags&atEmptyPath != 0 ||
+					row.Flags&systable.NullPath != 0 && r.Args[row.Strings()[s]] == 0) {
+				t.fdEvent(e, r, refs.Dir[0], ts) // the call acts on the directory descriptor itself
+			} else {
+				e.Path = t.abs(r.Pid, refs.Dir[0], c.str[s], c.have[s], ts)
 			}
-			return
 		}
-		t.fdEvent(e, r, fd, ts)
-		if fcntlLock(cmd) {
-			e.Info = cmd
-			// The BPF side replaced args[2] by l_type | l_whence<<16 and
-			// put l_start in Pos, l_len in Size.
-			e.Op = event.OpLock
-			e.IOFlags = uint32(r.Args[2])
-			e.Offset, e.Size = r.Pos, r.Size
-			t.emit(e)
-			return
+		if s := row.StringSlot(systable.Path2); s >= 0 {
+			e.Path2 = t.abs(r.Pid, refs.Dir[1], c.str[s], c.have[s], ts)
 		}
-		t.dup(e, r.Pid, fd, r.Ret, ok, cmd == fDupFDCloexec, ts)
-		return
-	case kChdir:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-		t.emit(e)
-		if ok && havePath[0] && len(e.Path) > 0 && e.Path[0] == '/' {
-			t.table.Chdir(r.Pid, e.Path, ts)
+		if s := row.StringSlot(systable.Target); s >= 0 {
+			e.Path2 = c.str[s] // as written: the kernel stores it verbatim
 		}
-		return
-	case kFchdir:
-		fd := argFD(r.Args[0])
-		t.fdEvent(e, r, fd, ts)
-		t.emit(e)
-		if ok && e.Path != "" {
-			t.table.Chdir(r.Pid, e.Path, ts)
-		}
-		return
-	case kExecve:
-		e.Path = t.abs(r.Pid, atFDCWD, paths[0], havePath[0], ts)
-	case kExecveat:
-		dirfd := argFD(r.Args[0])
-		if paths[0] == "" && uint32(r.Args[4])&atEmptyPath != 0 {
-			t.fdEvent(e, r, dirfd, ts)
-		} else {
-			e.Path = t.abs(r.Pid, dirfd, paths[0], havePath[0], ts)
-		}
-	default:
-		t.generic(e, r, in, paths, havePath, ts)
-		return
-	}
-	t.emit(e)
-}
-
-const mfdCloexec = 1 // memfd_create's MFD_CLOEXEC
-
-// dup emits a dup event of old, its result ret, and on success names the
-// new descriptor in the event (info, and O_CLOEXEC in the open flags when
-// it has close-on-exec) and in the table after old's name.
-func (t *tracker) dup(e *event.Event, pid uint32, old int32, ret int64, ok, cloexec bool, ts int64) {
-	if ok {
-		e.Info = uint32(ret)
-		if cloexec {
-			e.OpenFlags = oCloexec
+		if s := row.StringSlot(systable.AttrName); s >= 0 {
+			e.Note = c.str[s]
 		}
 	}
-	t.emit(e)
-	if ok {
-		t.table.Dup(pid, old, int32(ret), cloexec, ts)
+	if refs.HasFD {
+		t.fdEvent(e, r, refs.FD, ts)
 	}
-}
-
-// fcntlLock reports whether an fcntl command is a lock command (F_GETLK,
-// F_SETLK, F_SETLKW and their F_OFD_* forms).
-func fcntlLock(cmd uint32) bool {
-	switch cmd {
-	case 5, 6, 7, 36, 37, 38:
-		return true
-	}
-	return false
-}
-
-// generic decodes the calls described by argTable: argument roles, path
-// arguments (resolved against their directory descriptors), the result,
-// and the call's effect on the descriptor table.
-func (t *tracker) generic(e *event.Event, r *syscallRec, in *sysInfo, paths [2]string, havePath [2]bool, ts int64) {
-	ar := argTable[r.Kind]
-	if ar == nil {
-		t.emit(e)
-		return
-	}
-	ok := e.Status == event.StatusOK
-	dir := [2]int32{atFDCWD, atFDCWD}
-	fd, haveFD := int32(-1), false
-	var atFlags uint32
-	for i, role := range ar.Roles {
-		a := r.Args[i]
-		switch role {
-		case roleFD:
-			fd, haveFD = argFD(a), true
-		case roleDirFD:
-			dir[0] = argFD(a)
-		case roleDirFD1:
-			dir[1] = argFD(a)
-		case roleMode:
-			e.Mode = uint32(a)
-		case roleInfo:
-			e.Info = uint32(a)
-		case roleOffset:
-			e.Offset = int64(a)
-		case roleSize:
-			e.Size = a
-		case roleFlags:
-			atFlags = uint32(a)
+	if refs.HasOutFD {
+		if d, ok := t.table.FD(r.Pid, refs.OutFD, ts); ok {
+			e.Path2 = d.Path
 		}
 	}
-	switch {
-	case in.Op == event.OpLink:
-		// Path is the name created, Path2 what it points to: the
-		// existing file of a hard link, a symbolic link's target as
-		// written (not resolved: the kernel stores it verbatim).
-		e.Path = t.abs(r.Pid, dir[1], paths[1], havePath[1], ts)
-		e.Path2 = paths[0]
-		if r.Kind == kLink || r.Kind == kLinkat {
-			e.Path2 = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
-		}
-	case in.Path0 >= 0:
-		// AT_EMPTY_PATH, or utimensat's NULL path: the call acts on
-		// the directory descriptor itself.
-		if paths[0] == "" && (atFlags&atEmptyPath != 0 || r.Args[in.Path0] == 0) && dir[0] != atFDCWD {
-			t.fdEvent(e, r, dir[0], ts)
-		} else {
-			e.Path = t.abs(r.Pid, dir[0], paths[0], havePath[0], ts)
-		}
-	case haveFD:
-		t.fdEvent(e, r, fd, ts)
-	}
-	if in.Op == event.OpXattr && in.Path1 >= 0 {
-		e.Note = paths[1] // the attribute's name
-	}
-	if r.Kind == kIoctl {
-		e.Note = ioctlName(e.Info)
-	}
-	if ok && ar.Bytes {
-		e.Bytes = r.Ret
-	}
-	if !ok || ar.Effect == effNone {
-		t.emit(e)
-		return
-	}
-	cloexec := ar.CloexecBit != 0 && uint32(r.Args[ar.CloexecArg])&ar.CloexecBit != 0
-	if ar.Effect == effPair {
-		// Two descriptors: fd and info, their names path and path2.
-		fd0, fd1 := int32(uint32(r.Size)), int32(uint32(r.Size>>32))
-		ino0, ino1 := r.Ino, uint64(r.Pos)
-		if r.SFlags&sfHaveFile == 0 {
-			ino0 = 0
-		}
-		e.Size = 0
-		e.FD, e.Info = fd0, uint32(fd1)
-		e.Path, e.Path2 = pairName(ar.Name, ino0), pairName(ar.Name, ino1)
-		d0 := fdtable.FD{Path: e.Path, Cloexec: cloexec}
-		if ino0 != 0 {
-			d0.Ino, d0.Dev = ino0, procfs.KernelDev(r.Dev)
-			e.Inode, e.Dev = d0.Ino, d0.Dev
-		}
-		d1 := fdtable.FD{Path: e.Path2, Cloexec: cloexec}
-		if ino1 != 0 {
-			d1.Ino, d1.Dev = ino1, procfs.KernelDev(r.Dev)
-		}
-		t.emit(e)
-		t.table.Open(r.Pid, fd0, d0, ts)
-		t.table.Open(r.Pid, fd1, d1, ts)
-		return
-	}
-	// A new descriptor: bind the name the kernel shows in /proc/PID/fd.
-	name := ar.Name
-	switch {
-	case strings.Contains(name, "%s"):
-		name = fmt.Sprintf(name, paths[0])
-	case strings.Contains(name, "%d"):
-		if r.SFlags&sfHaveFile != 0 {
-			name = fmt.Sprintf(name, r.Ino)
-		} else {
-			name = strings.TrimSuffix(name, ":[%d]")
-		}
-	}
-	e.FD = int32(r.Ret)
-	e.Path = name
-	d := fdtable.FD{Path: name, Cloexec: cloexec}
-	if r.SFlags&sfHaveFile != 0 {
-		d.Ino, d.Dev = r.Ino, procfs.KernelDev(r.Dev)
-		e.Inode, e.Dev = d.Ino, d.Dev
-	}
-	t.emit(e)
-	t.table.Open(r.Pid, e.FD, d, ts)
-}
-
-// pairName is format ("pipe:[%d]") with ino, or its prefix ("pipe") when
-// the inode is not known.
-func pairName(format string, ino uint64) string {
-	if ino == 0 {
-		return strings.TrimSuffix(format, ":[%d]")
-	}
-	return fmt.Sprintf(format, ino)
-}
-
-// ioctlName names the common file and block ioctl request codes (the same
-// numbers on amd64 and arm64), "" for others (Info keeps the raw code).
-func ioctlName(req uint32) string {
-	switch req {
-	case 0x40049409:
-		return "FICLONE"
-	case 0x4020940d:
-		return "FICLONERANGE"
-	case 0xc0189436:
-		return "FIDEDUPERANGE"
-	case 0x80086601:
-		return "FS_IOC_GETFLAGS"
-	case 0x40086602:
-		return "FS_IOC_SETFLAGS"
-	case 0x80087601:
-		return "FS_IOC_GETVERSION"
-	case 0xc020660b:
-		return "FS_IOC_FIEMAP"
-	case 0x801c581f:
-		return "FS_IOC_FSGETXATTR"
-	case 0x401c5820:
-		return "FS_IOC_FSSETXATTR"
-	case 0x541b:
-		return "FIONREAD"
-	case 0x5421:
-		return "FIONBIO"
-	case 0x5451:
-		return "FIOCLEX"
-	case 0x5450:
-		return "FIONCLEX"
-	case 1:
-		return "FIBMAP"
-	case 2:
-		return "FIGETBSZ"
-	case 0x80081272:
-		return "BLKGETSIZE64"
-	case 0x1260:
-		return "BLKGETSIZE"
-	case 0x1268:
-		return "BLKSSZGET"
-	case 0x1261:
-		return "BLKFLSBUF"
-	case 0x1277:
-		return "BLKDISCARD"
-	case 0x5401:
-		return "TCGETS"
-	case 0x5402:
-		return "TCSETS"
-	case 0x5413:
-		return "TIOCGWINSZ"
-	}
-	return ""
 }
 
 // fdEvent fills in the descriptor fd and what the table knows about it.
@@ -1026,6 +680,19 @@ const (
 	goneFor = 2_000_000_000 // ns
 )
 
+// exited forgets thread tid of process pid, which exits at ts (the process
+// with it, when the table holds it).
+func (t *tracker) exited(pid, tid uint32, ts int64) {
+	t.remember(pid, ts)
+	if t.mods != nil {
+		t.mods.gone(pid, ts)
+		delete(t.execPath, pid)
+	}
+	t.table.Exit(pid, ts)
+	delete(t.comms, tid)
+	delete(t.pending, tid)
+}
+
 // remember keeps the identity of process pid, which exits at ts.
 func (t *tracker) remember(pid uint32, ts int64) {
 	p := t.table.Lookup(pid)
@@ -1054,7 +721,7 @@ func (t *tracker) blockEvent(e *event.Event) {
 	if u, k, raw := blockio.SplitRawStack(e.Stack); raw {
 		e.Stack = 0
 		if t.stacks != nil {
-			e.Stack = t.stacks.id(u, k)
+			e.Stack = t.blockStack(e.Pid, u, k)
 		}
 	}
 	// Writeback knows only the inode: name it when the trace does (the
@@ -1115,6 +782,7 @@ func (t *tracker) stats(s *event.Stats) {
 	if n := t.inlineOrphans + uint64(len(t.inlineStacks)); n != 0 {
 		s.Add(event.CountUnpaired, "inline user stacks whose event never came", n)
 	}
+	t.copies.stats(s)
 	if t.ksymErr != "" {
 		s.Add(event.CountUnresolved, "kernel frames not named: /proc/kallsyms: "+t.ksymErr, 1)
 	}
@@ -1171,6 +839,6 @@ func (t *tracker) execMaps(r *execMapsRec) {
 			t.execMapsMissed++
 			continue
 		}
-		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path)
+		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
 	}
 }

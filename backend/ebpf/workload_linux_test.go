@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/event"
 )
 
 // The workload is this test binary re-executed with IOTRACE_WORKLOAD set:
@@ -38,6 +41,8 @@ func TestMain(m *testing.M) {
 		workloadMeta()
 	case "metapath":
 		workloadMetaPath()
+	case "newcalls":
+		workloadNewCalls()
 	case "gowrite":
 		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:
@@ -188,8 +193,18 @@ func workloadPreads() {
 	waitLine()
 }
 
-// workload starts the test binary as workload name with env and returns
-// it with its stdin and stdout after it said "ready".
+// traceWorkload starts workload name in dir ($WL_DIR), traces its file
+// layer, tells it to go and returns its pid, the trace's sink, the line it
+// said when done and the function that stops the trace.
+func traceWorkload(t *testing.T, name, dir string) (uint32, *memSink, string, func() error) {
+	t.Helper()
+	cmd, in, out := startWorkload(t, name, "WL_DIR="+dir)
+	wpid := uint32(cmd.Process.Pid)
+	sink, ready, stop := runTrace(t, backend.Options{Pids: []uint32{wpid},
+		Layers: []event.Layer{event.LayerFile}}, wpid)
+	return wpid, sink, goWorkload(t, ready, in, out), stop
+}
+
 // goWorkload waits until the trace is ready, tells the workload to go and
 // returns the line it says when done.
 func goWorkload(t *testing.T, ready <-chan struct{}, in io.Writer, out *bufio.Reader) string {
@@ -205,6 +220,8 @@ func goWorkload(t *testing.T, ready <-chan struct{}, in io.Writer, out *bufio.Re
 	return line
 }
 
+// startWorkload starts the test binary as workload name with env and
+// returns it with its stdin and stdout after it said "ready".
 func startWorkload(t *testing.T, name string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
 	self, err := os.Executable()

@@ -149,8 +149,9 @@ func BenchmarkPass1Largest(b *testing.B) {
 		r := openLargest(b, path, etl.Options{})
 		var d discard
 		p := NewPipeline(&d, Options{})
-		p.mode, p.keptFirst = modeCollect, true
-		if err := FileRecords(r).(keptRecords).EachKept(context.Background(), p.collectKeep, p.Push); err != nil {
+		p.setMode(modeCollect)
+		p.first.kept = true
+		if err := FileRecords(r).(keptRecords).EachKept(context.Background(), p.first.keep, p.Push); err != nil {
 			b.Fatal(err)
 		}
 		r.Close()

@@ -33,9 +33,9 @@ func FileRecords(r *etl.Reader) Records {
 	return &fileRecords{r: r}
 }
 
-// decodable selects the records the second pass wants (pass2Wants): the
+// decodable selects the records the second pass wants (secondWants): the
 // others are only counted, by kind.
-var decodable = etl.NewSelection(pass2Wants)
+var decodable = etl.NewSelection(secondWants)
 
 type fileRecords struct {
 	r     *etl.Reader

@@ -143,13 +143,13 @@ func checkIDs(t *testing.T, evs []event.Event) {
 }
 
 // decodableSlice is a SliceRecords whose EachDecodable reports the records
-// the second pass does not want (pass2Wants) instead of delivering them,
+// the second pass does not want (secondWants) instead of delivering them,
 // as a compacted ETL reader does.
 type decodableSlice struct{ SliceRecords }
 
 func (s *decodableSlice) EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(*record.Record, uint64)) error {
 	return s.Each(ctx, func(r *record.Record) error {
-		if !pass2Wants(r) {
+		if !secondWants(r) {
 			undecodable(r, 1)
 			return nil
 		}

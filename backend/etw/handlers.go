@@ -5,9 +5,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
 )
 
 // IRP flags (wdm.h) iotrace turns into event flags.
@@ -63,7 +66,7 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 		if pid, ok := p.threadPid(ttid, t); ok {
 			return pid, ttid
 		}
-		p.count(StatUnknownProcessOfTid, event.CountUnresolved, 1)
+		p.tally.Add(StatUnknownProcessOfTid, event.CountUnresolved, 1)
 		if ctx {
 			return r.ProcessID, ttid
 		}
@@ -72,14 +75,14 @@ func (p *Pipeline) issuer(r *record.Record, ttid uint32, hasTTID bool, t int64) 
 	if ctx {
 		return r.ProcessID, r.ThreadID
 	}
-	p.count(StatUnknownProcessOfTid, event.CountUnresolved, 1)
+	p.tally.Add(StatUnknownProcessOfTid, event.CountUnresolved, 1)
 	return 0, 0
 }
 
 func (p *Pipeline) onFileName(ev *kernel.Event, t int64) {
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileKey, Handle: ev.FileKey,
-		Name: ntPath(p.str(ev.Name))}
+		Name: names.NT(p.names.Str(ev.Name))}
 	switch {
 	case ev.Kind == kernel.KindFileRundown:
 		// A rundown names its key for the whole trace unless something
@@ -100,9 +103,47 @@ func (p *Pipeline) onFileName(ev *kernel.Event, t int64) {
 		p.emitFact(f)
 		*f = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileKey, Handle: ev.FileKey, End: true}
 		p.emitFact(f)
+	case p.mode == modeReplay && !p.renamed.live(p.tables, ev.FileKey, t, f.Name):
+		// Renamed again at this very time, or named so already: the
+		// tables hold one binding from t (resolve.History), the sink
+		// gets one fact.
 	default:
 		p.emitFact(f)
 	}
+}
+
+// renames tells, in a file's second pass, the name facts of a FileKey
+// that no lookup can tell from others at their time: a key renamed
+// again and again within one timestamp (a crafted file: one record
+// repeated) gives the sink one fact, not one per record.
+type renames struct {
+	t    int64               // the time of the facts in at
+	at   map[uint64]struct{} // keys given a fact at t
+	seen bool                // at holds the keys of t
+}
+
+// live reports whether a fact binding key to name at t changes what
+// lookups find: its name is the key's at t in the complete tables, and
+// no fact gave it at t already.
+func (r *renames) live(tables *resolve.Tables, key uint64, t int64, name string) bool {
+	if s, ok := tables.FileKeys.Lookup(key, t); !ok || s != name {
+		return false
+	}
+	if !r.seen || r.t != t {
+		if len(r.at) > 16 {
+			r.at = nil // clear would walk a large map's buckets again at every time
+		}
+		if r.at == nil {
+			r.at = make(map[uint64]struct{})
+		}
+		clear(r.at)
+		r.t, r.seen = t, true
+	}
+	if _, ok := r.at[key]; ok {
+		return false
+	}
+	r.at[key] = struct{}{}
+	return true
 }
 
 // knownThread reports whether the thread table knows tid at t.
@@ -125,7 +166,7 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 	prov := providerOf(ev)
 	var name string
 	if len(ev.Name) > 0 {
-		name = ntPath(p.str(ev.Name))
+		name = names.NT(p.names.Str(ev.Name))
 	}
 	if ev.Op == event.OpOpen && ev.FileObject != 0 && name != "" {
 		p.fact = event.Fact{Kind: event.FactName, Time: t, Space: event.SpaceFileObject, Handle: ev.FileObject, Name: name}
@@ -142,13 +183,13 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 		e.Time = t
 		e.CPU = uint32(r.CPU)
 		e.Pid, e.Tid = p.issuer(r, ev.TTID, ev.HasTTID, t)
-		e.ProcStart = p.procStart(e.Pid, t)
+		e.ProcStart = p.procs.start(e.Pid, t)
 		e.FileObject = ev.FileObject
 		e.FileKey = ev.FileKey
 		e.Request = ev.Irp
 		switch ev.Op {
 		case event.OpOpen:
-			e.Path = p.dosPath(name)
+			e.Path = p.names.DOS(name)
 			e.OpenFlags = ev.CreateOptions & 0xFFFFFF
 			e.Disposition = uint8(ev.CreateOptions >> 24)
 			e.Mode = ev.ShareAccess
@@ -169,38 +210,38 @@ func (p *Pipeline) onFileRequest(r *record.Record, ev *kernel.Event, t int64) {
 			e.Info = ev.InfoClass
 			if name != "" {
 				if ev.Op == event.OpDelete {
-					e.Path = p.dosPath(name)
+					e.Path = p.names.DOS(name)
 				} else {
-					e.Path2 = p.dosPath(name)
+					e.Path2 = p.names.DOS(name)
 				}
 			}
 		}
 		// Resolve now, before a Close unbinds the FileObject.
 		p.resolveFile(e)
 		if linkable(e.Op) {
-			p.rwRequests++
+			p.links.rwRequests++
 		}
 		if p.expectEnd[prov] {
 			k := pendKey{prov: prov, irp: ev.Irp}
 			if old := p.pendFile[k]; old != nil {
 				old.ev.Flags |= event.FlagNoCompletion
-				p.count(StatFileReplaced, event.CountUnpaired, 1)
+				p.tally.Add(StatFileReplaced, event.CountUnpaired, 1)
 				p.finish(old)
 			}
-			req := p.newReq()
+			req := p.links.newReq()
 			req.ev = *e
 			p.extStack(r, &req.stk)
 			if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 				req.stk = *sp
 			}
 			p.pendFile[k] = req
-			p.track(req)
+			p.links.track(req)
 			p.noteTarget(r, stackTid(r, ev), targetFile, req, 0)
 		} else {
 			e.Flags |= event.FlagNoCompletion
-			p.count(StatFileNoOpEndInTrace, event.CountInfo, 1)
+			p.tally.Add(StatFileNoOpEndInTrace, event.CountInfo, 1)
 			if len(r.Ext) > 0 {
-				var sp stackParts
+				var sp stackjoin.Parts
 				p.extStack(r, &sp)
 				p.setStack(e, &sp)
 			} else if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
@@ -230,25 +271,24 @@ func (p *Pipeline) resolveFile(e *event.Event) {
 // emitFile emits a file request, counting whether it has a path.
 func (p *Pipeline) emitFile(e *event.Event) {
 	p.resolveFile(e) // names may have been learned since the request
-	p.count(StatFileRequests, event.CountInfo, 1)
+	p.tally.Add(StatFileRequests, event.CountInfo, 1)
 	if e.Path != "" {
-		p.count(StatFileResolved, event.CountInfo, 1)
+		p.tally.Add(StatFileResolved, event.CountInfo, 1)
 	} else if e.HasHandle() {
-		p.count(StatFileUnresolved, event.CountUnresolved, 1)
+		p.tally.Add(StatFileUnresolved, event.CountUnresolved, 1)
 	}
 	p.emit(e)
 }
 
 func (p *Pipeline) onFileOpEnd(ev *kernel.Event, t int64) {
 	prov := providerOf(ev)
-	p.opEnds[prov]++
 	if p.mode == modeCollect {
 		return
 	}
 	k := pendKey{prov: prov, irp: ev.Irp}
 	r := p.pendFile[k]
 	if r == nil {
-		p.count(StatFileOpEndNoRequest, event.CountUnpaired, 1)
+		p.tally.Add(StatFileOpEndNoRequest, event.CountUnpaired, 1)
 		return
 	}
 	delete(p.pendFile, k)
@@ -278,14 +318,14 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 		d.pid, d.tid, d.hasCtx = r.ProcessID, r.ThreadID, true
 	}
 	if old, dup := p.pendDisk[ev.Irp]; dup {
-		p.count(StatDiskInitReplaced, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskInitReplaced, event.CountUnpaired, 1)
 		p.release(&old, false)
 	}
 	issuer := d.tid
 	if d.hasTTID && d.ttid != 0 && d.ttid != record.NoID {
 		issuer = d.ttid
 	}
-	p.candidates(&d, issuer, d.op)
+	p.links.candidates(&d, issuer, d.op)
 	if sp := p.takeStack(r, stackTid(r, ev)); sp != nil {
 		// takeStack's value is scratch, reused by the next event.
 		c := *sp
@@ -293,14 +333,6 @@ func (p *Pipeline) onDiskInit(r *record.Record, ev *kernel.Event, t int64) {
 	}
 	p.pendDisk[ev.Irp] = d
 	p.noteTarget(r, stackTid(r, ev), targetDisk, nil, ev.Irp)
-}
-
-// ticks converts QPC ticks to nanoseconds.
-func (p *Pipeline) ticks(n uint64) int64 {
-	if p.qpcFreq == 0 {
-		return 0
-	}
-	return event.Clock{Kind: event.ClockQPC, Freq: p.qpcFreq}.ToNanos(int64(n))
 }
 
 func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
@@ -322,7 +354,7 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		// never came (a trimmed or lossy trace); it does not start this
 		// one.
 		delete(p.pendDisk, ev.Irp)
-		p.count(StatDiskInitMismatch, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskInitMismatch, event.CountUnpaired, 1)
 		p.release(&in, false)
 		ok = false
 	}
@@ -366,17 +398,17 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		e.Duration = resp
 		e.CPU = uint32(r.CPU)
 		e.Flags |= event.FlagNoStart
-		p.count(StatDiskNoInit, event.CountUnpaired, 1)
+		p.tally.Add(StatDiskNoInit, event.CountUnpaired, 1)
 		if ev.HasTTID && ev.TTID != 0 {
 			e.Pid, e.Tid = p.issuer(r, ev.TTID, true, e.Time)
 		} else {
 			// DiskIo v2 without Init: the header is the completing
 			// context, the best there is; say so.
-			p.count(StatDiskNoInitContext, event.CountUnresolved, 1)
+			p.tally.Add(StatDiskNoInitContext, event.CountUnresolved, 1)
 			e.Pid, e.Tid = p.issuer(r, 0, false, e.Time)
 		}
 	}
-	e.ProcStart = p.procStart(e.Pid, e.Time)
+	e.ProcStart = p.procs.start(e.Pid, e.Time)
 	e.Dev = event.Device{Major: ev.Disk, IsDisk: true}
 	e.IOFlags = ev.IOFlags
 	e.Priority = uint8((ev.IOFlags >> 17) & 7)
@@ -387,24 +419,24 @@ func (p *Pipeline) onDiskDone(r *record.Record, ev *kernel.Event, t int64) {
 		e.Size = uint64(ev.Size)
 		e.Bytes = int64(ev.Size)
 		e.FileKey = ev.FileKey
-		p.count(StatDiskIOs, event.CountInfo, 1)
+		p.tally.Add(StatDiskIOs, event.CountInfo, 1)
 		switch {
 		case e.FileKey == 0:
-			p.count(StatDiskNoFile, event.CountUnresolved, 1)
+			p.tally.Add(StatDiskNoFile, event.CountUnresolved, 1)
 		default:
 			if s, ok := p.filePath(e.FileKey, e.FileKey, e.Time); ok {
 				e.Path = s
-				p.count(StatDiskResolved, event.CountInfo, 1)
+				p.tally.Add(StatDiskResolved, event.CountInfo, 1)
 			} else {
-				p.count(StatDiskUnresolved, event.CountUnresolved, 1)
+				p.tally.Add(StatDiskUnresolved, event.CountUnresolved, 1)
 			}
 		}
 	} else {
 		// A flush names no file: counted apart from the reads and
 		// writes, whose resolution StatDiskIOs totals.
-		p.count(StatDiskFlushes, event.CountInfo, 1)
+		p.tally.Add(StatDiskFlushes, event.CountInfo, 1)
 	}
-	var sp *stackParts
+	var sp *stackjoin.Parts
 	if ok {
 		sp = in.stk
 	}
@@ -433,8 +465,8 @@ func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
 			Detail: "disk" + strconv.FormatUint(uint64(ev.Disk), 10)}
 		p.emitFact(f)
 	case kernel.KindComputer:
-		if name := ev.Name.String(); name != "" && p.header.Hostname == "" && !p.begun {
-			p.header.Hostname = name
+		if name := ev.Name.String(); name != "" && p.hdr.header.Hostname == "" && !p.hdr.begun {
+			p.hdr.header.Hostname = name
 		}
 	case kernel.KindVolumeMapping:
 		nt, dos := ev.Name.String(), ev.Name2.String()
@@ -461,7 +493,7 @@ func (p *Pipeline) onConfig(ev *kernel.Event, t int64) {
 func (p *Pipeline) flushPending() {
 	p.flushLinks()
 	if n := len(p.pendDisk); n > 0 {
-		p.count(StatDiskInitPending, event.CountUnpaired, uint64(n))
+		p.tally.Add(StatDiskInitPending, event.CountUnpaired, uint64(n))
 		clear(p.pendDisk)
 	}
 	if len(p.pendFile) > 0 {
@@ -473,7 +505,7 @@ func (p *Pipeline) flushPending() {
 		clear(p.pendFile)
 		for _, r := range list {
 			r.ev.Flags |= event.FlagNoCompletion
-			p.count(StatFileNoOpEnd, event.CountUnpaired, 1)
+			p.tally.Add(StatFileNoOpEnd, event.CountUnpaired, 1)
 			p.finish(r)
 		}
 	}

@@ -3,34 +3,9 @@ package etw
 import (
 	"sort"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/event"
 )
-
-// Linking disk I/O to the file request that caused it.
-//
-// A disk I/O is linked to a file request when its Init is issued by a
-// thread (DiskIo IssuingThreadId, else the Init's context) while that
-// thread has a FileIo (or Kernel-File) Read, Write or Flush request in
-// flight — issued, OpEnd not yet seen — and, at completion, the disk
-// I/O's FileKey is the request's FileKey (or FileObject). A disk flush
-// (which names no file) links to the thread's in-flight Flush request.
-// The block event then gets Cause = the request's event ID, and the
-// request counts the disk I/O in CausedIOs and CausedBytes.
-//
-// The request is emitted at its OpEnd, which in the common case follows
-// the completion of the disk I/Os it waited for. When it does not (an
-// OpEnd that comes before a disk completion it may own), the request is
-// held until those disk I/Os complete, for at most maxDeferTime of trace
-// time and maxDeferred requests; one that has to go before its links are
-// settled is counted (StatLinkLate) and never flagged as a cache hit,
-// nor is one a disk I/O of which never completed (lost, replaced, or in
-// flight at the end).
-// Memory is bounded by the requests and disk I/Os in flight.
-//
-// What cannot be linked: I/O the cache manager issues from its own
-// threads (read-ahead, lazy-writer write-back, the mapped page writer)
-// runs in System worker threads with no file request in flight, and a
-// request whose OpEnd is missing (FILE_IO not recorded) has no known end.
 
 // maxCandidates bounds the in-flight requests of one thread a disk Init
 // may link to (overlapped I/O can keep several in flight).
@@ -43,6 +18,24 @@ const (
 	maxDeferred  = 4096
 )
 
+// linker is the state of the links between disk I/O and file requests
+// (see the package doc): the requests of each thread in flight, the
+// ended requests that wait for their disk I/Os, and the last paging reads
+// of each file. Memory is bounded by the requests and disk I/Os in
+// flight.
+type linker struct {
+	linking    bool   // the trace links (OpEnds and DiskIo Inits)
+	rwRequests uint64 // file reads, writes and flushes seen
+	inflight   map[uint32][]*fileReq
+	deferred   []*fileReq
+	freeReq    []*fileReq
+	paging     map[uint64]*pagingReads // by file (waited)
+}
+
+func newLinker() linker {
+	return linker{inflight: make(map[uint32][]*fileReq), paging: make(map[uint64]*pagingReads)}
+}
+
 // fileReq is a file request waiting for its OpEnd (or, once ended, for
 // the disk I/Os it may have caused).
 type fileReq struct {
@@ -54,7 +47,7 @@ type fileReq struct {
 	linkOK  bool  // counted in inflight: disk I/O may link to it
 	unsure  bool  // a disk I/O it may have caused never completed
 	doneAt  int64
-	stk     stackParts // its stack, joined while it was pending
+	stk     stackjoin.Parts // its stack, joined while it was pending
 }
 
 // linkable reports whether a request of op can cause disk I/O that we
@@ -63,10 +56,10 @@ func linkable(op event.Op) bool {
 	return op == event.OpRead || op == event.OpWrite || op == event.OpFlush
 }
 
-func (p *Pipeline) newReq() *fileReq {
-	if n := len(p.freeReq); n > 0 {
-		r := p.freeReq[n-1]
-		p.freeReq = p.freeReq[:n-1]
+func (l *linker) newReq() *fileReq {
+	if n := len(l.freeReq); n > 0 {
+		r := l.freeReq[n-1]
+		l.freeReq = l.freeReq[:n-1]
 		*r = fileReq{}
 		return r
 	}
@@ -74,33 +67,33 @@ func (p *Pipeline) newReq() *fileReq {
 }
 
 // recycle returns r to the free list once nothing refers to it.
-func (p *Pipeline) recycle(r *fileReq) {
+func (l *linker) recycle(r *fileReq) {
 	if r.refs == 0 && r.emitted && !r.queued {
-		p.freeReq = append(p.freeReq, r)
+		l.freeReq = append(l.freeReq, r)
 	}
 }
 
 // track adds a pending request to its thread's in-flight list.
-func (p *Pipeline) track(r *fileReq) {
-	if !p.linking || !linkable(r.ev.Op) || r.ev.Tid == 0 {
+func (l *linker) track(r *fileReq) {
+	if !l.linking || !linkable(r.ev.Op) || r.ev.Tid == 0 {
 		return
 	}
 	r.linkOK = true
-	p.inflight[r.ev.Tid] = append(p.inflight[r.ev.Tid], r)
+	l.inflight[r.ev.Tid] = append(l.inflight[r.ev.Tid], r)
 }
 
 // untrack removes r from its thread's in-flight list.
-func (p *Pipeline) untrack(r *fileReq) {
+func (l *linker) untrack(r *fileReq) {
 	if !r.linkOK {
 		return
 	}
 	r.linkOK = false
-	list := p.inflight[r.ev.Tid]
+	list := l.inflight[r.ev.Tid]
 	for i, x := range list {
 		if x == r {
 			copy(list[i:], list[i+1:])
 			list[len(list)-1] = nil
-			p.inflight[r.ev.Tid] = list[:len(list)-1]
+			l.inflight[r.ev.Tid] = list[:len(list)-1]
 			return
 		}
 	}
@@ -108,11 +101,11 @@ func (p *Pipeline) untrack(r *fileReq) {
 
 // candidates fills d with the requests thread tid has in flight that a
 // disk I/O of op may belong to, most recent first.
-func (p *Pipeline) candidates(d *diskInit, tid uint32, op event.Op) {
-	if !p.linking || tid == 0 {
+func (l *linker) candidates(d *diskInit, tid uint32, op event.Op) {
+	if !l.linking || tid == 0 {
 		return
 	}
-	list := p.inflight[tid]
+	list := l.inflight[tid]
 	for i := len(list) - 1; i >= 0 && d.ncand < maxCandidates; i-- {
 		r := list[i]
 		if op == event.OpBlockFlush && r.ev.Op != event.OpFlush {
@@ -140,9 +133,9 @@ func (p *Pipeline) link(d *diskInit, e *event.Event) {
 	}
 	if cause != nil {
 		e.Cause = cause.ev.ID
-		p.count(StatLinked, event.CountInfo, 1)
+		p.tally.Add(StatLinked, event.CountInfo, 1)
 		if cause.emitted {
-			p.count(StatLinkLate, event.CountUnpaired, 1)
+			p.tally.Add(StatLinkLate, event.CountUnpaired, 1)
 		} else {
 			cause.ev.CausedIOs++
 			cause.ev.CausedBytes += e.Size
@@ -165,21 +158,13 @@ func (p *Pipeline) release(d *diskInit, completed bool) {
 		if r.done && !r.emitted {
 			p.emitReq(r)
 		}
-		p.recycle(r)
+		p.links.recycle(r)
 	}
 	d.ncand = 0
 }
 
-// Reads that waited for I/O in flight. A cached read that caused no disk
-// I/O of its own may still have waited for a paging read of the same
-// range that was in flight when it ran: the cache manager's read-ahead (a
-// System worker), or another thread's page fault. Paging reads are FileIo
-// Reads with IRP_PAGING_IO, with their file offset and size; the last
-// maxPagingSpans of each file are kept from their OpEnd on, and a cached
-// read that overlaps one in time and range is flagged FlagWaitedIO
-// instead of FlagCacheHit. Without a paging FileIo read (DiskIo carries
-// no file offset), a disk read of the same file during the read is not
-// taken as evidence: it may be read-ahead of another range.
+// Reads that waited for I/O in flight (package doc): the last
+// maxPagingSpans paging reads of each file are kept from their OpEnd on.
 
 // maxPagingSpans is how many paging reads are kept per file; maxPagingFiles
 // bounds the files (past it the table starts over: evidence is lost, and
@@ -210,8 +195,8 @@ func fileOf(e *event.Event) uint64 {
 }
 
 // notePaging remembers a completed paging read.
-func (p *Pipeline) notePaging(e *event.Event) {
-	if !p.linking || e.Op != event.OpRead || e.Flags&event.FlagPaging == 0 || e.Offset < 0 || e.Status.Failed() ||
+func (l *linker) notePaging(e *event.Event) {
+	if !l.linking || e.Op != event.OpRead || e.Flags&event.FlagPaging == 0 || e.Offset < 0 || e.Status.Failed() ||
 		e.Flags&event.FlagNoCompletion != 0 {
 		return
 	}
@@ -219,13 +204,13 @@ func (p *Pipeline) notePaging(e *event.Event) {
 	if k == 0 {
 		return
 	}
-	pr := p.paging[k]
+	pr := l.paging[k]
 	if pr == nil {
-		if len(p.paging) >= maxPagingFiles {
-			clear(p.paging)
+		if len(l.paging) >= maxPagingFiles {
+			clear(l.paging)
 		}
 		pr = &pagingReads{}
-		p.paging[k] = pr
+		l.paging[k] = pr
 	}
 	size := e.Size
 	if e.Bytes > 0 {
@@ -237,8 +222,8 @@ func (p *Pipeline) notePaging(e *event.Event) {
 
 // waited reports whether a paging read of e's file and range was in flight
 // while e ran.
-func (p *Pipeline) waited(e *event.Event) bool {
-	pr := p.paging[fileOf(e)]
+func (l *linker) waited(e *event.Event) bool {
+	pr := l.paging[fileOf(e)]
 	if pr == nil || e.Offset < 0 {
 		return false
 	}
@@ -254,25 +239,25 @@ func (p *Pipeline) waited(e *event.Event) bool {
 // finish ends a pending request: it is emitted now unless disk I/Os it
 // may have caused are still in flight.
 func (p *Pipeline) finish(r *fileReq) {
-	p.notePaging(&r.ev)
-	p.untrack(r)
+	p.links.notePaging(&r.ev)
+	p.links.untrack(r)
 	r.done = true
 	if r.refs == 0 {
 		p.emitReq(r)
-		p.recycle(r)
+		p.links.recycle(r)
 		return
 	}
 	r.doneAt = p.lastTime
 	r.queued = true
-	p.deferred = append(p.deferred, r)
+	p.links.deferred = append(p.links.deferred, r)
 }
 
 // expire emits the deferred requests that waited too long (or too many),
 // and drops the settled ones from the queue.
 func (p *Pipeline) expire(force bool) {
 	n := 0
-	for _, r := range p.deferred {
-		old := force || len(p.deferred)-n > maxDeferred || p.lastTime-r.doneAt > maxDeferTime
+	for _, r := range p.links.deferred {
+		old := force || len(p.links.deferred)-n > maxDeferred || p.lastTime-r.doneAt > maxDeferTime
 		if !r.emitted && !old {
 			break
 		}
@@ -280,13 +265,13 @@ func (p *Pipeline) expire(force bool) {
 			p.emitReq(r)
 		}
 		r.queued = false
-		p.recycle(r)
+		p.links.recycle(r)
 		n++
 	}
 	if n > 0 {
-		m := copy(p.deferred, p.deferred[n:])
-		clear(p.deferred[m:])
-		p.deferred = p.deferred[:m]
+		m := copy(p.links.deferred, p.links.deferred[n:])
+		clear(p.links.deferred[m:])
+		p.links.deferred = p.links.deferred[:m]
 	}
 }
 
@@ -296,15 +281,15 @@ func (p *Pipeline) expire(force bool) {
 func (p *Pipeline) emitReq(r *fileReq) {
 	e := &r.ev
 	r.emitted = true
-	if p.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
+	if p.links.linking && e.Op == event.OpRead && e.CausedIOs == 0 && r.refs == 0 && !r.unsure &&
 		e.Flags&(event.FlagNoCompletion|event.FlagDirect|event.FlagPaging) == 0 &&
 		!e.Status.Failed() && e.Bytes > 0 {
-		if p.waited(e) {
+		if p.links.waited(e) {
 			e.Flags |= event.FlagWaitedIO
-			p.count(StatWaitedIO, event.CountInfo, 1)
+			p.tally.Add(StatWaitedIO, event.CountInfo, 1)
 		} else {
 			e.Flags |= event.FlagCacheHit
-			p.count(StatCacheHits, event.CountInfo, 1)
+			p.tally.Add(StatCacheHits, event.CountInfo, 1)
 		}
 	}
 	p.emitStacked(e, &r.stk, true)

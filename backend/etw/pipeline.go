@@ -1,16 +1,16 @@
 package etw
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/modident"
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
+	"github.com/iotrace/iotrace/backend/etw/internal/tally"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
-	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/resolve"
@@ -65,9 +65,6 @@ type Options struct {
 	OriginAtFirstRecord func() int64
 }
 
-// maxWarnings bounds the warnings a pipeline reports through Options.Warn.
-const maxWarnings = 10
-
 // Counter names of the Stats a pipeline reports.
 const (
 	StatRecords             = "etw: records"
@@ -105,8 +102,8 @@ type mode uint8
 
 const (
 	modeLive    mode = iota // apply facts to the tables and emit everything
-	modeCollect             // apply facts only (pass 1 of a file)
-	modeReplay              // emit everything; the tables are complete (pass 2)
+	modeCollect             // apply facts only (a file's first pass, firstPass)
+	modeReplay              // emit everything; the tables are complete (the second pass)
 )
 
 // provider indexes per-provider request state: classic FileIo or the
@@ -134,89 +131,50 @@ type diskInit struct {
 	op       event.Op
 	ncand    uint8
 	cand     [maxCandidates]*fileReq // file requests it may belong to (link.go)
-	stk      *stackParts             // its stack, joined while it was pending
-}
-
-type procSpan struct {
-	from, to int64
-	start    int64
+	stk      *stackjoin.Parts        // its stack, joined while it was pending
 }
 
 // Pipeline turns ETW records into events and facts for a sink. Feed it
 // records in timestamp order with Push and finish with Close. It is not
 // safe for concurrent use.
 type Pipeline struct {
-	sink event.Sink
-	opts Options
-	mode mode
-	// keptFirst: the source applied collectKeep to every record of the
-	// first pass (EachKept); the records it passes on are not counted or
-	// taken again.
-	keptFirst bool
+	sink  event.Sink
+	opts  Options
+	mode  mode
+	first firstPass // a file's first pass (modeCollect)
 
-	dec    *kernel.Decoder
-	ev     kernel.Event
-	kev    kernel.Event // records the first pass takes before the merge
-	tables *resolve.Tables
-	procs  map[uint32][]procSpan
-	dos    map[string]string // NT path → DOS path cache
-	strs   map[uint64]string // hash of UTF-16 bytes → string, shared by both passes
-	seed   maphash.Seed
+	// Decoding and naming.
+	dec     *kernel.Decoder
+	ev      kernel.Event // the record being pushed, decoded
+	tables  *resolve.Tables
+	names   *names.Cache // payload strings and DOS paths, shared by both passes
+	renamed renames      // a file's second pass: FileKey names given already
+	procs   processes    // processes and their executables (process.go)
+	hdr     traceHeader  // the trace's header and clock (header.go)
 
-	begun     bool
-	ended     bool
-	noHeader  bool // the stream did not start with an EventTrace header
-	originSet bool // OriginAtFirstRecord was applied
-	header    event.Header
-	clock     event.Clock
-	qpcFreq   uint64
-	logHdr    *kernel.LogfileHeader
-
+	// Pairing and links (handlers.go, link.go).
 	pendFile  map[pendKey]*fileReq
 	pendDisk  map[uint64]diskInit
 	expectEnd [numProviders]bool
-	opEnds    [numProviders]uint64
-	diskInits uint64 // DiskIo Inits seen in the first pass
-	images1   int    // Image events seen in the first pass
+	links     linker
 
-	// Causal links between disk I/O and file requests (link.go).
-	linking    bool
-	rwRequests uint64 // file reads, writes and flushes seen
-	inflight   map[uint32][]*fileReq
-	deferred   []*fileReq
-	freeReq    []*fileReq
-	// paging holds the last paging reads of each file (link.go, waited).
-	paging map[uint64]*pagingReads
+	// Stacks (stacks.go, package stackjoin) and modules (modules.go,
+	// package modident).
+	stk      *stackjoin.Joiner
+	held     *stackjoin.Holder // live: events waiting for their stack's user part
+	stackIDs stackjoin.Interner
+	live     liveStacks
+	mods     *modident.Modules
 
-	// Processes and their images (process.go).
-	procInfo map[uint32]procInfo
-	images   map[uint32][]imageSeen
-	mainImg  map[event.ProcessKey]*mainImage
-
-	// Stacks (stacks.go) and modules (modules.go).
-	stk          stackState
-	pendMod      pendingModule
-	idsBefore    []modIdentity
-	mods         map[modKey]struct{}
-	ids1         collectedIDs // identities a file's first pass collected (sortIdentities)
-	idConflicts1 uint64       // conflicts among them, counted when the second pass starts
-	pdbIDs       map[pdbKey]pdbEntry
-	peIDs        map[peKey]string
-
-	// iotrace image identities a file's first pass collected, by
-	// process and base (modules.go).
-	own1       map[modKey][]ownCollected
-	ownDropped uint64
-
+	// Emitting and counting.
 	scratch  event.Event
 	fact     event.Fact
 	nextID   uint64
 	lastTime int64
-	warnings int
+	records  uint64
+	tally    *tally.Tally // counters and warnings, muted in a file's first pass
 	err      error
-
-	counts  map[string]*counter // by name: one map access per count
-	records uint64
+	ended    bool
 }
 
 // NewPipeline returns a pipeline that delivers to sink.
@@ -229,42 +187,34 @@ func NewPipeline(sink event.Sink, opts Options) *Pipeline {
 		opts:     opts,
 		dec:      kernel.NewDecoder(),
 		tables:   resolve.NewTables(),
-		procs:    make(map[uint32][]procSpan),
-		dos:      make(map[string]string),
-		strs:     make(map[uint64]string),
-		seed:     maphash.MakeSeed(),
+		procs:    newProcesses(),
 		pendFile: make(map[pendKey]*fileReq),
 		pendDisk: make(map[uint64]diskInit),
-		inflight: make(map[uint32][]*fileReq),
-		paging:   make(map[uint64]*pagingReads),
-		procInfo: make(map[uint32]procInfo),
-		images:   make(map[uint32][]imageSeen),
-		mainImg:  make(map[event.ProcessKey]*mainImage),
-		mods:     make(map[modKey]struct{}),
-		pdbIDs:   make(map[pdbKey]pdbEntry),
-		peIDs:    make(map[peKey]string),
-		counts:   make(map[string]*counter),
-		qpcFreq:  opts.QPCFreq,
+		links:    newLinker(),
+		tally:    tally.New(opts.Warn),
 	}
+	p.hdr.qpcFreq = opts.QPCFreq
+	p.names = names.New(p.tables)
+	p.mods = modident.New(p.tally, p.names)
+	p.stk = stackjoin.New(p.tally)
+	firstStacks := p.stk
+	if opts.NoStacks {
+		firstStacks = nil
+	}
+	p.first = newFirstPass(firstStacks, p.mods)
+	p.held = stackjoin.NewHolder(p.tally)
 	for i := range p.expectEnd {
 		p.expectEnd[i] = opts.ExpectOpEnd
 	}
-	p.linking = opts.ExpectOpEnd && opts.DiskIOInit
+	p.links.linking = opts.ExpectOpEnd && opts.DiskIOInit
 	if opts.Header != nil {
-		p.header = *opts.Header
-		p.clock = opts.Header.Clock
-		if p.qpcFreq == 0 && p.clock.Kind == event.ClockQPC {
-			p.qpcFreq = p.clock.Freq
+		p.hdr.header = *opts.Header
+		p.hdr.clock = opts.Header.Clock
+		if p.hdr.qpcFreq == 0 && p.hdr.clock.Kind == event.ClockQPC {
+			p.hdr.qpcFreq = p.hdr.clock.Freq
 		}
 	}
 	return p
-}
-
-// SetClockFreq sets the frequency of the header's clock before the first
-// record: a live session learns its CPU speed when it opens.
-func (p *Pipeline) SetClockFreq(freq uint64) {
-	p.header.Clock.Freq = freq
-	p.clock.Freq = freq
 }
 
 // Tables returns the resolver tables the pipeline uses: a live session
@@ -272,38 +222,14 @@ func (p *Pipeline) SetClockFreq(freq uint64) {
 // Push.
 func (p *Pipeline) Tables() *resolve.Tables { return p.tables }
 
-func (p *Pipeline) count(name string, kind event.CounterKind, n uint64) {
-	if p.mode == modeCollect {
-		return
+// setMode sets what the pipeline does with records; a file's first pass
+// counts nothing (its second counts the same records).
+func (p *Pipeline) setMode(m mode) {
+	p.mode = m
+	p.tally.Mute(m == modeCollect)
+	if m == modeCollect {
+		p.mods.BeginCollect()
 	}
-	c := p.counts[name]
-	if c == nil {
-		c = &counter{kind: kind} // the kind of its first count
-		p.counts[name] = c
-	}
-	c.n += n
-}
-
-// counter is one of the pipeline's counters.
-type counter struct {
-	n    uint64
-	kind event.CounterKind
-}
-
-// counted returns the count of counter name so far.
-func (p *Pipeline) counted(name string) uint64 {
-	if c := p.counts[name]; c != nil {
-		return c.n
-	}
-	return 0
-}
-
-func (p *Pipeline) warn(format string, args ...any) {
-	if p.opts.Warn == nil || p.warnings >= maxWarnings || p.mode == modeCollect {
-		return
-	}
-	p.warnings++
-	p.opts.Warn(fmt.Sprintf(format, args...))
 }
 
 // errEnded is returned by Push after Close.
@@ -322,13 +248,13 @@ func (p *Pipeline) Push(r *record.Record) error {
 	}
 	p.records++
 	if p.opts.NoStacks && isStackWalk(r) {
-		p.count(StatStacksOff, event.CountInfo, 1)
+		p.tally.Add(StatStacksOff, event.CountInfo, 1)
 		return nil
 	}
 	if p.mode == modeReplay && takenFirst(r) {
 		return nil // taken by the first pass
 	}
-	if p.mode == modeCollect && !p.collectWanted(r) {
+	if p.mode == modeCollect && !p.firstWants(r) {
 		return nil
 	}
 	ok, err := p.dec.Decode(r, &p.ev)
@@ -340,8 +266,8 @@ func (p *Pipeline) Push(r *record.Record) error {
 		return p.beginIfReady(r)
 	}
 	if err != nil {
-		p.count(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
-		p.warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
+		p.tally.Add(StatDecodeErrors+": "+p.ev.Key.String(), event.CountDropped, 1)
+		p.tally.Warn("etl record at file offset %#x (buffer %d): %v", r.FileOffset, r.Buffer, err)
 		return p.beginIfReady(r)
 	}
 	ev := &p.ev
@@ -351,12 +277,16 @@ func (p *Pipeline) Push(r *record.Record) error {
 	if err := p.beginIfReady(r); err != nil {
 		return err
 	}
-	t := p.clock.ToNanos(r.Timestamp)
+	t := p.hdr.clock.ToNanos(r.Timestamp)
 	if t > p.lastTime {
 		p.lastTime = t
 	}
-	if p.pendMod.has || len(p.idsBefore) > 0 {
-		p.settleModules(r.Timestamp, false)
+	if p.mods.Waiting() {
+		p.mods.Settle(r.Timestamp, false)
+		p.emitModules()
+	}
+	if p.mode == modeCollect {
+		p.first.inOrder(r, ev)
 	}
 	switch ev.Kind {
 	case kernel.KindFileName, kernel.KindFileRundown, kernel.KindFileNameDelete:
@@ -373,15 +303,9 @@ func (p *Pipeline) Push(r *record.Record) error {
 		p.onProcess(ev, t)
 		p.otherStack(r)
 	case kernel.KindThread:
-		if p.mode == modeCollect && ev.Phase == kernel.PhaseEnd && !p.opts.NoStacks {
-			p.stk.collectThreadEnd(r.Timestamp, ev.Pid, ev.Tid)
-		}
 		p.onThread(ev, t)
 		p.otherStack(r)
 	case kernel.KindImage:
-		if p.mode == modeCollect {
-			p.images1++
-		}
 		p.onImage(r, ev, t)
 		p.onModule(r, ev, t)
 		p.otherStack(r)
@@ -395,96 +319,17 @@ func (p *Pipeline) Push(r *record.Record) error {
 		kernel.KindVolumeMapping, kernel.KindSystemPaths:
 		p.onConfig(ev, t)
 	}
-	if len(p.deferred) > 0 {
+	if len(p.links.deferred) > 0 {
 		p.expire(false)
 	}
-	if p.stk.heldN > 0 && p.records%holdCheckEvery == 0 {
+	if p.held.Len() > 0 && p.records%stackjoin.ExpireEvery == 0 {
 		p.expireHeld(false)
 	}
 	return p.err
 }
 
-// pass2Wants reports whether the second pass of a file needs r: records a
-// decoder may know (kernel.MayDecode), but for those the first pass took
-// (takenFirst).
-func pass2Wants(r *record.Record) bool {
-	c := kernel.ClassOf(r)
-	return kernel.MayDecodeClass(c, r) && !takenFirstClass(c, r)
-}
-
-// takenFirst reports whether the first pass of a file takes r whole, in
-// any order, before the merge by time: stack walks and image identities.
-// The second pass does not see them.
-func takenFirst(r *record.Record) bool {
-	return takenFirstClass(kernel.ClassOf(r), r)
-}
-
-// takenFirstClass is takenFirst for a record of class c (ClassOf).
-func takenFirstClass(c kernel.Class, r *record.Record) bool {
-	switch c {
-	case kernel.ClassStackWalk, kernel.ClassImageID:
-		return true
-	case kernel.ClassOwn:
-		return r.Opcode == ownprovider.OpcodeImage
-	}
-	return false
-}
-
-// takeFirst decodes and keeps a record the first pass takes (takenFirst);
-// records no decoder knows are kept for the second pass's counts
-// (keepUndecoded).
-func (p *Pipeline) takeFirst(r *record.Record, c kernel.Class) {
-	if isStackWalk(r) {
-		sw, ok, err := kernel.DecodeStackWalk(r)
-		switch {
-		case !ok:
-			p.stk.keepUndecoded(r)
-		case err != nil:
-			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
-		case sw.Kind == kernel.KindStackKeyDef:
-			p.defineKey(r, sw.StackKey, sw.Frames)
-		default:
-			p.collectStack(r, &sw)
-		}
-		return
-	}
-	if c == kernel.ClassImageID {
-		im, ok, err := kernel.DecodeImageID(r)
-		switch {
-		case !ok:
-			p.stk.keepUndecoded(r)
-		case err != nil:
-			p.stk.keepError(r, StatDecodeErrors+": "+kernel.KeyOf(r).String(), err)
-		default:
-			id := modIdentity{base: im.ImageBase, tds: im.TimeDateStamp, size: im.ImageSize}
-			if im.HasPDB && len(im.PdbName) > 0 {
-				id.hasPDB, id.guid, id.age = true, im.PdbGUID, im.Age
-				id.pdbID = p.pdbID(im.PdbName, im.PdbGUID, im.Age)
-			}
-			p.collectIdentity(r.Timestamp, &id)
-		}
-		return
-	}
-	ev := &p.kev
-	ok, err := p.dec.Decode(r, ev)
-	if !ok {
-		p.stk.keepUndecoded(r)
-		return
-	}
-	if err != nil {
-		p.stk.keepError(r, StatDecodeErrors+": "+ev.Key.String(), err)
-		return
-	}
-	switch ev.Kind {
-	case kernel.KindImageID, kernel.KindImageDbgID, kernel.KindOwnImage:
-		if id, ok := p.identityOf(r, ev); ok {
-			p.collectIdentity(r.Timestamp, &id)
-		}
-	}
-}
-
 // countUndecodable counts n records like r that the second pass does not
-// want (pass2Wants is false for them), as Push would count them.
+// want (secondWants is false for them), as Push would count them.
 func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	if p.err != nil || p.ended {
 		return
@@ -492,7 +337,7 @@ func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	p.records += n
 	if takenFirst(r) {
 		if p.opts.NoStacks && isStackWalk(r) {
-			p.count(StatStacksOff, event.CountInfo, n)
+			p.tally.Add(StatStacksOff, event.CountInfo, n)
 		}
 		return // taken by the first pass
 	}
@@ -501,194 +346,21 @@ func (p *Pipeline) countUndecodable(r *record.Record, n uint64) {
 	}
 }
 
-// pass1Facts holds the events the first pass of a file decodes: those
-// that carry facts (names, processes, threads, images, disks, volumes,
-// the header) and the Creates and Closes that bind FILE_OBJECTs.
-var pass1Facts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	switch k {
-	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
-		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
-		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
-		kernel.KindOwnVolume:
-		return true
-	case kernel.KindFileRequest:
-		return op == event.OpOpen || op == event.OpClose
-	}
-	return false
-})
-
-// pass1Counted holds the events the first pass only counts, undecoded:
-// OpEnds (requests then wait for them) and DiskIo Inits (disk I/O can
-// then be linked to requests).
-var pass1Counted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	return k == kernel.KindFileOpEnd || k == kernel.KindDiskInit
-})
-
-// collectWanted reports whether the first pass must decode r; it counts
-// the records it only needs to count. The first record fixes time 0 when
-// the stream has no header.
-func (p *Pipeline) collectWanted(r *record.Record) bool {
-	if p.keptFirst {
-		if firstDecodes(r) {
+// firstWants reports whether the first pass decodes r (firstPass.keep,
+// unless the source applied it already). The first record fixes time 0
+// when the stream has no header.
+func (p *Pipeline) firstWants(r *record.Record) bool {
+	if p.first.kept {
+		if decodedFirst(r) {
 			return true
 		}
-	} else if p.collectKeep(r) {
+	} else if p.first.keep(r) {
 		return true
 	}
-	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
+	if p.headerless() {
 		_ = p.beginIfReady(r)
 	}
 	return false
-}
-
-// What the first pass does with a record (firstUse).
-const (
-	firstSkip   = iota // nothing
-	firstStack         // a stack walk: taken first (takeFirst)
-	firstTaken         // an image identity or iotrace's own record: taken first
-	firstDecode        // decoded (it carries facts)
-	firstCount         // only counted (pass1Counted)
-)
-
-// firstUse says what the first pass does with r, of class c and code.
-func firstUse(r *record.Record, c kernel.Class, code uint16) int {
-	switch {
-	case c == kernel.ClassStackWalk:
-		return firstStack
-	case (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r):
-		return firstTaken
-	case pass1Facts.Has(c, code):
-		return firstDecode
-	case pass1Counted.Has(c, code):
-		return firstCount
-	}
-	return firstSkip
-}
-
-// collectKeep reports whether the first pass must decode r, counting the
-// records it only needs to count and taking those it takes first. It must
-// see every record of the first pass once, in the order of its
-// processor's stream (noteRecord), but not merged by time: a source may
-// apply it before merging its streams.
-func (p *Pipeline) collectKeep(r *record.Record) bool {
-	c, code := kernel.ClassOf(r), kernel.CodeOf(r)
-	use := firstUse(r, c, code)
-	if !p.opts.NoStacks && use != firstStack {
-		// A record a stack walk may follow.
-		p.stk.noteRecord(r)
-	}
-	switch use {
-	case firstStack:
-		if !p.opts.NoStacks {
-			p.takeFirst(r, c)
-		}
-	case firstTaken:
-		p.takeFirst(r, c)
-	case firstDecode:
-		return true
-	case firstCount:
-		switch c {
-		case kernel.ClassDiskIo:
-			p.diskInits++
-		case kernel.ClassKernelFile:
-			p.opEnds[provKernelFile]++
-		default:
-			p.opEnds[provFileIo]++
-		}
-	}
-	return false
-}
-
-// firstDecodes reports whether the first pass decodes r, as collectKeep
-// does, without counting or taking anything.
-func firstDecodes(r *record.Record) bool {
-	return firstUse(r, kernel.ClassOf(r), kernel.CodeOf(r)) == firstDecode
-}
-
-// onHeader takes the trace's clock and machine from the EventTrace header
-// record and begins the trace.
-func (p *Pipeline) onHeader(r *record.Record, h *kernel.LogfileHeader) error {
-	if p.logHdr == nil { // a merged file may hold more than one header
-		p.logHdr = h
-		if p.qpcFreq == 0 {
-			p.qpcFreq = h.PerfFreq
-		}
-		if p.opts.Header == nil && !p.begun {
-			p.header = HeaderFromLogfile(h, r.Timestamp, p.opts.Source)
-			p.clock = p.header.Clock
-		}
-	}
-	return p.beginIfReady(r)
-}
-
-// HeaderFromLogfile builds the trace header from a TRACE_LOGFILE_HEADER
-// and the timestamp of the record that carried it (time 0).
-func HeaderFromLogfile(h *kernel.LogfileHeader, origin int64, src event.Source) event.Header {
-	hd := event.Header{
-		Source:      src,
-		OS:          "windows",
-		OSVersion:   h.OSVersion(),
-		CPUs:        h.NumberOfProcessors,
-		PointerSize: uint8(h.PointerSize),
-		StartWall:   FiletimeToUnixNano(h.StartTime),
-	}
-	switch h.ClockType {
-	case 2:
-		hd.Clock = event.Clock{Kind: event.ClockFiletime, Freq: 10_000_000, Origin: origin}
-	case 3:
-		hd.Clock = event.Clock{Kind: event.ClockCycles, Freq: uint64(h.CPUSpeedMHz) * 1_000_000, Origin: origin}
-	default:
-		hd.Clock = event.Clock{Kind: event.ClockQPC, Freq: h.PerfFreq, Origin: origin}
-	}
-	if h.SessionName != "" {
-		hd.Tool = "ETW session " + h.SessionName
-	} else {
-		hd.Tool = "ETW"
-	}
-	return hd
-}
-
-// FiletimeToUnixNano converts a FILETIME (100 ns since 1601) to
-// nanoseconds since the Unix epoch.
-func FiletimeToUnixNano(ft int64) int64 {
-	const epochDiff = 116444736000000000
-	if ft <= 0 {
-		return 0
-	}
-	return (ft - epochDiff) * 100
-}
-
-// beginIfReady begins the trace once the pipeline has a header: from the
-// options, from an EventTrace header record, or (when the stream starts
-// with something else) from the first record itself, so that nothing is
-// dropped for want of a header.
-func (p *Pipeline) beginIfReady(r *record.Record) error {
-	if p.opts.OriginAtFirstRecord != nil && !p.begun && !p.originSet {
-		p.originSet = true
-		p.header.Clock.Origin = r.Timestamp
-		p.header.StartWall = p.opts.OriginAtFirstRecord()
-		p.clock = p.header.Clock
-	}
-	if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
-		// No header record first: take the record's own timestamp as
-		// time 0 (counted, see stats).
-		p.noHeader = true
-		p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW",
-			Clock: event.Clock{Kind: event.ClockQPC, Freq: p.qpcFreq, Origin: r.Timestamp}}
-		if p.qpcFreq == 0 {
-			p.header.Clock.Freq = 10_000_000
-		}
-		p.clock = p.header.Clock
-	}
-	if p.begun || p.mode == modeCollect {
-		return nil
-	}
-	p.begun = true
-	if err := p.sink.Begin(&p.header); err != nil {
-		p.err = fmt.Errorf("sink: begin: %w", err)
-		return p.err
-	}
-	return nil
 }
 
 // emitFact applies f to the tables (unless they are complete already) and
@@ -708,40 +380,9 @@ func (p *Pipeline) emitFact(f *event.Fact) {
 // apply records f in the tables and the process start history.
 func (p *Pipeline) apply(f *event.Fact) {
 	p.tables.Apply(f)
-	if f.Kind != event.FactProcess {
-		return
+	if f.Kind == event.FactProcess {
+		p.procs.applySpan(f)
 	}
-	spans := p.procs[f.Pid]
-	n := len(spans)
-	switch {
-	case f.End:
-		if n > 0 && spans[n-1].to == resolve.Forever {
-			spans[n-1].to = f.Time
-		}
-	case f.Rundown:
-		if n == 0 {
-			p.procs[f.Pid] = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
-		} else if spans[n-1].to != resolve.Forever {
-			p.procs[f.Pid] = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
-		}
-	default:
-		if n > 0 && spans[n-1].to == resolve.Forever {
-			spans[n-1].to = f.Time
-		}
-		p.procs[f.Pid] = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
-	}
-}
-
-// procStart returns the start time of the process pid was at t (0 when
-// it started before the trace or is unknown).
-func (p *Pipeline) procStart(pid uint32, t int64) int64 {
-	spans := p.procs[pid]
-	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].from <= t && t <= spans[i].to {
-			return spans[i].start
-		}
-	}
-	return 0
 }
 
 // threadPid returns the process of thread tid at t.
@@ -757,81 +398,17 @@ func (p *Pipeline) threadPid(tid uint32, t int64) (uint32, bool) {
 	return uint32(v), true
 }
 
-// maxStrs bounds the strings str keeps.
-const maxStrs = 1 << 17
-
-// str converts a payload string, once: names come back in the second
-// pass of a file (and, in a live session, the same paths come again and
-// again). Strings are found by a hash of their UTF-16 bytes and checked
-// against them (ASCII strings; others are converted each time), so that
-// neither a hit nor a miss allocates more than the string itself.
-func (p *Pipeline) str(w kernel.WStr) string {
-	h := maphash.Bytes(p.seed, w)
-	if s, ok := p.strs[h]; ok && sameASCII(w, s) {
-		return s
-	}
-	s := w.String()
-	if len(p.strs) < maxStrs {
-		p.strs[h] = s
-	}
-	return s
-}
-
-// sameASCII reports whether the UTF-16 string w is the ASCII string s.
-func sameASCII(w kernel.WStr, s string) bool {
-	if len(w) != 2*len(s) {
-		return false
-	}
-	// Four characters at a time: s's bytes, each below 0x80, spread
-	// into the low bytes of w's four UTF-16 units.
-	i := 0
-	for ; i+4 <= len(s); i += 4 {
-		c := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
-		if c&0x80808080 != 0 {
-			return false
-		}
-		spread := uint64(c&0xff) | uint64(c>>8&0xff)<<16 | uint64(c>>16&0xff)<<32 | uint64(c>>24)<<48
-		if binary.LittleEndian.Uint64(w[2*i:]) != spread {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if w[2*i] != s[i] || w[2*i+1] != 0 || s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// ntPath cleans a kernel path: "\??\C:\x" becomes "C:\x".
-func ntPath(s string) string {
-	return strings.TrimPrefix(s, `\??\`)
-}
-
-// dosPath maps an NT path to a DOS path through the volume mapping, with
-// a cache so that hot paths do not allocate.
-func (p *Pipeline) dosPath(nt string) string {
-	if d, ok := p.dos[nt]; ok {
-		return d
-	}
-	d := p.tables.DOSPath(nt)
-	if len(p.dos) < 1<<16 {
-		p.dos[nt] = d
-	}
-	return d
-}
-
 // filePath resolves a FileKey, then a FileObject, at time t. A DiskIo
 // FileKey is also tried as a FileObject, which some versions log there.
 func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) {
 	if fileKey != 0 {
 		if s, ok := p.tables.FileKeys.Lookup(fileKey, t); ok && s != "" {
-			return p.dosPath(s), true
+			return p.names.DOS(s), true
 		}
 	}
 	if fileObject != 0 {
 		if s, ok := p.tables.FileObjects.Lookup(fileObject, t); ok && s != "" {
-			return p.dosPath(s), true
+			return p.names.DOS(s), true
 		}
 	}
 	return "", false
@@ -840,8 +417,8 @@ func (p *Pipeline) filePath(fileKey, fileObject uint64, t int64) (string, bool) 
 // comm returns the name of process pid at t: the full name of its
 // executable when an image event gave it, else the process events' name.
 func (p *Pipeline) comm(pid uint32, t int64) string {
-	if len(p.mainImg) > 0 {
-		if m := p.mainImg[event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}]; m != nil && m.name != "" {
+	if len(p.procs.main) > 0 {
+		if m := p.procs.main[event.ProcessKey{Pid: pid, Start: p.procs.start(pid, t)}]; m != nil && m.name != "" {
 			return m.name
 		}
 	}
@@ -860,7 +437,7 @@ func (p *Pipeline) emit(e *event.Event) {
 		e.Comm = p.comm(e.Pid, e.Time)
 	}
 	if ntForm(e.Path) || ntForm(e.Path2) {
-		p.count(StatNTPath, event.CountInfo, 1)
+		p.tally.Add(StatNTPath, event.CountInfo, 1)
 	}
 	if err := p.sink.Event(e); err != nil {
 		p.err = fmt.Errorf("sink: event: %w", err)
@@ -890,21 +467,21 @@ func (p *Pipeline) Close(extra *event.Stats) error {
 	if p.err != nil {
 		return p.err
 	}
-	if !p.begun {
-		if p.opts.Header == nil && p.logHdr == nil && !p.noHeader {
-			p.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW"}
+	if !p.hdr.begun {
+		if p.headerless() {
+			p.hdr.header = event.Header{Source: p.opts.Source, OS: "windows", Tool: "ETW"}
 		}
-		p.begun = true
-		if err := p.sink.Begin(&p.header); err != nil {
+		p.hdr.begun = true
+		if err := p.sink.Begin(&p.hdr.header); err != nil {
 			p.err = fmt.Errorf("sink: begin: %w", err)
 			return p.err
 		}
 	}
-	p.settleModules(0, true)
+	p.mods.End()
+	p.emitModules()
 	p.flushPending()
 	p.expireHeld(true)
-	p.flushStacks()
-	p.flushIdentities()
+	p.stk.Leftover()
 	if p.err != nil {
 		return p.err
 	}
@@ -928,19 +505,11 @@ func (p *Pipeline) Stats() event.Stats {
 
 func (p *Pipeline) stats(s *event.Stats) {
 	s.Add(event.CountInfo, StatRecords, p.records)
-	if p.noHeader {
+	if p.hdr.noHeader {
 		s.Add(event.CountDropped, StatNoHeader, 1)
 	}
-	names := make([]string, 0, len(p.counts))
-	for name := range p.counts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		c := p.counts[name]
-		s.Add(c.kind, name, c.n)
-	}
-	if n := p.counted(StatDiskIOs); !p.linking && n > 0 && p.rwRequests > 0 {
+	p.tally.AddTo(s)
+	if n := p.tally.Get(StatDiskIOs); !p.links.linking && n > 0 && p.links.rwRequests > 0 {
 		s.Add(event.CountInfo, StatNoLinks, n)
 	}
 	p.dec.Stats(s)

@@ -1,11 +1,14 @@
 package etw
 
 import (
+	"sort"
 	"strings"
 
+	"github.com/iotrace/iotrace/backend/etw/internal/names"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/resolve"
 )
 
 // Processes, threads and the executables of processes.
@@ -22,6 +25,98 @@ import (
 // events from its start; a live session names them from the image event
 // on. A process that started before the trace and that no rundown names
 // takes the name its end event carries, for the whole trace up to then.
+
+// processes is what the pipeline knows of the trace's processes: when
+// each pid's processes started and ended, what the last process event
+// said, and their executables.
+type processes struct {
+	spans map[uint32]*pidSpans // by pid
+	info  map[uint32]procInfo
+	seen  map[uint32][]imageSeen // a file's first pass: images that may be executables (chooseImages)
+	main  map[event.ProcessKey]*mainImage
+}
+
+func newProcesses() processes {
+	return processes{spans: make(map[uint32]*pidSpans), info: make(map[uint32]procInfo),
+		seen: make(map[uint32][]imageSeen), main: make(map[event.ProcessKey]*mainImage)}
+}
+
+// procSpan is one process of a pid: from its start (or the trace's) to
+// its end (or the trace's), started at start.
+type procSpan struct {
+	from, to int64
+	start    int64
+}
+
+// pidSpans is the processes of one pid, in time order.
+type pidSpans struct {
+	s []procSpan
+	// unsorted: the spans are not ordered by both ends (facts out of
+	// time order); start scans them.
+	unsorted bool
+}
+
+// applySpan records a process fact in the start history.
+func (ps *processes) applySpan(f *event.Fact) {
+	p := ps.spans[f.Pid]
+	if p == nil {
+		p = &pidSpans{}
+		ps.spans[f.Pid] = p
+	}
+	spans := p.s
+	n := len(spans)
+	switch {
+	case f.End:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+	case f.Rundown:
+		if n == 0 {
+			p.s = []procSpan{{from: resolve.Always, to: resolve.Forever, start: f.ProcStart}}
+		} else if spans[n-1].to != resolve.Forever {
+			p.s = append(spans, procSpan{from: spans[n-1].to, to: resolve.Forever, start: f.ProcStart})
+		}
+	default:
+		if n > 0 && spans[n-1].to == resolve.Forever {
+			spans[n-1].to = f.Time
+		}
+		p.s = append(spans, procSpan{from: f.Time, to: resolve.Forever, start: f.ProcStart})
+	}
+	if s := p.s; len(s) > 1 {
+		if a, b := &s[len(s)-2], &s[len(s)-1]; a.from > b.from || a.to > b.to {
+			p.unsorted = true
+		}
+	}
+}
+
+// start returns the start time of the process pid was at t (0 when
+// it started before the trace or is unknown).
+func (ps *processes) start(pid uint32, t int64) int64 {
+	p := ps.spans[pid]
+	if p == nil {
+		return 0
+	}
+	spans := p.s
+	if n := len(spans); n > 0 && spans[n-1].from <= t && t <= spans[n-1].to {
+		return spans[n-1].start // the latest: mostly
+	}
+	if !p.unsorted {
+		// Ordered by both ends: the last span from at or before t is
+		// the one, if it lasts to t (a pid started and ended many
+		// times costs a search, not a scan).
+		j := sort.Search(len(spans), func(i int) bool { return spans[i].from > t })
+		if j > 0 && spans[j-1].to >= t {
+			return spans[j-1].start
+		}
+		return 0
+	}
+	for i := len(spans) - 1; i >= 0; i-- {
+		if spans[i].from <= t && t <= spans[i].to {
+			return spans[i].start
+		}
+	}
+	return 0
+}
 
 // procInfo is what the last process event said about a pid.
 type procInfo struct {
@@ -60,21 +155,13 @@ type mainImage struct {
 // ProcessName is the process name an image gives, the rule every ETW
 // source uses (offline and live): the file name without ".exe",
 // `C:\Windows\System32\svchost.exe` → "svchost".
-func ProcessName(image string) string { return trimExe(baseName(image)) }
+func ProcessName(image string) string { return trimExe(names.Base(image)) }
 
 // trimExe turns an image name into a process name: "svchost.exe" →
 // "svchost".
 func trimExe(s string) string {
 	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], ".exe") {
 		return s[:len(s)-4]
-	}
-	return s
-}
-
-// baseName returns the last element of a Windows path.
-func baseName(s string) string {
-	if i := strings.LastIndexAny(s, `\/`); i >= 0 {
-		return s[i+1:]
 	}
 	return s
 }
@@ -119,14 +206,14 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 	short := ev.ImageFileName.String()
 	var full string
 	if len(ev.Name) > 0 {
-		full = ntPath(p.str(ev.Name)) // Kernel-Process: the executable's path
+		full = names.NT(p.names.Str(ev.Name)) // Kernel-Process: the executable's path
 		if short == "" {
-			short = baseName(full)
+			short = names.Base(full)
 		}
 	}
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid}
-	pi, known := p.procInfo[ev.Pid]
+	pi, known := p.procs.info[ev.Pid]
 	switch ev.Phase {
 	case kernel.PhaseStart:
 		f.ProcStart = t
@@ -144,7 +231,7 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 		if known && pi.ended && t-pi.endedAt < sameEventWindow {
 			return // the same end from the other provider
 		}
-		f.ProcStart = p.procStart(ev.Pid, t)
+		f.ProcStart = p.procs.start(ev.Pid, t)
 		if !known && short != "" {
 			// Started before the trace, named by nothing so far: the end
 			// names it back to the trace start.
@@ -153,12 +240,12 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 			*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: ev.Pid, ProcStart: f.ProcStart}
 		}
 		f.End = true
-		p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ended: true, endedAt: t}
+		p.procs.info[ev.Pid] = procInfo{start: f.ProcStart, ended: true, endedAt: t}
 		p.emitFact(f)
 		return
 	default:
 		f.Rundown = true
-		f.ProcStart = p.procStart(ev.Pid, t)
+		f.ProcStart = p.procs.start(ev.Pid, t)
 	}
 	f.PPid = ev.PPid
 	f.Name = trimExe(short)
@@ -166,13 +253,13 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 		f.Detail = ev.Name2.String()
 	}
 	key := event.ProcessKey{Pid: ev.Pid, Start: f.ProcStart}
-	if full != "" && p.mainImg[key] == nil {
-		p.mainImg[key] = &mainImage{t: t, nt: full, name: trimExe(baseName(full))}
+	if full != "" && p.procs.main[key] == nil {
+		p.procs.main[key] = &mainImage{t: t, nt: full, name: trimExe(names.Base(full))}
 	}
-	p.procInfo[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
+	p.procs.info[ev.Pid] = procInfo{start: f.ProcStart, ppid: f.PPid, detail: f.Detail,
 		started: ev.Phase == kernel.PhaseStart}
-	if m := p.mainImg[key]; m != nil {
-		f.Name, f.Image = m.name, p.dosPath(m.nt)
+	if m := p.procs.main[key]; m != nil {
+		f.Name, f.Image = m.name, p.names.DOS(m.nt)
 		p.sentImage(m)
 	}
 	p.emitFact(f)
@@ -182,9 +269,9 @@ func (p *Pipeline) onProcess(ev *kernel.Event, t int64) {
 func (p *Pipeline) sentImage(m *mainImage) {
 	if p.mode != modeCollect && !m.sent {
 		m.sent = true
-		p.count(StatProcessImages, event.CountInfo, 1)
-		if ntForm(p.dosPath(m.nt)) {
-			p.count(StatNTPath, event.CountInfo, 1)
+		p.tally.Add(StatProcessImages, event.CountInfo, 1)
+		if ntForm(p.names.DOS(m.nt)) {
+			p.tally.Add(StatNTPath, event.CountInfo, 1)
 		}
 	}
 }
@@ -196,7 +283,7 @@ func (p *Pipeline) onThread(ev *kernel.Event, t int64) {
 	}
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactThread, Time: t, Pid: ev.Pid, Tid: ev.Tid,
-		ProcStart: p.procStart(ev.Pid, t)}
+		ProcStart: p.procs.start(ev.Pid, t)}
 	switch ev.Phase {
 	case kernel.PhaseEnd:
 		f.End = true
@@ -223,15 +310,15 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 	if !mayBeMain(ev.Name.Base()) {
 		return
 	}
-	nt := p.str(ev.Name)
-	base := baseName(nt)
-	key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, t)}
-	m := p.mainImg[key]
+	nt := p.names.Str(ev.Name)
+	base := names.Base(nt)
+	key := event.ProcessKey{Pid: pid, Start: p.procs.start(pid, t)}
+	m := p.procs.main[key]
 	switch p.mode {
 	case modeCollect:
 		// Decided once every process name is known (chooseImages).
-		if m == nil && len(p.images[pid]) < maxImagesPerPid {
-			p.images[pid] = append(p.images[pid], imageSeen{t: t, nt: ntPath(nt)})
+		if m == nil && len(p.procs.seen[pid]) < maxImagesPerPid {
+			p.procs.seen[pid] = append(p.procs.seen[pid], imageSeen{t: t, nt: names.NT(nt)})
 		}
 		return
 	case modeLive:
@@ -240,17 +327,17 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 			if !isMainImage(name, base) {
 				return
 			}
-			m = &mainImage{t: t, nt: ntPath(nt), name: trimExe(base)}
-			p.mainImg[key] = m
+			m = &mainImage{t: t, nt: names.NT(nt), name: trimExe(base)}
+			p.procs.main[key] = m
 		}
 	}
-	if m == nil || m.sent || m.t != t || m.nt != ntPath(nt) {
+	if m == nil || m.sent || m.t != t || m.nt != names.NT(nt) {
 		return
 	}
-	pi := p.procInfo[pid]
+	pi := p.procs.info[pid]
 	f := &p.fact
 	*f = event.Fact{Kind: event.FactProcess, Time: t, Pid: pid, ProcStart: key.Start, PPid: pi.ppid,
-		Name: m.name, Image: p.dosPath(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
+		Name: m.name, Image: p.names.DOS(m.nt), Detail: pi.detail, Rundown: ev.Phase.Rundown()}
 	p.sentImage(m)
 	p.emitFact(f)
 }
@@ -258,18 +345,18 @@ func (p *Pipeline) onImage(r *record.Record, ev *kernel.Event, t int64) {
 // chooseImages ends the first pass of a file: each process's executable
 // is the first image whose name matches the process's name at the time.
 func (p *Pipeline) chooseImages() {
-	for pid, list := range p.images {
+	for pid, list := range p.procs.seen {
 		for _, s := range list {
-			key := event.ProcessKey{Pid: pid, Start: p.procStart(pid, s.t)}
-			if p.mainImg[key] != nil {
+			key := event.ProcessKey{Pid: pid, Start: p.procs.start(pid, s.t)}
+			if p.procs.main[key] != nil {
 				continue
 			}
 			name, _ := p.tables.ProcessName(pid, s.t)
-			if base := baseName(s.nt); isMainImage(name, base) {
-				p.mainImg[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
+			if base := names.Base(s.nt); isMainImage(name, base) {
+				p.procs.main[key] = &mainImage{t: s.t, nt: s.nt, name: trimExe(base)}
 			}
 		}
 	}
-	p.images = nil
-	clear(p.procInfo)
+	p.procs.seen = nil
+	clear(p.procs.info)
 }

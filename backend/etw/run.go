@@ -37,7 +37,7 @@ type keptRecords interface {
 // (kernel.MayDecode is false), and count them instead.
 type decodableRecords interface {
 	// EachDecodable is Each, except that it may report records for which
-	// pass2Wants is false to undecodable, with a count, instead of
+	// secondWants is false to undecodable, with a count, instead of
 	// passing them to fn (the record undecodable gets has only the
 	// fields that identify its kind). The records passed to fn come in
 	// the order Each would pass them.
@@ -51,21 +51,23 @@ type decodableRecords interface {
 // every intact event was delivered, with the trailer, and is returned.
 func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error {
 	p := NewPipeline(sink, opts)
-	p.mode = modeCollect
+	p.setMode(modeCollect)
 	var err1 error
 	if k, ok := src.(keptRecords); ok {
 		// The first pass wants only the records that carry facts: the
 		// others are counted or rejected before the source merges them.
-		p.keptFirst = true
-		err1 = k.EachKept(ctx, p.collectKeep, p.Push)
-		p.keptFirst = false
+		p.first.kept = true
+		err1 = k.EachKept(ctx, p.first.keep, p.Push)
+		p.first.kept = false
 	} else {
 		err1 = src.Each(ctx, p.Push)
 	}
 	if err1 != nil && ctx.Err() != nil {
 		return err1
 	}
-	p.startReplay()
+	if err := p.startReplay(ctx); err != nil {
+		return err
+	}
 	var err2 error
 	if d, ok := src.(decodableRecords); ok {
 		// The second pass counts the records no decoder knows (most of
@@ -94,31 +96,27 @@ func Run(ctx context.Context, src Records, opts Options, sink event.Sink) error 
 
 // startReplay turns a collecting pipeline into the second pass: the
 // tables are complete and stay as they are; pairing and emission start
-// afresh.
-func (p *Pipeline) startReplay() {
-	p.sortIdentities() // still collecting, as collectIdentity was
-	p.mode = modeReplay
-	if p.idConflicts1 != 0 {
-		p.count(StatIdentityConflict, event.CountInfo, p.idConflicts1)
-	}
+// afresh. It returns ctx's error when ctx is done before the first pass's
+// stacks are assembled.
+func (p *Pipeline) startReplay(ctx context.Context) error {
+	p.setMode(modeReplay)
 	anyEnd := false
 	for i := range p.expectEnd {
-		p.expectEnd[i] = p.opts.ExpectOpEnd || p.opEnds[i] > 0
+		p.expectEnd[i] = p.opts.ExpectOpEnd || p.first.opEnds[i] > 0
 		anyEnd = anyEnd || p.expectEnd[i]
 	}
-	p.linking = anyEnd && (p.opts.DiskIOInit || p.diskInits > 0)
+	p.links.linking = anyEnd && (p.opts.DiskIOInit || p.first.diskInit > 0)
 	p.chooseImages()
-	if len(p.mods) == 0 {
-		// Sized for the modules the second pass will see (rundowns at
-		// the end of modules already known are counted too).
-		p.mods = make(map[modKey]struct{}, min(p.images1, 1<<16))
-	}
 	p.dec = kernel.NewDecoder()
 	p.records = 0
-	p.stk.replayErrors(p)
-	p.stk.sortCollected()
+	stacks, err := p.first.end(ctx, p.dec, p.tally)
+	if err != nil {
+		return err
+	}
+	p.stackIDs.Expect(stacks)
 	p.lastTime = 0
-	p.dos = make(map[string]string)
+	p.names.ForgetDOS()
+	return nil
 }
 
 // SliceRecords is a Records over records in memory (tests, fakes).

@@ -2,13 +2,14 @@ package etw
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
-	"slices"
-	"strings"
-	"testing"
 )
 
 // A disk I/O pending while a later event takes its own stack keeps the

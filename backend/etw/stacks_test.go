@@ -1,16 +1,15 @@
 package etw
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
+	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
 	"github.com/iotrace/iotrace/backend/etw/kernel"
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -186,7 +185,7 @@ func (s *synth) sample(ts int64, tid uint32, ip uint64) {
 
 // TestStackOrphans: the stacks no event takes are told apart. A stack
 // right after a record iotrace does not decode, or of a record with no
-// thread in its header more than numRecent records before it or on
+// thread in its header more than stackjoin.NumRecent records before it or on
 // another processor, is of a record of the trace (information); one of
 // no record of its time and thread lost its event and is a problem
 // (CountLost); a user part alone is not looked for. A source that applies
@@ -199,10 +198,10 @@ func TestStackOrphans(t *testing.T) {
 	// A sample and its stack right after it.
 	s.sample(2000, tidSvc, kA)
 	s.stack(2000, 2000, pidSvc, tidSvc, kA, uA)
-	// A sample with no thread in its header, numRecent+4 samples of
+	// A sample with no thread in its header, stackjoin.NumRecent+4 samples of
 	// another thread, then its stack.
 	s.add(record.KindSystem, record.GroupPerfInfo, 46, 2, 3000, record.NoID, record.NoID, 0, buf{}.ptr(8, kA).u32(tidSvc).u32(0))
-	for i := range numRecent + 4 {
+	for i := range stackjoin.NumRecent + 4 {
 		s.sample(3001+int64(i), tidSvc+1, kB)
 	}
 	s.stack(3100, 3000, pidSvc, tidSvc, kA, uA)
@@ -594,7 +593,7 @@ func TestPerfViewStacks(t *testing.T) {
 	}
 	// The 6,933 stack records no event takes: 6,932 of records
 	// iotrace does not decode (samples, CLR…), a user part alone (its
-	// event more than numRecent records before it), none of a lost
+	// event more than stackjoin.NumRecent records before it), none of a lost
 	// event.
 	for _, c := range []struct {
 		kind event.CounterKind
@@ -829,65 +828,6 @@ func TestLiveUserPartLater(t *testing.T) {
 	}
 }
 
-// TestSortTS checks sortTS against a plain sort on inputs that take each
-// of its ways: sorted, nearly sorted (insertion), interleaved sorted runs
-// (merge) and random (many runs: pdqsort).
-func TestSortTS(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	gen := map[string]func(n int) []tsIndex{
-		"sorted": func(n int) []tsIndex {
-			o := make([]tsIndex, n)
-			for i := range o {
-				o[i] = tsIndex{ts: int64(i / 3), i: uint64(i)}
-			}
-			return o
-		},
-		"nearly": func(n int) []tsIndex {
-			o := make([]tsIndex, n)
-			for i := range o {
-				o[i] = tsIndex{ts: int64(i + rng.IntN(4)), i: uint64(i)}
-			}
-			return o
-		},
-		"runs": func(n int) []tsIndex {
-			// Blocks of 1..200 records from one of 8 sorted streams.
-			var o []tsIndex
-			next := make([]int64, 8)
-			for len(o) < n {
-				s := rng.IntN(8)
-				for k := rng.IntN(200) + 1; k > 0 && len(o) < n; k-- {
-					next[s] += int64(rng.IntN(50))
-					o = append(o, tsIndex{ts: next[s], i: uint64(len(o))})
-				}
-			}
-			return o
-		},
-		"random": func(n int) []tsIndex {
-			o := make([]tsIndex, n)
-			for i := range o {
-				o[i] = tsIndex{ts: int64(rng.IntN(n)), i: uint64(i)}
-			}
-			return o
-		},
-	}
-	for name, g := range gen {
-		for _, n := range []int{0, 1, 2, 17, 1000, 20000} {
-			o := g(n)
-			want := slices.Clone(o)
-			slices.SortFunc(want, func(a, b tsIndex) int {
-				if c := cmp.Compare(a.ts, b.ts); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.i, b.i)
-			})
-			sortTS(o)
-			if !slices.Equal(o, want) {
-				t.Fatalf("%s, %d: not sorted", name, n)
-			}
-		}
-	}
-}
-
 // ownImage adds an iotrace image identity record at ts.
 func (s *synth) ownImage(ts int64, pid uint32, base, size uint64, tds uint32, file, pdb string, age uint32) {
 	im := ownprovider.Image{Base: base, Size: size, ProcessID: pid, TimeDateStamp: tds, Age: age,
@@ -999,51 +939,6 @@ func TestOwnIdentityLiveChecked(t *testing.T) {
 	}
 }
 
-// TestSortDefsOnce: a file's key definitions, sorted by small keys, come
-// in the order the in-place sort of a live session gives them (key,
-// space, time, arrival), ties and all.
-func TestSortDefsOnce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 2, 7, 100, 5000, 20000, -3000} {
-		var a stackState
-		nkeys := n/4 + 1
-		if n < 0 {
-			n, nkeys = -n, 3 // long runs of one key
-		}
-		keys := make([]uint64, nkeys) // keys that recur: small ones, addresses, hashes
-		for i := range keys {
-			switch i % 3 {
-			case 0:
-				keys[i] = uint64(i)
-			case 1:
-				keys[i] = 0xFFFFF80000000000 | rng.Uint64()&0xFFFFFFFF
-			default:
-				keys[i] = rng.Uint64()
-			}
-		}
-		for i := 0; i < n; i++ {
-			a.defs = append(a.defs, keyDef{key: keys[rng.IntN(len(keys))], ts: int64(rng.IntN(8)) - 4,
-				frames: part{off: uint32(i)}, seq: uint32(i), kernel: rng.IntN(2) == 0, create: rng.IntN(2) == 0})
-		}
-		if n > 50 {
-			// The order is the arrival (seq), not the index: seq
-			// shuffled (unique: equal definitions would have no order).
-			for i, q := range rng.Perm(n) {
-				a.defs[i].seq = uint32(q)
-			}
-		}
-		b := stackState{defs: slices.Clone(a.defs)}
-		a.sortDefs()
-		b.sortDefsOnce()
-		if !slices.Equal(a.defs, b.defs) {
-			t.Fatalf("%d definitions: sortDefsOnce differs from sortDefs", n)
-		}
-		if !b.defsSorted {
-			t.Errorf("%d definitions: not marked sorted", n)
-		}
-	}
-}
-
 // TestIdentityConflictCounted: two identity records of one image that
 // disagree (another build's time stamp, another PDB) keep the first and
 // are counted, in a file's two passes as in one: the first pass, which
@@ -1071,25 +966,42 @@ func TestIdentityConflictCounted(t *testing.T) {
 	}
 }
 
-// TestPEID: the pe: identity is the symbol-server key (time stamp as 8
-// hex digits, size as few as it takes), then the checksum when not 0.
-func TestPEID(t *testing.T) {
-	for _, c := range []struct {
-		tds      uint32
-		size     uint64
-		checksum uint32
-		want     string
-	}{
-		{0x5010AC4B, 0x748000, 0x6AA6C8, "pe:5010AC4B748000/006AA6C8"},
-		{0x5010AC4B, 0x20000, 0, "pe:5010AC4B20000"},
-		{0xA, 0x0, 0xFFFFFFFF, "pe:0000000A0/FFFFFFFF"},
-		{0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 1, "pe:FFFFFFFFFFFFFFFFFFFFFFFF/00000001"},
-	} {
-		if got := peID(c.tds, c.size, c.checksum); got != c.want {
-			t.Errorf("peID(%#x, %#x, %#x) = %s, want %s", c.tds, c.size, c.checksum, got, c.want)
+// TestLiveStackAmongOtherProcessors: once the processors' buffers are
+// merged by time, more than numTargets records of other processors may
+// come between an event and its stack walk (logged on the event's
+// processor): the walk is still joined to its event.
+func TestLiveStackAmongOtherProcessors(t *testing.T) {
+	s := &synth{ptr: 8, version: 3}
+	s.header(1000)
+	s.process(1000, 3, pidSvc, 4, "svchost.exe", "svchost")
+	s.thread(1000, 3, pidSvc, tidSvc)
+	s.rw(4000, 67, tidSvc, pidSvc, irpA, foA, fkA, 0, 4096) // processor 2
+	for i := range 3 * numTargets {
+		s.add(record.KindSystem, record.GroupPerfInfo, 46, 2, 4001+int64(i), tidSvc+7, pidSvc, 1,
+			buf{}.u64(kB).u32(tidSvc+7).u32(0)) // not decoded, processor 1
+	}
+	s.stack(4500, 4000, pidSvc, tidSvc, kA, uA)
+	s.recs[len(s.recs)-1].CPU = 2
+	s.opEnd(4600, irpA, 4096, 0)
+	out := &seqSink{}
+	p := NewPipeline(out, Options{ExpectOpEnd: true})
+	for i := range s.recs {
+		if err := p.Push(&s.recs[i]); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = peID(0x5010AC4B, 0x748000, 0x6AA6C8) }); n > 1 {
-		t.Errorf("peID: %v allocations, want 1", n)
+	if err := p.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	reads := out.byNative("FileIo/Read")
+	if len(reads) != 1 {
+		t.Fatalf("%d reads", len(reads))
+	}
+	f := out.stackOf(t, &reads[0])
+	if !slices.Equal(f.Kernel, []uint64{kA}) || !slices.Equal(f.User, []uint64{uA}) {
+		t.Errorf("stack %+v", f)
+	}
+	if n := out.trailer.Stats.Get(event.CountInfo, StatStacksNoRecent); n != 0 {
+		t.Errorf("%d stacks matched no recent record", n)
 	}
 }

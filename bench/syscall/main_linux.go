@@ -41,13 +41,21 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (modes interleaved; medians reported)")
 	iotrace := flag.String("iotrace", "", "the iotrace binary (built from this tree)")
 	base := flag.String("base", "", "another iotrace binary (an older build) run the same way, interleaved, for a side-by-side ratio")
+	stacksOnly := flag.Bool("stacks-only", false, "run the user-stack benchmark only")
+	nStacks := flag.Int("n-stacks", 200_000, "preads per run of the user-stack benchmark")
 	flag.Parse()
 	if *iotrace == "" {
 		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
 		os.Exit(2)
 	}
-	if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
+	if !*stacksOnly {
+		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if err := runStacks(*iotrace, *nStacks, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: user stacks:", err)
 		os.Exit(1)
 	}
 }

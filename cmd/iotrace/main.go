@@ -5,14 +5,16 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/iotrace/iotrace/cli"
+	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// The process's one receiver of SIGINT and SIGTERM: the first stops
+	// the command cleanly, a second quits (package interrupt).
+	ctx, h := interrupt.Notify(context.Background(), os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	h.Stop()
+	os.Exit(code)
 }

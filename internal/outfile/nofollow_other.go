@@ -12,3 +12,7 @@ func ownedByMe(fs.FileInfo) bool { return true }
 
 // trusted: as ownedByMe.
 func trusted(fs.FileInfo) bool { return true }
+
+// unlinked: Windows does not remove a file that is open (nor its
+// directory).
+func unlinked(fs.FileInfo) bool { return false }

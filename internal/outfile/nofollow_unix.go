@@ -24,3 +24,9 @@ func trusted(st fs.FileInfo) bool {
 	s, ok := st.Sys().(*syscall.Stat_t)
 	return ok && (s.Uid == 0 || int(s.Uid) == os.Geteuid())
 }
+
+// unlinked reports whether st is of a file no name refers to any more.
+func unlinked(st fs.FileInfo) bool {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	return ok && s.Nlink == 0
+}

@@ -27,9 +27,13 @@ package outfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 )
 
 // File is an output being written. Write to it, then Commit it, or Abort
@@ -39,6 +43,8 @@ type File struct {
 	path string // the final path
 	temp string // the temporary path; "" when writing in place
 	mode fs.FileMode
+
+	mu   sync.Mutex // Rescue may race with the others
 	done bool
 }
 
@@ -122,6 +128,8 @@ func (o *File) TempPath() string { return o.temp }
 // place (rename replaces whatever is at the path, a link included, and
 // never follows it).
 func (o *File) Commit() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return nil
 	}
@@ -149,6 +157,8 @@ func (o *File) Commit() error {
 // Abort closes and removes the temporary file, leaving whatever was at
 // the path. It does nothing after Commit.
 func (o *File) Abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return
 	}
@@ -163,6 +173,8 @@ func (o *File) Abort() {
 // must not be lost although the run failed (a recording): it returns the
 // temporary path.
 func (o *File) Keep() (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.done {
 		return o.temp, nil
 	}
@@ -172,6 +184,103 @@ func (o *File) Keep() (string, error) {
 		return o.path, err
 	}
 	return o.temp, err
+}
+
+// Rescue renames the temporary file into place as it is now, for a
+// process about to quit before its clean end (a second Ctrl-C): what was
+// written so far is kept under the file's name rather than lost in a
+// hidden temporary file. It may run while another goroutine writes: that
+// write fails or lands in the renamed file. ok is false when there was
+// nothing to rename (committed, aborted, kept, written in place, or
+// nothing written: the temporary file is then removed).
+func (o *File) Rescue() (ok bool, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done || o.temp == "" {
+		return false, nil
+	}
+	o.done = true
+	if st, err := o.File.Stat(); err == nil && st.Size() == 0 {
+		// Nothing written: whatever was at the path stays.
+		o.File.Close()
+		os.Remove(o.temp)
+		return false, nil
+	}
+	o.File.Chmod(o.mode)
+	o.File.Close()
+	// A write in flight holds the file open until it returns; Windows
+	// cannot rename an open file.
+	for try := 0; ; try++ {
+		err = os.Rename(o.temp, o.path)
+		if err == nil || try == 20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return false, fmt.Errorf("rename %s to %s: %w", o.temp, o.path, err)
+	}
+	return true, nil
+}
+
+// Removed reports whether the temporary file was removed while being
+// written (its directory removed, or the file itself): Commit cannot put
+// it in place, Salvage can copy it elsewhere.
+func (o *File) Removed() bool {
+	if o.temp == "" {
+		return false
+	}
+	st, err := o.File.Stat()
+	return err == nil && unlinked(st)
+}
+
+// CommitAt commits the first size bytes of what was written, for an
+// output whose writing failed (a full disk): size is where the last whole
+// piece ends. A failed fsync is reported with the file renamed into place
+// all the same (the data the file holds is checked when read).
+func (o *File) CommitAt(size int64) error {
+	o.mu.Lock()
+	if o.done {
+		o.mu.Unlock()
+		return nil
+	}
+	err := o.File.Truncate(size)
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("write %s: cut it to its last whole part: %w", o.path, err)
+	}
+	return o.Commit()
+}
+
+// Salvage copies what was written to a new file in dir (named after the
+// output, 0600, never an existing file), for an output whose temporary
+// file was removed (see Removed), and closes the output; it returns the
+// new file's path.
+func (o *File) Salvage(dir string) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return "", nil
+	}
+	o.done = true
+	defer o.File.Close()
+	ext := filepath.Ext(o.path)
+	dst, err := os.CreateTemp(dir, "iotrace-"+strings.TrimSuffix(filepath.Base(o.path), ext)+"-*"+ext)
+	if err != nil {
+		return "", fmt.Errorf("save the recording of %s elsewhere: %w", o.path, err)
+	}
+	st, err := o.File.Stat()
+	if err == nil {
+		_, err = io.Copy(dst, io.NewSectionReader(o.File, 0, st.Size()))
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst.Name())
+		return "", fmt.Errorf("save the recording of %s to %s: %w", o.path, dst.Name(), err)
+	}
+	return dst.Name(), nil
 }
 
 // kind names a file type for a message.

@@ -200,3 +200,47 @@ func TestDeviceWrittenInPlace(t *testing.T) {
 		t.Fatalf("/dev/null is no longer a device: %v %v", st, err)
 	}
 }
+
+// TestRescue: a rescued output is at its name with what was written, no
+// temporary file is left, and a later Commit or Abort does nothing; a
+// committed output has nothing to rescue.
+func TestRescue(t *testing.T) {
+	dir := testenv.TempDir(t)
+	p := filepath.Join(dir, "r.iot")
+	o, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.WriteString("partial")
+	if ok, err := o.Rescue(); !ok || err != nil {
+		t.Fatalf("Rescue = %v, %v", ok, err)
+	}
+	o.Abort()
+	if b, err := os.ReadFile(p); err != nil || string(b) != "partial" {
+		t.Errorf("rescued file: %q, %v", b, err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
+	}
+	q := filepath.Join(dir, "c.iot")
+	if err := write(t, q, "whole"); err != nil {
+		t.Fatal(err)
+	}
+	o2, _ := Create(q)
+	o2.WriteString("x")
+	o2.Commit()
+	if ok, err := o2.Rescue(); ok || err != nil {
+		t.Errorf("Rescue after Commit = %v, %v", ok, err)
+	}
+	// Nothing written yet: the file at the path stays as it was.
+	o3, _ := Create(q)
+	if ok, err := o3.Rescue(); ok || err != nil {
+		t.Errorf("Rescue of nothing = %v, %v", ok, err)
+	}
+	if b, _ := os.ReadFile(q); string(b) != "x" {
+		t.Errorf("an empty rescue replaced the file: %q", b)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
+	}
+}

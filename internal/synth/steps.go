@@ -1,5 +1,7 @@
 package synth
 
+import "slices"
+
 // single emits exactly one event for th: a stat by path (Linux) or a
 // query on an open handle, else an open (Windows).
 func (g *gen) single(th *thread) {
@@ -31,105 +33,138 @@ func (g *gen) handleFor(th *thread) *handle {
 }
 
 // tour is the opening of every trace: every op, layer and feature once,
-// in a fixed order, as far as the event budget goes.
+// in a fixed order, as far as the event budget goes: its steps, in
+// groups.
 func (g *gen) tour() {
 	w0 := g.workers[0]
-	th := w0.threads[0]
 	if len(g.workers) < 2 {
 		// w0 exits half-way through the tour: start a second worker.
 		g.spawn(0)
 	}
 	// tw is a second worker that outlives the tour.
-	tw := g.workers[1].threads[0]
-	var h, h0 *handle
-	steps := []func(){
+	ts := &tourState{th: w0.threads[0], tw: g.workers[1].threads[0], w0: w0}
+	steps := slices.Concat(g.tourReads(ts), g.tourChanges(ts), g.tourLinuxCalls(ts), g.tourLifecycle(ts), g.tourEdges(ts))
+	g.inTour = true
+	defer func() { g.inTour = false }()
+	for _, s := range steps {
+		if g.left() == 0 || g.err != nil {
+			return
+		}
+		s()
+	}
+}
+
+// tourState is what the tour's steps share: the first worker's thread
+// (th) and process (w0), the second worker's thread (tw), the handle of
+// the last file opened (h) and of the first (h0).
+type tourState struct {
+	th, tw *thread
+	w0     *proc
+	h, h0  *handle
+}
+
+// tourReads: the first file opened, read (hit, miss, failure, end of file), queried and sought; opens and stats that fail.
+func (g *gen) tourReads(ts *tourState) []func() {
+	return []func(){
 		func() { g.marker("phase 1: compile ✓ — ünïcødé marker") },
-		func() { h = g.open(th, g.files[0], openHow{relative: true}); h0 = h },
-		func() { g.read(th, h, readHit) },
-		func() { h.pos = 0; g.read(th, h, readMiss) },
-		func() { g.read(th, h, readFail) },
-		func() { g.statHandle(th, h) },
-		func() { g.seekOr(th, h) },
-		func() { h.pos = 0; g.read(th, h, readMiss) },
-		func() { h.pos = h.f.size; g.read(th, h, readEOF) },
-		func() { g.open(th, g.missing(), openHow{fail: g.failCode(eNoent, ntNameNotFound)}) },
-		func() { g.open(th, g.files[1], openHow{fail: g.failCode(eAcces, ntSharingViolation)}) },
+		func() { ts.h = g.open(ts.th, g.files[0], openHow{relative: true}); ts.h0 = ts.h },
+		func() { g.read(ts.th, ts.h, readHit) },
+		func() { ts.h.pos = 0; g.read(ts.th, ts.h, readMiss) },
+		func() { g.read(ts.th, ts.h, readFail) },
+		func() { g.statHandle(ts.th, ts.h) },
+		func() { g.seekOr(ts.th, ts.h) },
+		func() { ts.h.pos = 0; g.read(ts.th, ts.h, readMiss) },
+		func() { ts.h.pos = ts.h.f.size; g.read(ts.th, ts.h, readEOF) },
+		func() { g.open(ts.th, g.missing(), openHow{fail: g.failCode(eNoent, ntNameNotFound)}) },
+		func() { g.open(ts.th, g.files[1], openHow{fail: g.failCode(eAcces, ntSharingViolation)}) },
 		func() {
 			if g.win {
-				g.open(th, g.files[2], openHow{fail: ntAccessDenied})
+				g.open(ts.th, g.files[2], openHow{fail: ntAccessDenied})
 			} else {
-				g.statPath(th, g.missing(), eNoent)
+				g.statPath(ts.th, g.missing(), eNoent)
 			}
 		},
 		func() {
 			if !g.win {
-				g.statPath(th, g.files[2], 0)
+				g.statPath(ts.th, g.files[2], 0)
 			}
 		},
-		func() { h = g.createTemp(th) },
+	}
+}
+
+// tourChanges: a temporary file written, resized and flushed; renames, deletes, directories, a mapping, change notification.
+func (g *gen) tourChanges(ts *tourState) []func() {
+	return []func(){
+		func() { ts.h = g.createTemp(ts.th) },
 		func() {
-			if h != nil {
-				g.write(th, h, writeAppend)
-			}
-		},
-		func() {
-			if h != nil {
-				g.write(th, h, writeFail)
-			}
-		},
-		func() {
-			if h != nil {
-				g.setInfo(th, h)
+			if ts.h != nil {
+				g.write(ts.th, ts.h, writeAppend)
 			}
 		},
 		func() {
-			if h != nil {
-				g.fsync(th, h)
+			if ts.h != nil {
+				g.write(ts.th, ts.h, writeFail)
 			}
 		},
-		func() { g.rename(th) },
-		func() { g.delete(th, false) },
+		func() {
+			if ts.h != nil {
+				g.setInfo(ts.th, ts.h)
+			}
+		},
+		func() {
+			if ts.h != nil {
+				g.fsync(ts.th, ts.h)
+			}
+		},
+		func() { g.rename(ts.th) },
+		func() { g.delete(ts.th, false) },
 		func() {
 			if !g.win {
-				g.delete(th, true)
+				g.delete(ts.th, true)
 			}
 		},
-		func() { g.readDir(th) },
-		func() { g.mkdir(th, false) },
-		func() { g.mkdir(th, true) },
+		func() { g.readDir(ts.th) },
+		func() { g.mkdir(ts.th, false) },
+		func() { g.mkdir(ts.th, true) },
 		func() {
-			g.mmap(th, h0)
+			g.mmap(ts.th, ts.h0)
 		},
-		func() { g.notify(th) },
+		func() { g.notify(ts.th) },
+	}
+}
+
+// tourLinuxCalls: file-system controls and metadata calls, dups, chdirs, asynchronous requests, a copy between files (Linux).
+func (g *gen) tourLinuxCalls(ts *tourState) []func() {
+	return []func(){
 		func() {
-			if x := g.handleFor(th); x != nil {
-				g.fsctl(th, x)
+			if x := g.handleFor(ts.th); x != nil {
+				g.fsctl(ts.th, x)
 				if !g.win {
-					g.metaCalls(th, x)
+					g.metaCalls(ts.th, x)
 				}
 			}
 		},
 		func() {
 			if !g.win {
-				if x := g.handleFor(th); x != nil {
-					g.dup(th, x)
+				if x := g.handleFor(ts.th); x != nil {
+					g.dup(ts.th, x)
 				}
 			}
 		},
 		func() {
 			if !g.win {
-				g.chdir(th, g.dirs[1], false)
+				g.chdir(ts.th, g.dirs[1], false)
 			}
 		},
 		func() {
 			if !g.win {
-				g.chdir(th, g.dirs[1], true)
+				g.chdir(ts.th, g.dirs[1], true)
 			}
 		},
 		func() {
 			if !g.win {
-				if x := g.handleFor(th); x != nil {
-					g.async(th, x)
+				if x := g.handleFor(ts.th); x != nil {
+					g.async(ts.th, x)
 				}
 			}
 		},
@@ -137,21 +172,27 @@ func (g *gen) tour() {
 			if g.win {
 				return
 			}
-			src := g.handleFor(th)
-			if dst := g.tempHandle(th.p); src != nil && dst != nil && g.left() > 0 {
-				g.copyRange(th, src, dst)
+			src := g.handleFor(ts.th)
+			if dst := g.tempHandle(ts.th.p); src != nil && dst != nil && g.left() > 0 {
+				g.copyRange(ts.th, src, dst)
 			} else if g.left() > 0 {
-				if t := g.createTemp(th); t != nil && src != nil && g.left() > 0 {
-					g.copyRange(th, src, t)
+				if t := g.createTemp(ts.th); t != nil && src != nil && g.left() > 0 {
+					g.copyRange(ts.th, src, t)
 				}
 			}
 		},
-		func() { g.read(th, w0.hidden[0], readHit) },
+	}
+}
+
+// tourLifecycle: a hidden file read, a pid reused, writeback, a trim, completions on idle processors.
+func (g *gen) tourLifecycle(ts *tourState) []func() {
+	return []func(){
+		func() { g.read(ts.th, ts.w0.hidden[0], readHit) },
 		func() {
 			// pid reuse: the first worker exits, a new process gets its pid.
-			if !w0.exited {
-				pid := w0.pid
-				g.exit(w0)
+			if !ts.w0.exited {
+				pid := ts.w0.pid
+				g.exit(ts.w0)
 				p := g.spawn(pid)
 				if g.left() > 0 {
 					g.open(p.threads[0], g.files[3], openHow{})
@@ -166,8 +207,14 @@ func (g *gen) tour() {
 		},
 		func() { g.idleCompletion(0) },
 		func() { g.idleCompletion(g.o.CPUs - 1) },
+	}
+}
+
+// tourEdges: unusual names, a truncated path, losses, a failed block I/O, direct I/O, I/O in flight at the end, a close.
+func (g *gen) tourEdges(ts *tourState) []func() {
+	return []func(){
 		func() {
-			t2 := tw
+			t2 := ts.tw
 			for _, f := range g.special {
 				if g.left() < 2 {
 					return
@@ -178,17 +225,17 @@ func (g *gen) tour() {
 		},
 		func() {
 			if !g.win {
-				g.open(tw, g.special[len(g.special)-1], openHow{truncated: true})
+				g.open(ts.tw, g.special[len(g.special)-1], openHow{truncated: true})
 			}
 		},
 		func() { g.lose(3, 1) },
 		func() {
-			if x := g.handleFor(tw); x != nil {
-				g.failedBlock(tw, x)
+			if x := g.handleFor(ts.tw); x != nil {
+				g.failedBlock(ts.tw, x)
 			}
 		},
 		func() {
-			t2 := tw
+			t2 := ts.tw
 			if g.left() >= 3 {
 				x := g.open(t2, g.files[5], openHow{direct: true})
 				g.read(t2, x, readMiss)
@@ -196,25 +243,17 @@ func (g *gen) tour() {
 			}
 		},
 		func() {
-			if x := g.handleFor(tw); x != nil {
-				g.read(tw, x, readInflight)
+			if x := g.handleFor(ts.tw); x != nil {
+				g.read(ts.tw, x, readInflight)
 			}
 		},
 		func() {
-			t2 := tw
+			t2 := ts.tw
 			if x := g.regular(t2.p); x != nil {
 				g.close(t2, x)
 			}
 		},
 		func() { g.marker("phase 2: link, 日本語 and \"quotes\"\nsecond line") },
-	}
-	g.inTour = true
-	defer func() { g.inTour = false }()
-	for _, s := range steps {
-		if g.left() == 0 || g.err != nil {
-			return
-		}
-		s()
 	}
 }
 

@@ -101,6 +101,48 @@ type blockioSyscallState struct {
 	Call  [112]uint8
 }
 
+type blockioUnwindFile struct {
+	_     structs.HostLayout
+	Size  uint64
+	Start uint32
+	Count uint32
+	Kind  uint8
+	Pad   [7]uint8
+}
+
+type blockioUnwindFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type blockioUnwindRow struct {
+	_    structs.HostLayout
+	Off  uint32
+	Rule uint32
+}
+
+type blockioUnwindRule struct {
+	_         structs.HostLayout
+	Cfa       uint8
+	Threshold uint8
+	Signal    uint8
+	Fp        uint8
+	Ra        uint8
+	Pad       [3]uint8
+	CfaOff    int32
+	FpOff     int32
+	RaOff     int32
+}
+
+type blockioUstack struct {
+	_    structs.HostLayout
+	Nr   uint32
+	Stop uint32
+	Ips  [127]uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -115,6 +157,11 @@ const (
 	blockioMapPidFilter                = "pid_filter"
 	blockioMapRqs                      = "rqs"
 	blockioMapStacks                   = "stacks"
+	blockioMapUnwindFiles              = "unwind_files"
+	blockioMapUnwindFrames             = "unwind_frames"
+	blockioMapUnwindRows               = "unwind_rows"
+	blockioMapUnwindRules              = "unwind_rules"
+	blockioMapUstacks                  = "ustacks"
 	blockioProgBlockBioBackmerge       = "block_bio_backmerge"
 	blockioProgBlockBioComplete        = "block_bio_complete"
 	blockioProgBlockBioFrontmerge      = "block_bio_frontmerge"
@@ -134,6 +181,8 @@ const (
 	blockioVarSelfTgid                 = "self_tgid"
 	blockioVarStackMode                = "stack_mode"
 	blockioVarUnusedBlockRec           = "unused_block_rec"
+	blockioVarUnwindMode               = "unwind_mode"
+	blockioVarUnwindPageShift          = "unwind_page_shift"
 	blockioVarWakeupBytes              = "wakeup_bytes"
 )
 
@@ -195,32 +244,39 @@ type blockioProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockioMapSpecs struct {
-	Bios        *ebpf.MapSpec `ebpf:"bios"`
-	Counters    *ebpf.MapSpec `ebpf:"counters"`
-	CurSyscall  *ebpf.MapSpec `ebpf:"cur_syscall"`
-	DirtyInodes *ebpf.MapSpec `ebpf:"dirty_inodes"`
-	Events      *ebpf.MapSpec `ebpf:"events"`
-	InodeIo     *ebpf.MapSpec `ebpf:"inode_io"`
-	PcRing      *ebpf.MapSpec `ebpf:"pc_ring"`
-	PidFilter   *ebpf.MapSpec `ebpf:"pid_filter"`
-	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
-	Stacks      *ebpf.MapSpec `ebpf:"stacks"`
+	Bios         *ebpf.MapSpec `ebpf:"bios"`
+	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	CurSyscall   *ebpf.MapSpec `ebpf:"cur_syscall"`
+	DirtyInodes  *ebpf.MapSpec `ebpf:"dirty_inodes"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	InodeIo      *ebpf.MapSpec `ebpf:"inode_io"`
+	PcRing       *ebpf.MapSpec `ebpf:"pc_ring"`
+	PidFilter    *ebpf.MapSpec `ebpf:"pid_filter"`
+	Rqs          *ebpf.MapSpec `ebpf:"rqs"`
+	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
+	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
+	UnwindFrames *ebpf.MapSpec `ebpf:"unwind_frames"`
+	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
+	UnwindRules  *ebpf.MapSpec `ebpf:"unwind_rules"`
+	Ustacks      *ebpf.MapSpec `ebpf:"ustacks"`
 }
 
 // blockioVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockioVariableSpecs struct {
-	BioPinnedBit   *ebpf.VariableSpec `ebpf:"bio_pinned_bit"`
-	ClockMonotonic *ebpf.VariableSpec `ebpf:"clock_monotonic"`
-	FilterPids     *ebpf.VariableSpec `ebpf:"filter_pids"`
-	PageShift      *ebpf.VariableSpec `ebpf:"page_shift"`
-	PcRecords      *ebpf.VariableSpec `ebpf:"pc_records"`
-	PcWakeupBytes  *ebpf.VariableSpec `ebpf:"pc_wakeup_bytes"`
-	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
-	StackMode      *ebpf.VariableSpec `ebpf:"stack_mode"`
-	UnusedBlockRec *ebpf.VariableSpec `ebpf:"unused_block_rec"`
-	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	BioPinnedBit    *ebpf.VariableSpec `ebpf:"bio_pinned_bit"`
+	ClockMonotonic  *ebpf.VariableSpec `ebpf:"clock_monotonic"`
+	FilterPids      *ebpf.VariableSpec `ebpf:"filter_pids"`
+	PageShift       *ebpf.VariableSpec `ebpf:"page_shift"`
+	PcRecords       *ebpf.VariableSpec `ebpf:"pc_records"`
+	PcWakeupBytes   *ebpf.VariableSpec `ebpf:"pc_wakeup_bytes"`
+	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackMode       *ebpf.VariableSpec `ebpf:"stack_mode"`
+	UnusedBlockRec  *ebpf.VariableSpec `ebpf:"unused_block_rec"`
+	UnwindMode      *ebpf.VariableSpec `ebpf:"unwind_mode"`
+	UnwindPageShift *ebpf.VariableSpec `ebpf:"unwind_page_shift"`
+	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // blockioObjects contains all objects after they have been loaded into the kernel.
@@ -243,16 +299,21 @@ func (o *blockioObjects) Close() error {
 //
 // It can be passed to loadBlockioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockioMaps struct {
-	Bios        *ebpf.Map `ebpf:"bios"`
-	Counters    *ebpf.Map `ebpf:"counters"`
-	CurSyscall  *ebpf.Map `ebpf:"cur_syscall"`
-	DirtyInodes *ebpf.Map `ebpf:"dirty_inodes"`
-	Events      *ebpf.Map `ebpf:"events"`
-	InodeIo     *ebpf.Map `ebpf:"inode_io"`
-	PcRing      *ebpf.Map `ebpf:"pc_ring"`
-	PidFilter   *ebpf.Map `ebpf:"pid_filter"`
-	Rqs         *ebpf.Map `ebpf:"rqs"`
-	Stacks      *ebpf.Map `ebpf:"stacks"`
+	Bios         *ebpf.Map `ebpf:"bios"`
+	Counters     *ebpf.Map `ebpf:"counters"`
+	CurSyscall   *ebpf.Map `ebpf:"cur_syscall"`
+	DirtyInodes  *ebpf.Map `ebpf:"dirty_inodes"`
+	Events       *ebpf.Map `ebpf:"events"`
+	InodeIo      *ebpf.Map `ebpf:"inode_io"`
+	PcRing       *ebpf.Map `ebpf:"pc_ring"`
+	PidFilter    *ebpf.Map `ebpf:"pid_filter"`
+	Rqs          *ebpf.Map `ebpf:"rqs"`
+	Stacks       *ebpf.Map `ebpf:"stacks"`
+	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
+	UnwindFrames *ebpf.Map `ebpf:"unwind_frames"`
+	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
+	UnwindRules  *ebpf.Map `ebpf:"unwind_rules"`
+	Ustacks      *ebpf.Map `ebpf:"ustacks"`
 }
 
 func (m *blockioMaps) Close() error {
@@ -267,6 +328,11 @@ func (m *blockioMaps) Close() error {
 		m.PidFilter,
 		m.Rqs,
 		m.Stacks,
+		m.UnwindFiles,
+		m.UnwindFrames,
+		m.UnwindRows,
+		m.UnwindRules,
+		m.Ustacks,
 	)
 }
 
@@ -274,16 +340,18 @@ func (m *blockioMaps) Close() error {
 //
 // It can be passed to loadBlockioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockioVariables struct {
-	BioPinnedBit   *ebpf.Variable `ebpf:"bio_pinned_bit"`
-	ClockMonotonic *ebpf.Variable `ebpf:"clock_monotonic"`
-	FilterPids     *ebpf.Variable `ebpf:"filter_pids"`
-	PageShift      *ebpf.Variable `ebpf:"page_shift"`
-	PcRecords      *ebpf.Variable `ebpf:"pc_records"`
-	PcWakeupBytes  *ebpf.Variable `ebpf:"pc_wakeup_bytes"`
-	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
-	StackMode      *ebpf.Variable `ebpf:"stack_mode"`
-	UnusedBlockRec *ebpf.Variable `ebpf:"unused_block_rec"`
-	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
+	BioPinnedBit    *ebpf.Variable `ebpf:"bio_pinned_bit"`
+	ClockMonotonic  *ebpf.Variable `ebpf:"clock_monotonic"`
+	FilterPids      *ebpf.Variable `ebpf:"filter_pids"`
+	PageShift       *ebpf.Variable `ebpf:"page_shift"`
+	PcRecords       *ebpf.Variable `ebpf:"pc_records"`
+	PcWakeupBytes   *ebpf.Variable `ebpf:"pc_wakeup_bytes"`
+	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
+	StackMode       *ebpf.Variable `ebpf:"stack_mode"`
+	UnusedBlockRec  *ebpf.Variable `ebpf:"unused_block_rec"`
+	UnwindMode      *ebpf.Variable `ebpf:"unwind_mode"`
+	UnwindPageShift *ebpf.Variable `ebpf:"unwind_page_shift"`
+	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // blockioPrograms contains all programs after they have been loaded into the kernel.

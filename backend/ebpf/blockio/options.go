@@ -5,6 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -37,12 +38,12 @@ type Options struct {
 	// from a cache hit. Without it, those counts are kept in a map of the
 	// tracer's own that nobody reads.
 	InodeIO *ebpf.Map
-	// Stacks selects the stacks taken when a bio is queued: 1 the
-	// submitter's user stack, 2 the kernel stack, 3 both (--stacks);
-	// 0 none. With it, StackMap must be the syscall side's stacks map
+	// Stacks selects the stacks taken when a bio is queued: the
+	// submitter's user stack, the kernel stack, both (--stacks), or
+	// none. With one, StackMap must be the syscall side's stacks map
 	// (layout in backend/ebpf/bpf/cur_syscall.h) and events carry the
 	// IDs packed by RawStack.
-	Stacks   uint8
+	Stacks   backend.Stacks
 	StackMap *ebpf.Map
 	// PageCache is the syscall side's ring buffer (its rb map). With it,
 	// every page-cache read bio is reported into it twice (queued, done;
@@ -52,6 +53,11 @@ type Options struct {
 	// PageCacheWakeup is that ring's forced-wakeup threshold in bytes.
 	PageCache       *ebpf.Map
 	PageCacheWakeup uint64
+	// Unwind, with Stacks asking for user stacks, walks them with the
+	// syscall side's unwind tables (backend/ebpf/bpf/unwind.h) instead of
+	// frame pointers: the user stack IDs are then keys of its ustacks
+	// map.
+	Unwind *UnwindMaps
 	// PidFilter is the syscall side's set of traced processes (hash map,
 	// key: __u32 tgid, any value). With it, only bios queued by those
 	// processes, caused by their syscalls, or writing back files they
@@ -88,4 +94,11 @@ func (o *Options) warnf(msg string) {
 	if o.Warn != nil {
 		o.Warn(msg)
 	}
+}
+
+// UnwindMaps are the syscall side's maps of the user-stack walker
+// (layouts in backend/ebpf/bpf/unwind.h), and the page size's log2.
+type UnwindMaps struct {
+	Files, Rows, Rules, UStacks *ebpf.Map
+	PageShift                   uint8
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -100,10 +101,12 @@ func Open(opts Options) (*Tracer, error) {
 		{"filter_pids", opts.PidFilter != nil},
 		{"clock_monotonic", opts.Monotonic},
 		{"wakeup_bytes", wakeup},
-		{"stack_mode", opts.Stacks},
+		{"stack_mode", uint8(opts.Stacks)}, // STACKS_USER | STACKS_KERNEL
 		{"pc_records", opts.PageCache != nil},
 		{"page_shift", uint32(pageShift())},
 		{"pc_wakeup_bytes", max(opts.PageCacheWakeup, 4096)},
+		{"unwind_mode", opts.Unwind != nil},
+		{"unwind_page_shift", unwindPageShift(opts.Unwind)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -114,11 +117,14 @@ func Open(opts Options) (*Tracer, error) {
 
 	repl := map[string]*ebpf.Map{}
 	// The syscall side's maps, shared (layouts in backend/ebpf/bpf/cur_syscall.h).
-	for _, x := range []struct {
-		name, field, value string
-		m                  *ebpf.Map
-	}{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
-		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}} {
+	shared := []sharedMap{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
+		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}}
+	if u := opts.Unwind; u != nil {
+		shared = append(shared, []sharedMap{{"unwind_files", "Unwind.Files", "struct unwind_file by struct unwind_file_key", u.Files},
+			{"unwind_rows", "Unwind.Rows", "struct unwind_row", u.Rows}, {"unwind_rules", "Unwind.Rules", "struct unwind_rule", u.Rules},
+			{"ustacks", "Unwind.UStacks", "struct ustack", u.UStacks}}...)
+	}
+	for _, x := range shared {
 		if x.m == nil {
 			continue
 		}
@@ -198,7 +204,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
 	}
 	t.dec = NewDecoder(layout, opts.Origin)
-	t.dec.Stacks = opts.Stacks != 0
+	t.dec.Stacks = opts.Stacks != backend.StacksNone
 	t.devs = NewDevices(opts.Sysfs)
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())
@@ -469,4 +475,17 @@ func closeLinks(ls []link.Link) {
 	for _, l := range ls {
 		l.Close()
 	}
+}
+
+// sharedMap is a map of the syscall side's that replaces the object's own.
+type sharedMap struct {
+	name, field, value string
+	m                  *ebpf.Map
+}
+
+func unwindPageShift(u *UnwindMaps) uint8 {
+	if u == nil {
+		return 12
+	}
+	return u.PageShift
 }

@@ -5,8 +5,9 @@
  *
  * Two BTF tracepoint programs, on sys_enter and sys_exit, see every system
  * call; the array sys_kinds, indexed by syscall number and filled by the
- * loader, says which are traced, which arguments are paths and what else
- * to read (see syscalls.go); the rest return after one array lookup.
+ * loader from backend/ebpf/systable, says which are traced, which
+ * arguments are paths and what else to read (sys_desc.h); the rest return
+ * after one array lookup.
  * sys_enter stores the arguments in task-local storage (inflight, created
  * at the thread's first traced call, reused in place, freed with the
  * thread); sys_exit
@@ -26,6 +27,7 @@
 #include "records.h"
 #include "cur_syscall.h"
 #include "pagecache.h"
+#include "sys_desc.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -159,36 +161,13 @@ struct uring_complete_ctx {
 
 #define IORING_CQE_F_MORE (1U << 1) /* a multishot request stays armed */
 
-/* ---- Syscall descriptor layout (mirrored in syscalls.go): the value of
- * sys_kinds[nr], 0 for a system call that is not traced ---- */
-#define CK_KIND(c) ((c)&0xffff)
-#define CK_PATH0(c) (((c) >> 16) & 0xf) /* arg index, 0xf: none */
-#define CK_PATH1(c) (((c) >> 20) & 0xf)
-#define CK_FPOS (1ULL << 32)    /* read f_pos/inode of args[0] at enter */
-#define CK_IOV (1ULL << 33)     /* args[1] iovec array, args[2] count: sum lengths */
-#define CK_MMAP (1ULL << 34)    /* record only file-backed mappings */
-#define CK_FCNTL (1ULL << 35)   /* record only dup forms and F_SETFD */
-#define CK_OPENAT2 (1ULL << 36) /* args[2] struct open_how *: replace by flags, args[3] by mode */
-#define CK_NEWFD (1ULL << 37)   /* read inode of the returned fd at exit */
-#define CK_POS_ARG (1ULL << 38) /* preadv2/pwritev2: pos -1 means f_pos */
-/* pipe, pipe2, socketpair: at exit, the int[2] at args[CK_PAIR_ARG] holds
- * two new descriptors: size = fd0 | fd1 << 32, ino/dev = fd0's inode,
- * pos = fd1's inode. */
-#define CK_PAIR (1ULL << 39)
-#define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
-#define CK_READ (1ULL << 40) /* a read of fd args[0] (see SF_WAITED_IO) */
-/* io_submit, io_getevents/io_pgetevents, io_uring_enter: no event of their
- * own, handled in "Asynchronous requests" below. */
-#define CK_ASYNC(c) (((c) >> 41) & 3)
-#define ASYNC_SUBMIT 1
-#define ASYNC_REAP 2
-#define ASYNC_URING_ENTER 3
+/* ---- Syscall descriptor layout (CK_*): bpf/sys_desc.h, generated from
+ * syscalls.go ---- */
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define TMPFS_MAGIC 0x01021994
 #define RAMFS_MAGIC 0x858458f6
-#define NO_ARG 0xf
 #define IOV_CAP 16
 #define MAP_ANONYMOUS 0x20
 #define F_DUPFD 0
@@ -217,6 +196,7 @@ volatile const __u8 cfg_cause;          /* maintain cur_syscall for block I/O ca
 volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data is waiting */
 volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
 volatile const __u32 cfg_page_shift = 12; /* log2 of the page size (page-cache provenance) */
+volatile const __u8 cfg_unwind;         /* user stacks by unwind tables (unwind.h), not frame pointers */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -549,13 +529,29 @@ static __always_inline __s32 user_stack(void *ctx, __u64 id, __u32 cpu)
 	sr->h.time = 0;
 	sr->id = id;
 	sr->nr = n / 8;
-	sr->pad = 0;
+	sr->stop = 255; /* a frame-pointer walk: why it ended is not known */
 	__u64 size = offsetof(struct stack_rec, ips) + (__u64)n;
 	if (size > sizeof(*sr))
 		size = sizeof(*sr);
 	if (bpf_ringbuf_output(&rb, sr, size, wakeup_flags()) < 0)
 		count(C_LOST_STACK);
 	return sid;
+}
+
+#include "unwind.h"
+#include "ustack_send.h"
+
+/* calling_stack returns the calling code's user stack for event id (0:
+ * an asynchronous request's submission, whose stack is never sent ahead
+ * of an event): walked with unwind tables (unwind.h) or, without them,
+ * by frame pointers (the kernel's walk). */
+static __always_inline __s32 calling_stack(void *ctx, __u64 id, __u32 cpu)
+{
+	if (cfg_unwind)
+		return unwind_user(id, cpu);
+	if (id)
+		return user_stack(ctx, id, cpu);
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 }
 
 /* ---- System calls ---- */
@@ -644,7 +640,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	if (CK_ASYNC(cookie)) {
 		__s32 ustack = -1;
 		if ((cfg_stacks & STACKS_USER) && CK_ASYNC(cookie) == ASYNC_SUBMIT)
-			ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the code submitting iocbs */
+			ustack = calling_stack(ctx, 0, 0); /* the code submitting iocbs */
 		async_enter(cookie, a, tgid, tid, ustack);
 		return 0;
 	}
@@ -796,7 +792,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * the kernel stacks that say something are the block I/O's. */
 	__s32 ustack = -1;
 	if (cfg_stacks & STACKS_USER)
-		ustack = user_stack(ctx, v->id, v->cpu);
+		ustack = calling_stack(ctx, v->id, v->cpu);
 
 	struct syscall_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
@@ -1287,7 +1283,7 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	v.ustack = -1;
 	if ((cfg_stacks & STACKS_USER) && !(bpf_get_current_task_btf()->flags & PF_IO_WORKER))
-		v.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK); /* the submitting code */
+		v.ustack = calling_stack(ctx, 0, 0); /* the submitting code */
 	__u64 key = (__u64)req;
 	if (bpf_map_update_elem(&uring_inflight, &key, &v, BPF_ANY) < 0) {
 		count(C_URING_FULL);

@@ -24,6 +24,7 @@ enum rec_type {
 	REC_EXEC_MAPS = 8, /* --stacks: the code exec mapped (the program's and its interpreter's text) */
 	REC_STACK = 9,   /* --stacks: a stack sent inline, its stacks-map bucket held another */
 	REC_PAGECACHE = 10, /* page-cache provenance: a fill queued or done, pages evicted (pagecache.h) */
+	REC_USTACK_COPY = 11, /* --stacks: registers and user stack, for user space to walk (unwind.h) */
 };
 
 /* struct syscall_rec.sflags */
@@ -137,8 +138,27 @@ struct stack_rec {
 	struct rec_hdr h;
 	__u64 id;     /* the event's ID */
 	__u32 nr;     /* frames */
-	__u32 pad;
+	__u32 stop;   /* why the walk ended (unwind.h's enum unwind_stop; 255: not known) */
 	__u64 ips[127]; /* MAX_STACK_DEPTH: innermost first */
+};
+
+/* Bytes of user stack a ustack_copy_rec carries at most. */
+#define UNWIND_COPY_MAX 16384
+
+/* The user registers and stack of an event's thread, sent before the
+ * event when the stack could not be walked in the kernel (a mapped
+ * file's unwind table not loaded yet, see unwind.h): user space walks
+ * the copy. The event's record says USTACK_COPIED. */
+struct ustack_copy_rec {
+	struct rec_hdr h;
+	__u64 id;          /* the event's ID */
+	__u64 pc, sp, fp;  /* the user registers at the kernel entry */
+	__u64 miss_ino;    /* the file whose table was missing (0: none) */
+	__u32 miss_dev;    /* its kernel dev_t */
+	__u32 len;         /* bytes of stack in data, from sp */
+	__u64 miss_start;  /* its mapping's start */
+	__u64 miss_size;   /* its size */
+	__u8 data[UNWIND_COPY_MAX];
 };
 
 struct exit_rec {
@@ -238,6 +258,7 @@ enum counter {
 	C_AIO_REAP_OVER_CAP, /* AIO completions beyond AIO_REAP_CAP in one reap */
 	C_LOST_STACK,       /* inline stacks lost: ring buffer full */
 	C_LOST_PC,          /* page-cache eviction records lost: ring buffer full */
+	C_LOST_USTACK_COPY, /* user stack copies lost: ring buffer full */
 	C_MAX,
 };
 
@@ -266,6 +287,9 @@ IOTRACE_OFF(exit_rec, code, 32);
 _Static_assert(sizeof(struct exit_rec) == 40, "exit_rec size");
 _Static_assert(sizeof(struct exec_maps_rec) == 104, "exec_maps_rec size");
 IOTRACE_OFF(stack_rec, ips, 32);
+IOTRACE_OFF(ustack_copy_rec, miss_ino, 48);
+IOTRACE_OFF(ustack_copy_rec, len, 60);
+IOTRACE_OFF(ustack_copy_rec, data, 80);
 IOTRACE_OFF(uring_rec, user_data, 40);
 IOTRACE_OFF(uring_rec, res, 64);
 IOTRACE_OFF(uring_rec, opcode, 76);

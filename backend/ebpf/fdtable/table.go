@@ -123,6 +123,15 @@ func New() *Table { return &Table{procs: make(map[uint32]*Proc)} }
 // Len returns the number of processes.
 func (t *Table) Len() int { return len(t.procs) }
 
+// Pids returns the processes' ids, in no order.
+func (t *Table) Pids() []uint32 {
+	out := make([]uint32, 0, len(t.procs))
+	for pid := range t.procs {
+		out = append(out, pid)
+	}
+	return out
+}
+
 func (t *Table) emit(f *event.Fact) {
 	if t.Emit != nil {
 		t.Emit(f)

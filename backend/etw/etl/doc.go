@@ -25,9 +25,13 @@
 //
 // # Memory
 //
-// Memory is bounded by constants, not by the size of the file: one buffer
-// per processor and a 1 MiB read window per pass, about 100 bytes of index
-// per buffer, and the buffer cache. The cache keeps the decompressed
+// Memory is bounded by what the file holds, never by what its fields
+// claim: a pass holds one buffer per processor, allocated once at the size
+// of that processor's largest buffer (a compressed buffer decompresses to
+// at most the log-file header's BufferSize and [MaxRatio] times its
+// compressed records: more is damage), a copy of it while it is compacted,
+// and a 256 KiB read window; the index takes about 120 bytes per buffer;
+// then the buffer cache. The cache keeps the decompressed
 // buffers a pass read, up to [Options.CacheBudget] bytes (default
 // [DefaultCacheBudget], 64 MiB; negative turns it off), so that the next
 // pass neither reads nor decompresses them again; a file larger than the
@@ -89,6 +93,16 @@
 // skipped (or, when one record in it is malformed, the rest of that buffer
 // is), a file cut short yields every complete record, and then, in place
 // of io.EOF, the pass returns a *[FormatError] (several are joined) naming
-// the buffer, the file offset and the field. Errors wrap [ErrCorrupt] or
-// [ErrTruncated]. Bad input never panics.
+// the buffer, the file offset and the field. Errors wrap [ErrCorrupt],
+// [ErrTruncated], [ErrDuplicate] or [ErrExtra]. Bad input never panics.
+//
+// A buffer whose records repeat another's byte for byte is a duplicate,
+// whatever its header says: not read again ([ErrDuplicate]). One that
+// begins before the buffer before it on its processor began is a copy
+// with changes, or another file's: damage, not read. More buffers than
+// the header's BuffersWritten is damage that lost nothing ([ErrExtra]:
+// all are read). A record timestamp outside the trace's time range is
+// clamped to it and counted. A pass stops when its context is done
+// ([Records.WithContext]; Read and its kin set it) within a few thousand
+// steps of its walk, whatever the records.
 package etl

@@ -17,6 +17,11 @@ var ErrCorrupt = errors.New("corrupt data")
 // and nothing is missing for it.
 var ErrDuplicate = errors.New("duplicated buffer")
 
+// ErrExtra is wrapped by the error that reports more buffers than the
+// log-file header says the logger wrote: every buffer is read (nothing is
+// missing), but some were not written by this trace's logger.
+var ErrExtra = errors.New("buffers the logger did not write")
+
 // FormatError reports malformed or missing data: which buffer, where in
 // the file, and which field.
 type FormatError struct {
@@ -33,8 +38,8 @@ type FormatError struct {
 	// Field names the element that failed ("BufferSize", "record size",
 	// "extended data item", ...).
 	Field string
-	// Err says what is wrong; it wraps ErrCorrupt, ErrTruncated or
-	// ErrDuplicate.
+	// Err says what is wrong; it wraps ErrCorrupt, ErrTruncated,
+	// ErrDuplicate or ErrExtra.
 	Err error
 	// RestUnread is set when the buffers after this point cannot be
 	// located or are missing: reading stopped here.

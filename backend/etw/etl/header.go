@@ -3,6 +3,7 @@ package etl
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf16"
 
@@ -33,9 +34,23 @@ const (
 // filetimeUnixEpoch is 1970-01-01 as a FILETIME (100 ns since 1601).
 const filetimeUnixEpoch = 116444736000000000
 
+// FILETIMEs whose time int64 nanoseconds since the Unix epoch can hold:
+// from 1677-09-21 to 2262-04-11.
+const (
+	minFiletime = filetimeUnixEpoch + math.MinInt64/100 + 1
+	maxFiletime = filetimeUnixEpoch + math.MaxInt64/100
+)
+
 // FiletimeToUnixNano converts a FILETIME (100 ns units since 1601-01-01
-// UTC) to nanoseconds since the Unix epoch.
-func FiletimeToUnixNano(ft int64) int64 { return (ft - filetimeUnixEpoch) * 100 }
+// UTC) to nanoseconds since the Unix epoch. A FILETIME of 0 or less (not
+// set), or one beyond what int64 nanoseconds hold (a header's StartTime of
+// the largest int64 wrapped to 2185), is unknown: 0.
+func FiletimeToUnixNano(ft int64) int64 {
+	if ft <= 0 || ft < minFiletime || ft > maxFiletime {
+		return 0
+	}
+	return (ft - filetimeUnixEpoch) * 100
+}
 
 // FiletimeToTime converts a FILETIME to a UTC time.Time (the zero Time for
 // 0).
@@ -212,9 +227,52 @@ func (h *LogfileHeader) StartWall() int64 {
 // header record), the time base of the event model.
 func (h *LogfileHeader) Nanos(ts int64) int64 { c := h.Clock(); return c.ToNanos(ts) }
 
-// WallTime converts a record timestamp to UTC wall-clock time.
+// WallTime converts a record timestamp to UTC wall-clock time (the zero
+// Time when that is beyond what int64 nanoseconds hold).
 func (h *LogfileHeader) WallTime(ts int64) time.Time {
-	return time.Unix(0, h.StartWall()+h.Nanos(ts)).UTC()
+	w, n := h.StartWall(), h.Nanos(ts)
+	if s := w + n; (w^s)&(n^s) < 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, w+n).UTC()
+}
+
+// The trace's time range, from time 0: a record's timestamp outside it is
+// damage (counted and clamped to it by the reader). A session's records
+// lie between its start and its end (the header's StartTime and EndTime:
+// EndTime is a little early in relogged files, 2.5 s in a 12.6 s trace),
+// so the range is the session's duration, and as much again, and an hour,
+// on each side; without a believable EndTime, rangeUnknown on each side,
+// so that a duration between two records never overflows int64
+// nanoseconds.
+const (
+	rangeSlack   = int64(time.Hour)
+	rangeUnknown = int64(1) << 61 // 73 years
+)
+
+// timeRange returns the trace's time range as record timestamps (the
+// session clock's units).
+func (h *LogfileHeader) timeRange() (lo, hi int64) {
+	loNs, hiNs := -rangeUnknown, rangeUnknown
+	if h.StartTime > 0 && h.EndTime >= h.StartTime && h.EndTime-h.StartTime < rangeUnknown/100 {
+		d := (h.EndTime - h.StartTime) * 100
+		loNs, hiNs = -d-rangeSlack, 2*d+rangeSlack
+	}
+	c := h.Clock()
+	return nativeAt(c, loNs), nativeAt(c, hiNs)
+}
+
+// nativeAt returns the timestamp of clock c ns nanoseconds from time 0,
+// saturated to int64.
+func nativeAt(c event.Clock, ns int64) int64 {
+	v := float64(c.Origin) + float64(ns)*float64(c.Freq)/1e9
+	switch {
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(v)
 }
 
 // EventHeader returns the event-model header of the trace: source, OS,

@@ -207,117 +207,157 @@ func (p *recordParser) parse(data []byte, pos int, rec *record.Record, lastTS in
 	rec.ID, rec.Level, rec.Channel, rec.Task, rec.Keyword = 0, 0, 0, 0, 0
 	switch ht {
 	case HeaderSystem32, HeaderSystem64, HeaderCompact32, HeaderCompact64:
-		rec.Kind = record.KindSystem
-		if ht == HeaderCompact32 || ht == HeaderCompact64 {
-			rec.Kind = record.KindCompact
-		}
-		rec.Version = le.Uint16(b)
-		rec.Opcode = b[6]
-		rec.Group = b[7]
-		rec.Provider = GroupGUID(rec.Group)
-		rec.ThreadID = le.Uint32(b[8:])
-		rec.ProcessID = le.Uint32(b[12:])
-		rec.Timestamp = int64(le.Uint64(b[16:]))
-		setKernelPointer(rec, ht == HeaderSystem32 || ht == HeaderCompact32)
-		rec.UserData = b[hdr:]
+		parseSystem(b, ht, rec)
 	case HeaderPerfInfo32, HeaderPerfInfo64:
-		rec.Kind = record.KindPerfInfo
-		v := le.Uint16(b)
-		rec.Version = v &^ 0x8700
-		rec.Opcode = b[6]
-		rec.Group = b[7]
-		rec.Provider = GroupGUID(rec.Group)
-		rec.ThreadID, rec.ProcessID = record.NoID, record.NoID
-		rec.Timestamp = int64(le.Uint64(b[8:]))
-		setKernelPointer(rec, ht == HeaderPerfInfo32)
-		off := hdr
-		p.ext = p.ext[:0]
-		if v&0x8000 != 0 {
-			if size-off < 8 {
-				return 0, 0, errAt(pos+off, "PERFINFO PEBS index", "needs 8 bytes, record has %d left", size-off)
-			}
-			p.ext = append(p.ext, record.ExtItem{Type: ExtTypePEBSIndex, Data: b[off : off+8]})
-			off += 8
+		if err := p.parsePerfInfo(b, pos, ht, rec); err != nil {
+			return 0, 0, err
 		}
-		if n := int(v>>8) & 7; n > 0 {
-			if size-off < 8*n {
-				return 0, 0, errAt(pos+off, "PERFINFO PMC counters", "%d counters need %d bytes, record has %d left", n, 8*n, size-off)
-			}
-			p.ext = append(p.ext, record.ExtItem{Type: ExtTypePMCCounters, Data: b[off : off+8*n]})
-			off += 8 * n
-		}
-		if len(p.ext) > 0 {
-			rec.Ext = p.ext
-		}
-		rec.UserData = b[off:]
 	case HeaderFull32, HeaderFull64, HeaderInstance32, HeaderInstance64:
-		rec.Kind = record.KindClassic
-		if ht == HeaderInstance32 || ht == HeaderInstance64 {
-			rec.Kind = record.KindInstance
-		}
-		rec.Opcode = b[4]
-		rec.Level = b[5]
-		rec.Version = le.Uint16(b[6:])
-		rec.Group = 0
-		rec.ThreadID = le.Uint32(b[8:])
-		rec.ProcessID = le.Uint32(b[12:])
-		rec.Timestamp = int64(le.Uint64(b[16:]))
-		rec.Provider = record.GUIDFromBytes(b[24:])
-		setKernelPointer(rec, ht == HeaderFull32 || ht == HeaderInstance32)
-		rec.UserData = b[hdr:]
+		parseClassic(b, ht, rec)
 	case HeaderEventHeader32, HeaderEventHeader64:
-		rec.Kind = record.KindEvent
-		flags := le.Uint16(b[4:])
-		rec.Flags = flags
-		rec.ThreadID = le.Uint32(b[8:])
-		rec.ProcessID = le.Uint32(b[12:])
-		rec.Timestamp = int64(le.Uint64(b[16:]))
-		rec.Provider = record.GUIDFromBytes(b[24:])
-		rec.Group = 0
-		rec.ID = le.Uint16(b[40:])
-		rec.Version = uint16(b[42])
-		rec.Channel = b[43]
-		rec.Level = b[44]
-		rec.Opcode = b[45]
-		rec.Task = le.Uint16(b[46:])
-		rec.Keyword = le.Uint64(b[48:])
-		switch {
-		case flags&EventHeaderFlag32BitHeader != 0:
-			rec.PointerSize = 4
-		case flags&EventHeaderFlag64BitHeader != 0:
-			rec.PointerSize = 8
-		case ht == HeaderEventHeader32:
-			rec.PointerSize = 4
-		default:
-			rec.PointerSize = 8
+		if err := p.parseEventHeader(b, pos, ht, rec); err != nil {
+			return 0, 0, err
 		}
-		off := hdr
-		if flags&EventHeaderFlagExtendedInfo != 0 {
-			p.ext = p.ext[:0]
-			for {
-				if size-off < 8 {
-					return 0, 0, errAt(pos+off, "extended data item", "item header needs 8 bytes, record has %d left", size-off)
-				}
-				typ := le.Uint16(b[off+2:])
-				link := le.Uint16(b[off+4:])
-				n := int(le.Uint16(b[off+6:]))
-				if size-off-8 < n {
-					return 0, 0, errAt(pos+off, "extended data item size", "%d bytes (type %d), record has %d left", n, typ, size-off-8)
-				}
-				p.ext = append(p.ext, record.ExtItem{Type: typ, Data: b[off+8 : off+8+n]})
-				off += 8 + align8(n)
-				if off > size {
-					off = size
-				}
-				if link&1 == 0 {
-					break
-				}
-			}
-			rec.Ext = p.ext
-		}
-		rec.UserData = b[off:]
 	}
 	return size, resRecord, nil
+}
+
+// parseSystem decodes a SYSTEM_TRACE_HEADER or its compact form (b is
+// the record).
+func parseSystem(b []byte, ht byte, rec *record.Record) {
+	le := binary.LittleEndian
+	rec.Kind = record.KindSystem
+	hdr := sizeSystem
+	if ht == HeaderCompact32 || ht == HeaderCompact64 {
+		rec.Kind, hdr = record.KindCompact, sizeCompact
+	}
+	rec.Version = le.Uint16(b)
+	rec.Opcode = b[6]
+	rec.Group = b[7]
+	rec.Provider = GroupGUID(rec.Group)
+	rec.ThreadID = le.Uint32(b[8:])
+	rec.ProcessID = le.Uint32(b[12:])
+	rec.Timestamp = int64(le.Uint64(b[16:]))
+	setKernelPointer(rec, ht == HeaderSystem32 || ht == HeaderCompact32)
+	rec.UserData = b[hdr:]
+}
+
+// parsePerfInfo decodes a PERFINFO_TRACE_HEADER and the PEBS index and
+// PMC counters its version bits announce (b is the record, at pos in the
+// buffer).
+func (p *recordParser) parsePerfInfo(b []byte, pos int, ht byte, rec *record.Record) *fieldError {
+	le := binary.LittleEndian
+	size := len(b)
+	rec.Kind = record.KindPerfInfo
+	v := le.Uint16(b)
+	rec.Version = v &^ 0x8700
+	rec.Opcode = b[6]
+	rec.Group = b[7]
+	rec.Provider = GroupGUID(rec.Group)
+	rec.ThreadID, rec.ProcessID = record.NoID, record.NoID
+	rec.Timestamp = int64(le.Uint64(b[8:]))
+	setKernelPointer(rec, ht == HeaderPerfInfo32)
+	off := sizePerfInfo
+	p.ext = p.ext[:0]
+	if v&0x8000 != 0 {
+		if size-off < 8 {
+			return errAt(pos+off, "PERFINFO PEBS index", "needs 8 bytes, record has %d left", size-off)
+		}
+		p.ext = append(p.ext, record.ExtItem{Type: ExtTypePEBSIndex, Data: b[off : off+8]})
+		off += 8
+	}
+	if n := int(v>>8) & 7; n > 0 {
+		if size-off < 8*n {
+			return errAt(pos+off, "PERFINFO PMC counters", "%d counters need %d bytes, record has %d left", n, 8*n, size-off)
+		}
+		p.ext = append(p.ext, record.ExtItem{Type: ExtTypePMCCounters, Data: b[off : off+8*n]})
+		off += 8 * n
+	}
+	if len(p.ext) > 0 {
+		rec.Ext = p.ext
+	}
+	rec.UserData = b[off:]
+	return nil
+}
+
+// parseClassic decodes an EVENT_TRACE_HEADER (a classic provider's) or
+// its instance form (b is the record).
+func parseClassic(b []byte, ht byte, rec *record.Record) {
+	le := binary.LittleEndian
+	rec.Kind = record.KindClassic
+	hdr := sizeFull
+	if ht == HeaderInstance32 || ht == HeaderInstance64 {
+		rec.Kind, hdr = record.KindInstance, sizeInstance
+	}
+	rec.Opcode = b[4]
+	rec.Level = b[5]
+	rec.Version = le.Uint16(b[6:])
+	rec.Group = 0
+	rec.ThreadID = le.Uint32(b[8:])
+	rec.ProcessID = le.Uint32(b[12:])
+	rec.Timestamp = int64(le.Uint64(b[16:]))
+	rec.Provider = record.GUIDFromBytes(b[24:])
+	setKernelPointer(rec, ht == HeaderFull32 || ht == HeaderInstance32)
+	rec.UserData = b[hdr:]
+}
+
+// parseEventHeader decodes an EVENT_HEADER (a manifest or TraceLogging
+// provider's) and its extended data items (b is the record, at pos in
+// the buffer).
+func (p *recordParser) parseEventHeader(b []byte, pos int, ht byte, rec *record.Record) *fieldError {
+	le := binary.LittleEndian
+	size := len(b)
+	rec.Kind = record.KindEvent
+	flags := le.Uint16(b[4:])
+	rec.Flags = flags
+	rec.ThreadID = le.Uint32(b[8:])
+	rec.ProcessID = le.Uint32(b[12:])
+	rec.Timestamp = int64(le.Uint64(b[16:]))
+	rec.Provider = record.GUIDFromBytes(b[24:])
+	rec.Group = 0
+	rec.ID = le.Uint16(b[40:])
+	rec.Version = uint16(b[42])
+	rec.Channel = b[43]
+	rec.Level = b[44]
+	rec.Opcode = b[45]
+	rec.Task = le.Uint16(b[46:])
+	rec.Keyword = le.Uint64(b[48:])
+	switch {
+	case flags&EventHeaderFlag32BitHeader != 0:
+		rec.PointerSize = 4
+	case flags&EventHeaderFlag64BitHeader != 0:
+		rec.PointerSize = 8
+	case ht == HeaderEventHeader32:
+		rec.PointerSize = 4
+	default:
+		rec.PointerSize = 8
+	}
+	off := sizeEvent
+	if flags&EventHeaderFlagExtendedInfo != 0 {
+		p.ext = p.ext[:0]
+		for {
+			if size-off < 8 {
+				return errAt(pos+off, "extended data item", "item header needs 8 bytes, record has %d left", size-off)
+			}
+			typ := le.Uint16(b[off+2:])
+			link := le.Uint16(b[off+4:])
+			n := int(le.Uint16(b[off+6:]))
+			if size-off-8 < n {
+				return errAt(pos+off, "extended data item size", "%d bytes (type %d), record has %d left", n, typ, size-off-8)
+			}
+			p.ext = append(p.ext, record.ExtItem{Type: typ, Data: b[off+8 : off+8+n]})
+			off += 8 + align8(n)
+			if off > size {
+				off = size
+			}
+			if link&1 == 0 {
+				break
+			}
+		}
+		rec.Ext = p.ext
+	}
+	rec.UserData = b[off:]
+	return nil
 }
 
 // setKernelPointer sets the pointer size and the 32/64-bit header flag of

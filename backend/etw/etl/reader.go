@@ -3,7 +3,7 @@ package etl
 import (
 	"context"
 	"fmt"
-	"github.com/iotrace/iotrace/internal/mmapfile"
+	"hash/maphash"
 	"io"
 	"os"
 	"sort"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/mmapfile"
 )
 
 // Order selects the order in which records are delivered.
@@ -31,17 +32,26 @@ const (
 const indexWindowMax = 32 << 10
 
 // DefaultMaxBufferSize is the largest buffer (decompressed) a Reader
-// accepts unless Options say otherwise; ETW buffers are at most 1 MiB in
-// practice.
+// accepts unless Options say otherwise: ETW's largest (EVENT_TRACE_PROPERTIES
+// BufferSize is at most 16 MiB; 64 KiB in every file seen).
 const DefaultMaxBufferSize = 16 << 20
+
+// MaxRatio is the most a compressed buffer may inflate: its decompressed
+// records at most MaxRatio times its compressed ones. Windows' buffers
+// inflate 1.2 to 13.6 times in the shared fixtures; a buffer that claims
+// more was built to make the reader allocate far more than the file
+// holds.
+const MaxRatio = 64
 
 // Options configure a Reader. The zero value is ready to use.
 type Options struct {
 	// Order of the records (default OrderTime).
 	Order Order
 	// MaxBufferSize is the largest buffer accepted, in bytes, before and
-	// after decompression (default DefaultMaxBufferSize). It bounds memory
-	// on corrupt input.
+	// after decompression (default DefaultMaxBufferSize). A compressed
+	// buffer is also held to the log-file header's BufferSize and to
+	// MaxRatio times its compressed size. They bound memory on corrupt
+	// input.
 	MaxBufferSize int
 	// CacheBudget is the memory, in bytes, the Reader may spend on keeping
 	// the buffers a pass read (decompressed) for the passes after it, which
@@ -77,13 +87,19 @@ type Reader struct {
 	name    string // the path Open opened
 	header  LogfileHeader
 	buffers []BufferInfo
-	// maxUsed is the largest used size of a buffer (at most
-	// MaxBufferSize): a stream's buffer is allocated that large (grow).
-	maxUsed int
-	// groups holds buffer indices per stream, in delivery order.
+	// sums holds a hash of each buffer's records as they lie in the file
+	// (0: none), which findDuplicates compares.
+	sums []uint64
+	// groups holds buffer indices per stream, in delivery order; hints
+	// the largest buffer of each stream, decompressed (its memory).
 	groups   [][]int
+	hints    []int
 	indexErr error
 	dups     []error // duplicated buffers (findDuplicates)
+	extraErr error   // more buffers than the logger wrote
+	// lo and hi bound the records' timestamps: the trace's time range
+	// (LogfileHeader.timeRange).
+	lo, hi int64
 	// free and freeWin hold the buffers and the read window of finished
 	// passes for the next pass.
 	freeMu  sync.Mutex
@@ -214,13 +230,8 @@ func newReaderFrom(ra io.ReaderAt, m *mmapfile.Mapping, size int64, opts Options
 	}
 	r.freeWin = w.buf[:0]
 	r.findDuplicates()
-	const fileModeCircular = 0x2
-	if n := uint32(len(r.buffers) - len(r.dups)); r.indexErr == nil && r.header.BuffersWritten > n && r.header.LogFileMode&fileModeCircular == 0 {
-		// Every buffer present is whole, but the logger wrote more: the
-		// file was cut exactly at a buffer boundary.
-		r.indexErr = &FormatError{Buffer: len(r.buffers), BufferOffset: r.size, Pos: -1, Field: "file", RestUnread: true,
-			Err: truncatedf("the log-file header says %d buffers were written, the file ends after %d (cut at a buffer boundary)", r.header.BuffersWritten, n)}
-	}
+	r.countBuffers()
+	r.lo, r.hi = r.header.timeRange()
 	r.group()
 	if opts.CacheBudget > 0 {
 		var total int64
@@ -268,6 +279,8 @@ func (r *Reader) IndexError() error { return r.indexErr }
 // buffer. The window then serves the first pass.
 func (r *Reader) index(w *window) {
 	var one [BufferHeaderSize]byte
+	seed := maphash.MakeSeed()
+	var scratch []byte
 	off := int64(0)
 	small := true
 	for i := 0; off < r.size; i++ {
@@ -290,9 +303,6 @@ func (r *Reader) index(w *window) {
 			return
 		}
 		bi := BufferInfo{Index: i, FileOffset: off, BufferHeader: parseBufferHeader(hdr)}
-		if u := int64(bi.Used()); u <= int64(r.opts.MaxBufferSize) {
-			r.maxUsed = max(r.maxUsed, int(u))
-		}
 		small = bi.BufferSize <= indexWindowMax
 		size := int64(bi.BufferSize)
 		if size < BufferHeaderSize || size > int64(r.opts.MaxBufferSize) {
@@ -302,19 +312,51 @@ func (r *Reader) index(w *window) {
 		if size > r.size-off {
 			bi.Truncated = true
 			r.buffers = append(r.buffers, bi)
+			r.sums = append(r.sums, 0)
 			fe("BufferSize", truncatedf("buffer of %d bytes, only %d left in the file", size, r.size-off))
 			return
 		}
 		r.buffers = append(r.buffers, bi)
+		r.sums = append(r.sums, r.sum(w, &bi, seed, &scratch))
 		off += size
 	}
+}
+
+// sum returns a hash of the records of buffer bi as they lie in the file
+// (compressed or not), 0 when it has none: two buffers with the same are
+// one buffer twice. The bytes are read through w while buffers are small,
+// from the mapping when the file is mapped, else into scratch.
+func (r *Reader) sum(w *window, bi *BufferInfo, seed maphash.Seed, scratch *[]byte) uint64 {
+	end := int64(bi.BufferSize)
+	if !bi.Compressed() {
+		end = min(end, int64(bi.Used()))
+	}
+	n := int(end - BufferHeaderSize)
+	if n <= 0 {
+		return 0
+	}
+	var b []byte
+	var err error
+	if r.mapped != nil || bi.BufferSize <= indexWindowMax {
+		b, err = w.slice(bi.FileOffset+BufferHeaderSize, n)
+	} else {
+		if cap(*scratch) < n {
+			*scratch = make([]byte, n)
+		}
+		b = (*scratch)[:n]
+		_, err = r.ra.ReadAt(b, bi.FileOffset+BufferHeaderSize)
+	}
+	if err != nil {
+		return 0 // read again, and reported, by the pass
+	}
+	return maphash.Bytes(seed, b) | 1
 }
 
 // readHeader decodes the TRACE_LOGFILE_HEADER from the first record of
 // the first buffer.
 func (r *Reader) readHeader(w *window) error {
 	b0 := &r.buffers[0]
-	data, err := r.loadBuffer(b0, nil, w)
+	data, err := r.loadBuffer(b0, nil, 0, w)
 	if err != nil {
 		return err
 	}
@@ -341,19 +383,20 @@ func (r *Reader) readHeader(w *window) error {
 	return nil
 }
 
-// findDuplicates marks the buffers that repeat an earlier one (same
-// processor and sequence number, the same bytes in their headers): a
-// duplicated region of the file. Their records are not delivered twice;
-// each is reported as damage. A log-file header buffer past the first is
-// marked too: a logger writes one, at the start of the file, so another
-// is a stray copy of a file's start (whose sequence number, 0, the check
-// by key passes over).
+// findDuplicates marks the buffers that repeat an earlier one: the same
+// records, byte for byte (a duplicated region of the file, or one buffer
+// copied with a new header: sequence number, time or processor). Their
+// records are not delivered twice; each is reported as damage that lost
+// nothing. A log-file header buffer past the first is marked too: a
+// logger writes one, at the start of the file, so another is a stray copy
+// of a file's start.
 func (r *Reader) findDuplicates() {
+	// The records' hash, length and compression: equal keys are equal
+	// records (but for a 64-bit hash's collisions).
 	type key struct {
-		cpu uint16
-		seq int64
-		ts  int64
-		off uint32
+		sum  uint64
+		n    uint32
+		comp bool
 	}
 	first := map[key]int{}
 	for i := range r.buffers {
@@ -368,18 +411,55 @@ func (r *Reader) findDuplicates() {
 			r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "BufferType", Err: err})
 			continue
 		}
-		if b.SequenceNumber == 0 {
-			continue // a logger that does not number its buffers
+		if r.sums[i] == 0 {
+			continue // no records
 		}
-		k := key{b.Processor, b.SequenceNumber, b.TimeStamp, b.Used()}
-		if j, ok := first[k]; ok {
-			b.Duplicate = true
-			r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "SequenceNumber",
-				Err: fmt.Errorf("%w: buffer %d repeats buffer %d at file offset %#x (processor %d, sequence number %d), not read again",
-					ErrDuplicate, i, j, r.buffers[j].FileOffset, b.Processor, b.SequenceNumber)})
+		k := key{r.sums[i], b.Used(), b.Compressed()}
+		if b.Compressed() {
+			k.n = b.BufferSize
+		}
+		j, ok := first[k]
+		if !ok {
+			first[k] = i
 			continue
 		}
-		first[k] = i
+		b.Duplicate = true
+		o := &r.buffers[j]
+		r.dups = append(r.dups, &FormatError{Buffer: i, BufferOffset: b.FileOffset, Pos: -1, Field: "records",
+			Err: fmt.Errorf("%w: buffer %d repeats the records of buffer %d at file offset %#x (processor %d, sequence number %d; this copy: processor %d, sequence number %d), not read again",
+				ErrDuplicate, i, j, o.FileOffset, o.Processor, o.SequenceNumber, b.Processor, b.SequenceNumber)})
+	}
+}
+
+// countBuffers compares the buffers present, less the duplicates, with
+// the log-file header's BuffersWritten: fewer (the file cut at a buffer
+// boundary) is a truncation; more, buffers the logger did not write
+// (repeated with changes, or another file's): they are read, and
+// reported.
+func (r *Reader) countBuffers() {
+	written := r.header.BuffersWritten
+	n := uint32(len(r.buffers) - len(r.dups))
+	const fileModeCircular = 0x2
+	switch {
+	case r.indexErr == nil && written > n && r.header.LogFileMode&fileModeCircular == 0:
+		// Every buffer present is whole, but the logger wrote more: the
+		// file was cut exactly at a buffer boundary.
+		r.indexErr = &FormatError{Buffer: len(r.buffers), BufferOffset: r.size, Pos: -1, Field: "file", RestUnread: true,
+			Err: truncatedf("the log-file header says %d buffers were written, the file ends after %d (cut at a buffer boundary)", written, n)}
+	case written > 0 && n > written:
+		// The first buffer past the count, in file order.
+		k := 0
+		for i := range r.buffers {
+			if r.buffers[i].Duplicate {
+				continue
+			}
+			if k++; k > int(written) {
+				r.extraErr = &FormatError{Buffer: i, BufferOffset: r.buffers[i].FileOffset, Pos: -1, Field: "BuffersWritten",
+					Err: fmt.Errorf("%w: the file holds %d buffers (duplicates left out), the log-file header says %d were written: %d more, from buffer %d on in file order (repeated with changes, or another file's?); all are read",
+						ErrExtra, n, written, n-written, i)}
+				break
+			}
+		}
 	}
 }
 
@@ -395,6 +475,7 @@ func (r *Reader) group() {
 			}
 		}
 		r.groups = [][]int{all}
+		r.hintGroups()
 		return
 	}
 	byCPU := map[uint16][]int{}
@@ -416,6 +497,21 @@ func (r *Reader) group() {
 			return r.buffers[g[a]].SequenceNumber < r.buffers[g[b]].SequenceNumber
 		})
 		r.groups = append(r.groups, g)
+	}
+	r.hintGroups()
+}
+
+// hintGroups sets the memory hint of each stream: its largest buffer
+// within the limits (usedLimit), so that a stream allocates its buffer
+// once, and no larger than its own buffers need.
+func (r *Reader) hintGroups() {
+	r.hints = make([]int, len(r.groups))
+	for k, g := range r.groups {
+		for _, i := range g {
+			if u := int(r.buffers[i].Used()); u <= r.usedLimit(&r.buffers[i]) {
+				r.hints[k] = max(r.hints[k], u)
+			}
+		}
 	}
 }
 
@@ -486,6 +582,7 @@ func (r *Reader) ReadKept(ctx context.Context, keep func(*record.Record) bool, f
 }
 
 func (r *Reader) read(ctx context.Context, rs *Records, fn func(*record.Record) error) (event.Stats, error) {
+	rs.WithContext(ctx)
 	for n := 0; ; n++ {
 		if n&4095 == 0 {
 			if err := ctx.Err(); err != nil {

@@ -86,6 +86,10 @@ type compacted struct {
 	// fillerBytes is the filler that ended the buffer (filler is set).
 	fillerBytes int
 	filler      bool
+	// first is the timestamp of the buffer's first record (hasFirst:
+	// it has one), which the records kept may leave out.
+	first    int64
+	hasFirst bool
 }
 
 // metaSize is what c costs in memory besides its data, charged to the
@@ -110,6 +114,10 @@ type compactor struct {
 	// abort is set when the buffer cannot be compacted: it then goes into
 	// the cache whole.
 	abort bool
+	// first is the timestamp of the buffer's first record, hasFirst set
+	// once there is one.
+	first    int64
+	hasFirst bool
 }
 
 func (c *compactor) start(sel *Selection, data []byte) {
@@ -127,10 +135,14 @@ func (c *compactor) start(sel *Selection, data []byte) {
 	c.lastOut = false
 	c.lastDrop = 0
 	c.abort = false
+	c.hasFirst = false
 }
 
 // record takes the record rec parsed from data[pos:pos+size].
 func (c *compactor) record(rec *record.Record, data []byte, pos, size int) {
+	if !c.hasFirst {
+		c.first, c.hasFirst = rec.Timestamp, true
+	}
 	c.lastOut = false
 	if c.abort {
 		return
@@ -195,7 +207,7 @@ func (c *compactor) finish(data []byte, filler int) (buf []byte, meta *compacted
 		c.drops[c.lastDrop].n--
 		c.add(data, c.lastPos, c.lastSize)
 	}
-	m := &compacted{sel: c.sel, pos: c.pos, skipped: c.skip, size: len(data)}
+	m := &compacted{sel: c.sel, pos: c.pos, skipped: c.skip, size: len(data), first: c.first, hasFirst: c.hasFirst}
 	for _, d := range c.drops {
 		if d.n > 0 {
 			m.drops = append(m.drops, d)

@@ -1,6 +1,7 @@
 package etl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,15 @@ type Records struct {
 	errs    []error
 	nerrs   int
 	final   error
+	// ctx, when set (WithContext), stops the pass: steps counts the
+	// walk's steps between two looks at it, stop is its error.
+	ctx   context.Context
+	steps uint32
+	stop  error
+	// lo and span bound the records' timestamps: from lo to lo+span
+	// (as unsigned: one comparison a record).
+	lo   int64
+	span uint64
 }
 
 // counts are the pass's counters, kept as plain integers on the hot path
@@ -60,6 +70,8 @@ type counts struct {
 	outOfOrder    uint64
 	fillerBuffers uint64 // buffers whose used part ends in filler
 	fillerBytes   uint64
+	overlapping   uint64 // buffers that begin before the one before them
+	clamped       uint64 // records whose timestamp was outside the trace's range
 }
 
 // cpuStream walks the buffers of one processor in order.
@@ -85,10 +97,21 @@ type cpuStream struct {
 	comp       compactor
 	// prevTS is the timestamp of the stream's previous record.
 	prevTS int64
+	// hint is the memory the stream's buffer needs (its largest).
+	hint int
+	// The time span of the stream's buffers: atFirst until the first
+	// record of the buffer being walked is met (hadRecord after),
+	// curFirst its timestamp; span the first and last record timestamps
+	// of the buffer before it (spanSet once there is one).
+	atFirst, hadRecord  bool
+	curFirst            int64
+	spanFirst, spanLast int64
+	spanSet             bool
 }
 
 func newRecords(r *Reader) *Records {
-	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow(), mapped: r.mappedBytes()}}
+	rs := &Records{r: r, lastTS: -1 << 63, win: window{ra: r.ra, size: r.size, buf: r.getWindow(), mapped: r.mappedBytes()},
+		lo: r.lo, span: uint64(r.hi) - uint64(r.lo)}
 	for i, g := range r.groups {
 		rs.streams = append(rs.streams, &cpuStream{
 			own:    r.getBuf(),
@@ -96,10 +119,46 @@ func newRecords(r *Reader) *Records {
 			order:  i,
 			lastTS: r.header.HeaderTimestamp,
 			prevTS: math.MinInt64,
+			hint:   r.hints[i],
 			parser: recordParser{filePointerSize: int(r.header.PointerSize)},
 		})
 	}
 	return rs
+}
+
+// WithContext makes the pass stop when ctx is done: Next then returns
+// ctx's error. The pass looks at ctx every few thousand steps of its walk
+// (records, those a keep function rejects included, and buffers), so it
+// stops within milliseconds whatever the records. Read and its kin set
+// it. It returns rs.
+func (rs *Records) WithContext(ctx context.Context) *Records {
+	rs.ctx = ctx
+	return rs
+}
+
+// stepsPerLook is how many steps of the walk go between two looks at the
+// pass's context (a power of two): a step costs at most the
+// decompression of a buffer (MaxBufferSize, about 10 ms at most), mostly
+// a record (tens of ns).
+const stepsPerLook = 1024
+
+// stopped reports whether the pass's context is done, looking at it
+// every stepsPerLook calls.
+func (rs *Records) stopped() bool {
+	rs.steps++
+	return rs.steps%stepsPerLook == 0 && rs.look()
+}
+
+// look looks at the pass's context.
+func (rs *Records) look() bool {
+	if rs.ctx == nil {
+		return false
+	}
+	if err := rs.ctx.Err(); err != nil {
+		rs.stop = err
+		return true
+	}
+	return false
 }
 
 // Next returns the next record, or io.EOF after the last one. When the
@@ -119,6 +178,9 @@ func (rs *Records) Next() (*record.Record, error) {
 			if rs.advance(s) {
 				rs.heap = append(rs.heap, s)
 			}
+			if rs.stop != nil {
+				break
+			}
 		}
 		for i := len(rs.heap)/2 - 1; i >= 0; i-- {
 			rs.down(i)
@@ -136,6 +198,11 @@ func (rs *Records) Next() (*record.Record, error) {
 				rs.down(0)
 			}
 		}
+	}
+	if rs.stop != nil {
+		rs.final = rs.stop
+		rs.release()
+		return nil, rs.final
 	}
 	if len(rs.heap) == 0 {
 		rs.final = rs.finish()
@@ -184,9 +251,13 @@ func (rs *Records) down(i int) {
 }
 
 // advance moves s to its next record, loading buffers as needed. It
-// returns false when the stream is exhausted.
+// returns false when the stream is exhausted, or the pass stopped
+// (rs.stop).
 func (rs *Records) advance(s *cpuStream) bool {
 	for {
+		if rs.stopped() {
+			return false
+		}
 		if s.info == nil {
 			if s.next >= len(s.bufs) {
 				return false
@@ -202,6 +273,9 @@ func (rs *Records) advance(s *cpuStream) bool {
 			s.data = data
 			s.info = info
 			s.pos = BufferHeaderSize
+			if s.pos32 == nil { // else useCompacted set them
+				s.atFirst, s.hadRecord = true, false
+			}
 		}
 		size, res, fe := s.parser.parse(s.data, s.pos, &s.head, s.lastTS)
 		if fe != nil {
@@ -216,7 +290,7 @@ func (rs *Records) advance(s *cpuStream) bool {
 				rs.addErr(&FormatError{Buffer: s.info.Index, BufferOffset: s.info.FileOffset, Pos: fe.pos,
 					Compressed: s.info.Compressed(), Field: fe.field, Err: corruptf("%s; the rest of the buffer (%d bytes) is skipped", fe.msg, len(s.data)-s.pos)})
 			}
-			s.info = nil
+			rs.endBuffer(s)
 			continue
 		}
 		switch res {
@@ -224,7 +298,7 @@ func (rs *Records) advance(s *cpuStream) bool {
 			if s.compacting {
 				rs.storeCompacted(s, &s.comp, -1)
 			}
-			s.info = nil
+			rs.endBuffer(s)
 			continue
 		case resFiller:
 			if s.compacting {
@@ -232,7 +306,7 @@ func (rs *Records) advance(s *cpuStream) bool {
 			}
 			rs.counts.fillerBuffers++
 			rs.counts.fillerBytes += uint64(len(s.data) - s.pos)
-			s.info = nil
+			rs.endBuffer(s)
 			continue
 		case resSkip:
 			if s.compacting {
@@ -243,6 +317,15 @@ func (rs *Records) advance(s *cpuStream) bool {
 			continue
 		}
 		h := &s.head
+		if uint64(h.Timestamp)-uint64(rs.lo) > rs.span {
+			rs.clamp(h)
+		}
+		if s.atFirst {
+			if rs.overlaps(s, h.Timestamp) {
+				continue
+			}
+			s.atFirst, s.hadRecord, s.curFirst = false, true, h.Timestamp
+		}
 		h.CPU = s.info.Processor
 		h.Buffer = s.info.Index
 		if s.pos32 != nil {
@@ -269,6 +352,47 @@ func (rs *Records) advance(s *cpuStream) bool {
 	}
 }
 
+// clamp clamps the timestamp of h, outside the trace's time range, to it.
+func (rs *Records) clamp(h *record.Record) {
+	h.Timestamp = min(max(h.Timestamp, rs.r.lo), rs.r.hi)
+	rs.counts.clamped++
+}
+
+// endBuffer ends the walk of the buffer s is on: its time span becomes
+// the one the next buffer's is compared with (overlaps), when it had a
+// record.
+func (rs *Records) endBuffer(s *cpuStream) {
+	if s.hadRecord {
+		s.spanFirst, s.spanLast, s.spanSet = s.curFirst, s.lastTS, true
+	}
+	s.atFirst, s.hadRecord = false, false
+	s.info = nil
+}
+
+// overlaps reports whether the buffer s is on, whose first record is at
+// first, begins where the stream's buffer before it began, or earlier,
+// while that one's records span some time: a processor's buffers follow
+// each other in time (a record may come a little late, not a whole
+// buffer late), so this one is a copy of an earlier buffer with changes,
+// or another file's. It is damage: the buffer is not read, and the pass
+// reports it. (A copy unchanged is found by the index: a duplicate.) In
+// file order (OrderFile), where a stream is not one processor's, buffers
+// are not compared.
+func (rs *Records) overlaps(s *cpuStream, first int64) bool {
+	if !s.spanSet || first > s.spanFirst || (first == s.spanFirst && s.spanLast == s.spanFirst) || rs.r.opts.Order != OrderTime {
+		return false
+	}
+	info := s.info
+	rs.counts.overlapping++
+	rs.addErr(&FormatError{Buffer: info.Index, BufferOffset: info.FileOffset, Pos: -1, Field: "records' timestamps",
+		Err: corruptf("buffer %d of processor %d begins at timestamp %d, not after the buffer before it on its processor began (%d, its records to %d): a copy of an earlier buffer with changes, or another file's; not read",
+			info.Index, info.Processor, first, s.spanFirst, s.spanLast)})
+	s.compacting = false // not kept in the cache: every pass meets it here
+	s.atFirst = false
+	s.info = nil
+	return true
+}
+
 // storeCompacted ends the compaction of the buffer s walks: the cache
 // keeps it as comp compacted it (filler: the size of the filler that
 // ended it, or -1), or whole when comp is nil or could not compact it.
@@ -290,6 +414,10 @@ func (rs *Records) storeCompacted(s *cpuStream, comp *compactor, filler int) {
 func (rs *Records) useCompacted(info *BufferInfo, s *cpuStream, m *compacted) {
 	rs.partial = true
 	s.pos32, s.k = m.pos, 0
+	// The buffer's first record may be left out: its time was kept. (The
+	// pass that compacted it found it does not overlap the buffer
+	// before it.)
+	s.atFirst, s.hadRecord, s.curFirst = false, m.hasFirst, m.first
 	c := &rs.counts
 	for i := range m.drops {
 		d := &m.drops[i]
@@ -344,11 +472,11 @@ func (rs *Records) load(info *BufferInfo, s *cpuStream) ([]byte, error) {
 	} else {
 		used := int64(info.Used())
 		var mem []byte
-		if used >= BufferHeaderSize && used <= int64(rs.r.opts.MaxBufferSize) {
+		if used >= BufferHeaderSize && used <= int64(rs.r.usedLimit(info)) {
 			mem = c.reserve(info.Index, int(used))
 		}
 		if mem != nil {
-			data, err = rs.r.loadBuffer(info, mem, &rs.win)
+			data, err = rs.r.loadBuffer(info, mem, 0, &rs.win)
 			if err == nil && len(data) > 0 && &data[0] == &mem[0] {
 				c.commit(info.Index, data)
 			} else {
@@ -384,14 +512,33 @@ func (rs *Records) load(info *BufferInfo, s *cpuStream) ([]byte, error) {
 
 // loadOwn reads one buffer into the stream's own memory.
 func (rs *Records) loadOwn(info *BufferInfo, s *cpuStream) ([]byte, error) {
-	data, err := rs.r.loadBuffer(info, s.own, &rs.win)
+	data, err := rs.r.loadBuffer(info, s.own, s.hint, &rs.win)
 	s.own = data[:cap(data)]
 	return data, err
 }
 
-// loadBuffer reads buffer info into dst (grown as needed) and returns its
-// used part, decompressed, header included. The file is read through w.
-func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, error) {
+// usedLimit returns the largest used size (decompressed, header included)
+// buffer info may have: Options.MaxBufferSize, and for a compressed
+// buffer the log-file header's BufferSize (once read: the session's
+// buffers are that size) and MaxRatio times its compressed records. A
+// pass holds one buffer per processor, so a file cannot make it hold more
+// than MaxRatio times its own size, and a compressed buffer of a few
+// bytes cannot claim 16 MiB.
+func (r *Reader) usedLimit(info *BufferInfo) int {
+	limit := r.opts.MaxBufferSize
+	if info.Compressed() {
+		if bs := int(r.header.BufferSize); bs >= BufferHeaderSize {
+			limit = min(limit, bs)
+		}
+		limit = min(limit, BufferHeaderSize+MaxRatio*max(int(info.BufferSize)-BufferHeaderSize, 0))
+	}
+	return limit
+}
+
+// loadBuffer reads buffer info into dst (grown as needed, to at least
+// hint bytes) and returns its used part, decompressed, header included.
+// The file is read through w.
+func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, hint int, w *window) ([]byte, error) {
 	fe := func(pos int, field string, err error) error {
 		return &FormatError{Buffer: info.Index, BufferOffset: info.FileOffset, Pos: pos, Compressed: info.Compressed(), Field: field, Err: err}
 	}
@@ -403,13 +550,17 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 	if used < BufferHeaderSize || used > r.opts.MaxBufferSize {
 		return dst, fe(-1, field, corruptf("used size %d outside %d..%d", used, BufferHeaderSize, r.opts.MaxBufferSize))
 	}
+	if limit := r.usedLimit(info); used > limit {
+		return dst, fe(-1, field, corruptf("a compressed buffer of %d bytes decompresses to %d, more than it may (%d: the log-file header's BufferSize %d, and %d times its compressed records)",
+			info.BufferSize, used, limit, r.header.BufferSize, MaxRatio))
+	}
 	avail := int(min(int64(info.BufferSize), r.size-info.FileOffset))
 	if !info.Compressed() {
 		if used > int(info.BufferSize) {
 			return dst, fe(-1, field, corruptf("used size %d exceeds BufferSize %d", used, info.BufferSize))
 		}
 		n := min(used, avail)
-		dst = r.grow(dst, n)
+		dst = grow(dst, n, hint)
 		if n > windowSize/4 {
 			// A large buffer: straight into dst.
 			if _, err := r.ra.ReadAt(dst, info.FileOffset); err != nil && !(err == io.EOF && info.Truncated) {
@@ -431,7 +582,7 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 	if len(src) < BufferHeaderSize {
 		return dst, fe(-1, "buffer", truncatedf("%d bytes of the buffer header in the file", len(src)))
 	}
-	dst = r.grow(dst, used)
+	dst = grow(dst, used, hint)
 	copy(dst, src[:BufferHeaderSize])
 	n, err := xpress.Decompress(dst[BufferHeaderSize:], src[BufferHeaderSize:])
 	if info.Truncated {
@@ -455,19 +606,15 @@ func (r *Reader) loadBuffer(info *BufferInfo, dst []byte, w *window) ([]byte, er
 }
 
 // grow returns b resliced (or reallocated) to n bytes. A new buffer has
-// room for the file's largest buffer (up to maxGrowHint: ETW's buffers
-// are at most 1 MiB in practice, a larger one is allocated as it comes),
-// so that a stream allocates its buffer once, not again at every larger
-// buffer.
-func (r *Reader) grow(b []byte, n int) []byte {
+// room for hint bytes (the largest buffer of its stream), so that a
+// stream allocates its buffer once, not again at every larger buffer,
+// and no larger than its own buffers need.
+func grow(b []byte, n, hint int) []byte {
 	if cap(b) < n {
-		return make([]byte, n, max(n, min(r.maxUsed, maxGrowHint)))
+		return make([]byte, n, max(n, hint))
 	}
 	return b[:n]
 }
-
-// maxGrowHint bounds the room grow leaves for larger buffers.
-const maxGrowHint = 1 << 20
 
 func (rs *Records) addErr(err error) {
 	rs.nerrs++
@@ -498,6 +645,9 @@ func (rs *Records) finish() error {
 		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("etl: %d more damaged buffers not listed", more))
 	}
 	errs = append(errs[:len(errs):len(errs)], rs.r.dups...)
+	if ee := rs.r.extraErr; ee != nil {
+		errs = append(errs[:len(errs):len(errs)], ee)
+	}
 	if ie := rs.r.indexErr; ie != nil {
 		errs = append(errs[:len(errs):len(errs)], ie)
 	}
@@ -509,6 +659,13 @@ func (rs *Records) finish() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Counters of damage the pass met.
+const (
+	StatOverlapping = "etl: buffers beginning before the buffer before them on their processor (a copy with changes, or another file's: not read)"
+	StatExtra       = "etl: buffers more than the log-file header says the logger wrote (read: their events may be another trace's or twice)"
+	StatClamped     = "etl: records with a timestamp outside the trace's time range (clamped to it)"
+)
 
 // Count returns how many records of header type t the pass has delivered
 // so far.
@@ -549,6 +706,15 @@ func (rs *Records) Stats() event.Stats {
 	if n := len(rs.r.dups); n > 0 {
 		// Counted, not as lost: their records were read once.
 		s.Set(event.CountInfo, "etl: duplicated buffers not read again (no event lost)", uint64(n))
+	}
+	if c.overlapping != 0 {
+		s.Set(event.CountLost, StatOverlapping, c.overlapping)
+	}
+	if ee := rs.r.extraErr; ee != nil {
+		s.Set(event.CountInfo, StatExtra, uint64(len(rs.r.buffers)-len(rs.r.dups))-uint64(h.BuffersWritten))
+	}
+	if c.clamped != 0 {
+		s.Set(event.CountDropped, StatClamped, c.clamped)
 	}
 	if ie := rs.r.indexErr; ie != nil {
 		if errors.Is(ie, ErrTruncated) {

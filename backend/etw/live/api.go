@@ -63,12 +63,9 @@ const (
 // WNODE_HEADER.Flags.
 const wnodeFlagTracedGUID = 0x00020000
 
-// KernelLoggerName is the only session name the kernel provider accepts
-// on Windows 7.
-const KernelLoggerName = "NT Kernel Logger"
-
-// SystemTraceControlGUID is the kernel provider's control GUID (the
-// Wnode.Guid of the NT Kernel Logger).
+// SystemTraceControlGUID is the kernel provider's control GUID
+// (SystemTraceControlGuid): a user who is not an administrator needs
+// access to it, besides the session's GUID, to start a kernel session.
 var SystemTraceControlGUID = GUID{0x9e814aad, 0x3204, 0x11d2, [8]byte{0x9a, 0x82, 0x00, 0x60, 0x08, 0xa8, 0x69, 0x39}}
 
 // lostEventGUID is the class of the RT_LostEvent events a real-time
@@ -85,6 +82,7 @@ type Errno uint32
 // Win32 error codes the session logic acts on.
 const (
 	ErrAccessDenied      Errno = 5
+	ErrInvalidHandle     Errno = 6 // ERROR_INVALID_HANDLE
 	ErrBadLength         Errno = 24
 	ErrInvalidParameter  Errno = 87
 	ErrAlreadyExists     Errno = 183
@@ -92,7 +90,6 @@ const (
 	ErrCancelled         Errno = 1223
 	ErrNoSystemResources Errno = 1450
 	ErrNotFound          Errno = 4201 // ERROR_WMI_INSTANCE_NOT_FOUND: no such session
-	ErrCtxClosed         Errno = 6    // ERROR_INVALID_HANDLE
 	// ErrCtxClosePending is CloseTrace's answer when it was called from
 	// outside ProcessTrace's callbacks while buffers were still being
 	// delivered: the close completes when the last callback returns (a
@@ -100,22 +97,21 @@ const (
 	ErrCtxClosePending Errno = 7007 // ERROR_CTX_CLOSE_PENDING
 )
 
+// errnoText names the codes above.
+var errnoText = map[Errno]string{
+	ErrAccessDenied:      "access denied (ERROR_ACCESS_DENIED)",
+	ErrInvalidHandle:     "invalid handle (ERROR_INVALID_HANDLE)",
+	ErrAlreadyExists:     "a session of this name or GUID already exists (ERROR_ALREADY_EXISTS)",
+	ErrNoSystemResources: "no system resources left for the session (ERROR_NO_SYSTEM_RESOURCES)",
+	ErrNotFound:          "no such session (ERROR_WMI_INSTANCE_NOT_FOUND)",
+	ErrInvalidParameter:  "invalid parameter (ERROR_INVALID_PARAMETER)",
+	ErrMoreData:          "more data (ERROR_MORE_DATA)",
+	ErrCancelled:         "cancelled (ERROR_CANCELLED)",
+}
+
 func (e Errno) Error() string {
-	switch e {
-	case ErrAccessDenied:
-		return "access denied (ERROR_ACCESS_DENIED)"
-	case ErrAlreadyExists:
-		return "a session of this name already exists (ERROR_ALREADY_EXISTS)"
-	case ErrNoSystemResources:
-		return "no system resources left for another kernel session (ERROR_NO_SYSTEM_RESOURCES)"
-	case ErrNotFound:
-		return "no such session (ERROR_WMI_INSTANCE_NOT_FOUND)"
-	case ErrInvalidParameter:
-		return "invalid parameter (ERROR_INVALID_PARAMETER)"
-	case ErrMoreData:
-		return "more data (ERROR_MORE_DATA)"
-	case ErrCancelled:
-		return "cancelled (ERROR_CANCELLED)"
+	if s, ok := errnoText[e]; ok {
+		return s
 	}
 	return fmt.Sprintf("Win32 error %d", uint32(e))
 }
@@ -126,7 +122,12 @@ type SessionHandle uint64
 // TraceHandle is the PROCESSTRACE_HANDLE OpenTrace returns.
 type TraceHandle uint64
 
-// SessionConfig describes a session to start.
+// ProviderHandle is the REGHANDLE EventRegister returns.
+type ProviderHandle uint64
+
+// SessionConfig describes a kernel session to start. Every session
+// iotrace starts is a system logger (EVENT_TRACE_SYSTEM_LOGGER_MODE: a
+// kernel session of its own name, Windows 8 and later).
 type SessionConfig struct {
 	// Name of the session.
 	Name string
@@ -135,10 +136,6 @@ type SessionConfig struct {
 	LogFile string
 	// EnableFlags are the kernel Flag* bits.
 	EnableFlags uint32
-	// SystemLogger selects EVENT_TRACE_SYSTEM_LOGGER_MODE (Windows 8 and
-	// later: a kernel session of any name); false means the NT Kernel
-	// Logger (Windows 7).
-	SystemLogger bool
 	// BufferSizeKB, MinBuffers and MaxBuffers size the session's buffers
 	// (0: the OS default).
 	BufferSizeKB, MinBuffers, MaxBuffers uint32
@@ -146,7 +143,8 @@ type SessionConfig struct {
 	FlushTimer uint32
 	// ClockType is ClockQPC, ClockSystemTime or ClockCPUCycles.
 	ClockType uint32
-	// Guid is the session GUID (Wnode.Guid) of a system-logger session.
+	// Guid is the session GUID (Wnode.Guid): one of iotrace's session
+	// GUIDs (guids.go), which an administrator can grant in advance.
 	Guid GUID
 	// StackEvents are the kernel events the session walks the stack of
 	// (set with SetStackTracing once the session is started).
@@ -202,9 +200,10 @@ type Stdio struct {
 }
 
 // API is the part of the Win32 API the live backend uses. The Windows
-// implementation calls advapi32 and kernel32; tests use a fake.
+// implementation calls advapi32 and kernel32; tests use a fake that
+// models the behaviour the backend depends on (fake_test.go).
 type API interface {
-	// StartTrace starts a session (StartTraceW).
+	// StartTrace starts a kernel session (StartTraceW).
 	StartTrace(cfg *SessionConfig) (SessionHandle, error)
 	// ControlTrace queries, flushes or stops a session by handle or name
 	// (ControlTraceW) and returns its status.
@@ -217,18 +216,36 @@ type API interface {
 	OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error)
 	// ProcessTrace delivers the events of an opened trace to its consumer
 	// until the session stops or CloseTrace is called (ProcessTrace). It
-	// blocks; call it on its own goroutine.
+	// blocks; call it on its own goroutine. A real-time session is
+	// connected to only here: one stopped before fails with
+	// ERROR_WMI_INSTANCE_NOT_FOUND, its buffers lost.
 	ProcessTrace(h TraceHandle) error
 	// CloseTrace closes an opened trace (CloseTrace).
 	CloseTrace(h TraceHandle) error
 	// TraceEvent writes a classic event with payload data into a session
-	// (TraceEvent), for markers.
+	// (TraceEvent). Windows documents ERROR_INVALID_HANDLE for the NT
+	// Kernel Logger's handle: a kernel session may refuse it.
 	TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) error
+	// RegisterProvider registers this process as the provider guid
+	// (EventRegister).
+	RegisterProvider(guid GUID) (ProviderHandle, error)
+	// UnregisterProvider undoes RegisterProvider (EventUnregister).
+	UnregisterProvider(h ProviderHandle) error
+	// EnableProvider enables provider guid on session h, every level and
+	// keyword (EnableTraceEx2, EVENT_CONTROL_CODE_ENABLE_PROVIDER).
+	EnableProvider(h SessionHandle, guid GUID) error
+	// WriteEvent writes an event of the registered provider h with
+	// descriptor d and payload data into every session that enabled the
+	// provider (EventWrite).
+	WriteEvent(h ProviderHandle, d EventDescriptor, data []byte) error
 	// Clock returns the QPC frequency and a (QPC, UTC FILETIME) pair taken
 	// together.
 	Clock() (freq, qpc, filetime int64)
 	// OSVersion returns the Windows version.
 	OSVersion() (major, minor, build uint32)
+	// Processors is the number of logical processors, in every processor
+	// group: ETW gives each its buffers (GetActiveProcessorCount).
+	Processors() uint32
 	// Pid is this process's id.
 	Pid() uint32
 	// FileSize returns the size of the file at path (os.Stat): record to
@@ -241,11 +258,17 @@ type API interface {
 	// QueryFullProcessImageNameW). It fails for processes this one may
 	// not query (protected, System) and for those that are gone.
 	ProcessImage(pid uint32) (string, error)
-	// StartSuspended starts argv[0] with its arguments, suspended, for
+	// ProgramSearch returns the directories CreateProcess searches for a
+	// program named without a path, and IsFile whether a path names a
+	// file: findProgram (program.go) resolves a command with them.
+	ProgramSearch() ProgramSearch
+	IsFile(path string) bool
+	// StartSuspended starts the program at path app (a full path, as
+	// findProgram resolves it) with the command line argv, suspended, for
 	// Child.Resume once the session runs. The child's standard input,
 	// output and error are stdio's files, and it inherits no other
 	// handle.
-	StartSuspended(argv []string, stdio Stdio) (Child, error)
+	StartSuspended(app string, argv []string, stdio Stdio) (Child, error)
 	// Volumes maps NT device paths ("\Device\HarddiskVolume3") to drive
 	// letters ("C:") (QueryDosDeviceW).
 	Volumes() (map[string]string, error)
@@ -257,6 +280,11 @@ type API interface {
 	// OpenImage opens an executable image file (a Win32 path, or an NT
 	// path under \\?\GLOBALROOT) to read its identity.
 	OpenImage(path string) (ImageFile, error)
+	// GrantTracing gives the account named user (DOMAIN\name, or a SID
+	// string) the rights to start and consume iotrace's kernel sessions:
+	// on each session GUID and on the kernel provider's
+	// (EventAccessControl). It needs an administrator.
+	GrantTracing(user string, guids []GUID) error
 }
 
 // TraceStackTracingInfo is the TRACE_INFO_CLASS of TraceSetInformation
@@ -281,7 +309,7 @@ func itemData(it *EventHeaderExtendedDataItem) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&it.DataPtr))
 }
 
-// errorsIs is errors.Is for Errno targets.
+// isErrno is errors.Is for Errno targets.
 func isErrno(err error, e Errno) bool { return errors.Is(err, e) }
 
 // closeTraceErr is CloseTrace's result: ERROR_CTX_CLOSE_PENDING (7007)

@@ -1,10 +1,12 @@
+//go:build windows && (amd64 || arm64)
+
 package live
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -13,7 +15,8 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// DefaultAPI returns the Windows ETW API.
+// DefaultAPI returns the Windows ETW API (amd64 and arm64: the structure
+// layouts and the 64-bit handles passed in one register are theirs).
 func DefaultAPI() (API, error) { return winAPI{}, nil }
 
 type winAPI struct{}
@@ -79,12 +82,8 @@ func (winAPI) StartTrace(cfg *SessionConfig) (SessionHandle, error) {
 	p.BufferSize, p.MinimumBuffers, p.MaximumBuffers = cfg.BufferSizeKB, cfg.MinBuffers, cfg.MaxBuffers
 	p.FlushTimer = cfg.FlushTimer
 	p.EnableFlags = cfg.EnableFlags
-	if cfg.SystemLogger {
-		p.Wnode.Guid = cfg.Guid
-		p.LogFileMode |= ModeSystemLogger
-	} else {
-		p.Wnode.Guid = SystemTraceControlGUID
-	}
+	p.Wnode.Guid = cfg.Guid
+	p.LogFileMode |= ModeSystemLogger
 	if cfg.LogFile != "" {
 		u, err := windows.UTF16FromString(cfg.LogFile)
 		if err != nil || len(u) > maxName {
@@ -144,18 +143,15 @@ func (winAPI) QueryAllTraces() ([]SessionStatus, error) {
 func (winAPI) OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error) {
 	var lf EventTraceLogfile
 	var err error
-	var name *uint16
 	if spec.LogFile != "" {
-		if name, err = windows.UTF16PtrFromString(spec.LogFile); err != nil {
+		if lf.LogFileName, err = windows.UTF16PtrFromString(spec.LogFile); err != nil {
 			return 0, TraceLogfileHeader{}, err
 		}
-		lf.LogFileName = uintptr(unsafe.Pointer(name))
 		lf.ProcessTraceMode = processTraceModeEventRecord | processTraceModeRawTimestamp
 	} else {
-		if name, err = windows.UTF16PtrFromString(spec.SessionName); err != nil {
+		if lf.LoggerName, err = windows.UTF16PtrFromString(spec.SessionName); err != nil {
 			return 0, TraceLogfileHeader{}, err
 		}
-		lf.LoggerName = uintptr(unsafe.Pointer(name))
 		lf.ProcessTraceMode = processTraceModeRealTime | processTraceModeEventRecord | processTraceModeRawTimestamp
 	}
 	id := consumers.add(c)
@@ -212,6 +208,78 @@ func (winAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) 
 	return errno(err)
 }
 
+// EVENT_CONTROL_CODE_ENABLE_PROVIDER and TRACE_LEVEL_VERBOSE.
+const (
+	eventControlCodeEnableProvider = 1
+	traceLevelVerbose              = 5
+)
+
+func (winAPI) EnableProvider(h SessionHandle, guid GUID) error {
+	return errno(enableTraceEx2(h, &guid, eventControlCodeEnableProvider, traceLevelVerbose, ^uint64(0), 0, 0, 0))
+}
+
+func (winAPI) RegisterProvider(guid GUID) (ProviderHandle, error) {
+	var h ProviderHandle
+	if err := eventRegister(&guid, 0, 0, &h); err != nil {
+		return 0, errno(err)
+	}
+	return h, nil
+}
+
+func (winAPI) UnregisterProvider(h ProviderHandle) error { return errno(eventUnregister(h)) }
+
+func (winAPI) WriteEvent(h ProviderHandle, d EventDescriptor, data []byte) error {
+	var dd eventDataDescriptor
+	n := uint32(0)
+	if len(data) > 0 {
+		dd.Ptr, dd.Size, n = uint64(uintptr(unsafe.Pointer(&data[0]))), uint32(len(data)), 1
+	}
+	err := eventWrite(h, &d, n, &dd)
+	runtime.KeepAlive(data)
+	return errno(err)
+}
+
+// EventAccessControl's operation and the rights GrantTracing gives
+// (WMISTR.H).
+const (
+	eventSecurityAddDACL    = 2
+	wmiguidQuery            = 0x0001
+	tracelogCreateRealtime  = 0x0020
+	tracelogCreateOndisk    = 0x0040
+	tracelogGUIDEnable      = 0x0080
+	tracelogAccessKernelLog = 0x0100
+	tracelogLogEvent        = 0x0200
+	tracelogAccessRealtime  = 0x0400
+	tracelogRegisterGUIDs   = 0x0800
+	sessionRights           = wmiguidQuery | tracelogCreateRealtime | tracelogCreateOndisk | tracelogGUIDEnable | tracelogLogEvent | tracelogAccessRealtime
+	kernelProviderRights    = wmiguidQuery | tracelogGUIDEnable | tracelogAccessKernelLog
+	ownProviderRights       = wmiguidQuery | tracelogGUIDEnable | tracelogRegisterGUIDs | tracelogLogEvent
+)
+
+func (winAPI) GrantTracing(user string, guids []GUID) error {
+	sid, err := windows.StringToSid(user)
+	if err != nil {
+		if sid, _, _, err = windows.LookupSID("", user); err != nil {
+			return fmt.Errorf("account %q: %w", user, err)
+		}
+	}
+	grant := func(g GUID, rights uint32) error {
+		if err := eventAccessControl(&g, eventSecurityAddDACL, sid, rights, true); err != nil {
+			return fmt.Errorf("EventAccessControl(%v): %w", g, errno(err))
+		}
+		return nil
+	}
+	for _, g := range guids {
+		if err := grant(g, sessionRights); err != nil {
+			return err
+		}
+	}
+	if err := grant(SystemTraceControlGUID, kernelProviderRights); err != nil {
+		return err
+	}
+	return grant(MarkerGUID, ownProviderRights)
+}
+
 func (winAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
 	if len(ids) > MaxStackTracingEvents {
 		return fmt.Errorf("stack tracing on %d events: at most %d", len(ids), MaxStackTracingEvents)
@@ -225,20 +293,44 @@ func (winAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
 	return errno(err)
 }
 
-// procPreciseTime is GetSystemTimePreciseAsFileTime, which Windows 7
-// lacks (calling it there would panic).
-var procPreciseTime = windows.NewLazySystemDLL("kernel32.dll").NewProc("GetSystemTimePreciseAsFileTime")
-
 func (winAPI) Clock() (freq, qpc, filetime int64) {
 	_ = queryPerformanceFrequency(&freq)
 	_ = queryPerformanceCounter(&qpc)
 	var ft windows.Filetime
-	if procPreciseTime.Find() == nil {
-		windows.GetSystemTimePreciseAsFileTime(&ft)
-	} else {
-		windows.GetSystemTimeAsFileTime(&ft)
-	}
+	windows.GetSystemTimePreciseAsFileTime(&ft)
 	return freq, qpc, int64(ft.HighDateTime)<<32 | int64(ft.LowDateTime)
+}
+
+// allProcessorGroups is ALL_PROCESSOR_GROUPS.
+const allProcessorGroups = 0xffff
+
+func (winAPI) Processors() uint32 {
+	if n := windows.GetActiveProcessorCount(allProcessorGroups); n > 0 {
+		return n
+	}
+	return uint32(runtime.NumCPU())
+}
+
+func (winAPI) ProgramSearch() ProgramSearch {
+	var s ProgramSearch
+	if exe, err := os.Executable(); err == nil {
+		s.AppDir = filepath.Dir(exe)
+	}
+	s.CurrentDir, _ = os.Getwd()
+	s.SystemDir, _ = windows.GetSystemDirectory()
+	s.WindowsDir, _ = windows.GetWindowsDirectory()
+	s.Path = os.Getenv("PATH")
+	// A program name with no path: may the current directory hold it?
+	// (No, when NoDefaultCurrentDirectoryInExePath is set.)
+	if p, err := windows.UTF16PtrFromString("iotrace-probe.exe"); err == nil {
+		s.SkipCurrentDir = !needCurrentDirectoryForExePath(p)
+	}
+	return s
+}
+
+func (winAPI) IsFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 func (winAPI) OSVersion() (uint32, uint32, uint32) {
@@ -354,11 +446,7 @@ func splitUTF16z(b []uint16) []string {
 	return out
 }
 
-func (winAPI) StartSuspended(argv []string, stdio Stdio) (Child, error) {
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return nil, err
-	}
+func (winAPI) StartSuspended(path string, argv []string, stdio Stdio) (Child, error) {
 	cmdline := windows.ComposeCommandLine(argv)
 	cl, err := windows.UTF16PtrFromString(cmdline)
 	if err != nil {

@@ -1,15 +1,47 @@
-//go:build windows
+//go:build windows && (amd64 || arm64)
 
 package live
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
+
+// cmdPath finds cmd.exe as `iotrace trace -- cmd` does.
+func cmdPath(t *testing.T) string {
+	p, err := findProgram("cmd", winAPI{}.ProgramSearch(), winAPI{}.IsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFindProgramCurrentDir: a program in the current directory is found
+// by the real search (CreateProcess's order), where Go's exec.LookPath
+// refuses it with exec.ErrDot. It runs under wine.
+func TestFindProgramCurrentDir(t *testing.T) {
+	dir := testenv.TempDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "iotrace-probe-app.exe"), []byte("MZ"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if _, err := exec.LookPath("iotrace-probe-app.exe"); !errors.Is(err, exec.ErrDot) {
+		t.Logf("exec.LookPath: %v (Go's ErrDot not seen)", err)
+	}
+	s := winAPI{}.ProgramSearch()
+	got, err := findProgram("iotrace-probe-app", s, winAPI{}.IsFile)
+	if err != nil || !strings.EqualFold(got, filepath.Join(dir, "iotrace-probe-app.exe")) {
+		t.Fatalf("findProgram: %q, %v (search %+v)", got, err, s)
+	}
+}
 
 // stdioHelperEnv makes TestStartSuspendedStdio the process whose stdout
 // is watched.
@@ -49,7 +81,7 @@ func startAndRead(t *testing.T, marker, echo string) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	child, err := winAPI{}.StartSuspended([]string{"cmd", "/c", "echo", echo}, Stdio{Stdin: os.Stdin, Stdout: pw, Stderr: os.Stderr})
+	child, err := winAPI{}.StartSuspended(cmdPath(t), []string{"cmd", "/c", "echo", echo}, Stdio{Stdin: os.Stdin, Stdout: pw, Stderr: os.Stderr})
 	pw.Close() // the child holds its own copy
 	if err != nil {
 		t.Fatalf("StartSuspended: %v", err)

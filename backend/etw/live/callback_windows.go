@@ -1,3 +1,5 @@
+//go:build windows && (amd64 || arm64)
+
 package live
 
 import (
@@ -67,7 +69,7 @@ func (r *registry) get(id uintptr) Consumer {
 func eventCallback() uintptr {
 	callbackOnce.Do(func() {
 		callbackPtr = windows.NewCallback(func(er *EventRecord) uintptr {
-			if c := consumers.get(uintptr(er.UserContext)); c != nil {
+			if c := consumers.get(er.UserContext); c != nil {
 				c.Event(er)
 			}
 			return 0
@@ -97,15 +99,7 @@ func registerActive(name string, stop func()) (unregister func()) {
 		h := windows.NewCallback(func(ctrl uint32) uintptr {
 			switch ctrl {
 			case ctrlCloseEvent, ctrlLogoffEvent, ctrlShutdownEvent:
-				activeMu.Lock()
-				stops := make([]func(), 0, len(active))
-				for _, s := range active {
-					stops = append(stops, s)
-				}
-				activeMu.Unlock()
-				for _, s := range stops {
-					s()
-				}
+				StopActive()
 			}
 			return 0 // let the next handler (Go's) run
 		})
@@ -118,5 +112,20 @@ func registerActive(name string, stop func()) (unregister func()) {
 		activeMu.Lock()
 		delete(active, name)
 		activeMu.Unlock()
+	}
+}
+
+// StopActive stops every session this process runs, for a process about
+// to quit without its clean stop (a second Ctrl-C): a kernel session
+// outlives the process that started it.
+func StopActive() {
+	activeMu.Lock()
+	stops := make([]func(), 0, len(active))
+	for _, s := range active {
+		stops = append(stops, s)
+	}
+	activeMu.Unlock()
+	for _, s := range stops {
+		s()
 	}
 }

@@ -145,6 +145,7 @@ func TestCommandStdout(t *testing.T) {
 	for _, record := range []bool{false, true} {
 		for _, to := range []string{"unset", "file", "writer"} {
 			f := newFakeAPI()
+			f.traceEventOK = true // no warning about how the recording's own events are written
 			f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{}), output: said}
 			go func() { <-f.child.resumed; close(f.child.exit) }()
 			var warns []string

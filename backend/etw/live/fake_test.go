@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -13,48 +14,97 @@ import (
 	"github.com/iotrace/iotrace/backend/etw/record"
 )
 
-// fakeAPI is an in-memory Windows: sessions, processes, a volume map, and
-// recorded events that ProcessTrace delivers as EVENT_RECORDs, so that the
-// session logic runs on any OS.
+// fakeAPI is an in-memory Windows 10/11 for the live backend's tests. It
+// does not replay calls: it models what the backend depends on, as
+// Microsoft documents it and as the consumers that run on Windows found
+// it (fakesession_test.go has the sessions):
+//
+//   - a kernel session logs the machine's events into per-processor
+//     buffers: the running processes (Process DCStart) and the machine's
+//     image loads and file and disk I/O when it starts (by its flags),
+//     the open files (FileRundown) when it stops with DISK_FILE_IO;
+//   - a real-time session keeps its buffers until ProcessTrace connects,
+//     some time after it is called; one stopped before loses them and
+//     ProcessTrace fails with ERROR_WMI_INSTANCE_NOT_FOUND; beyond
+//     MaximumBuffers events are lost (EventsLost);
+//   - buffers are delivered when full, on the flush timer, on
+//     ControlTrace(FLUSH) and at the stop, one processor's after
+//     another's (out of time order across processors);
+//   - the consumer's own work (writing the trace) is file I/O of the
+//     tracer's process, logged into its session;
+//   - TraceEvent on a kernel session's handle fails with
+//     ERROR_INVALID_HANDLE (as documented for the NT Kernel Logger);
+//     EventRegister/EnableTraceEx2/EventWrite reach the sessions that
+//     enabled the provider;
+//   - at most 64 sessions, 8 kernel sessions (2 kept for the NT Kernel
+//     Logger and the Circular Kernel Context Logger), a bounded kernel
+//     memory for buffers; session GUIDs are unique; a user who is not an
+//     administrator starts a kernel session only with grants on its GUID
+//     and the kernel provider's;
+//   - CreateProcess runs a program given by its full path; finding it is
+//     the caller's (exec.LookPath's ErrDot is Go's, not Windows').
 type fakeAPI struct {
 	mu        sync.Mutex
 	pid       uint32
+	cpus      uint32
 	procs     []Process
 	os        [3]uint32
 	freq      int64
 	qpc, ft   int64
-	sessions  map[string]*fakeSession
+	sessions  map[string]*fakeSession // running sessions started here
 	byTrace   map[TraceHandle]*fakeSession
 	nextH     uint64
 	startErrs map[string][]error
-	// events are delivered by ProcessTrace, per session kind.
-	mainEvents, rundownEvents []record.Record
-	// imageEvents are delivered to the image-load companion session.
-	imageEvents []record.Record
-	// traced are the TraceEvent calls.
-	traced []traced
-	// dieAfter > 0: the main session's ProcessTrace returns after that
-	// many events, as if the session were stopped from outside.
+	// The machine's events: mainEvents are logged by sessions with the
+	// FILE_IO_INIT flag when they start, imageEvents by those with
+	// IMAGE_LOAD, rundownEvents (the open files) by those with
+	// DISK_FILE_IO when they stop.
+	mainEvents, rundownEvents, imageEvents []record.Record
+	// connectDelay is how long ProcessTrace takes to connect to a
+	// real-time session (default 20 ms).
+	connectDelay time.Duration
+	// stopDelay is how long stopping a rundown session takes.
+	stopDelay time.Duration
+	// dieAfter > 0: the main session's logger dies after delivering
+	// that many events (ProcessTrace returns).
 	dieAfter int
-	// rundownHang: the rundown session's ProcessTrace returns only when
-	// the trace is closed.
-	rundownHang bool
-	// stopStatus is what stopping the main session reports.
+	// stopStatus is added to what stopping the main session reports
+	// (losses of the machine beyond the model's).
 	stopStatus SessionStatus
-	// fileSizes are the files sessions wrote: a file-mode session writes
-	// 64 KiB to its log file, nothing with noLogFile, an empty file with
-	// emptyLogFile.
+	// traceEventOK makes TraceEvent succeed on kernel sessions.
+	traceEventOK bool
+	// enableErr fails EnableProvider.
+	enableErr error
+	providers map[ProviderHandle]GUID
+	// traced are iotrace's own events that reached a file-mode session
+	// (TraceEvent or EventWrite).
+	traced []traced
+	// fileSizes are the sizes of the files sessions wrote in a
+	// directory that does not exist here (C:\t\x.etl): 64 KiB, nothing
+	// with noLogFile, an empty file with emptyLogFile. A session whose
+	// file's directory exists here writes a real .etl there.
 	fileSizes               map[string]int64
 	noLogFile, emptyLogFile bool
-	// cpuMHz is the CPU speed OpenTrace reports.
+	// cpuMHz is the CPU speed the sessions report.
 	cpuMHz uint32
 	// others are sessions of other tools.
-	others   []SessionStatus
-	stopped  []string
-	started  []SessionConfig
-	child    *fakeChild
-	queryErr error
-	vols     map[string]string
+	others  []SessionStatus
+	stopped []string
+	started []SessionConfig
+	// kernelMemory bounds the buffers of the running sessions (default
+	// 1 GiB).
+	kernelMemory uint64
+	// admin is false for a user who is not an administrator; granted
+	// are the GUIDs an administrator granted that user.
+	admin     bool
+	granted   map[GUID]bool
+	grantedTo string
+	child     *fakeChild
+	queryErr  error
+	vols      map[string]string
+	// search and files are the programs CreateProcess can run.
+	search ProgramSearch
+	files  map[string]bool // lower-case paths
 	// images are the executables' paths ProcessImage gives; a pid not
 	// in it is one Windows refuses to tell (protected, System).
 	images map[uint32]string
@@ -69,16 +119,26 @@ type fakeAPI struct {
 	// clockStart is when Clock was first called: later calls advance
 	// the clocks with the wall clock, as a running machine's do.
 	clockStart time.Time
-	// stdio are the standard files of the StartSuspended calls.
+	// stdio are the standard files of the StartSuspended calls; apps
+	// the programs started.
 	stdio []Stdio
+	apps  []string
+	// selfIO counts the tracer's own file I/O the sessions logged.
+	selfIO int
+	// ownTime, when set, is the time (ticks after qpc) iotrace's events
+	// are logged at, instead of the clock's: a test's fixture events
+	// are all logged when the session starts, with their own times.
+	ownTime int64
 }
 
-// traced is one TraceEvent call.
+// traced is one of iotrace's own events that reached a file-mode
+// session.
 type traced struct {
 	session string
 	guid    GUID
 	opcode  uint8
 	data    []byte
+	via     string // "TraceEvent" or "EventWrite"
 }
 
 // stackCall is one SetStackTracing call: the session (by name) and the
@@ -88,192 +148,36 @@ type stackCall struct {
 	ids     []ClassicEventID
 }
 
-type fakeSession struct {
-	cfg      SessionConfig
-	handle   SessionHandle
-	trace    TraceHandle
-	consumer Consumer
-	stop     chan struct{}
-	closed   chan struct{}
-	inject   chan record.Record
-	stopOnce sync.Once
-	closeOne sync.Once
-}
-
 func newFakeAPI() *fakeAPI {
 	return &fakeAPI{
-		pid:       4242,
-		os:        [3]uint32{10, 0, 22631},
-		freq:      10_000_000,
-		sessions:  map[string]*fakeSession{},
-		byTrace:   map[TraceHandle]*fakeSession{},
-		startErrs: map[string][]error{},
-		procs:     []Process{{Pid: 4, Name: "System"}, {Pid: 4242, PPid: 100, Name: "iotrace.exe"}},
-		vols:      map[string]string{`\Device\HarddiskVolume3`: "C:"},
+		pid:          4242,
+		cpus:         4,
+		os:           [3]uint32{10, 0, 22631},
+		freq:         10_000_000,
+		cpuMHz:       3000,
+		sessions:     map[string]*fakeSession{},
+		byTrace:      map[TraceHandle]*fakeSession{},
+		startErrs:    map[string][]error{},
+		providers:    map[ProviderHandle]GUID{},
+		procs:        []Process{{Pid: 4, Name: "System"}, {Pid: 4242, PPid: 100, Name: "iotrace.exe"}},
+		vols:         map[string]string{`\Device\HarddiskVolume3`: "C:"},
+		connectDelay: 20 * time.Millisecond,
+		kernelMemory: 1 << 30,
+		admin:        true,
+		granted:      map[GUID]bool{},
+		search: ProgramSearch{AppDir: `C:\tools`, CurrentDir: `C:\work`, SystemDir: `C:\Windows\System32`,
+			WindowsDir: `C:\Windows`, Path: `C:\Windows\System32;C:\Windows;C:\Program Files\Git\cmd`},
+		files: map[string]bool{`c:\work\app.exe`: true, `c:\tools\iotrace.exe`: true, `c:\windows\system32\cmd.exe`: true},
 	}
-}
-
-func (f *fakeAPI) StartTrace(cfg *SessionConfig) (SessionHandle, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if errs := f.startErrs[cfg.Name]; len(errs) > 0 {
-		f.startErrs[cfg.Name] = errs[1:]
-		if errs[0] != nil {
-			return 0, errs[0]
-		}
-	}
-	if _, ok := f.sessions[cfg.Name]; ok {
-		return 0, ErrAlreadyExists
-	}
-	for _, o := range f.others {
-		if o.Name == cfg.Name {
-			return 0, ErrAlreadyExists
-		}
-	}
-	f.nextH++
-	s := &fakeSession{cfg: *cfg, handle: SessionHandle(f.nextH), stop: make(chan struct{}), closed: make(chan struct{}), inject: make(chan record.Record, 16)}
-	f.sessions[cfg.Name] = s
-	f.started = append(f.started, *cfg)
-	if cfg.LogFile != "" && !f.noLogFile {
-		if f.fileSizes == nil {
-			f.fileSizes = map[string]int64{}
-		}
-		f.fileSizes[cfg.LogFile] = 64 << 10
-		if f.emptyLogFile {
-			f.fileSizes[cfg.LogFile] = 0
-		}
-	}
-	return s.handle, nil
-}
-
-func (f *fakeAPI) ControlTrace(h SessionHandle, name string, code uint32) (SessionStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var s *fakeSession
-	for _, x := range f.sessions {
-		if (h != 0 && x.handle == h) || (h == 0 && x.cfg.Name == name) {
-			s = x
-		}
-	}
-	if s == nil {
-		for i, o := range f.others {
-			if o.Name == name {
-				if code == ControlStop {
-					f.others = append(f.others[:i], f.others[i+1:]...)
-					f.stopped = append(f.stopped, name)
-				}
-				return o, nil
-			}
-		}
-		return SessionStatus{}, ErrNotFound
-	}
-	st := SessionStatus{Name: s.cfg.Name, Handle: s.handle, EnableFlags: s.cfg.EnableFlags}
-	if code == ControlStop {
-		if s.cfg.EnableFlags != RundownFlags {
-			st = f.stopStatus
-			st.Name, st.Handle = s.cfg.Name, s.handle
-		}
-		s.stopOnce.Do(func() { close(s.stop) })
-		delete(f.sessions, s.cfg.Name)
-		f.stopped = append(f.stopped, s.cfg.Name)
-	}
-	return st, nil
-}
-
-func (f *fakeAPI) QueryAllTraces() ([]SessionStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.queryErr != nil {
-		return nil, f.queryErr
-	}
-	out := append([]SessionStatus(nil), f.others...)
-	for _, s := range f.sessions {
-		out = append(out, SessionStatus{Name: s.cfg.Name, Handle: s.handle, EnableFlags: s.cfg.EnableFlags, LogFileMode: ModeRealTime})
-	}
-	return out, nil
-}
-
-func (f *fakeAPI) OpenTrace(spec OpenSpec, c Consumer) (TraceHandle, TraceLogfileHeader, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := f.sessions[spec.SessionName]
-	if s == nil {
-		return 0, TraceLogfileHeader{}, ErrNotFound
-	}
-	f.nextH++
-	s.trace, s.consumer = TraceHandle(f.nextH), c
-	f.byTrace[s.trace] = s
-	return s.trace, TraceLogfileHeader{PerfFreq: f.freq, PointerSize: 8, CPUSpeedInMHz: f.cpuMHz}, nil
-}
-
-func (f *fakeAPI) ProcessTrace(h TraceHandle) error {
-	f.mu.Lock()
-	s := f.byTrace[h]
-	rundown := s != nil && s.cfg.EnableFlags == RundownFlags
-	events := f.mainEvents
-	if rundown {
-		events = f.rundownEvents
-	} else if s != nil && s.cfg.EnableFlags == FlagImageLoad {
-		events = f.imageEvents
-	}
-	dieAfter, hang := f.dieAfter, f.rundownHang && rundown
-	f.mu.Unlock()
-	if s == nil {
-		return ErrCtxClosed
-	}
-	for i := range events {
-		if dieAfter > 0 && i == dieAfter {
-			return nil // the session went away under us
-		}
-		deliver(s.consumer, &events[i])
-	}
-	for {
-		select {
-		case r := <-s.inject:
-			deliver(s.consumer, &r)
-		case <-s.stop:
-			if hang {
-				<-s.closed
-			}
-			return nil
-		case <-s.closed:
-			return nil
-		}
-	}
-}
-
-func (f *fakeAPI) CloseTrace(h TraceHandle) error {
-	f.mu.Lock()
-	s := f.byTrace[h]
-	f.mu.Unlock()
-	if s == nil {
-		return ErrCtxClosed
-	}
-	s.closeOne.Do(func() { close(s.closed) })
-	return nil
-}
-
-func (f *fakeAPI) TraceEvent(h SessionHandle, guid GUID, opcode uint8, data []byte) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, s := range f.sessions {
-		if s.handle == h {
-			f.traced = append(f.traced, traced{session: s.cfg.Name, guid: guid, opcode: opcode, data: append([]byte(nil), data...)})
-			if s.consumer == nil {
-				return nil // a file-mode session: written to its file
-			}
-			s.inject <- record.Record{Kind: record.KindClassic, Provider: record.GUID(guid), Opcode: opcode,
-				PointerSize: 8, Flags: eventHeaderFlagClassicHeader | eventHeaderFlag64BitHeader,
-				ThreadID: 77, ProcessID: 78, Timestamp: f.qpc + 5_000_000, UserData: data}
-			return nil
-		}
-	}
-	return ErrCtxClosed
 }
 
 func (f *fakeAPI) Clock() (int64, int64, int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.clockLocked()
+}
+
+func (f *fakeAPI) clockLocked() (int64, int64, int64) {
 	if f.clockStart.IsZero() {
 		f.clockStart = time.Now()
 		return f.freq, f.qpc, f.ft
@@ -281,12 +185,12 @@ func (f *fakeAPI) Clock() (int64, int64, int64) {
 	d := time.Since(f.clockStart)
 	return f.freq, f.qpc + int64(d.Seconds()*float64(f.freq)), f.ft + d.Nanoseconds()/100
 }
-func (f *fakeAPI) OSVersion() (uint32, uint32, uint32) {
-	return f.os[0], f.os[1], f.os[2]
-}
-func (f *fakeAPI) Pid() uint32 { return f.pid }
 
-// FileSize answers from fileSizes; a path not there does not exist.
+func (f *fakeAPI) OSVersion() (uint32, uint32, uint32) { return f.os[0], f.os[1], f.os[2] }
+func (f *fakeAPI) Processors() uint32                  { return f.cpus }
+func (f *fakeAPI) Pid() uint32                         { return f.pid }
+
+// FileSize answers for the files the sessions wrote.
 func (f *fakeAPI) FileSize(path string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -296,12 +200,55 @@ func (f *fakeAPI) FileSize(path string) (int64, error) {
 	}
 	return n, nil
 }
+
 func (f *fakeAPI) Processes() ([]Process, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Process(nil), f.procs...), nil
 }
+
 func (f *fakeAPI) Volumes() (map[string]string, error) { return f.vols, nil }
+
+func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if img, ok := f.images[pid]; ok {
+		return img, nil
+	}
+	return "", fmt.Errorf("OpenProcess %d: %w", pid, ErrAccessDenied)
+}
+
+func (f *fakeAPI) ProgramSearch() ProgramSearch { return f.search }
+
+func (f *fakeAPI) IsFile(path string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.files[strings.ToLower(path)]
+}
+
+// StartSuspended is CreateProcess given the program's path: it must name
+// a file (CreateProcess does not search for lpApplicationName).
+func (f *fakeAPI) StartSuspended(app string, argv []string, stdio Stdio) (Child, error) {
+	f.mu.Lock()
+	f.stdio = append(f.stdio, stdio)
+	f.apps = append(f.apps, app)
+	ok := f.files[strings.ToLower(app)]
+	f.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("CreateProcess %s: The system cannot find the file specified", app)
+	}
+	if f.child == nil {
+		return nil, fmt.Errorf("CreateProcess %s: no child scripted", app)
+	}
+	if f.child.output != "" {
+		// The command writes before StartSuspended returns: the file
+		// must then be open (a pipe's write end is closed after).
+		if _, err := io.WriteString(stdio.Stdout, f.child.output); err != nil {
+			return nil, fmt.Errorf("the command's output: %w", err)
+		}
+	}
+	return f.child, nil
+}
 
 // fakeImage is an image file of the fake.
 type fakeImage struct {
@@ -330,44 +277,38 @@ func (f *fakeAPI) OpenImage(path string) (ImageFile, error) {
 	return &fakeImage{Reader: bytes.NewReader(b), mod: 1}, nil
 }
 
-// SetStackTracing records the call against the session it names.
-func (f *fakeAPI) SetStackTracing(h SessionHandle, ids []ClassicEventID) error {
+// GrantTracing needs an administrator; it grants the GUIDs, the kernel
+// provider's and iotrace's provider's.
+func (f *fakeAPI) GrantTracing(user string, guids []GUID) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.stackErr != nil {
-		return f.stackErr
+	if !f.admin {
+		return fmt.Errorf("EventAccessControl: %w", ErrAccessDenied)
 	}
-	for _, s := range f.sessions {
-		if s.handle == h {
-			f.stackCalls = append(f.stackCalls, stackCall{session: s.cfg.Name, ids: append([]ClassicEventID(nil), ids...)})
-			return nil
-		}
+	for _, g := range append(guids, SystemTraceControlGUID, MarkerGUID) {
+		f.granted[g] = true
 	}
-	return ErrInvalidParameter
+	f.grantedTo = user
+	return nil
 }
-func (f *fakeAPI) ProcessImage(pid uint32) (string, error) {
+
+func (f *fakeAPI) RegisterProvider(guid GUID) (ProviderHandle, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if img, ok := f.images[pid]; ok {
-		return img, nil
-	}
-	return "", fmt.Errorf("OpenProcess %d: %w", pid, ErrAccessDenied)
+	f.nextH++
+	h := ProviderHandle(f.nextH)
+	f.providers[h] = guid
+	return h, nil
 }
-func (f *fakeAPI) StartSuspended(argv []string, stdio Stdio) (Child, error) {
+
+func (f *fakeAPI) UnregisterProvider(h ProviderHandle) error {
 	f.mu.Lock()
-	f.stdio = append(f.stdio, stdio)
-	f.mu.Unlock()
-	if f.child == nil {
-		return nil, fmt.Errorf("no such program %q", argv[0])
+	defer f.mu.Unlock()
+	if _, ok := f.providers[h]; !ok {
+		return ErrInvalidHandle
 	}
-	if f.child.output != "" {
-		// The command writes before StartSuspended returns: the file
-		// must then be open (a pipe's write end is closed after).
-		if _, err := io.WriteString(stdio.Stdout, f.child.output); err != nil {
-			return nil, fmt.Errorf("the command's output: %w", err)
-		}
-	}
-	return f.child, nil
+	delete(f.providers, h)
+	return nil
 }
 
 type fakeChild struct {
@@ -440,8 +381,11 @@ func eventRecordOf(rec *record.Record) (*EventRecord, []any) {
 	return er, keep
 }
 
+// deliver hands rec to c as ProcessTrace's callback would, with the
+// consumer's context (a small integer) in UserContext.
 func deliver(c Consumer, rec *record.Record) {
 	er, keep := eventRecordOf(rec)
+	er.UserContext = 1
 	c.Event(er)
 	runtime.KeepAlive(keep)
 }

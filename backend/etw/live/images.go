@@ -33,9 +33,14 @@ import (
 // records enter the reorder window, where their timestamp puts them right
 // after their image. The image is held there until its answer comes (and
 // the events after it with it), for at most one more window; an identity
-// that comes later still is passed on late and counted. Identities are cached per
-// (path, size, modification time): a DLL loaded by every process is read
-// once. A file that cannot be read (gone, access denied, not a PE), or
+// that comes later still is passed on late and counted. A DLL is loaded
+// by many processes (tens of thousands of Image DCStart events when a
+// session starts on a desktop): an image version, told by its path, PE
+// time stamp and size as the load event gives them, is read once; its
+// other loads are answered from that read without touching the file
+// (at once when it is done, or when it is, if it is under way).
+// Reads are also cached per (path, size, modification time), for
+// events that give no time stamp. A file that cannot be read (gone, access denied, not a PE), or
 // whose headers differ from the loaded image's (replaced on disk since),
 // gives no identity and is counted: a wrong PDB would name frames wrongly.
 
@@ -146,10 +151,17 @@ func imageFilePath(nt string, vols map[string]string) string {
 	return globalRoot + nt
 }
 
-// imageKey is a version of an image file.
+// imageKey is a version of an image file on disk.
 type imageKey struct {
 	path          string
 	size, modTime int64
+}
+
+// versionKey is an image version as a load event tells it.
+type versionKey struct {
+	path  string // as logged
+	stamp uint32 // PE TimeDateStamp
+	size  uint64 // mapped size
 }
 
 // imageIdentity is the outcome of reading one image file.
@@ -183,6 +195,10 @@ type imageResolver struct {
 	mu    sync.Mutex
 	cache map[imageKey]imageIdentity
 	gone  map[string]bool // paths that could not be opened
+	// byVersion are the identities of the image versions read; inflight
+	// the loads waiting for a read of their version under way.
+	byVersion map[versionKey]imageIdentity
+	inflight  map[versionKey][]imageJob
 	// counters, under mu; pending are the jobs handed over and not
 	// answered yet.
 	read, noPDB, unreadable, mismatch, dropped, unfinished, pending, lateIDs uint64
@@ -191,6 +207,7 @@ type imageResolver struct {
 
 func newImageResolver(api API, vols map[string]string) *imageResolver {
 	return &imageResolver{api: api, vols: vols, cache: map[imageKey]imageIdentity{}, gone: map[string]bool{},
+		byVersion: map[versionKey]imageIdentity{}, inflight: map[versionKey][]imageJob{},
 		jobs: make(chan imageJob, maxImageJobs), out: make(chan imageAnswer, maxImageJobs+imageWorkers)}
 }
 
@@ -201,13 +218,9 @@ func (ir *imageResolver) start() {
 		go func() {
 			defer ir.wg.Done()
 			for j := range ir.jobs {
-				it := ir.answer(&j)
-				ir.mu.Lock()
-				if ir.pending > 0 { // 0: given up on (counted)
-					ir.pending--
+				for _, a := range ir.read1(&j) {
+					ir.out <- a
 				}
-				ir.mu.Unlock()
-				ir.out <- imageAnswer{seq: j.seq, it: it}
 			}
 		}()
 	}
@@ -224,29 +237,76 @@ func job(r *record.Record) (imageJob, bool) {
 	return j, true
 }
 
+// version returns the version key of j, and whether the load event
+// tells the version (a PE time stamp).
+func (j *imageJob) version() (versionKey, bool) {
+	return versionKey{path: j.load.name, stamp: j.load.timeDateStamp, size: j.load.size}, j.load.timeDateStamp != 0
+}
+
 // submit hands the Image record r (arrival number seq) to the workers, if
-// it is an image load, and reports whether an answer will come; it never
-// blocks (a full queue drops the lookup, counted).
-func (ir *imageResolver) submit(r *record.Record, seq uint64) bool {
+// it is an image load. It returns the record to put after it at once
+// when its version has been read already, and reports whether an answer
+// will come from the workers; it never blocks (a full queue drops the
+// lookup, counted).
+func (ir *imageResolver) submit(r *record.Record, seq uint64) (now *item, pending bool) {
 	j, ok := job(r)
 	if !ok {
-		return false
+		return nil, false
 	}
 	j.seq = seq
+	key, versioned := j.version()
 	ir.mu.Lock()
 	defer ir.mu.Unlock()
 	if ir.closed {
 		ir.unfinished++
-		return false
+		return nil, false
+	}
+	if versioned {
+		if res, ok := ir.byVersion[key]; ok {
+			return ir.verdict(&j, res), false
+		}
+		if waiting, ok := ir.inflight[key]; ok {
+			ir.inflight[key] = append(waiting, j)
+			ir.pending++
+			return nil, true
+		}
 	}
 	select {
 	case ir.jobs <- j:
 		ir.pending++
-		return true
+		if versioned {
+			ir.inflight[key] = nil
+		}
+		return nil, true
 	default:
 		ir.dropped++
-		return false
+		return nil, false
 	}
+}
+
+// read1 reads the file of job j and answers it and the loads of its
+// version that came meanwhile.
+func (ir *imageResolver) read1(j *imageJob) []imageAnswer {
+	res := ir.identify(imageFilePath(j.load.name, ir.vols))
+	key, versioned := j.version()
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
+	jobs := []imageJob{*j}
+	if versioned {
+		jobs = append(jobs, ir.inflight[key]...)
+		delete(ir.inflight, key)
+		if res.err == nil && res.id.TimeDateStamp == key.stamp {
+			ir.byVersion[key] = res // that version's identity (or its lack of a PDB)
+		}
+	}
+	out := make([]imageAnswer, 0, len(jobs))
+	for i := range jobs {
+		if ir.pending > 0 { // 0: given up on (counted)
+			ir.pending--
+		}
+		out = append(out, imageAnswer{seq: jobs[i].seq, it: ir.verdict(&jobs[i], res)})
+	}
+	return out
 }
 
 // lookupNow answers the Image record r on the caller's goroutine (nil: r
@@ -257,7 +317,14 @@ func (ir *imageResolver) lookupNow(r *record.Record) *item {
 	if !ok {
 		return nil
 	}
-	return ir.answer(&j)
+	key, versioned := j.version()
+	ir.mu.Lock()
+	if res, ok := ir.byVersion[key]; ok && versioned {
+		defer ir.mu.Unlock()
+		return ir.verdict(&j, res)
+	}
+	ir.mu.Unlock()
+	return ir.read1(&j)[0].it
 }
 
 // closeJobs stops taking jobs; ir.out is closed once the workers have
@@ -344,12 +411,10 @@ func (ir *imageResolver) identify(path string) imageIdentity {
 	return res
 }
 
-// answer identifies j's image and returns the OpcodeImage record to put
-// after it, or nil (counted) when there is none to give.
-func (ir *imageResolver) answer(j *imageJob) *item {
-	res := ir.identify(imageFilePath(j.load.name, ir.vols))
-	ir.mu.Lock()
-	defer ir.mu.Unlock()
+// verdict returns the OpcodeImage record to put after j's image, given
+// what reading its file gave, or nil (counted) when there is none to
+// give. ir.mu is held.
+func (ir *imageResolver) verdict(j *imageJob, res imageIdentity) *item {
 	switch {
 	case res.err != nil:
 		ir.unreadable++

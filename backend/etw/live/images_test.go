@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -169,7 +170,7 @@ func TestImageIdentityInStream(t *testing.T) {
 		}
 		ir := newImageResolver(f, f.vols)
 		pl := &recorder{}
-		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}))
+		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}, 4242))
 		if err := consume(q, ro, func() int64 { return 0 }, pl, out, nil, ir, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -255,49 +256,54 @@ func TestImageIdentitiesLive(t *testing.T) {
 	}
 }
 
-// BenchmarkImageIdentity measures one image lookup: a cached file
-// version (open and stat, as every load of a DLL already seen) and a
-// first read (PE headers and debug directory).
+// BenchmarkImageIdentity measures one image lookup: a load of an image
+// version read already (its path, PE time stamp and size: no file
+// touched, as for the thousands of DLL loads of a session's start), a
+// load whose event gives no time stamp of a file read already (open and
+// stat), and a first read (PE headers and debug directory).
 func BenchmarkImageIdentity(b *testing.B) {
 	pe, id := testPE(b)
 	f := newFakeAPI()
 	f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
 	r := imageRecord(kernel.OpcodeImageLoad, 10, 900, 0x140000000, uint64(id.SizeOfImage), id.TimeDateStamp, `\Device\HarddiskVolume3\app\mod.exe`)
-	b.Run("cached", func(b *testing.B) {
-		ir := newImageResolver(f, f.vols)
-		for i := 0; i < b.N; i++ {
-			if ir.lookupNow(&r) == nil {
-				b.Fatal("no identity")
+	noStamp := imageRecord(kernel.OpcodeImageLoad, 10, 900, 0x140000000, uint64(id.SizeOfImage), 0, `\Device\HarddiskVolume3\app\mod.exe`)
+	for _, c := range []struct {
+		name  string
+		r     *record.Record
+		clear bool
+	}{{"version", &r, false}, {"file", &noStamp, false}, {"first", &r, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			ir := newImageResolver(f, f.vols)
+			for i := 0; i < b.N; i++ {
+				if c.clear {
+					clear(ir.cache)
+					clear(ir.byVersion)
+				}
+				if ir.lookupNow(c.r) == nil {
+					b.Fatal("no identity")
+				}
 			}
-		}
-	})
-	b.Run("first", func(b *testing.B) {
-		ir := newImageResolver(f, f.vols)
-		for i := 0; i < b.N; i++ {
-			clear(ir.cache)
-			if ir.lookupNow(&r) == nil {
-				b.Fatal("no identity")
-			}
-		}
-	})
+		})
+	}
 }
 
 // TestRecordETLOwnEvents: record -o t.etl writes the volume map into the
 // recording session as it starts and, with --stacks, the identity of each
 // image its companion session reports (loaded before or during the
 // recording), all as iotrace's own provider events that ownprovider
-// decodes; the companion is stopped with the recording.
+// decodes; the companion is stopped with the recording. A kernel session
+// refuses TraceEvent (as documented for the NT Kernel Logger): the events
+// then go through iotrace's provider, enabled on the session, and the
+// warnings say so; where TraceEvent is taken, they go that way.
 func TestRecordETLOwnEvents(t *testing.T) {
 	pe, id := testPE(t)
 	for _, c := range []struct {
-		name   string
-		stacks backend.Stacks
-		win7   bool
-	}{{"stacks", backend.StacksBoth, false}, {"no stacks", backend.StacksNone, false}, {"windows 7", backend.StacksBoth, true}} {
+		name         string
+		stacks       backend.Stacks
+		traceEventOK bool
+	}{{"stacks", backend.StacksBoth, false}, {"no stacks", backend.StacksNone, false}, {"TraceEvent taken", backend.StacksBoth, true}} {
 		f := newFakeAPI()
-		if c.win7 {
-			f.os = [3]uint32{6, 1, 7601}
-		}
+		f.traceEventOK = c.traceEventOK
 		f.vols = map[string]string{`\Device\HarddiskVolume3`: "C:", `\Device\HarddiskVolume1`: "D:"}
 		f.imageFiles = map[string][]byte{`C:\app\mod.exe`: pe}
 		f.imageEvents = []record.Record{
@@ -311,14 +317,15 @@ func TestRecordETLOwnEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := SessionName(4242)
-		if c.win7 {
-			rec = KernelLoggerName
+		via := "EventWrite"
+		if c.traceEventOK {
+			via = "TraceEvent"
 		}
 		var vols []ownprovider.Volume
 		var imgs []ownprovider.Image
 		for _, e := range f.traced {
-			if e.session != rec || e.guid != MarkerGUID {
-				t.Fatalf("%s: TraceEvent into %q (%v)", c.name, e.session, e.guid)
+			if e.session != rec || e.guid != MarkerGUID || e.via != via {
+				t.Fatalf("%s: own event into %q (%v) by %s", c.name, e.session, e.guid, e.via)
 			}
 			switch e.opcode {
 			case ownprovider.OpcodeVolume:
@@ -344,7 +351,7 @@ func TestRecordETLOwnEvents(t *testing.T) {
 		companion := false
 		for _, s := range f.started {
 			companion = companion || s.Name == ImagesName(4242)
-			if s.Name == ImagesName(4242) && (s.LogFile != "" || s.EnableFlags != FlagImageLoad || !s.SystemLogger) {
+			if s.Name == ImagesName(4242) && (s.LogFile != "" || s.EnableFlags != FlagImageLoad || s.Guid != sessionGUID(kindImages, 0)) {
 				t.Errorf("companion session %+v", s)
 			}
 		}
@@ -352,12 +359,12 @@ func TestRecordETLOwnEvents(t *testing.T) {
 			t.Errorf("%s: sessions left running: %v", c.name, f.sessions)
 		}
 		all := strings.Join(warns, "\n")
-		if c.stacks == backend.StacksNone || c.win7 {
+		if refused := strings.Contains(all, "refused TraceEvent"); refused == c.traceEventOK {
+			t.Errorf("%s: warnings %q", c.name, warns)
+		}
+		if c.stacks == backend.StacksNone {
 			if companion || len(imgs) != 0 {
 				t.Errorf("%s: companion %v, %d identities", c.name, companion, len(imgs))
-			}
-			if c.win7 && !strings.Contains(all, "not recorded") {
-				t.Errorf("%s: warnings %q", c.name, warns)
 			}
 			continue
 		}
@@ -396,13 +403,18 @@ func FuzzParseImageLoad(f *testing.F) {
 	})
 }
 
-// TestMarkSkipsHelperSessions: `iotrace mark` writes into the recording
-// or tracing session, never into its rundown or image-load companions.
+// TestMarkSkipsHelperSessions: `iotrace mark` counts and reaches the
+// recording or tracing session, never its rundown or image-load
+// companions (they do not enable iotrace's provider).
 func TestMarkSkipsHelperSessions(t *testing.T) {
 	f := newFakeAPI()
-	for _, name := range []string{SessionName(4242), RundownName(4242), ImagesName(4242)} {
-		if _, err := f.StartTrace(&SessionConfig{Name: name, LogFile: `C:\t\` + name + ".etl"}); err != nil {
+	for i, name := range []string{SessionName(4242), RundownName(4242), ImagesName(4242)} {
+		h, err := f.StartTrace(&SessionConfig{Name: name, LogFile: `C:\t\` + name + ".etl", Guid: sessionGUID(kindMain, i)})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			enableOwn(f, h, name, func(s string) { t.Error(s) })
 		}
 	}
 	n, err := SendMark(f, "m")
@@ -425,7 +437,7 @@ func TestRecordETLNoCompanion(t *testing.T) {
 	if len(f.traced) != 1 || f.traced[0].opcode != ownprovider.OpcodeVolume || len(f.sessions) != 0 {
 		t.Errorf("traced %+v, sessions %v", f.traced, f.sessions)
 	}
-	if all := strings.Join(warns, "\n"); !strings.Contains(all, "image identities not recorded") || !strings.Contains(all, "8 kernel sessions") {
+	if all := strings.Join(warns, "\n"); !strings.Contains(all, "image identities not recorded") || !strings.Contains(all, "kernel sessions") {
 		t.Errorf("warnings %q", warns)
 	}
 }
@@ -459,7 +471,7 @@ func TestImageHeldForItsIdentity(t *testing.T) {
 		ro := newReorderer(1000, 0)
 		ir := newImageResolver(f, f.vols)
 		pl := &recorder{}
-		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}))
+		out := newLiveSink(&memSink{}, &event.Header{}, nil, newPidFilter(&backend.Options{}, 4242))
 		done := make(chan error, 1)
 		go func() { done <- consume(q, ro, func() int64 { return clock }, pl, out, nil, ir, 5*time.Second) }()
 		// Several release ticks with the file still unread (slow: until
@@ -535,5 +547,56 @@ func TestImageIdentityReachesModule(t *testing.T) {
 	st := sink.trailer.Stats
 	if st.Get(event.CountInfo, etw.StatModulesPDB) != 1 || st.Get(event.CountUnresolved, etw.StatIdentityNoImage) != 0 {
 		t.Errorf("stats %v", st.Sorted())
+	}
+}
+
+// TestImageRundownBurst: on a desktop the image-load companion of a
+// recording starts with one Image DCStart per module of every process
+// (here 200 processes with the same 100 DLLs), all logged before
+// anything drains it: its buffers hold them (none lost), each DLL
+// version's file is read once, every load gets its identity, none is
+// dropped. With buffers too small to hold the burst, what the session
+// lost is said.
+func TestImageRundownBurst(t *testing.T) {
+	pe, id := testPE(t)
+	burst := func(f *fakeAPI) {
+		f.imageFiles = map[string][]byte{}
+		for d := 0; d < 100; d++ {
+			f.imageFiles[fmt.Sprintf(`C:\Windows\System32\lib%02d.dll`, d)] = pe
+		}
+		for p := uint32(0); p < 200; p++ {
+			for d := 0; d < 100; d++ {
+				f.imageEvents = append(f.imageEvents, imageRecord(kernel.OpcodeImageDCStart, 10, 1000+p, 0x7ff800000000+uint64(d)<<20,
+					uint64(id.SizeOfImage), id.TimeDateStamp, fmt.Sprintf(`\Device\HarddiskVolume3\Windows\System32\lib%02d.dll`, d)))
+			}
+		}
+	}
+	for _, small := range []bool{false, true} {
+		f := newFakeAPI()
+		f.traceEventOK = true
+		burst(f)
+		var warns []string
+		opts := backend.Options{Stacks: backend.StacksBoth, Duration: 300 * time.Millisecond, Warn: func(s string) { warns = append(warns, s) }}
+		cfg := Config{API: f}
+		if small {
+			cfg.BufferSizeKB = MinBufferKB
+		}
+		if _, err := New(cfg).RecordETL(context.Background(), opts, `C:\t\burst.etl`); err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(warns, "\n")
+		imgs := len(f.ownTraced(SessionName(4242))[ownprovider.OpcodeImage])
+		if small {
+			if !strings.Contains(all, "the image-load session lost") || imgs == 20000 {
+				t.Errorf("small buffers: %d identities; warnings %q", imgs, warns)
+			}
+			continue
+		}
+		if imgs != 20000 || !strings.Contains(all, "20000 image identities written") || strings.Contains(all, "lost") || strings.Contains(all, "dropped") {
+			t.Errorf("%d identities written; warnings %q", imgs, warns)
+		}
+		if len(f.opened) != 100 {
+			t.Errorf("%d image files opened for 100 DLL versions", len(f.opened))
+		}
 	}
 }

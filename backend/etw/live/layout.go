@@ -3,8 +3,7 @@ package live
 import "unsafe"
 
 // Win32 ETW structures, laid out as the C headers lay them out on 64-bit
-// Windows (amd64 and arm64, the targets of the live backend; pointers are
-// uintptr). layout_test.go checks every offset and size against the
+// Windows (amd64 and arm64, the only targets of the live backend). layout_test.go checks every offset and size against the
 // documented C layout for both pointer sizes. They are plain Go types so
 // that the session and conversion code, and its tests with a fake, build
 // and run on any OS.
@@ -103,7 +102,7 @@ type TraceLogfileHeader struct {
 	PointerSize        uint32
 	EventsLost         uint32
 	CPUSpeedInMHz      uint32
-	LoggerName         uintptr
+	LoggerName         uintptr // the OS's pointers, never read
 	LogFileName        uintptr
 	TimeZone           TimeZoneInformation
 	BootTime           int64
@@ -114,9 +113,11 @@ type TraceLogfileHeader struct {
 }
 
 // EventTraceLogfile is EVENT_TRACE_LOGFILEW, the argument of OpenTraceW.
+// The names are Go pointers, so that the strings they point to stay
+// alive while the structure does (a uintptr would not keep them).
 type EventTraceLogfile struct {
-	LogFileName         uintptr // *uint16
-	LoggerName          uintptr // *uint16
+	LogFileName         *uint16
+	LoggerName          *uint16
 	CurrentTime         int64
 	BuffersRead         uint32
 	ProcessTraceMode    uint32 // union with LogFileMode
@@ -128,7 +129,7 @@ type EventTraceLogfile struct {
 	EventsLost          uint32
 	EventRecordCallback uintptr // union with EventCallback
 	IsKernelTrace       uint32
-	Context             uintptr
+	Context             uintptr // an integer (the consumer's id), never a pointer
 }
 
 // EventDescriptor is EVENT_DESCRIPTOR.
@@ -182,7 +183,10 @@ type EventRecord struct {
 	UserDataLength    uint16
 	ExtendedData      unsafe.Pointer // *EventHeaderExtendedDataItem
 	UserData          unsafe.Pointer
-	UserContext       unsafe.Pointer
+	// UserContext is EVENT_TRACE_LOGFILE.Context as given to OpenTrace:
+	// the consumer's id, a small integer, so not a pointer (the Go
+	// runtime may reject an invalid pointer it finds on a stack).
+	UserContext uintptr
 }
 
 // Sizes of the structures on 64-bit Windows.

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"go/build"
 	"reflect"
 	"syscall"
 	"testing"
@@ -240,5 +241,52 @@ func TestCloseTraceErr(t *testing.T) {
 	}
 	if err := closeTraceErr(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestNoPointerAsInteger: a Go pointer handed to Windows is held in a
+// pointer-typed field, so that the collector keeps what it points to
+// while the structure lives (OpenTrace's names); an integer Windows
+// hands back (the consumer's context) is not held as a pointer, which
+// the runtime may reject when it finds an invalid one on a stack.
+func TestNoPointerAsInteger(t *testing.T) {
+	for _, c := range []struct {
+		typ   any
+		field string
+		kind  reflect.Kind
+	}{
+		{EventTraceLogfile{}, "LogFileName", reflect.Pointer},
+		{EventTraceLogfile{}, "LoggerName", reflect.Pointer},
+		{EventTraceLogfile{}, "Context", reflect.Uintptr},
+		{EventRecord{}, "UserContext", reflect.Uintptr},
+	} {
+		f, ok := reflect.TypeOf(c.typ).FieldByName(c.field)
+		if !ok || f.Type.Kind() != c.kind {
+			t.Errorf("%T.%s: %v, want a %v", c.typ, c.field, f.Type, c.kind)
+		}
+	}
+}
+
+// TestWindowsTargets: the Windows implementation (whose structures are
+// the 64-bit layouts and which passes 64-bit handles in one register)
+// builds for windows/amd64 and windows/arm64 only; windows/386 and the
+// other systems get DefaultAPI's refusal.
+func TestWindowsTargets(t *testing.T) {
+	impl := []string{"api_windows.go", "callback_windows.go"}
+	for _, c := range []struct {
+		goos, goarch string
+		windows      bool
+	}{{"windows", "amd64", true}, {"windows", "arm64", true}, {"windows", "386", false}, {"linux", "amd64", false}} {
+		ctx := build.Default
+		ctx.GOOS, ctx.GOARCH, ctx.CgoEnabled = c.goos, c.goarch, false
+		for _, name := range append(impl, "api_other.go") {
+			ok, err := ctx.MatchFile(".", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.windows == (name != "api_other.go"); ok != want {
+				t.Errorf("%s/%s: %s built %v, want %v", c.goos, c.goarch, name, ok, want)
+			}
+		}
 	}
 }

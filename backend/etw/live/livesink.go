@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/etw/ownprovider"
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -12,7 +13,7 @@ import (
 // trace once (the pipeline or a marker may begin it), sends the facts
 // captured before the session (volumes, running processes) right after
 // Begin, writes markers, and keeps only the traced processes' events when
-// a command or pids are traced.
+// a command or pids are traced, never iotrace's own.
 type liveSink struct {
 	sink     event.Sink
 	hdr      *event.Header
@@ -21,6 +22,7 @@ type liveSink struct {
 	filter   *pidFilter
 	markers  uint64
 	filtered uint64
+	self     uint64 // events of iotrace's own process
 }
 
 func newLiveSink(s event.Sink, hdr *event.Header, facts []event.Fact, f *pidFilter) *liveSink {
@@ -45,6 +47,10 @@ func (l *liveSink) Begin(h *event.Header) error {
 }
 
 func (l *liveSink) Event(e *event.Event) error {
+	if e.Pid == l.filter.self && e.Pid != 0 {
+		l.self++
+		return nil
+	}
 	if !l.filter.keep(e.Pid) {
 		l.filtered++
 		return nil
@@ -82,7 +88,7 @@ func (l *liveSink) marker(r *record.Record, id uint64) error {
 		FD:     -1,
 		Offset: -1,
 		Bytes:  -1,
-		Note:   markerText(r.UserData),
+		Note:   ownprovider.DecodeMarker(r.UserData),
 	}
 	return l.sink.Event(&e) // markers are never filtered
 }
@@ -94,22 +100,28 @@ func (l *liveSink) stats(s *event.Stats) {
 	if l.filtered > 0 {
 		s.Add(event.CountInfo, StatFilteredByProcess, l.filtered)
 	}
+	if l.self > 0 {
+		s.Add(event.CountInfo, StatSelf, l.self)
+	}
 }
 
 // pidFilter keeps the events of the traced processes: opts.Pids, the
 // traced command, and (for a command, or with FollowChildren) their
 // descendants as Process start facts reveal them; opts.Comms by name. No
-// filter keeps everything.
+// filter keeps everything but the events of iotrace itself (self): a
+// system-wide trace would hold its own writes of the trace (and, printed
+// to a console, trace its own printing of them, and so on).
 type pidFilter struct {
 	mu     sync.Mutex
+	self   uint32
 	active bool
 	follow bool
 	pids   map[uint32]bool
 	comms  map[string]bool
 }
 
-func newPidFilter(opts *backend.Options) *pidFilter {
-	f := &pidFilter{pids: map[uint32]bool{}, comms: map[string]bool{}, follow: opts.FollowChildren || len(opts.Command) > 0}
+func newPidFilter(opts *backend.Options, self uint32) *pidFilter {
+	f := &pidFilter{self: self, pids: map[uint32]bool{}, comms: map[string]bool{}, follow: opts.FollowChildren || len(opts.Command) > 0}
 	for _, p := range opts.Pids {
 		f.pids[p] = true
 		f.active = true

@@ -22,7 +22,9 @@ import (
 // kernel's records of the same run (a process, the Image Load, file
 // requests on \Device\HarddiskVolumeN paths and their StackWalk records,
 // frames inside the image), the identities at the time they were written,
-// after their image. Read back by the .etl reader (two passes): the paths
+// after their image, as EventWrite writes them (EVENT_HEADER records of
+// iotrace's provider: the kernel session refused TraceEvent). Read back
+// by the .etl reader (two passes): the paths
 // read as drive letters, the module carries the PDB identity the
 // recording wrote, and the events carry stacks whose user frames fall in
 // that module.
@@ -56,14 +58,18 @@ func TestRecordETLReadBack(t *testing.T) {
 	var s etwsynth.Recs
 	nVol, nImg := 0, 0
 	for i, e := range f.traced {
+		ts := headerTS + 10 + int64(i)
 		switch e.opcode {
 		case ownprovider.OpcodeVolume:
-			s.Own(headerTS+10+int64(i), e.opcode, 4242, 77, e.data)
 			nVol++
 		case ownprovider.OpcodeImage:
-			s.Own(writtenTS+int64(i), e.opcode, 4242, 77, e.data)
+			ts = writtenTS + int64(i)
 			nImg++
 		}
+		if e.via != "EventWrite" { // the session refused TraceEvent
+			t.Fatalf("own event %d written by %s", i, e.via)
+		}
+		s.OwnEvent(ts, e.opcode, 4242, 77, e.data)
 	}
 	if nVol != 2 || nImg != 1 {
 		t.Fatalf("the recording wrote %d volumes, %d identities: %+v", nVol, nImg, f.traced)

@@ -109,39 +109,108 @@ func ownSession(name string, pid uint32) bool {
 	return name == SessionName(pid) || name == RundownName(pid) || name == ImagesName(pid)
 }
 
-// startSession starts cfg, handling what goes wrong the way the user
-// needs: a leftover session of our own name (from a crashed iotrace with
-// our pid) is stopped and the start retried once; a name taken by another
-// tool is never touched.
-func startSession(api API, cfg *SessionConfig, warn func(string)) (SessionHandle, error) {
-	h, err := api.StartTrace(cfg)
-	if err == nil {
-		return h, nil
+// Session limits of Windows: at most maxSessions trace sessions, of
+// which at most kernelSlots kernel sessions, the first two slots kept
+// for the NT Kernel Logger and the Circular Kernel Context Logger
+// (Configuring and Starting a SystemTraceProvider Session).
+const (
+	maxSessions = 64
+	kernelSlots = 8
+)
+
+// reservedKernel are the kernel sessions with slots of their own.
+var reservedKernel = map[string]bool{"NT Kernel Logger": true, "Circular Kernel Context Logger": true}
+
+// startSession starts the kernel session cfg of kind k, its GUID the
+// first slot of k no running session holds (guids.go), handling what
+// goes wrong the way the user needs: a leftover session of our own name
+// (from a crashed iotrace with our pid) is stopped and the start retried
+// once; a slot taken meanwhile gives way to the next; a name taken by
+// another tool is never touched; access denied and no resources say
+// why.
+func startSession(api API, cfg *SessionConfig, k sessionKind, warn func(string)) (SessionHandle, error) {
+	running, _ := api.QueryAllTraces() // none known: every slot is tried
+	slots := freeSlots(k, running)
+	if len(slots) == 0 {
+		return 0, fmt.Errorf("start ETW session %q: the %d session GUIDs iotrace has for it are all in use: `iotrace sessions` lists the sessions", cfg.Name, numSlots)
 	}
-	switch {
-	case isErrno(err, ErrAlreadyExists):
-		if cfg.Name == KernelLoggerName {
-			return 0, fmt.Errorf("start ETW session %q: %w: another tool (xperf, WPR, Process Monitor, PerfView...) is using the NT Kernel Logger; stop it there, or with `xperf -stop` / `logman stop \"NT Kernel Logger\" -ets` if it was left behind", cfg.Name, err)
-		}
-		procs, perr := api.Processes()
-		if perr != nil || !Stale(cfg.Name, procs, api.Pid()) {
+	restarted := false
+	for i := 0; i < len(slots); i++ {
+		cfg.Guid = sessionGUID(k, slots[i])
+		h, err := api.StartTrace(cfg)
+		switch {
+		case err == nil:
+			return h, nil
+		case isErrno(err, ErrAlreadyExists):
+			if !nameRunning(api, cfg.Name) {
+				continue // the slot's GUID was taken meanwhile
+			}
+			if restarted {
+				return 0, fmt.Errorf("start ETW session %q (after stopping the stale one): %w", cfg.Name, err)
+			}
+			if err := stopLeftover(api, cfg.Name, warn); err != nil {
+				return 0, err
+			}
+			restarted = true
+			i-- // the same slot again
+		case isErrno(err, ErrAccessDenied):
+			return 0, fmt.Errorf("start ETW session %q: %w: %s", cfg.Name, err, accessAdvice)
+		case isErrno(err, ErrNoSystemResources):
+			return 0, fmt.Errorf("start ETW session %q: %w: %s", cfg.Name, err, noResourcesCause(api, cfg))
+		default:
 			return 0, fmt.Errorf("start ETW session %q: %w", cfg.Name, err)
 		}
-		warn(fmt.Sprintf("stopping session %q left behind by an iotrace process that is gone", cfg.Name))
-		if _, serr := api.ControlTrace(0, cfg.Name, ControlStop); serr != nil && !isErrno(serr, ErrNotFound) {
-			return 0, fmt.Errorf("start ETW session %q: it exists and could not be stopped: %w", cfg.Name, serr)
-		}
-		h, err = api.StartTrace(cfg)
-		if err != nil {
-			return 0, fmt.Errorf("start ETW session %q (after stopping the stale one): %w", cfg.Name, err)
-		}
-		return h, nil
-	case isErrno(err, ErrAccessDenied):
-		return 0, fmt.Errorf("start ETW session %q: %w: kernel tracing needs an elevated prompt (Run as administrator) or membership in the Performance Log Users group", cfg.Name, err)
-	case isErrno(err, ErrNoSystemResources):
-		return 0, fmt.Errorf("start ETW session %q: %w: Windows runs at most 8 kernel sessions (2 are reserved); `iotrace sessions` lists them, `iotrace sessions stop NAME` stops a stale iotrace one", cfg.Name, err)
 	}
-	return 0, fmt.Errorf("start ETW session %q: %w", cfg.Name, err)
+	return 0, fmt.Errorf("start ETW session %q: every free session GUID was taken meanwhile by other sessions", cfg.Name)
+}
+
+// accessAdvice says how to get the right to start kernel sessions.
+const accessAdvice = "kernel tracing needs an elevated prompt (Run as administrator), or a user an administrator has granted iotrace's session GUIDs and the kernel provider with `iotrace sessions grant USER` (docs/windows.md)"
+
+// nameRunning reports whether a session of that name runs.
+func nameRunning(api API, name string) bool {
+	_, err := api.ControlTrace(0, name, ControlQuery)
+	return err == nil
+}
+
+// stopLeftover stops the session name when it was left behind by an
+// iotrace process that is gone (or by an earlier process with our pid).
+func stopLeftover(api API, name string, warn func(string)) error {
+	procs, err := api.Processes()
+	if err != nil || !Stale(name, procs, api.Pid()) {
+		return fmt.Errorf("start ETW session %q: %w", name, ErrAlreadyExists)
+	}
+	warn(fmt.Sprintf("stopping session %q left behind by an iotrace process that is gone", name))
+	if _, err := api.ControlTrace(0, name, ControlStop); err != nil && !isErrno(err, ErrNotFound) {
+		return fmt.Errorf("start ETW session %q: it exists and could not be stopped: %w", name, err)
+	}
+	return nil
+}
+
+// noResourcesCause tells which of Windows' limits refused the session
+// cfg: the sessions of the machine, its kernel sessions, or the memory
+// for the session's buffers.
+func noResourcesCause(api API, cfg *SessionConfig) string {
+	all, err := api.QueryAllTraces()
+	if err != nil {
+		return fmt.Sprintf("Windows runs at most %d sessions, %d of them kernel sessions, and the session's buffers (%d of %d KB at the start) need kernel memory; the sessions cannot be listed (%v)",
+			maxSessions, kernelSlots, cfg.MinBuffers, cfg.BufferSizeKB, err)
+	}
+	var kernel []string
+	for i := range all {
+		if all[i].LogFileMode&ModeSystemLogger != 0 && !reservedKernel[all[i].Name] {
+			kernel = append(kernel, all[i].Name)
+		}
+	}
+	switch {
+	case len(all) >= maxSessions:
+		return fmt.Sprintf("Windows runs at most %d trace sessions and %d are running: `iotrace sessions` lists them (`iotrace sessions stop NAME` stops a stale iotrace one)", maxSessions, len(all))
+	case len(kernel) >= kernelSlots-len(reservedKernel):
+		return fmt.Sprintf("Windows runs at most %d kernel sessions, 2 kept for the NT Kernel Logger and the Circular Kernel Context Logger, and these %d hold the others: %s (`iotrace sessions` lists them)",
+			kernelSlots, len(kernel), strings.Join(kernel, ", "))
+	}
+	return fmt.Sprintf("%d sessions run, %d of them kernel sessions, so Windows had no memory for this session's buffers (%d of %d KB at the start, up to %d): a smaller --buffer-size may start",
+		len(all), len(kernel), cfg.MinBuffers, cfg.BufferSizeKB, cfg.MaxBuffers)
 }
 
 // cleanupStale stops every stale iotrace session (left by crashed iotrace

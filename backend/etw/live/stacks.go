@@ -73,14 +73,13 @@ func StackEvents() []ClassicEventID {
 	return ids
 }
 
-// enableStacks asks session h (named name) for stack walks on ids; on
-// failure it stops the session and says why.
+// enableStacks asks session h (named name) for stack walks on ids; the
+// error says why it refused.
 func enableStacks(api API, h SessionHandle, name string, ids []ClassicEventID) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	if err := api.SetStackTracing(h, ids); err != nil {
-		_, _ = api.ControlTrace(h, name, ControlStop)
 		return fmt.Errorf("--stacks: ask ETW session %q for stack walks on %d kernel events (TraceSetInformation): %w", name, len(ids), err)
 	}
 	return nil

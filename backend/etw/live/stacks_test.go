@@ -173,6 +173,8 @@ func TestStacksRefusedBySession(t *testing.T) {
 // walks; --stacks user says the file keeps both parts.
 func TestRecordETLStacks(t *testing.T) {
 	f := newFakeAPI()
+	// The kernel, as the image-load companion's start-up rundown has it.
+	f.imageEvents = []record.Record{imageRecord(kernel.OpcodeImageDCStart, 10, 0, 0xfffff80000000000, 0x1000000, 7, `\SystemRoot\system32\ntoskrnl.exe`)}
 	var warns []string
 	opts := backend.Options{Stacks: backend.StacksUser, Duration: time.Millisecond, Warn: func(s string) { warns = append(warns, s) }}
 	if _, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\s.etl`); err != nil {
@@ -271,11 +273,15 @@ func FuzzStackFilter(f *testing.F) {
 // TestStacksDefaults: with --stacks, twice the events in flight and held
 // for reordering (a walk follows most events); an explicit size stays.
 func TestStacksDefaults(t *testing.T) {
-	c := New(Config{}).defaults(&backend.Options{Stacks: backend.StacksUser})
+	f := newFakeAPI()
+	c, err := New(Config{}).defaults(f, &backend.Options{Stacks: backend.StacksUser})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if c.QueueSize != 2*defaultQueueSize || c.ReorderLimit != 2*defaultReorderLimit {
 		t.Errorf("with stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
 	}
-	c = New(Config{QueueSize: 10}).defaults(&backend.Options{})
+	c, _ = New(Config{QueueSize: 10}).defaults(f, &backend.Options{})
 	if c.QueueSize != 10 || c.ReorderLimit != 0 {
 		t.Errorf("without stacks: queue %d, reorder limit %d", c.QueueSize, c.ReorderLimit)
 	}
@@ -437,5 +443,54 @@ func TestDeferredUserPartLive(t *testing.T) {
 			st.Get(event.CountDropped, etw.StatStackUserNever) != 0 || st.Get(event.CountDropped, etw.StatStacksLate) != 0 {
 			t.Errorf("stacks %v: %d events; stats %v", c.mode, n, st.Sorted())
 		}
+	}
+}
+
+// TestStackJoinedManyCPUs: on a machine with many processors, the live
+// stream (merged by time) puts other processors' events between an
+// event and its StackWalk, which the kernel logs right after it on the
+// same processor: 40 file requests here, more than the 32 recent events
+// a walk's event is looked for among. The walk still joins its event.
+func TestStackJoinedManyCPUs(t *testing.T) {
+	const (
+		pid, tid = 900, 901
+		k1, u1   = 0xfffff80000101000, 0x7ff600001000
+		fo       = 0xffffc00000a00000
+	)
+	var s etwsynth.Recs
+	s.ReadWrite(2000, 67, tid, pid, 0xa2, fo, fo, 0, 4096)
+	for i := 0; i < 40; i++ { // on processors 1 to 3
+		s.CPU = uint16(1 + i%3)
+		s.ReadWrite(2001+int64(i), 68, 1000+uint32(i), 1000, 0xb000+uint64(i), fo+0x1000, fo+0x1000, 0, 512)
+		s.OpEnd(2100+int64(i), 1000+uint32(i), 1000, 0xb000+uint64(i), 512, 0)
+	}
+	s.CPU = 0
+	s.Stack(2050, 2000, pid, tid, k1, u1)
+	s.OpEnd(2600, tid, pid, 0xa2, 4096, 0)
+	f := newFakeAPI()
+	f.mainEvents = s.Recs
+	sink := &memSink{}
+	if err := runFake(t, f, Config{}, backend.Options{Stacks: backend.StacksBoth}, sink, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	facts := map[uint64]event.Fact{}
+	for _, x := range sink.facts {
+		if x.Kind == event.FactStack {
+			facts[x.Handle] = x
+		}
+	}
+	found := false
+	for _, e := range sink.events {
+		if e.Pid == pid && e.Native == "FileIo/Read" {
+			found = true
+			x, ok := facts[e.Stack]
+			if !ok || !slices.Equal(x.Kernel, []uint64{k1}) || !slices.Equal(x.User, []uint64{u1}) {
+				t.Errorf("read stack %d %+v", e.Stack, x)
+			}
+		}
+	}
+	st := sink.trailer.Stats
+	if !found || st.Get(event.CountInfo, etw.StatStacksNoRecent) != 0 || st.Get(event.CountInfo, etw.StatStackRecords) != 1 {
+		t.Errorf("read found %v; stats %v", found, st.Sorted())
 	}
 }

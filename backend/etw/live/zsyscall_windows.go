@@ -41,17 +41,23 @@ var (
 	modadvapi32 = windows.NewLazySystemDLL("advapi32.dll")
 	modkernel32 = windows.NewLazySystemDLL("kernel32.dll")
 
-	procCloseTrace                = modadvapi32.NewProc("CloseTrace")
-	procControlTraceW             = modadvapi32.NewProc("ControlTraceW")
-	procOpenTraceW                = modadvapi32.NewProc("OpenTraceW")
-	procProcessTrace              = modadvapi32.NewProc("ProcessTrace")
-	procQueryAllTracesW           = modadvapi32.NewProc("QueryAllTracesW")
-	procStartTraceW               = modadvapi32.NewProc("StartTraceW")
-	procTraceEvent                = modadvapi32.NewProc("TraceEvent")
-	procTraceSetInformation       = modadvapi32.NewProc("TraceSetInformation")
-	procQueryPerformanceCounter   = modkernel32.NewProc("QueryPerformanceCounter")
-	procQueryPerformanceFrequency = modkernel32.NewProc("QueryPerformanceFrequency")
-	procSetConsoleCtrlHandler     = modkernel32.NewProc("SetConsoleCtrlHandler")
+	procCloseTrace                      = modadvapi32.NewProc("CloseTrace")
+	procControlTraceW                   = modadvapi32.NewProc("ControlTraceW")
+	procEnableTraceEx2                  = modadvapi32.NewProc("EnableTraceEx2")
+	procEventAccessControl              = modadvapi32.NewProc("EventAccessControl")
+	procEventRegister                   = modadvapi32.NewProc("EventRegister")
+	procEventUnregister                 = modadvapi32.NewProc("EventUnregister")
+	procEventWrite                      = modadvapi32.NewProc("EventWrite")
+	procOpenTraceW                      = modadvapi32.NewProc("OpenTraceW")
+	procProcessTrace                    = modadvapi32.NewProc("ProcessTrace")
+	procQueryAllTracesW                 = modadvapi32.NewProc("QueryAllTracesW")
+	procStartTraceW                     = modadvapi32.NewProc("StartTraceW")
+	procTraceEvent                      = modadvapi32.NewProc("TraceEvent")
+	procTraceSetInformation             = modadvapi32.NewProc("TraceSetInformation")
+	procNeedCurrentDirectoryForExePathW = modkernel32.NewProc("NeedCurrentDirectoryForExePathW")
+	procQueryPerformanceCounter         = modkernel32.NewProc("QueryPerformanceCounter")
+	procQueryPerformanceFrequency       = modkernel32.NewProc("QueryPerformanceFrequency")
+	procSetConsoleCtrlHandler           = modkernel32.NewProc("SetConsoleCtrlHandler")
 )
 
 func closeTrace(handle TraceHandle) (ret error) {
@@ -64,6 +70,50 @@ func closeTrace(handle TraceHandle) (ret error) {
 
 func controlTrace(handle SessionHandle, name *uint16, props *EventTraceProperties, code uint32) (ret error) {
 	r0, _, _ := syscall.SyscallN(procControlTraceW.Addr(), uintptr(handle), uintptr(unsafe.Pointer(name)), uintptr(unsafe.Pointer(props)), uintptr(code))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func enableTraceEx2(handle SessionHandle, provider *GUID, code uint32, level uint8, any uint64, all uint64, timeout uint32, params uintptr) (ret error) {
+	r0, _, _ := syscall.SyscallN(procEnableTraceEx2.Addr(), uintptr(handle), uintptr(unsafe.Pointer(provider)), uintptr(code), uintptr(level), uintptr(any), uintptr(all), uintptr(timeout), uintptr(params))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func eventAccessControl(guid *GUID, operation uint32, sid *windows.SID, rights uint32, allow bool) (ret error) {
+	var _p0 uint32
+	if allow {
+		_p0 = 1
+	}
+	r0, _, _ := syscall.SyscallN(procEventAccessControl.Addr(), uintptr(unsafe.Pointer(guid)), uintptr(operation), uintptr(unsafe.Pointer(sid)), uintptr(rights), uintptr(_p0))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func eventRegister(provider *GUID, callback uintptr, context uintptr, handle *ProviderHandle) (ret error) {
+	r0, _, _ := syscall.SyscallN(procEventRegister.Addr(), uintptr(unsafe.Pointer(provider)), uintptr(callback), uintptr(context), uintptr(unsafe.Pointer(handle)))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func eventUnregister(handle ProviderHandle) (ret error) {
+	r0, _, _ := syscall.SyscallN(procEventUnregister.Addr(), uintptr(handle))
+	if r0 != 0 {
+		ret = syscall.Errno(r0)
+	}
+	return
+}
+
+func eventWrite(handle ProviderHandle, desc *EventDescriptor, count uint32, data *eventDataDescriptor) (ret error) {
+	r0, _, _ := syscall.SyscallN(procEventWrite.Addr(), uintptr(handle), uintptr(unsafe.Pointer(desc)), uintptr(count), uintptr(unsafe.Pointer(data)))
 	if r0 != 0 {
 		ret = syscall.Errno(r0)
 	}
@@ -116,6 +166,12 @@ func traceSetInformation(handle SessionHandle, class uint32, info *ClassicEventI
 	if r0 != 0 {
 		ret = syscall.Errno(r0)
 	}
+	return
+}
+
+func needCurrentDirectoryForExePath(name *uint16) (need bool) {
+	r0, _, _ := syscall.SyscallN(procNeedCurrentDirectoryForExePathW.Addr(), uintptr(unsafe.Pointer(name)))
+	need = r0 != 0
 	return
 }
 

@@ -34,6 +34,7 @@
 #include "blockio.h"
 #include "cur_syscall.h"
 #include "pagecache.h"
+#include "unwind.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -120,6 +121,8 @@ const volatile bool filter_pids = false;
 const volatile bool clock_monotonic = false;
 /* --stacks: STACKS_USER | STACKS_KERNEL (cur_syscall.h) at queue */
 const volatile __u8 stack_mode = 0;
+/* user stacks walked with the syscall side's unwind tables (unwind.h) */
+const volatile bool unwind_mode = false;
 /* force a wakeup once this many bytes wait in the ring buffer */
 const volatile __u64 wakeup_bytes = 64 * 1024;
 /* page-cache provenance: send pc_rec records into pc_ring (the syscall
@@ -511,7 +514,7 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	bi.ustack = -1;
 	bi.kstack = -1;
 	if ((stack_mode & STACKS_USER) && !(bi.flags & RF_KTHREAD))
-		bi.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		bi.ustack = unwind_mode ? unwind_user_quiet() : bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	if (stack_mode & STACKS_KERNEL)
 		bi.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	if (inode_read)

@@ -48,16 +48,16 @@ func (s *Recs) kernel(kind record.Kind, group, opcode uint8, version uint16, ts 
 }
 
 // Header adds the EventTrace header record (a 64-bit QPC session at
-// 10 MHz) at ts.
+// 10 MHz, 3000 MHz processors) at ts.
 func (s *Recs) Header(ts int64) {
-	s.kernel(record.KindSystem, 0, 0, 2, ts, 1, 4, headerPayload(etl.ClockTypeQPC))
+	s.kernel(record.KindSystem, 0, 0, 2, ts, 1, 4, headerPayload(etl.ClockTypeQPC, 3000))
 }
 
 // headerPayload is a 64-bit TRACE_LOGFILE_HEADER.
-func headerPayload(clock uint32) buf {
+func headerPayload(clock, mhz uint32) buf {
 	b := buf{}.u32(65536).u32(0x0001000A).u32(22631).u32(2) // buffer size, version 10.0, build, CPUs
 	b = b.u64(0).u32(156250).u32(0).u32(0x00000001)         // end time, timer resolution, max size, mode (sequential file)
-	b = b.u32(0).u32(1).u32(8).u32(0).u32(3000)             // buffers written, start buffers, pointer size, events lost, MHz
+	b = b.u32(0).u32(1).u32(8).u32(0).u32(mhz)              // buffers written, start buffers, pointer size, events lost, MHz
 	b = b.u64(0).u64(0)                                     // logger and file name pointers
 	b = b.u32(0)                                            // time zone bias
 	b = append(b, make([]byte, 172)...)                     // the rest of TIME_ZONE_INFORMATION
@@ -137,6 +137,28 @@ func (s *Recs) Stack(ts, evTs int64, pid, tid uint32, frames ...uint64) {
 	s.kernel(record.KindPerfInfo, record.GroupStackWalk, 32, 2, ts, 0, 0, b)
 }
 
+// KeyRef adds a StackWalk StackKeyKernel (37) or StackKeyUser (38), v2:
+// EventTimeStamp, StackProcess, StackThread, StackKey.
+func (s *Recs) KeyRef(ts int64, opcode uint8, evTs int64, pid, tid uint32, key uint64) {
+	s.kernel(record.KindPerfInfo, record.GroupStackWalk, opcode, 2, ts, 0, 0, buf{}.u64(uint64(evTs)).u32(pid).u32(tid).u64(key))
+}
+
+// KeyDef adds a StackWalk KeyCreate (34), KeyDelete (35) or KeyRundown
+// (36), v2: StackKey, the return addresses.
+func (s *Recs) KeyDef(ts int64, opcode uint8, key uint64, frames ...uint64) {
+	b := buf{}.u64(key)
+	for _, f := range frames {
+		b = b.u64(f)
+	}
+	s.kernel(record.KindPerfInfo, record.GroupStackWalk, opcode, 2, ts, 0, 0, b)
+}
+
+// Sample adds a PerfInfo SampledProfile (46) of thread tid at ip with a
+// PERFINFO header: a record with no thread in its header.
+func (s *Recs) Sample(ts int64, ip uint64, tid uint32) {
+	s.kernel(record.KindPerfInfo, record.GroupPerfInfo, 46, 2, ts, 0, 0, buf{}.u64(ip).u32(tid).u32(1))
+}
+
 // Own adds an event of iotrace's own provider (a classic event, as
 // TraceEvent writes it).
 func (s *Recs) Own(ts int64, opcode uint8, pid, tid uint32, payload []byte) {
@@ -145,13 +167,37 @@ func (s *Recs) Own(ts int64, opcode uint8, pid, tid uint32, payload []byte) {
 		ThreadID: tid, ProcessID: pid, Timestamp: ts, CPU: s.CPU, UserData: payload, FileOffset: -1, Buffer: -1})
 }
 
+// OwnEvent adds an event of iotrace's own provider as EventWrite writes
+// it: an EVENT_HEADER record whose event id and opcode are the
+// ownprovider opcode.
+func (s *Recs) OwnEvent(ts int64, opcode uint8, pid, tid uint32, payload []byte) {
+	s.Recs = append(s.Recs, record.Record{Kind: record.KindEvent, Provider: ownprovider.GUID, ID: uint16(opcode), Opcode: opcode,
+		Version: ownprovider.Version, Level: 4, PointerSize: 8, Flags: etl.EventHeaderFlag64BitHeader,
+		ThreadID: tid, ProcessID: pid, Timestamp: ts, CPU: s.CPU, UserData: payload, FileOffset: -1, Buffer: -1})
+}
+
 // Record header sizes and types of the records ETL writes.
 const (
 	sizeSystem   = 0x20
 	sizePerfInfo = 0x10
 	sizeFull     = 0x30
+	sizeEvent    = 0x50
 	bufferSize   = 64 << 10
 )
+
+// HeaderSize is the size of r's header in an .etl buffer (its payload
+// follows).
+func HeaderSize(r *record.Record) int {
+	switch r.Kind {
+	case record.KindSystem:
+		return sizeSystem
+	case record.KindPerfInfo:
+		return sizePerfInfo
+	case record.KindEvent:
+		return sizeEvent
+	}
+	return sizeFull
+}
 
 // encode returns the bytes of r as it lies in an .etl buffer.
 func encode(r *record.Record) []byte {
@@ -188,6 +234,23 @@ func encode(r *record.Record) []byte {
 		le.PutUint16(b[28:], g.Data2)
 		le.PutUint16(b[30:], g.Data3)
 		copy(b[32:40], g.Data4[:])
+	case record.KindEvent:
+		b = make([]byte, sizeEvent, sizeEvent+len(r.UserData))
+		le.PutUint16(b[0:], uint16(sizeEvent+len(r.UserData)))
+		b[2] = etl.HeaderEventHeader64
+		le.PutUint16(b[4:], r.Flags&^etl.EventHeaderFlagExtendedInfo)
+		le.PutUint32(b[8:], r.ThreadID)
+		le.PutUint32(b[12:], r.ProcessID)
+		le.PutUint64(b[16:], uint64(r.Timestamp))
+		g := r.Provider
+		le.PutUint32(b[24:], g.Data1)
+		le.PutUint16(b[28:], g.Data2)
+		le.PutUint16(b[30:], g.Data3)
+		copy(b[32:40], g.Data4[:])
+		le.PutUint16(b[40:], r.ID)
+		b[42], b[43], b[44], b[45] = uint8(r.Version), r.Channel, r.Level, r.Opcode
+		le.PutUint16(b[46:], r.Task)
+		le.PutUint64(b[48:], r.Keyword)
 	default:
 		panic("etwsynth: cannot encode a record of kind " + r.Kind.String())
 	}
@@ -199,9 +262,12 @@ func encode(r *record.Record) []byte {
 // the EventTrace header record (timestamp headerTS), then each
 // processor's records (by Record.CPU, in timestamp order) in 64 KiB
 // buffers. recs must not hold a header record.
-func ETL(headerTS int64, recs []record.Record) []byte {
+func ETL(headerTS int64, recs []record.Record) []byte { return ETLWith(headerTS, 3000, recs) }
+
+// ETLWith is ETL with the processor speed, in MHz, its header gives.
+func ETLWith(headerTS int64, mhz uint32, recs []record.Record) []byte {
 	var hdr Recs
-	hdr.Header(headerTS)
+	hdr.kernel(record.KindSystem, 0, 0, 2, headerTS, 1, 4, headerPayload(etl.ClockTypeQPC, mhz))
 	out := buffer(0, 0, etl.BufferTypeHeader, [][]byte{encode(&hdr.Recs[0])})
 	byCPU := map[uint16][]*record.Record{}
 	var cpus []int
