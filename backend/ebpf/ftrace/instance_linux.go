@@ -3,7 +3,6 @@ package ftrace
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,9 +40,12 @@ type Instance struct {
 	page    []byte
 }
 
+// cpuPipe is one CPU's trace_pipe_raw, a raw non-blocking descriptor:
+// an *os.File would park the reader in Go's poller on EAGAIN, and tracefs
+// files never report readiness to it.
 type cpuPipe struct {
 	cpu int
-	f   *os.File
+	fd  int
 }
 
 // Open creates the instance, sets its clock and buffer size, enables the
@@ -132,11 +134,11 @@ func (in *Instance) setup(opts Options) error {
 		if err != nil || !strings.HasPrefix(e.Name(), "cpu") {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(in.dir, "per_cpu", e.Name(), "trace_pipe_raw"), os.O_RDONLY|unix.O_NONBLOCK, 0)
+		fd, err := unix.Open(filepath.Join(in.dir, "per_cpu", e.Name(), "trace_pipe_raw"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue // an offline CPU
 		}
-		in.cpus = append(in.cpus, cpuPipe{cpu: cpu, f: f})
+		in.cpus = append(in.cpus, cpuPipe{cpu: cpu, fd: fd})
 	}
 	if len(in.cpus) == 0 {
 		return fmt.Errorf("ftrace: no per-CPU trace_pipe_raw could be opened in %s", in.dir)
@@ -156,9 +158,12 @@ func (in *Instance) Missing() []string { return in.missing }
 func (in *Instance) Read(fn func(cpu int, ts uint64, rec []byte)) (missed uint64, err error) {
 	for _, c := range in.cpus {
 		for {
-			n, err := c.f.Read(in.page)
+			n, err := unix.Read(c.fd, in.page)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
 			if n <= 0 || err != nil {
-				if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, io.EOF) {
+				if err != nil && !errors.Is(err, unix.EAGAIN) {
 					return missed, fmt.Errorf("ftrace: read cpu %d: %w", c.cpu, err)
 				}
 				break
@@ -205,7 +210,7 @@ func (in *Instance) Close() error {
 	}
 	in.enabled = nil
 	for _, c := range in.cpus {
-		c.f.Close()
+		unix.Close(c.fd)
 	}
 	in.cpus = nil
 	if in.dir == "" {
