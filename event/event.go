@@ -181,12 +181,13 @@ const (
 	FlagPathLate                       // path resolved after capture (user space)
 	FlagDiscard                        // discard / write zeroes
 	FlagWaitedIO                       // read queued no I/O itself but waited for I/O in flight (read-ahead, another reader)
+	FlagFtraceCompletion               // completion no BPF program saw, its time taken from the kernel's trace buffer (Linux block)
 )
 
 var flagNames = [...]string{
 	"direct", "sync", "fua", "meta", "preflush", "readahead", "writeback",
 	"paging", "no-completion", "no-start", "cache-hit", "append", "created",
-	"truncated", "path-late", "discard", "waited-io",
+	"truncated", "path-late", "discard", "waited-io", "ftrace-completion",
 }
 
 // String lists the set flags separated by '|'.

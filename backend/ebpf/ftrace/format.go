@@ -160,3 +160,18 @@ func ParsePageHeader(text string) (PageHeader, error) {
 	}
 	return PageHeader{TimestampOffset: ts.Offset, CommitOffset: commit.Offset, CommitSize: commit.Size, DataOffset: data.Offset}, nil
 }
+
+// StalePid returns the process ID of an instance named PREFIX-PID or
+// PREFIX-PID-ANY; ok is false for another name.
+func StalePid(name, prefix string) (pid int, ok bool) {
+	rest, found := strings.CutPrefix(name, prefix+"-")
+	if !found {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(digits)
+	if err != nil || pid <= 0 || strconv.Itoa(pid) != digits {
+		return 0, false
+	}
+	return pid, true
+}

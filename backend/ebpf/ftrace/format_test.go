@@ -101,3 +101,25 @@ func FuzzParseFormat(f *testing.F) {
 		_, _ = ParsePageHeader(text)
 	})
 }
+
+func TestStalePid(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"iotrace-123", 123, true},
+		{"iotrace-123-blk4", 123, true},
+		{"iotrace-missed-55", 0, false},
+		{"iotrace-0", 0, false},
+		{"iotrace-+12", 0, false},
+		{"iotrace-012", 0, false},
+		{"other-12", 0, false},
+		{"iotrace", 0, false},
+	} {
+		pid, ok := StalePid(c.name, "iotrace")
+		if pid != c.pid || ok != c.ok {
+			t.Errorf("StalePid(%q) = %d, %v; want %d, %v", c.name, pid, ok, c.pid, c.ok)
+		}
+	}
+}

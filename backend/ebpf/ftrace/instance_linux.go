@@ -265,3 +265,35 @@ func tracefsRoot(root string) (string, error) {
 	}
 	return "", fmt.Errorf("ftrace: no tracefs with instances at %s", strings.Join(cands, " or "))
 }
+
+// RemoveStale removes the instances named PREFIX-PID or PREFIX-PID-ANY
+// whose process PID is gone (a tracer killed before its Close), and
+// returns how many it removed. root is as in Options.
+func RemoveStale(root, prefix string) (int, error) {
+	root, err := tracefsRoot(root)
+	if err != nil {
+		return 0, err
+	}
+	dir := filepath.Join(root, "instances")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("ftrace: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, e := range ents {
+		pid, ok := StalePid(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		if err := unix.Kill(pid, 0); err == nil || errors.Is(err, unix.EPERM) {
+			continue // alive
+		}
+		if err := removeDir(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

@@ -17,7 +17,7 @@ import (
 // in the binary page format; Close removes it.
 func TestInstanceRecordsBlockCompletions(t *testing.T) {
 	testenv.RequirePrivileged(t, "creates a tracefs instance")
-	name := "iotrace-test-" + strconv.Itoa(os.Getpid())
+	name := "iotrace-" + strconv.Itoa(os.Getpid()) + "-test"
 	in, err := Open(Options{Name: name, Events: []string{"block/block_rq_complete", "block/no_such_event"}, Clock: "boot", BufferKB: 256})
 	if err != nil {
 		t.Fatal(err)

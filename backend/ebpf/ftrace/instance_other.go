@@ -42,3 +42,6 @@ func (*Instance) Dropped() uint64 { return 0 }
 
 // Close does nothing.
 func (*Instance) Close() error { return nil }
+
+// RemoveStale does nothing: tracefs is Linux's.
+func RemoveStale(root, prefix string) (int, error) { return 0, ErrNotSupported }
