@@ -42,11 +42,11 @@ type Tracer struct {
 	// the programs reported unseen (StatUnseen counts the rest).
 	witness     *witness
 	unseenFound uint64
-	devs    *Devices
-	user    event.Stats // counters kept in user space
-	kernel  event.Stats // last kernel counter snapshot, once detached
-	stopped bool
-	closed  bool
+	devs        *Devices
+	user        event.Stats // counters kept in user space
+	kernel      event.Stats // last kernel counter snapshot, once detached
+	stopped     bool
+	closed      bool
 }
 
 // attach is one program and its tracepoint.

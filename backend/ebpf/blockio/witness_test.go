@@ -56,13 +56,13 @@ func TestWitnessFind(t *testing.T) {
 	add := func(ts uint64, dev uint32, sector uint64, nr uint32, errno int32, rwbs string) {
 		l.add(ts, rqCompleteRecord(id, dev, sector, nr, errno, rwbs))
 	}
-	add(100, disk, 1000, 8, 0, "WS")      // a 4 KiB write before the window
-	add(200, disk, 992, 24, 0, "WS")      // a merged request covering 1000..1007
-	add(210, disk+1, 1000, 8, 0, "WS")    // another disk
-	add(220, disk, 1000, 8, 0, "R")       // another direction
-	add(230, disk, 0, 0, 0, "FWS")        // an empty preflush
-	add(240, disk, 0, 0, 0, "FF")         // the flush request
-	add(300, disk, 1000, 8, -5, "WS")     // a later write there, failed
+	add(100, disk, 1000, 8, 0, "WS")   // a 4 KiB write before the window
+	add(200, disk, 992, 24, 0, "WS")   // a merged request covering 1000..1007
+	add(210, disk+1, 1000, 8, 0, "WS") // another disk
+	add(220, disk, 1000, 8, 0, "R")    // another direction
+	add(230, disk, 0, 0, 0, "FWS")     // an empty preflush
+	add(240, disk, 0, 0, 0, "FF")      // the flush request
+	add(300, disk, 1000, 8, -5, "WS")  // a later write there, failed
 	add(400, disk, 4000, 0x7fffffff, 0, "R")
 
 	q := witnessQuery{dev: disk, sector: 1000, bytes: 4096, op: 'W', after: 150, before: 1000}
