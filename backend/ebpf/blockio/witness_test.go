@@ -136,3 +136,22 @@ func TestWitnessedEvent(t *testing.T) {
 		t.Errorf("failed: code %d status %v bytes %d", e.Code, e.Status, e.Bytes)
 	}
 }
+
+// FuzzWitnessRecord: any record bytes are decoded or counted malformed,
+// and a lookup afterwards neither panics nor takes a record of another
+// disk.
+func FuzzWitnessRecord(f *testing.F) {
+	f.Add(rqCompleteRecord(2107, 252<<20, 1000, 8, 0, "WS"), uint64(10))
+	f.Add([]byte{0x3b, 0x08, 1}, uint64(1))
+	f.Fuzz(func(t *testing.T, rec []byte, ts uint64) {
+		l, _ := testWitnessLog(t, 8)
+		l.add(ts, rec)
+		if l.malformed+uint64(l.next) > 1 {
+			t.Fatalf("one record: %d malformed, %d kept", l.malformed, l.next)
+		}
+		r, miss := l.find(witnessQuery{dev: 7, sector: 0, bytes: 4096, op: 'W', before: ^uint64(0)})
+		if miss == missNone && r.dev != 7 {
+			t.Fatalf("found a record of device %d", r.dev)
+		}
+	})
+}
