@@ -21,6 +21,17 @@ import (
 // on this operating system or machine. The wrapping error says why.
 var ErrNotSupported = errors.New("not supported")
 
+// ErrOtherOS is wrapped by Available when a backend is for another
+// operating system (ETW on Linux, eBPF on Windows): the CLI leaves such a
+// backend out when it says why this machine cannot be traced. It wraps
+// ErrNotSupported and reads as it does.
+var ErrOtherOS error = otherOS{}
+
+type otherOS struct{}
+
+func (otherOS) Error() string { return ErrNotSupported.Error() }
+func (otherOS) Unwrap() error { return ErrNotSupported }
+
 // Backend is a live source of events.
 type Backend interface {
 	// Name is the short name users select the backend by ("ebpf", "etw").
@@ -38,9 +49,29 @@ type Backend interface {
 	Run(ctx context.Context, opts Options, sink event.Sink) error
 }
 
+// Selector is implemented by a backend that can run here but not trace
+// everything (ptrace: only a command it starts): Supports says why it
+// cannot trace what opts ask, nil when it can.
+type Selector interface {
+	Supports(opts Options) error
+}
+
+// CommandExit is how a traced command ended.
+type CommandExit struct {
+	// Status is its exit status as a shell reports it: its exit code,
+	// or 128 plus the signal number when a signal killed it.
+	Status int
+	// Signal names the signal that killed it ("SIGTERM"); "" when it
+	// exited.
+	Signal string
+}
+
 // Options configure a live trace. Filters here are pushed down into the
 // kernel where the backend can; the rest is applied in user space.
 type Options struct {
+	// Backend names the live backend to use (--backend); empty picks
+	// the first that can run here and trace what is asked.
+	Backend string
 	// Command, when set, is started after the probes are attached; only it
 	// and its descendants are traced and the trace stops when it exits.
 	Command []string
@@ -48,10 +79,9 @@ type Options struct {
 	// runs.
 	CommandStarted func(pid int)
 	// CommandExited, when set, is called once, before Run returns, with
-	// Command's exit status when it exited while traced: its exit code,
-	// or 128 plus the signal number when a signal killed it (as shells
-	// report it). It is not called when the command is still running.
-	CommandExited func(status int)
+	// how Command ended when it exited while traced. It is not called
+	// when the command is still running.
+	CommandExited func(CommandExit)
 	// CommandStdout, when set, is Command's standard output instead of
 	// iotrace's: the CLI sends it to stderr when the trace itself goes to
 	// stdout, so that the command's output never lands in the trace.
@@ -89,7 +119,17 @@ type Options struct {
 	// Warn is called with a one-line message when something goes wrong
 	// while tracing (loss starts, a probe could not attach). May be nil.
 	Warn func(msg string)
+	// Progress, when set, is called about once a second while the trace
+	// runs with the counters so far: what the trailer would carry if the
+	// trace ended then (events lost, unpaired, unresolved, by reason).
+	// iotrace serve exports them live. It is called from the backend's
+	// reading goroutine and must return quickly; the Stats are the
+	// callee's to keep.
+	Progress func(event.Stats)
 }
+
+// ProgressEvery is how often a backend calls Options.Progress.
+const ProgressEvery = time.Second
 
 // Stacks selects the call stacks a backend captures.
 type Stacks uint8

@@ -4,6 +4,7 @@ import (
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf"
 	"github.com/iotrace/iotrace/backend/etw/live"
+	"github.com/iotrace/iotrace/backend/ptrace"
 )
 
 // liveBackends returns every live tracing backend built into iotrace, in
@@ -14,5 +15,6 @@ func liveBackends() []backend.Backend {
 	return []backend.Backend{
 		ebpf.New(ebpf.Config{}),
 		live.New(live.Config{}),
+		ptrace.New(ptrace.Config{}),
 	}
 }

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -69,6 +72,46 @@ func TestCompletion(t *testing.T) {
 	for _, f := range []string{"iot", "jsonl", "csv", "text"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("--format completion lacks %s: %q", f, out)
+		}
+	}
+}
+
+// otherOS is a backend for another operating system.
+type otherOS struct{ missing }
+
+func (otherOS) Available() error {
+	return fmt.Errorf("ETW on linux: %w (it is a Windows API)", backend.ErrOtherOS)
+}
+
+// denied is a backend for this system that needs a privilege.
+type denied struct{ missing }
+
+func (denied) Name() string { return "ebpf" }
+func (denied) Available() error {
+	return fmt.Errorf("ebpf: loading programs needs root or CAP_BPF: %w", os.ErrPermission)
+}
+
+// TestNoBackendSaysWhyHere: when no backend can run, the error gives the
+// reasons of the backends for this operating system only (not "ETW needs
+// Windows" to a non-root Linux user), and those of the others when there
+// is no other reason.
+func TestNoBackendSaysWhyHere(t *testing.T) {
+	_, err := pickBackend([]backend.Backend{denied{}, otherOS{}}, backend.Options{})
+	if err == nil || !strings.Contains(err.Error(), "needs root") || strings.Contains(err.Error(), "ETW") {
+		t.Errorf("non-root on Linux: %v; want the ebpf reason only", err)
+	}
+	_, err = pickBackend([]backend.Backend{otherOS{}}, backend.Options{})
+	if err == nil || !strings.Contains(err.Error(), "ETW on linux: not supported") {
+		t.Errorf("only a backend for another OS: %v; want its reason", err)
+	}
+	if !errors.Is(backend.ErrOtherOS, backend.ErrNotSupported) {
+		t.Errorf("ErrOtherOS does not wrap ErrNotSupported")
+	}
+	// The real backends say which OS they are for.
+	for _, b := range liveBackends() {
+		forOther := (b.Name() == "etw") != (runtime.GOOS == "windows")
+		if err := b.Available(); forOther && !errors.Is(err, backend.ErrOtherOS) {
+			t.Errorf("%s on %s: %v; want ErrOtherOS", b.Name(), runtime.GOOS, err)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 // compareFlags are the flags of iotrace compare.
 type compareFlags struct {
 	format        string
+	output        string
 	top           int
 	maps          []string
 	strip         []string
@@ -45,11 +46,16 @@ counterpart and is left out unless --include-paging.`,
 			if args[0] == "-" && args[1] == "-" {
 				return fmt.Errorf("compare: only one side can be standard input (-)")
 			}
-			return runCompare(cmd.Context(), args[0], args[1], &f, cmd.InOrStdin(), cmd.OutOrStdout())
+			stdout, finish, err := openSummary(f.output, cmd.InOrStdin(), cmd.OutOrStdout(), args...)
+			if err != nil {
+				return err
+			}
+			return finish(runCompare(cmd.Context(), args[0], args[1], &f, cmd.InOrStdin(), stdout))
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVarP(&f.output, "output", "o", "", "write the comparison to this file instead of standard output")
 	fl.IntVar(&f.top, "top", 20, "number of file rows")
 	fl.StringArrayVar(&f.maps, "map", nil, "rewrite the path prefix OLD to NEW on both sides (OLD=NEW, repeatable)")
 	fl.StringArrayVar(&f.strip, "strip-prefix", nil, "remove this path prefix on both sides (repeatable)")

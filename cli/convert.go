@@ -120,7 +120,7 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 			tab = sf.table(cmd.Context())
 			sink = parquetfile.New(w, parquetfile.Options{Stack: tab.FrameStrings})
 		default:
-			sink, err = newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
+			sink, err = newTraceSink(format, w, output.Options{Facts: of.facts, WallClock: of.wallClock, Counters: of.counters, Terminal: toTerminal(of.path, cmd.OutOrStdout())})
 			if err != nil {
 				closeOut(false)
 				return err

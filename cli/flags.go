@@ -97,6 +97,7 @@ type outputFlags struct {
 	path      string
 	facts     bool
 	wallClock bool
+	counters  bool
 }
 
 // addOutputFlags binds --format/-f (one of formats), --output/-o, --facts
@@ -107,6 +108,7 @@ func addOutputFlags(cmd *cobra.Command, o *outputFlags, formats []string, output
 	fs.StringVarP(&o.path, "output", "o", "", outputHelp)
 	fs.BoolVar(&o.facts, "facts", false, "also print the trace's facts (name bindings, processes, devices)")
 	fs.BoolVar(&o.wallClock, "wall-clock", false, "print UTC times of day instead of seconds from the trace start")
+	fs.BoolVar(&o.counters, "counters", false, "text: list every counter at the end, those that are 0 included (jsonl always carries them all)")
 	_ = cmd.RegisterFlagCompletionFunc("format", fixedCompletion(formats...))
 }
 
@@ -298,4 +300,41 @@ func (p problemWarner) End(t *event.Trailer) error {
 		fmt.Fprintf(p.w, "iotrace: warning: the trace is incomplete: %s\n", strings.Join(parts, ", "))
 	}
 	return p.Sink.End(t)
+}
+
+// openSummary opens the output of a command that writes one summary
+// (report, compare): standard output is passed through as it is (its
+// colours and the terminal rule still apply); a file (-o) is created by
+// openOutput's rule. finish(runErr) ends it: the file is kept when the
+// summary was written to it whole (a damaged input's summary included),
+// removed otherwise; a write error wins over runErr.
+func openSummary(path string, stdin io.Reader, stdout io.Writer, inputs ...string) (io.Writer, func(runErr error) error, error) {
+	if isStdout(path) {
+		return stdout, func(runErr error) error { return runErr }, nil
+	}
+	w, closeOut, err := openOutput(path, stdin, stdout, inputs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cw := &countWriter{w: w}
+	return cw, func(runErr error) error {
+		closeErr := closeOut(cw.n > 0)
+		var we *writeError
+		if errors.As(closeErr, &we) || runErr == nil {
+			return closeErr
+		}
+		return runErr
+	}, nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }

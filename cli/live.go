@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,16 +19,54 @@ import (
 	"github.com/iotrace/iotrace/internal/interrupt"
 )
 
-// pickLiveBackend returns the first live backend that can run here, or an
-// error that says why none can.
-func pickLiveBackend() (backend.Backend, error) {
-	var why []string
-	for _, b := range liveBackends() {
-		if err := b.Available(); err != nil {
-			why = append(why, fmt.Sprintf("%s: %v", b.Name(), err))
+// pickLiveBackend returns the backend named by opts.Backend, or else the
+// first live backend that can run here and trace what opts ask (the
+// ptrace backend only a command), or an error that says why none can.
+func pickLiveBackend(opts backend.Options) (backend.Backend, error) {
+	return pickBackend(liveBackends(), opts)
+}
+
+// pickBackend returns the backend of bs named by opts.Backend, or else the
+// first available here that can trace what opts ask, or an error saying
+// why none is: the reasons of the backends for this operating system
+// only (a non-root user on Linux is not told that ETW needs Windows),
+// unless every backend is for another one.
+func pickBackend(bs []backend.Backend, opts backend.Options) (backend.Backend, error) {
+	var why, otherOS []string
+	for _, b := range bs {
+		if opts.Backend != "" && b.Name() != opts.Backend {
 			continue
 		}
+		err := b.Available()
+		if s, ok := b.(backend.Selector); ok && err == nil {
+			err = s.Supports(opts)
+		}
+		if err != nil {
+			if opts.Backend != "" {
+				return nil, fmt.Errorf("--backend %s: %v", opts.Backend, err)
+			}
+			reason := fmt.Sprintf("%s: %v", b.Name(), err)
+			if errors.Is(err, backend.ErrOtherOS) {
+				otherOS = append(otherOS, reason)
+			} else {
+				why = append(why, reason)
+			}
+			continue
+		}
+		if len(why) > 0 {
+			opts.Warnf(fmt.Sprintf("using the %s backend (%s)", b.Name(), strings.Join(why, "; ")))
+		}
 		return b, nil
+	}
+	if opts.Backend != "" {
+		var names []string
+		for _, b := range bs {
+			names = append(names, b.Name())
+		}
+		return nil, fmt.Errorf("--backend %q: no such backend (want %s)", opts.Backend, strings.Join(names, ", "))
+	}
+	if len(why) == 0 {
+		why = otherOS
 	}
 	if len(why) == 0 {
 		why = append(why, "this build of iotrace has no live tracing backend")
@@ -49,17 +88,22 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 	if err := checkLiveOptions(opts); err != nil {
 		return err
 	}
-	b, err := pickLiveBackend()
-	if err != nil {
-		return err
-	}
+	var b backend.Backend
 	if opts.Warn == nil {
 		var mu sync.Mutex
 		opts.Warn = func(msg string) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(stderr, "iotrace: %s: %s\n", b.Name(), msg)
+			name := "live"
+			if b != nil {
+				name = b.Name()
+			}
+			fmt.Fprintf(stderr, "iotrace: %s: %s\n", name, msg)
 		}
+	}
+	b, err := pickLiveBackend(opts)
+	if err != nil {
+		return err
 	}
 	// A kernel session outlives a process that quits without its clean
 	// stop (Windows).
@@ -93,13 +137,13 @@ func checkLiveOptions(opts backend.Options) error {
 // turns the trace's result into the command's: err itself when iotrace
 // failed, else an ExitError with the command's status when that is not 0.
 func commandStatus(opts *backend.Options) func(err error) error {
-	exited, status := false, 0
-	opts.CommandExited = func(s int) { exited, status = true, s }
+	var exit *backend.CommandExit
+	opts.CommandExited = func(e backend.CommandExit) { exit = &e }
 	return func(err error) error {
-		if err != nil || !exited || status == 0 {
+		if err != nil || exit == nil || exit.Status == 0 {
 			return err
 		}
-		return &ExitError{Code: status, Err: fmt.Errorf("%s exited with status %d", opts.Command[0], status)}
+		return &ExitError{Code: exit.Status, Err: errors.New(exitMessage(opts.Command[0], *exit))}
 	}
 }
 
@@ -110,6 +154,7 @@ type liveFlags struct {
 	stacks        string
 	stackWalk     string
 	waitWriteback time.Duration
+	backend       string
 }
 
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
@@ -118,6 +163,7 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
+	fs.StringVar(&l.backend, "backend", "", "the live backend: ebpf (root), ptrace (a command and its descendants without root; file layer only), etw (Windows); default: the first that can run here (iotrace backends)")
 }
 
 // addCaptureStacksFlag binds --stacks, the stacks a live trace captures
@@ -129,6 +175,7 @@ func addCaptureStacksFlag(cmd *cobra.Command, l *liveFlags) {
 
 // stacksInto sets opts's stack options from --stacks and --stack-walk.
 func (l *liveFlags) stacksInto(opts *backend.Options) error {
+	opts.Backend = l.backend
 	var err error
 	if opts.Stacks, err = backend.ParseStacks(l.stacks); err != nil {
 		return err
@@ -174,6 +221,9 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 	}
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no command after --")
+	}
+	if err := checkCommand(args[0]); err != nil {
+		return nil, err
 	}
 	return args, nil
 }
@@ -221,4 +271,13 @@ func (s *summary) End(t *event.Trailer) error {
 	}
 	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
 	return err
+}
+
+// exitMessage says how the traced command ended: "make exited with status
+// 2", "make was killed by SIGTERM (exit status 143)".
+func exitMessage(name string, e backend.CommandExit) string {
+	if e.Signal != "" {
+		return fmt.Sprintf("%s was killed by %s (exit status %d)", name, e.Signal, e.Status)
+	}
+	return fmt.Sprintf("%s exited with status %d", name, e.Status)
 }

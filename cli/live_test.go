@@ -81,8 +81,8 @@ func TestCommandExitStatus(t *testing.T) {
 	}
 	iot := filepath.Join(testenv.TempDir(t), "t.iot")
 	_, stderr, code := runCLI(t, "record", "-o", iot, "--", "sh", "-c", "kill -TERM $$")
-	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) {
-		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143 and the file written\n%s", code, stderr)
+	if code != 128+15 || !strings.Contains(stderr, "wrote "+iot) || !strings.Contains(stderr, "sh was killed by SIGTERM (exit status 143)") {
+		t.Errorf("record -- sh killed by SIGTERM: code %d, want 143, the file written and the signal named\n%s", code, stderr)
 	}
 }
 
@@ -191,5 +191,31 @@ func TestTraceInTimeOrder(t *testing.T) {
 	}
 	if back > late {
 		t.Errorf("%d of %d events go back in time, %d counted as late", back, events, late)
+	}
+}
+
+// TestTraceStartsAtExec: trace -- CMD shows the command from its exec on,
+// never iotrace's own set-up of it (the dup3 of its standard output by
+// the forked child, still named "iotrace").
+func TestTraceStartsAtExec(t *testing.T) {
+	testenv.RequirePrivileged(t, "traces with eBPF")
+	out, stderr, code := runCLI(t, "trace", "-f", "jsonl", "--layer", "file", "--", "sh", "-c", "exec cat /dev/null")
+	if code != 0 {
+		t.Fatalf("trace: code %d\n%s", code, stderr)
+	}
+	first := ""
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, `"type":"event"`) {
+			continue
+		}
+		if strings.Contains(line, `"comm":"iotrace"`) {
+			t.Errorf("an event of iotrace itself: %s", line)
+		}
+		if first == "" {
+			first = line
+		}
+	}
+	if !strings.Contains(first, `"op":"exec"`) {
+		t.Errorf("first event %s, want the command's exec", first)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,12 +33,15 @@ func TestOutputNeverOverInput(t *testing.T) {
 		{"run", script, "--input", in, "-o", link},
 		{"run", script, "--input", in, "-o", script},
 		{"report", in, "--heatmap", link},
+		{"report", in, "-o", link},
+		{"report", "--merge", in, "-o", in},
+		{"compare", in, in, "-o", link},
 	} {
 		out, errOut, code := runCLI(t, args...)
 		if code == 0 || !strings.Contains(errOut, "same file as the input") {
 			t.Errorf("%v: exit %d, stderr %q; want refused", args, code, errOut)
 		}
-		if args[0] == "report" && out != "" {
+		if args[0] == "report" && slices.Contains(args, "--heatmap") && out != "" {
 			t.Errorf("report read the trace before refusing its heatmap file:\n%.300s", out)
 		}
 		if got, _ := os.ReadFile(in); string(got) != string(orig) {
@@ -125,6 +129,8 @@ func TestOutputFileSafety(t *testing.T) {
 		{"print", in, "-o", "OUT"},
 		{"convert", in, "-o", "OUT", "-f", "iot"},
 		{"report", in, "--heatmap", "OUT"},
+		{"report", in, "-o", "OUT"},
+		{"compare", in, in, "-o", "OUT", "--format", "json"},
 	} {
 		out := filepath.Join(dir, args[0]+".out")
 		for i := range args {
@@ -161,6 +167,52 @@ func TestOutputFileSafety(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
+	}
+}
+
+// TestSummaryOutputFile: report -o and compare -o write to the file what
+// they print on standard output, and nothing on standard output; a
+// damaged input's summary is kept in the file (exit 2), and a run that
+// fails before its summary leaves the previous file as it was.
+func TestSummaryOutputFile(t *testing.T) {
+	in := writeJSONL(t, resolvedTrace("linux"))
+	dir := testenv.TempDir(t)
+	out := filepath.Join(dir, "summary")
+	for _, args := range [][]string{
+		{"report", in},
+		{"report", in, "--format", "json"},
+		{"compare", in, in},
+	} {
+		want, errOut, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		got, errOut, code := runCLI(t, append(args, "-o", out)...)
+		if code != 0 || got != "" {
+			t.Fatalf("%v -o: exit %d, stdout %q: %s", args, code, got, errOut)
+		}
+		if b, _ := os.ReadFile(out); len(want) == 0 || string(b) != want {
+			t.Errorf("%v -o wrote %d bytes, want the %d printed without -o", args, len(b), len(want))
+		}
+	}
+	// A damaged input: the report of what was read, exit 2.
+	data, _ := os.ReadFile(in)
+	cut := filepath.Join(dir, "cut.jsonl")
+	os.WriteFile(cut, data[:len(data)*2/3], 0o600)
+	os.Remove(out)
+	if _, errOut, code := runCLI(t, "report", cut, "-o", out); code != 2 {
+		t.Errorf("report of a damaged trace -o: exit %d, want 2: %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "read") {
+		t.Errorf("report of a damaged trace -o: file holds %q, want the report of what was read", b)
+	}
+	// A run that fails before writing leaves the old file.
+	os.WriteFile(out, []byte("good"), 0o600)
+	if _, _, code := runCLI(t, "report", in, "--top", "0", "-o", out); code == 0 {
+		t.Fatalf("report --top 0 succeeded")
+	}
+	if b, _ := os.ReadFile(out); string(b) != "good" {
+		t.Errorf("failed report replaced the old output with %q", b)
 	}
 }
 

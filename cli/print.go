@@ -122,7 +122,7 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	if err != nil {
 		return nil, err
 	}
-	oo := output.Options{Facts: of.facts, WallClock: of.wallClock, Terminal: toTerminal(of.path, cmd.OutOrStdout())}
+	oo := output.Options{Facts: of.facts, WallClock: of.wallClock, Counters: of.counters, Terminal: toTerminal(of.path, cmd.OutOrStdout())}
 	if !sf.show && format != "jsonl" {
 		input.LeaveStacks(r) // text shows stacks with --stacks only, csv never
 	}

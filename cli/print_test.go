@@ -255,3 +255,31 @@ func TestPrintInTimeOrder(t *testing.T) {
 		t.Errorf("printed in order %v, want %v", times, want)
 	}
 }
+
+// TestDidYouMean: a mistyped op, layer or field is named with the one it
+// most likely meant, wherever it is parsed: filter flags, --where, a
+// script's filter and a script's code.
+func TestDidYouMean(t *testing.T) {
+	path := writeJSONL(t, resolvedTrace("linux"))
+	dir := testenv.TempDir(t)
+	code := filepath.Join(dir, "code.star")
+	os.WriteFile(code, []byte("def on_event(e):\n    print(e.latncy)\n"), 0o600)
+	flt := filepath.Join(dir, "filter.star")
+	os.WriteFile(flt, []byte("FILTER = 'op == \"raed\"'\ndef on_event(e):\n    pass\n"), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"print", path, "--op", "reed"}, `unknown op "reed" (did you mean "read"?)`},
+		{[]string{"report", path, "--layer", "blok"}, `unknown layer "blok" (did you mean "block"?)`},
+		{[]string{"run", code, "--input", path, "-w", "latncy > 1"}, `unknown field "latncy" (did you mean "latency"?)`},
+		{[]string{"run", code, "--input", path, "-w", `op == "wirte"`}, `(did you mean "write"?)`},
+		{[]string{"run", flt, "--input", path}, `(did you mean "read"?)`},
+		{[]string{"run", code, "--input", path}, `did you mean .latency?`},
+	} {
+		_, errOut, exit := runCLI(t, c.args...)
+		if exit == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", c.args[:len(c.args)-2], exit, errOut, c.want)
+		}
+	}
+}

@@ -202,7 +202,7 @@ func (p *recordPlan) record(cmd *cobra.Command) error {
 		finish := commandStatus(&p.opts)
 		return finish(recordETL(cmd.Context(), p.opts, p.path, cmd.ErrOrStderr()))
 	}
-	if _, err := pickLiveBackend(); err != nil {
+	if _, err := pickLiveBackend(p.opts); err != nil {
 		return err
 	}
 	switch {

@@ -29,6 +29,7 @@ import (
 type reportFlags struct {
 	format        string
 	top           int
+	output        string
 	heatmap       string
 	allHistograms bool
 	live          bool
@@ -73,29 +74,42 @@ later without their events: iotrace report --merge a.json b.json.`,
 			if f.stacks.show && (f.live || f.merge || f.format != "text") {
 				return fmt.Errorf("--stacks reports the stacks of a trace file in text (not with --live, --merge or --format json)")
 			}
+			if f.heatmap != "" && f.heatmap == f.output {
+				return fmt.Errorf("--heatmap and -o name the same file %s", f.output)
+			}
+			var command, paths []string
+			var err error
 			if f.live {
-				command, err := commandArgs(cmd, args)
-				if err != nil {
+				if command, err = commandArgs(cmd, args); err != nil {
 					return err
 				}
-				return runReportLive(cmd.Context(), command, &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			} else {
+				if len(args) == 0 || cmd.ArgsLenAtDash() >= 0 {
+					return fmt.Errorf("report needs a trace file (or several, or --merge with report JSON files, or --live to trace this machine)")
+				}
+				if paths, err = expandInputs(args); err != nil {
+					return err
+				}
 			}
-			if len(args) == 0 || cmd.ArgsLenAtDash() >= 0 {
-				return fmt.Errorf("report needs a trace file (or several, or --merge with report JSON files, or --live to trace this machine)")
-			}
-			if f.merge {
-				return runReportMerge(args, &f, cmd.OutOrStdout())
-			}
-			paths, err := expandInputs(args)
+			stdout, finish, err := openSummary(f.output, cmd.InOrStdin(), cmd.OutOrStdout(), paths...)
 			if err != nil {
 				return err
 			}
-			return runReports(cmd.Context(), paths, &f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			switch {
+			case f.live:
+				err = runReportLive(cmd.Context(), command, &f, stdout, cmd.ErrOrStderr())
+			case f.merge:
+				err = runReportMerge(paths, &f, stdout)
+			default:
+				err = runReports(cmd.Context(), paths, &f, cmd.InOrStdin(), stdout, cmd.ErrOrStderr())
+			}
+			return finish(err)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.IntVar(&f.top, "top", 10, "number of processes, files, errors and slow operations shown")
+	fl.StringVarP(&f.output, "output", "o", "", "write the report to this file instead of standard output")
 	fl.StringVar(&f.heatmap, "heatmap", "", "also write a latency heatmap (block layer and per op) to this SVG file")
 	fl.BoolVar(&f.allHistograms, "all-histograms", false, "draw a latency histogram for every op (text)")
 	fl.BoolVar(&f.live, "live", false, "trace this machine now (and the command after --) instead of reading a file")
@@ -130,7 +144,7 @@ func runReportLive(ctx context.Context, command []string, f *reportFlags, stdout
 		return err
 	}
 	// The report is on stdout; the command's own output goes to stderr.
-	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr, WaitWriteback: f.liveOpts.waitWriteback}
+	opts := backend.Options{Command: command, Duration: f.liveOpts.duration, BufferSize: size, CommandStdout: stderr, WaitWriteback: f.liveOpts.waitWriteback, Backend: f.liveOpts.backend}
 	f.filter.PushDown(&opts)
 	if len(command) > 0 {
 		opts.FollowChildren = true
@@ -313,10 +327,6 @@ func runReportMerge(paths []string, f *reportFlags, stdout io.Writer) error {
 	}
 	if flt, err := filter.New(f.filter); err != nil || flt.String() != "" {
 		return fmt.Errorf("--merge merges finished reports: filters apply when each report is made")
-	}
-	paths, err := expandInputs(paths)
-	if err != nil {
-		return err
 	}
 	var parts []*report.Result
 	for _, p := range paths {

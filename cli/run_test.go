@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/script/scripttest"
@@ -212,7 +213,7 @@ func TestRunScriptOverETL(t *testing.T) {
 // its 50 direct 64 KiB writes are each one write of 65,536 bytes.
 func TestRunScriptLive(t *testing.T) {
 	testenv.RequirePrivileged(t, "live eBPF tracing")
-	if _, err := pickLiveBackend(); err != nil {
+	if _, err := pickLiveBackend(backend.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(testenv.TempDir(t), "dd.out")

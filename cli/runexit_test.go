@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/internal/testenv"
 	"github.com/iotrace/iotrace/script"
 )
@@ -80,5 +82,48 @@ func TestRunOutcomeLive(t *testing.T) {
 	var ee *ExitError
 	if err := runOutcome(context.Background(), errors.New("backend failed"), nil, true, ""); err == nil || errors.As(err, &ee) {
 		t.Errorf("live failure: %v, want a plain error (exit 1)", err)
+	}
+}
+
+// TestExitMessage: the traced command's end is said as a shell would:
+// its status, or the signal that killed it with the status iotrace
+// exits with.
+func TestExitMessage(t *testing.T) {
+	for _, c := range []struct {
+		exit backend.CommandExit
+		want string
+	}{
+		{backend.CommandExit{Status: 3}, "make exited with status 3"},
+		{backend.CommandExit{Status: 143}, "make exited with status 143"},
+		{backend.CommandExit{Status: 143, Signal: "SIGTERM"}, "make was killed by SIGTERM (exit status 143)"},
+	} {
+		if got := exitMessage("make", c.exit); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.exit, got, c.want)
+		}
+	}
+}
+
+// TestCommandNotFoundBeforeOutput: a command that cannot be started is an
+// error before anything is traced or written: no trace on stdout, no
+// file left by record.
+func TestCommandNotFoundBeforeOutput(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the ETW backend finds the program as CreateProcess does")
+	}
+	dir := testenv.TempDir(t)
+	iot := filepath.Join(dir, "t.iot")
+	for _, args := range [][]string{
+		{"trace", "--", "/nonexistent/prog"},
+		{"trace", "--", "no-such-program-iotrace"},
+		{"record", "-o", iot, "--", "/nonexistent/prog"},
+		{"report", "--live", "--", "/nonexistent/prog"},
+	} {
+		out, errOut, code := runCLI(t, args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "cannot start ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, nothing written, 'cannot start'", args, code, out, errOut)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("record of a missing command left %v", ents)
 	}
 }

@@ -57,7 +57,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 				closeOut(false)
 				return err
 			}
-			oo := output.Options{Facts: out.facts, WallClock: out.wallClock, Terminal: toTerminal(out.path, cmd.OutOrStdout())}
+			oo := output.Options{Facts: out.facts, WallClock: out.wallClock, Counters: out.counters, Terminal: toTerminal(out.path, cmd.OutOrStdout())}
 			var tab *stacks.Table
 			if opts.Stacks != backend.StacksNone && format == "text" {
 				// Frames printed under their events, named from the

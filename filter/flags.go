@@ -70,8 +70,11 @@ func (l *opList) Set(v string) error {
 			continue
 		}
 		op, err := event.ParseOp(f)
-		if err != nil || op == event.OpUnknown {
-			return fmt.Errorf("unknown op %q (valid: %s)", f, ValidOps())
+		if err == nil && op == event.OpUnknown {
+			err = fmt.Errorf("unknown op %q", f)
+		}
+		if err != nil {
+			return fmt.Errorf("%w (valid: %s)", err, ValidOps())
 		}
 		*l = append(*l, op)
 	}
@@ -99,7 +102,7 @@ func (l *layerList) Set(v string) error {
 		}
 		x, err := event.ParseLayer(f)
 		if err != nil {
-			return fmt.Errorf("unknown layer %q (valid: file, block, marker)", f)
+			return err
 		}
 		*l = append(*l, x)
 	}

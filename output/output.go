@@ -28,6 +28,10 @@ type Options struct {
 	// "libc.so.6+0x2a1f0"); text prints them under the event, one per
 	// line (print --stacks). The other formats ignore it.
 	Frames func(e *event.Event) []string
+	// Counters lists every counter in text's footer, those that are 0
+	// included; without it text lists only the counters that are not 0
+	// (jsonl always carries them all).
+	Counters bool
 }
 
 // formats maps a format name to its constructor.

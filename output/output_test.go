@@ -501,3 +501,22 @@ func TestTextFlushRWBS(t *testing.T) {
 		}
 	}
 }
+
+// TestTextFooterCounters: text's footer lists the counters that are not
+// 0 (a block counter of a trace without block I/O is not a wall of
+// zeros), all of them with Counters; jsonl carries them all either way.
+func TestTextFooterCounters(t *testing.T) {
+	s := linuxSample()
+	s.trailer.Stats.Add(event.CountInfo, "events received", 7)
+	s.trailer.Stats.Add(event.CountInfo, "block I/O requests merged", 0)
+	out := render(t, "text", Options{}, s)
+	if !strings.Contains(out, "#   events received: 7") || strings.Contains(out, "merged") {
+		t.Errorf("footer without Counters:\n%s", out[strings.Index(out, "# ---"):])
+	}
+	if out := render(t, "text", Options{Counters: true}, s); !strings.Contains(out, "#   block I/O requests merged: 0") {
+		t.Errorf("footer with Counters lacks the zero counter:\n%s", out[strings.Index(out, "# ---"):])
+	}
+	if out := render(t, "jsonl", Options{}, s); !strings.Contains(out, "block I/O requests merged") {
+		t.Errorf("jsonl lacks the zero counter")
+	}
+}

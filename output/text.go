@@ -400,9 +400,10 @@ func (t *Text) Fact(f *event.Fact) error {
 	return t.out.maybeFlush()
 }
 
-// End implements event.Sink: it prints the summary (events shown, the
-// informational counters, and every problem counter that is not zero) and
-// flushes.
+// End implements event.Sink: it prints the summary (one line of the
+// events shown, the informational counters that are not zero, all of
+// them with Options.Counters, and every problem counter that is not zero)
+// and flushes.
 func (t *Text) End(tr *event.Trailer) error {
 	b := append(t.out.buf, "# ---\n# "...)
 	b = strconv.AppendUint(b, t.events, 10)
@@ -426,7 +427,7 @@ func (t *Text) End(tr *event.Trailer) error {
 	b = append(b, " s\n"...)
 	info := false
 	for _, c := range tr.Stats.Sorted() {
-		if c.Kind != event.CountInfo {
+		if c.Kind != event.CountInfo || (c.Value == 0 && !t.opts.Counters) {
 			continue
 		}
 		if !info {

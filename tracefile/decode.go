@@ -445,10 +445,10 @@ func devFail(in *dec, minor uint64) {
 // or thread, a device, a varint the fast path does not decode) go
 // through in. The template and the thread give the event's constant
 // fields; its mask says which of the others follow, in groups: time and
-// id, the file's (fileFields), offset, sizes, codes and flags
-// (codeFields), block and cause (blockFields), a read's provenance
-// (provenance). Each read is the same three lines: peek, else uvarintAt
-// (a helper doing both does not inline).
+// id, the file's (fileFields), offset and sizes (here: nearly every event
+// has them), codes and flags (codeFields), block and cause (blockFields),
+// a read's provenance (provenance). Each read is the same three lines:
+// peek, else uvarintAt (a helper doing both does not inline).
 func (d *decoder) decodeEvent(in *dec) {
 	p, off := in.b, in.off
 	ti, next, ok := in.peek(p, off)
@@ -511,8 +511,32 @@ func (d *decoder) decodeEvent(in *dec) {
 		off = d.fileFields(in, p, off, m)
 	}
 	e.Offset, e.Size, e.Bytes = -1, 0, -1
+	if m&mOffset != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Offset = unzigzag(u)
+	}
+	if m&mSize != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Size = u
+	}
+	if m&mBytes != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Bytes = unzigzag(u)
+	}
 	e.Code, e.OpenFlags, e.Mode, e.Disposition, e.Priority, e.IOFlags, e.Info = 0, 0, 0, 0, 0, 0, 0
-	if m&(mOffset|mSize|mBytes|mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
+	if m&(mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
 		off = d.codeFields(in, p, off, m)
 	}
 	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
@@ -648,34 +672,10 @@ func (d *decoder) fileFields(in *dec, p []byte, off int, m uint64) int {
 	return off
 }
 
-// codeFields reads the event's offset, sizes, codes and flags of mask m
-// at off (decodeEvent cleared them) and returns the position after them.
+// codeFields reads the event's codes and flags of mask m at off
+// (decodeEvent cleared them) and returns the position after them.
 func (d *decoder) codeFields(in *dec, p []byte, off int, m uint64) int {
 	e := &d.ev
-	if m&mOffset != 0 {
-		u, next, ok := in.peek(p, off)
-		if !ok {
-			u, next = in.uvarintAt(off)
-		}
-		off = next
-		e.Offset = unzigzag(u)
-	}
-	if m&mSize != 0 {
-		u, next, ok := in.peek(p, off)
-		if !ok {
-			u, next = in.uvarintAt(off)
-		}
-		off = next
-		e.Size = u
-	}
-	if m&mBytes != 0 {
-		u, next, ok := in.peek(p, off)
-		if !ok {
-			u, next = in.uvarintAt(off)
-		}
-		off = next
-		e.Bytes = unzigzag(u)
-	}
 	if m&mCode != 0 {
 		u, next, ok := in.peek(p, off)
 		if !ok {

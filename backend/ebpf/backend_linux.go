@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
@@ -127,6 +128,8 @@ type run struct {
 	// warned about; nextSkipCheck when they are read again.
 	skippedWarned uint64
 	nextSkipCheck time.Time
+	// nextProgress is when opts.Progress is due.
+	nextProgress time.Time
 
 	reaper reaper // reap_linux.go
 }
@@ -213,6 +216,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
 	r.tr = newTracker(ls, origin, fs)
+	if cmdMode {
+		r.tr.launches(self)
+	}
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
 		r.setupStacks(procRoot, lc.unwind)
@@ -556,14 +562,14 @@ func (r *run) startCommand() (done chan struct{}, exited func(), err error) {
 	exited = func() {
 		select {
 		case <-done:
-			status, ok := exitStatus(waitErr)
+			exit, ok := exitStatus(waitErr)
 			if !ok {
 				opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], waitErr))
 				return
 			}
-			r.stats.Set(event.CountInfo, "command exit status", uint64(status))
+			r.stats.Set(event.CountInfo, "command exit status", uint64(exit.Status))
 			if opts.CommandExited != nil {
-				opts.CommandExited(status)
+				opts.CommandExited(exit)
 			}
 		default:
 			opts.Warnf(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], cmd.Process.Pid))
@@ -619,24 +625,25 @@ func (r *run) stop(err error, poll time.Duration) error {
 	return err
 }
 
-// exitStatus turns the result of exec.Cmd.Wait into the command's exit
-// status as a shell reports it: the exit code, or 128 plus the signal
-// number. ok is false when the command's status is unknown.
-func exitStatus(waitErr error) (status int, ok bool) {
+// exitStatus turns the result of exec.Cmd.Wait into how the command
+// ended: its exit status as a shell reports it (the exit code, or 128
+// plus the signal number) and the signal's name. ok is false when the
+// command's status is unknown.
+func exitStatus(waitErr error) (exit backend.CommandExit, ok bool) {
 	if waitErr == nil {
-		return 0, true
+		return exit, true
 	}
 	var ee *exec.ExitError
 	if !errors.As(waitErr, &ee) {
-		return 0, false
+		return exit, false
 	}
 	if ws, isWS := ee.Sys().(syscall.WaitStatus); isWS && ws.Signaled() {
-		return 128 + int(ws.Signal()), true
+		return backend.CommandExit{Status: 128 + int(ws.Signal()), Signal: unix.SignalName(ws.Signal())}, true
 	}
 	if c := ee.ExitCode(); c >= 0 {
-		return c, true
+		return backend.CommandExit{Status: c}, true
 	}
-	return 0, false
+	return exit, false
 }
 
 // rundown snapshots /proc: every traced process's name, cwd and open
@@ -721,7 +728,39 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		r.checkLoss(false)
 		r.checkSkipped()
 		r.reap(time.Now())
+		r.progress()
 	}
+}
+
+// progress calls opts.Progress, when set, at most every
+// backend.ProgressEvery with the counters so far, composed as Run
+// composes the trailer's.
+func (r *run) progress() {
+	now := time.Now()
+	if r.opts.Progress == nil || now.Before(r.nextProgress) {
+		return
+	}
+	r.nextProgress = now.Add(backend.ProgressEvery)
+	var s event.Stats
+	s.Merge(r.stats)
+	r.tr.stats(&s)
+	r.unwindStats(&s)
+	r.reaper.stats(&s)
+	if cs, err := r.pr.counters(); err == nil {
+		addCounters(&s, cs)
+	}
+	if sk, err := r.pr.skipped(); err == nil {
+		addSkipped(&s, sk)
+	}
+	if r.bt != nil {
+		s.Merge(r.bt.Stats())
+	}
+	if r.blocks != nil {
+		if n := r.blocks.overflow.Load(); n != 0 {
+			s.Add(event.CountUnresolved, statBlockOverflow, n)
+		}
+	}
+	r.opts.Progress(s)
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.

@@ -13,7 +13,7 @@ import (
 
 // Available reports that eBPF tracing needs Linux.
 func (b *Backend) Available() error {
-	return fmt.Errorf("ebpf backend on %s: needs Linux: %w", runtime.GOOS, backend.ErrNotSupported)
+	return fmt.Errorf("ebpf backend on %s: needs Linux: %w", runtime.GOOS, backend.ErrOtherOS)
 }
 
 // Run fails: eBPF tracing needs Linux.

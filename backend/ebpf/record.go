@@ -37,6 +37,9 @@ const (
 	sfReg         = 1 << 11 // the file is a regular file (with sfHaveFile)
 	sfBdevFS      = 1 << 12 // its file system has a block device
 	sfMemFS       = 1 << 13 // its file system is tmpfs or ramfs
+	// sfPos is set by a Decoder's caller only (never by the BPF side):
+	// Pos holds the file position at entry, without the rest of the file.
+	sfPos = 1 << 15
 )
 
 // Fork record flags (enum clone_flags).

@@ -280,3 +280,38 @@ func TestURingRecordMore(t *testing.T) {
 		t.Errorf("more %v (%v), want false", r.More, err)
 	}
 }
+
+// TestTrackerLeavesOutLaunchSetup: with a command started by iotrace, its
+// child's events before the exec (the dup3 of the command's standard
+// output) are iotrace's set-up: left out and counted; from the exec on
+// they are the command's. Another process's are untouched.
+func TestTrackerLeavesOutLaunchSetup(t *testing.T) {
+	s := &memSink{}
+	tr := newTestTracker(s)
+	const self, child, other = 10, 42, 43
+	tr.launches(self)
+	feed := func(b []byte) {
+		t.Helper()
+		if err := tr.handle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed(forkRecord(1500, self, child, 1400, 0, "iotrace"))
+	feed(forkRecord(1510, 1, other, 1400, 0, "sh"))
+	feed(sysRecord(sc("dup3"), 1, 1600, 10, child, child, 1, [6]uint64{5, 1}, "iotrace"))
+	feed(sysRecord(sc("close"), 2, 1610, 10, other, other, 0, [6]uint64{7}, "sh"))
+	feed(execRecord(1700, child, "/bin/app", "app\x00", "app"))
+	feed(sysRecord(sc("close"), 3, 1800, 10, child, child, 0, [6]uint64{3}, "app"))
+	var got []string
+	for _, e := range s.events {
+		got = append(got, e.Comm+" "+e.Op.String())
+	}
+	if len(got) != 2 || got[0] != "sh close" || got[1] != "app close" {
+		t.Errorf("events %v, want [sh close, app close]", got)
+	}
+	var st event.Stats
+	tr.stats(&st)
+	if n := st.Get(event.CountInfo, "events of iotrace starting the command, before its exec (left out)"); n != 1 {
+		t.Errorf("set-up events counted %d, want 1", n)
+	}
+}

@@ -61,6 +61,7 @@ type commEntry struct {
 // everything to the sink. It is not safe for concurrent use.
 type tracker struct {
 	sink   event.Sink
+	source event.Source // SourceEBPF, or the backend decoding through a Decoder
 	table  *fdtable.Table
 	origin uint64 // CLOCK_BOOTTIME ns of trace time 0
 	// ops selects the ops emitted (nil: all).
@@ -118,11 +119,21 @@ type tracker struct {
 	pathsMissing, fdsUnnamed uint64
 	cwdUnknown, stalePaths   uint64
 	firstDecodeErr           error
+
+	// launcher is iotrace's own pid when it starts the traced command (0
+	// otherwise): its children are in setup from their fork until their
+	// exec, and their events then (the dup3 of the command's standard
+	// output, ...) are iotrace's set-up, not the command's: left out,
+	// counted in setupEvents.
+	launcher    uint32
+	setup       map[uint32]bool
+	setupEvents uint64
 }
 
 func newTracker(sink event.Sink, origin uint64, probe fdtable.Prober) *tracker {
 	t := &tracker{
 		sink:         sink,
+		source:       event.SourceEBPF,
 		table:        fdtable.New(),
 		origin:       origin,
 		oDirect:      oDirect(runtime.GOARCH),
@@ -148,11 +159,22 @@ func (t *tracker) fact(f *event.Fact) {
 	}
 }
 
+// launches tells the tracker that the process launcher (iotrace) starts
+// the traced command: the events of its children before their exec are
+// left out.
+func (t *tracker) launches(launcher uint32) {
+	t.launcher, t.setup = launcher, map[uint32]bool{}
+}
+
 func (t *tracker) emit(e *event.Event) {
 	if t.err != nil {
 		return
 	}
 	if t.ops != nil && !t.ops[e.Op] {
+		return
+	}
+	if len(t.setup) > 0 && t.setup[e.Pid] {
+		t.setupEvents++
 		return
 	}
 	t.events++
@@ -196,6 +218,9 @@ func (t *tracker) handle(b []byte) error {
 		case recFork:
 			if err = t.fork.decode(b); err == nil {
 				ts := t.time(t.fork.Time)
+				if t.launcher != 0 && t.fork.PPid == t.launcher {
+					t.setup[t.fork.Pid] = true
+				}
 				t.table.Fork(t.fork.PPid, t.fork.Pid, t.time(t.fork.Start), t.comm(t.fork.Tid, &t.fork.Comm),
 					t.fork.CFlags&cfFilesShared != 0, t.fork.CFlags&cfFSShared != 0, ts)
 				if t.mods != nil {
@@ -291,6 +316,7 @@ func (t *tracker) execRecord(r *execRec) {
 			delete(t.pending, r.OldPid)
 		}
 	}
+	delete(t.setup, r.Pid)
 	t.table.Exec(r.Pid, start, t.comm(r.Pid, &r.Comm), string(r.Name), procfs.Cmdline(r.Args), ts)
 	if t.mods != nil {
 		t.mods.gone(r.Pid, ts)
@@ -352,7 +378,7 @@ func (t *tracker) begin(c *call, complete bool) {
 	r, e, ts := c.r, c.e, c.ts
 	e.Reset()
 	e.ID = blockio.SyscallID(r.ID)
-	e.Source = event.SourceEBPF
+	e.Source = t.source
 	e.Layer = event.LayerFile
 	e.Op = c.row.Op
 	e.Native = c.row.Name
@@ -428,7 +454,7 @@ func (t *tracker) decode(c *call) {
 		}
 	}
 	// No offset argument, or -1: the kernel used the file position.
-	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&sfHaveFile != 0 && e.Offset == -1 {
+	if row.Kernel&systable.ReadFilePos != 0 && r.SFlags&(sfHaveFile|sfPos) != 0 && e.Offset == -1 {
 		e.Offset = r.Pos
 	}
 	e.Flags |= row.Event
@@ -684,6 +710,9 @@ const (
 // exited forgets thread tid of process pid, which exits at ts (the process
 // with it, when the table holds it).
 func (t *tracker) exited(pid, tid uint32, ts int64) {
+	if pid == tid {
+		delete(t.setup, pid)
+	}
 	t.remember(pid, ts)
 	if t.mods != nil {
 		t.mods.gone(pid, ts)
@@ -798,6 +827,9 @@ func (t *tracker) stats(s *event.Stats) {
 	}
 	if t.fixedFiles != 0 {
 		s.Add(event.CountUnresolved, "io_uring requests on registered (fixed) files: not named (the trace does not record the ring's file table)", t.fixedFiles)
+	}
+	if t.setupEvents != 0 {
+		s.Add(event.CountInfo, "events of iotrace starting the command, before its exec (left out)", t.setupEvents)
 	}
 	if t.aioUnreaped != 0 {
 		s.Add(event.CountUnpaired, "AIO requests never reaped: their process exited first", t.aioUnreaped)

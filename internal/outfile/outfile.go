@@ -86,17 +86,29 @@ func CreateReading(path string, stdin fs.FileInfo, inputs ...string) (*File, err
 	case errors.Is(err, fs.ErrNotExist):
 		st = nil
 	default:
-		return nil, err
+		return nil, fmt.Errorf("create %s: %w", path, inDirectory(filepath.Dir(path), err))
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, fmt.Errorf("create %s: %w", path, inDirectory(dir, err))
 	}
 	o := &File{File: f, path: path, temp: f.Name(), mode: 0o600}
 	if st != nil && ownedByMe(st) {
 		o.mode = st.Mode().Perm()
 	}
 	return o, nil
+}
+
+// inDirectory turns an error about a name in dir (the output, its
+// temporary file, which the user never named) into one about dir: what is
+// wrong there is the directory (missing, not a directory, not writable).
+func inDirectory(dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: "directory", Path: dir, Err: pe.Err}
+	}
+	return err
 }
 
 // notAnInput refuses an existing output that is the same file as one of

@@ -1,6 +1,8 @@
 package outfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -242,5 +244,28 @@ func TestRescue(t *testing.T) {
 	}
 	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmps) != 0 {
 		t.Errorf("temporary files left: %v", tmps)
+	}
+}
+
+// TestMissingDirectoryNamed: an output in a directory that does not exist
+// (or is a file) is refused naming that directory and the output, never
+// the temporary file the user did not name.
+func TestMissingDirectoryNamed(t *testing.T) {
+	dir := testenv.TempDir(t)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, parent := range []string{filepath.Join(dir, "missing"), file} {
+		out := filepath.Join(parent, "x.iot")
+		_, err := Create(out)
+		if err == nil {
+			t.Fatalf("Create(%s) succeeded", out)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "create "+out+": directory "+parent+": ") || strings.Contains(msg, ".tmp-") {
+			t.Errorf("Create(%s): %q; want the output and its directory named, not the temporary file", out, msg)
+		}
+	}
+	if _, err := Create(filepath.Join(dir, "missing", "x.iot")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v is not ErrNotExist", err)
 	}
 }

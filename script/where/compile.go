@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/suggest"
 	"go.starlark.net/syntax"
 )
 
@@ -244,7 +245,7 @@ func (c *compiler) ident(x *syntax.Ident) (node, error) {
 	}
 	f, ok := fieldMap[x.Name]
 	if !ok {
-		if hint := suggest(x.Name); hint != "" {
+		if hint := suggest.Hint(x.Name, FieldNames()); hint != "" {
 			return node{}, c.errAt(x.NamePos, "unknown field %q%s", x.Name, hint)
 		}
 		return node{}, c.errAt(x.NamePos, "unknown field %q (fields: %s)", x.Name, strings.Join(FieldNames(), ", "))
@@ -264,40 +265,6 @@ func (c *compiler) ident(x *syntax.Ident) (node, error) {
 		n.typ, n.fb = tBool, func(e *event.Event) bool { return get(e) != 0 }
 	}
 	return n, nil
-}
-
-// suggest returns ` (did you mean "x"?)` for a near miss.
-func suggest(name string) string {
-	best, bestD := "", 3
-	for _, f := range fieldList {
-		if d := editDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (c *compiler) literal(x *syntax.Literal) (node, error) {
@@ -472,7 +439,7 @@ func (c *compiler) arith(op syntax.Token, pos syntax.Position, l, r node) (node,
 func (c *compiler) enumConst(f *Field, s node) (int64, error) {
 	v, err := f.Parse(s.cs)
 	if err != nil {
-		return 0, c.errAt(s.pos, "%s %q is not one of: %s", f.Name, s.cs, strings.Join(f.Names, ", "))
+		return 0, c.errAt(s.pos, "%s %q is not one of: %s%s", f.Name, s.cs, strings.Join(f.Names, ", "), suggest.Hint(s.cs, f.Names))
 	}
 	return v, nil
 }

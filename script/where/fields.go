@@ -88,7 +88,7 @@ func isWindows(e *event.Event) bool {
 	switch e.Source {
 	case event.SourceETWLive, event.SourceETLFile:
 		return true
-	case event.SourceEBPF:
+	case event.SourceEBPF, event.SourcePtrace:
 		return false
 	}
 	return e.Code >= 0x10000

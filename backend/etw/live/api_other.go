@@ -16,7 +16,7 @@ func DefaultAPI() (API, error) {
 	if runtime.GOOS == "windows" {
 		return nil, fmt.Errorf("ETW on windows/%s: %w (the live backend is built for windows/amd64 and windows/arm64; .etl files can be read on any OS)", runtime.GOARCH, backend.ErrNotSupported)
 	}
-	return nil, fmt.Errorf("ETW on %s: %w (it is a Windows API; .etl files can be read on any OS)", runtime.GOOS, backend.ErrNotSupported)
+	return nil, fmt.Errorf("ETW on %s: %w (it is a Windows API; .etl files can be read on any OS)", runtime.GOOS, backend.ErrOtherOS)
 }
 
 // registerActive records a running session for the console control

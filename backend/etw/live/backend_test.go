@@ -460,7 +460,7 @@ func TestTraceCommand(t *testing.T) {
 	var started int
 	var exited []int
 	opts := backend.Options{Command: []string{"app.exe", "-x"}, CommandStarted: func(p int) { started = p },
-		CommandExited: func(s int) { exited = append(exited, s) }}
+		CommandExited: func(s backend.CommandExit) { exited = append(exited, s.Status) }}
 	t0 := time.Now()
 	if err := runFake(t, f, Config{}, opts, sink, 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -548,7 +548,7 @@ func TestRecordETL(t *testing.T) {
 	f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{}), code: 3}
 	go func() { <-f.child.resumed; close(f.child.exit) }()
 	var exited []int
-	opts := backend.Options{Command: []string{"app.exe"}, CommandExited: func(s int) { exited = append(exited, s) }}
+	opts := backend.Options{Command: []string{"app.exe"}, CommandExited: func(s backend.CommandExit) { exited = append(exited, s.Status) }}
 	st, err := New(Config{API: f}).RecordETL(context.Background(), opts, `C:\t\out.etl`)
 	if err != nil {
 		t.Fatal(err)

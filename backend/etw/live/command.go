@@ -92,7 +92,7 @@ func reportExit(exit *childExit, opts *backend.Options, stats *event.Stats) {
 	}
 	stats.Add(event.CountInfo, StatCommandExit, uint64(exit.code))
 	if opts.CommandExited != nil {
-		opts.CommandExited(int(int32(exit.code)))
+		opts.CommandExited(backend.CommandExit{Status: int(int32(exit.code))})
 	}
 }
 

@@ -23,7 +23,7 @@ func TestCommandStillRunning(t *testing.T) {
 		f.child = &fakeChild{pid: 900, resumed: make(chan struct{}), exit: make(chan struct{})}
 		var exited []int
 		var warns []string
-		opts := backend.Options{Command: []string{"app.exe"}, CommandExited: func(s int) { exited = append(exited, s) },
+		opts := backend.Options{Command: []string{"app.exe"}, CommandExited: func(s backend.CommandExit) { exited = append(exited, s.Status) },
 			Warn: func(s string) { warns = append(warns, s) }}
 		ctx, stop := context.WithCancel(context.Background())
 		if cancel {
