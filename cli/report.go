@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	"github.com/iotrace/iotrace/internal/outfile"
 	"github.com/iotrace/iotrace/internal/termesc"
 	"github.com/iotrace/iotrace/report"
+	"github.com/iotrace/iotrace/rotate"
 	"github.com/iotrace/iotrace/stackprof"
 )
 
@@ -278,20 +280,31 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Re
 	if f.stacks.show {
 		return fmt.Errorf("--stacks reports one trace; the input holds %d", len(traces))
 	}
-	var parts []*report.Result
+	// Traces of one timeline (a rotated series, recordings of one host
+	// and boot) go into one report: one row per process and per file.
+	series := report.NewSeries(report.Options{TopN: f.top})
 	var damagedErrs []error
 	for i, in := range traces {
 		name := fmt.Sprintf("trace %d of %d", i+1, len(traces))
-		rep, err := reportOf(ctx, in, name, f, flt, stderr)
-		if err != nil {
-			damagedErrs = append(damagedErrs, err)
+		input.LeaveStacks(in)
+		var sink event.Sink = series.Trace(flt.Sink)
+		var prog *report.Progress
+		if isTerminal(stderr) {
+			prog = report.NewProgress(sink, stderr, 0)
+			sink = prog
 		}
-		parts = append(parts, rep.Result())
+		err := in.Run(ctx, sink)
+		if prog != nil {
+			prog.Done()
+		}
+		if err != nil {
+			damagedErrs = append(damagedErrs, fmt.Errorf("report on %s covers only what was read before: %w", name, err))
+		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	res, err := report.Merge(parts, f.top)
+	res, err := series.Result(f.top)
 	if err != nil {
 		return err
 	}
@@ -338,11 +351,22 @@ func runReportMerge(paths []string, f *reportFlags, stdout io.Writer) error {
 }
 
 // expandInputs expands the glob patterns among args (for shells that do
-// not, and for quoted patterns); a pattern that matches nothing is an
-// error, a plain name is kept as it is.
+// not, and for quoted patterns) and directories (their .iot files, in name
+// order: a rotated series in time order); a pattern that matches nothing,
+// a directory without .iot files, is an error; a plain name is kept as
+// it is.
 func expandInputs(args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && st.IsDir() {
+			m, err := filepath.Glob(filepath.Join(a, "*"+rotate.Ext))
+			if err != nil || len(m) == 0 {
+				return nil, fmt.Errorf("input directory %s holds no %s file", a, rotate.Ext)
+			}
+			slices.Sort(m)
+			out = append(out, m...)
+			continue
+		}
 		if !strings.ContainsAny(a, "*?[") {
 			out = append(out, a)
 			continue

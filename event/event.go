@@ -164,29 +164,30 @@ type Flags uint32
 
 // Event flags. Block flags follow the kernel's rwbs letters.
 const (
-	FlagDirect       Flags = 1 << iota // O_DIRECT / non-cached I/O
-	FlagSync                           // synchronous (REQ_SYNC, O_SYNC)
-	FlagFUA                            // forced unit access
-	FlagMeta                           // metadata I/O
-	FlagPreflush                       // preceded by a cache flush
-	FlagReadahead                      // readahead
-	FlagWriteback                      // queued by a writeback thread, not by the process
-	FlagPaging                         // paging I/O (Windows), page fault
-	FlagNoCompletion                   // start seen, completion never seen
-	FlagNoStart                        // completion seen, start never seen
-	FlagCacheHit                       // read served from the page cache
-	FlagAppend                         // append write
-	FlagCreated                        // open created the file
-	FlagTruncated                      // path or data truncated at capture
-	FlagPathLate                       // path resolved after capture (user space)
-	FlagDiscard                        // discard / write zeroes
-	FlagWaitedIO                       // read queued no I/O itself but waited for I/O in flight (read-ahead, another reader)
+	FlagDirect           Flags = 1 << iota // O_DIRECT / non-cached I/O
+	FlagSync                               // synchronous (REQ_SYNC, O_SYNC)
+	FlagFUA                                // forced unit access
+	FlagMeta                               // metadata I/O
+	FlagPreflush                           // preceded by a cache flush
+	FlagReadahead                          // readahead
+	FlagWriteback                          // queued by a writeback thread, not by the process
+	FlagPaging                             // paging I/O (Windows), page fault
+	FlagNoCompletion                       // start seen, completion never seen
+	FlagNoStart                            // completion seen, start never seen
+	FlagCacheHit                           // read served from the page cache
+	FlagAppend                             // append write
+	FlagCreated                            // open created the file
+	FlagTruncated                          // path or data truncated at capture
+	FlagPathLate                           // path resolved after capture (user space)
+	FlagDiscard                            // discard / write zeroes
+	FlagWaitedIO                           // read queued no I/O itself but waited for I/O in flight (read-ahead, another reader)
+	FlagFtraceCompletion                   // completion no BPF program saw, its time taken from the kernel's trace buffer (Linux block)
 )
 
 var flagNames = [...]string{
 	"direct", "sync", "fua", "meta", "preflush", "readahead", "writeback",
 	"paging", "no-completion", "no-start", "cache-hit", "append", "created",
-	"truncated", "path-late", "discard", "waited-io",
+	"truncated", "path-late", "discard", "waited-io", "ftrace-completion",
 }
 
 // String lists the set flags separated by '|'.

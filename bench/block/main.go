@@ -21,18 +21,20 @@ import (
 
 func main() {
 	ready := flag.String("ready", "", "file to create once the probes are attached")
+	noWitness := flag.Bool("no-witness", false, "without the block completion witness (tracefs instance)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *ready); err != nil {
+	if err := run(ctx, *ready, *noWitness); err != nil {
 		fmt.Fprintln(os.Stderr, "block:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, ready string) error {
+func run(ctx context.Context, ready string, noWitness bool) error {
 	t, err := blockio.Open(blockio.Options{
 		ExcludePid: uint32(os.Getpid()),
+		NoWitness:  noWitness,
 		Warn:       func(msg string) { fmt.Fprintln(os.Stderr, "block: warning:", msg) },
 	})
 	if err != nil {
@@ -62,6 +64,9 @@ func run(ctx context.Context, ready string) error {
 	fmt.Fprintf(os.Stderr, "block: %d events, %d bytes, user-space CPU %v (%.0f ns/event)\n", n, bytes, cpu, perEvent)
 	for _, c := range s.Problems() {
 		fmt.Fprintf(os.Stderr, "block: %s: %s = %d\n", c.Kind, c.Name, c.Value)
+	}
+	if n := s.Get(event.CountInfo, blockio.StatWitnessed); n != 0 {
+		fmt.Fprintf(os.Stderr, "block: %s = %d\n", blockio.StatWitnessed, n)
 	}
 	return nil
 }

@@ -15,6 +15,9 @@
 # spinners no CPU halts in any mode, and any real task preempts them at
 # once. Run as root from the repository root:
 #   sudo bash bench/block/run.sh            (ROUNDS=3 RUNTIME=10 by default)
+# iotrace-block-nowitness is the block tracer without its completion
+# witness (a tracefs instance recording every completion, docs/block.md):
+# the two side by side give the witness's cost.
 # With IOTRACE=path/to/iotrace set and a working `iotrace record`, the same
 # workload also runs under `iotrace record` (syscall + block tracing).
 set -euo pipefail
@@ -63,7 +66,7 @@ if [[ $SPIN == 1 ]]; then
 	done
 fi
 
-tools=(bare iotrace-block bpftrace)
+tools=(bare iotrace-block iotrace-block-nowitness bpftrace)
 [[ $have_blktrace -eq 1 ]] && tools+=(blktrace)
 if [[ -n ${IOTRACE:-} ]] && "$IOTRACE" record --help >/dev/null 2>&1; then
 	tools+=(iotrace-record)
@@ -76,8 +79,10 @@ start_tool() {
 	rm -f "$tmp/ready" "$tmp/tool.log"
 	case $tool in
 	bare) tpid="" ; return ;;
-	iotrace-block)
-		"$tmp/block" -ready "$tmp/ready" 2>"$tmp/tool.log" &
+	iotrace-block | iotrace-block-nowitness)
+		local nw=()
+		[[ $tool == iotrace-block-nowitness ]] && nw=(-no-witness)
+		"$tmp/block" -ready "$tmp/ready" "${nw[@]}" 2>"$tmp/tool.log" &
 		tpid=$!
 		for _ in $(seq 100); do [[ -f $tmp/ready ]] && break; sleep 0.1; done ;;
 	bpftrace)
@@ -104,7 +109,7 @@ stop_tool() {
 	done
 	kill -TERM "$tpid" 2>/dev/null || true
 	wait "$tpid" 2>/dev/null || true
-	if [[ $1 == iotrace-block ]]; then sed 's/^/    /' "$tmp/tool.log" >&2; fi
+	if [[ $1 == iotrace-block* ]]; then sed 's/^/    /' "$tmp/tool.log" >&2; fi
 }
 
 # Per-program BPF run time (kernel.bpf_stats_enabled), restored on exit.
@@ -147,6 +152,9 @@ for round in $(seq "$ROUNDS"); do
 				echo "$target $ns ${events:-0}" >>"$costs"
 				grep -o '[0-9]* ns/event' "$tmp/tool.log" | awk -v t="$target" '{print t, "user", $1}' >>"$costs"
 			fi
+			if [[ $tool == iotrace-block-nowitness ]]; then
+				grep -o '[0-9]* ns/event' "$tmp/tool.log" | awk -v t="$target" '{print t, "user-nowitness", $1}' >>"$costs"
+			fi
 			iops=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' "$tmp/fio.json")
 			echo "$target $tool $round $iops" >>"$results"
 			echo "round $round $target $tool: $iops IOPS" >&2
@@ -162,6 +170,8 @@ for l in open(sys.argv[2]):
     f = l.split()
     if f[1] == "user":
         user.setdefault(f[0], []).append(float(f[2]))
+    elif f[1] == "user-nowitness":
+        user.setdefault(f[0] + "-nowitness", []).append(float(f[2]))
     else:
         kernel.setdefault(f[0], []).append(float(f[1]) / max(float(f[2]), 1))
 data = {}
@@ -180,4 +190,6 @@ for target, tools in data.items():
         print(f"  iotrace block CPU per I/O: BPF programs {k:.0f} ns (kernel.bpf_stats_enabled), "
               f"user-space reader {u:.0f} ns; vs the bare {1e3*1e6/bare:.0f} ns per I/O: "
               f"{100*k/(1e9/bare):.2f} % in the I/O path, {100*(k+u)/(1e9/bare):.2f} % of CPU in all")
+    if target + "-nowitness" in user:
+        print(f"  user-space reader without the completion witness: {statistics.median(user[target + '-nowitness']):.0f} ns per event")
 EOF

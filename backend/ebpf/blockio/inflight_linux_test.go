@@ -151,7 +151,7 @@ func TestRecursionMissesReadable(t *testing.T) {
 // is the first of doneSide and queue program the last of queueSide (so
 // a test can detach them), and the calling goroutine locked to its
 // thread (returned).
-func missingRuns(t *testing.T) (*loopDev, int, *run, uint32) {
+func missingRuns(t *testing.T, opts Options) (*loopDev, int, *run, uint32) {
 	t.Helper()
 	loop := newLoop(t, 8<<20, false)
 	fd, err := unix.Open(loop.path, unix.O_RDONLY|unix.O_DIRECT, 0)
@@ -159,7 +159,10 @@ func missingRuns(t *testing.T) (*loopDev, int, *run, uint32) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	r := startTracer(t, Options{})
+	r := startTracer(t, opts)
+	if !opts.NoWitness && r.t.witness == nil {
+		t.Fatal("no completion witness (see the warnings)")
+	}
 	if r.t.attached[0].name != "block_rq_complete" || r.t.attached[len(r.t.attached)-1].name != "block_bio_queue" {
 		t.Fatalf("attached %+v: want block_rq_complete first and block_bio_queue last", r.t.attached)
 	}
@@ -169,28 +172,80 @@ func missingRuns(t *testing.T) (*loopDev, int, *run, uint32) {
 }
 
 // TestUnseenCompletions: a tracked bio whose completion never reaches the
-// programs (seen on 6.18 while another BPF tool attached programs to the
-// block tracepoints: block_rq_complete fired, as ftrace showed, without
-// the program running and without a recursion miss) stays in the
-// in-flight map. Its memory is soon reused by the next bio; before, that
-// bio's queue overwrote the entry (the first bio vanished) or, when the
-// pid filter dropped the new bio, the stale entry later gave the new bio's
-// completion the old one's submitter and cause. Here the completion
-// program is detached mid-trace, standing in for the kernel skipping it:
-// every read must still show exactly once, without completion, counted
-// under StatUnseen or StatInFlight.
+// programs (the kernel skips BPF dispatch in some softirqs: block_rq_complete
+// fires, as ftrace shows, without any program running and without a
+// recursion miss) stays in the in-flight map. Its memory is soon reused by
+// the next bio; before, that bio's queue overwrote the entry (the first
+// bio vanished) or, when the pid filter dropped the new bio, the stale
+// entry later gave the new bio's completion the old one's submitter and
+// cause. Here the completion program is detached mid-trace, standing in
+// for the kernel skipping it: every read must still show exactly once.
+// The completion witness (the kernel's own trace buffer) still has their
+// completions: each read gets its latency from it, flagged
+// ftrace-completion, and is counted under StatWitnessed, not lost.
 func TestUnseenCompletions(t *testing.T) {
-	loop, fd, r, tid := missingRuns(t)
+	evs, tid, r, elapsed := unseenReads(t, Options{})
+	for i := range evs {
+		e := &evs[i]
+		if e.Tid != tid {
+			continue
+		}
+		if e.Flags&event.FlagFtraceCompletion == 0 || e.Flags&event.FlagNoCompletion != 0 || e.Status != event.StatusOK ||
+			e.Bytes != 4096 || e.Duration <= 0 || e.Duration > int64(elapsed) {
+			t.Errorf("%s: want a 4096-byte read with its completion from the kernel's trace buffer, latency in (0, %v]", describe(e), elapsed)
+		}
+	}
+	st := r.t.Stats()
+	unseen, inFlight, found := st.Get(event.CountLost, StatUnseen), st.Get(event.CountUnpaired, StatInFlight), st.Get(event.CountInfo, StatWitnessed)
+	if unseen != 0 || inFlight != 0 || found < unseenN {
+		t.Errorf("%q = %d, %q = %d, %q = %d: want 0, 0, >= %d; stats %+v", StatUnseen, unseen, StatInFlight, inFlight, StatWitnessed, found, unseenN, st.Sorted())
+	}
+	if r.t.witness.in != nil {
+		t.Error("the witness's instance is still open after Run")
+	}
+}
+
+// TestUnseenCompletionsNoWitness: without the witness, those reads are
+// events without completion (no latency), counted under StatUnseen or
+// StatInFlight.
+func TestUnseenCompletionsNoWitness(t *testing.T) {
+	evs, tid, r, _ := unseenReads(t, Options{NoWitness: true})
+	for i := range evs {
+		e := &evs[i]
+		if e.Tid == tid && (e.Flags&event.FlagNoCompletion == 0 || e.Status != event.StatusUnknown || e.Duration != 0) {
+			t.Errorf("%s: want a 4096-byte read without completion", describe(e))
+		}
+	}
+	st := r.t.Stats()
+	unseen, inFlight := st.Get(event.CountLost, StatUnseen), st.Get(event.CountUnpaired, StatInFlight)
+	if unseen+inFlight < unseenN {
+		t.Errorf("%q = %d and %q = %d: want %d in all", StatUnseen, unseen, StatInFlight, inFlight, unseenN)
+	}
+	// Sequential reads on one thread reuse the bio's memory: the path
+	// under test ran.
+	if unseen == 0 {
+		t.Errorf("%q = 0: no bio address was reused in %d sequential reads", StatUnseen, unseenN)
+	}
+}
+
+const unseenN = 32
+
+// unseenReads makes unseenN reads whose completions the programs do not
+// see and checks that each shows once, a 4096-byte read; it returns the
+// events of the loop device, the reading thread and how long the reads
+// took.
+func unseenReads(t *testing.T, opts Options) ([]event.Event, uint32, *run, time.Duration) {
+	loop, fd, r, tid := missingRuns(t, opts)
 	r.t.doneSide[0].Close() // completions no longer reach the tracer
-	const n = 32
 	buf := alignedBuf(4096)
-	for i := range n {
+	start := time.Now()
+	for i := range unseenN {
 		if _, err := unix.Pread(fd, buf, int64(i)*8192); err != nil {
 			t.Fatal(err)
 		}
 	}
+	elapsed := time.Since(start)
 	evs := onDev(r.stop(t), loop.dev)
-
 	seen := map[uint64]int{}
 	for i := range evs {
 		e := &evs[i]
@@ -198,28 +253,19 @@ func TestUnseenCompletions(t *testing.T) {
 			continue
 		}
 		seen[e.Sector]++
-		if e.Op != event.OpBlockRead || e.Size != 4096 || e.Flags&event.FlagNoCompletion == 0 || e.Status != event.StatusUnknown || e.Duration != 0 {
-			t.Errorf("%s: want a 4096-byte read without completion", describe(e))
+		if e.Op != event.OpBlockRead || e.Size != 4096 {
+			t.Errorf("%s: want a 4096-byte read", describe(e))
 		}
 	}
-	for i := range n {
+	for i := range unseenN {
 		if s := uint64(i) * 16; seen[s] != 1 {
 			t.Errorf("read at sector %d: %d events, want 1", s, seen[s])
 		}
 	}
-	if len(seen) != n {
-		t.Errorf("%d distinct sectors for thread %d, want %d", len(seen), tid, n)
+	if len(seen) != unseenN {
+		t.Errorf("%d distinct sectors for thread %d, want %d", len(seen), tid, unseenN)
 	}
-	st := r.t.Stats()
-	unseen, inFlight := st.Get(event.CountLost, StatUnseen), st.Get(event.CountUnpaired, StatInFlight)
-	if unseen+inFlight < n {
-		t.Errorf("%q = %d and %q = %d: want %d in all", StatUnseen, unseen, StatInFlight, inFlight, n)
-	}
-	// Sequential reads on one thread reuse the bio's memory: the path
-	// under test ran.
-	if unseen == 0 {
-		t.Errorf("%q = 0: no bio address was reused in %d sequential reads", StatUnseen, n)
-	}
+	return evs, tid, r, elapsed
 }
 
 // TestStaleEntryAtCompletion: the queue of the bio that reuses a missed
@@ -230,7 +276,7 @@ func TestUnseenCompletions(t *testing.T) {
 // completing bio (direction, device, sector) and reported as unseen; the
 // completion shows as a bio never seen queued.
 func TestStaleEntryAtCompletion(t *testing.T) {
-	loop, fd, r, tid := missingRuns(t)
+	loop, fd, r, tid := missingRuns(t, Options{NoWitness: true})
 	buf := alignedBuf(4096)
 
 	// The first reads are queued under the tracer; their completions are

@@ -88,6 +88,19 @@ type Options struct {
 
 	// Sysfs is where sysfs is mounted, for device names; "" means "/sys".
 	Sysfs string
+
+	// NoWitness leaves out the block completion witness: a tracefs
+	// instance recording every block completion into the kernel's own
+	// trace buffer, where the completions no BPF program saw are looked
+	// up (docs/block.md, "Completions the kernel does not deliver").
+	// Without it, those bios are events without completion. When the
+	// instance cannot be created, Open warns and goes on without it.
+	NoWitness bool
+	// WitnessKeep is how many completions the witness remembers
+	// (0: DefaultWitnessKeep); WitnessBufferKB its buffer per CPU in KiB
+	// (0: 1024).
+	WitnessKeep     int
+	WitnessBufferKB int
 }
 
 func (o *Options) warnf(msg string) {

@@ -36,12 +36,17 @@ type Tracer struct {
 
 	dec *Decoder
 
-	mu      sync.Mutex // guards what follows
-	devs    *Devices
-	user    event.Stats // counters kept in user space
-	kernel  event.Stats // last kernel counter snapshot, once detached
-	stopped bool
-	closed  bool
+	mu sync.Mutex // guards what follows
+	// witness finds completions no program saw in the kernel's trace
+	// buffer (nil without it); unseenFound counts those found for bios
+	// the programs reported unseen (StatUnseen counts the rest).
+	witness     *witness
+	unseenFound uint64
+	devs        *Devices
+	user        event.Stats // counters kept in user space
+	kernel      event.Stats // last kernel counter snapshot, once detached
+	stopped     bool
+	closed      bool
 }
 
 // attach is one program and its tracepoint.
@@ -101,6 +106,13 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("blockio: load BPF programs: %w", err)
 	}
 
+	// The witness first: it records the completion of every bio queued
+	// under the tracer.
+	if !opts.NoWitness {
+		if t.witness, err = openWitness(&opts, layout); err != nil {
+			opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
+		}
+	}
 	if err := t.attachPrograms(); err != nil {
 		t.closeAll()
 		return nil, err
@@ -299,7 +311,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 			return
 		}
 		if r.Flags&RecUnseen != 0 {
-			t.dec.InFlight(&r, &e)
+			t.unseen(&r, &e, r.DoneTS)
 		} else {
 			t.dec.Event(&r, &e)
 		}
@@ -329,6 +341,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		if err := read(time.Now().Add(t.opts.PollInterval)); err != nil {
 			return err
 		}
+		t.drainWitness()
 		if now := time.Now(); now.After(nextLoss) {
 			nextLoss = now.Add(time.Second)
 			if lost := t.lost(); lost > lastLoss {
@@ -373,19 +386,55 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		for i, c := range info.Comm {
 			r.Comm[i] = byte(c)
 		}
-		t.dec.InFlight(&r, &e)
+		if !t.unseen(&r, &e, 0) {
+			n++
+		}
 		emit(&e)
-		n++
 	}
 	t.mu.Lock()
 	t.user.Add(event.CountUnpaired, StatInFlight, n)
 	t.kernel = t.kernelStats()
 	t.stopped = true
+	var werr error
+	if t.witness != nil {
+		werr = t.witness.close()
+	}
 	t.mu.Unlock()
+	if werr != nil {
+		t.opts.warnf("block I/O: " + werr.Error())
+	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("blockio: list bios in flight: %w", err)
 	}
 	return nil
+}
+
+// unseen fills e for a bio whose completion no program saw: with the
+// completion the witness kept (before time before; 0: now), or without
+// completion. It reports whether the witness had it.
+func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.witness != nil && t.witness.in != nil {
+		if w, ok := t.witness.lookup(r, before); ok {
+			if r.Flags&RecUnseen != 0 {
+				t.unseenFound++
+			}
+			t.dec.Witnessed(r, w, e)
+			return true
+		}
+	}
+	t.dec.InFlight(r, e)
+	return false
+}
+
+// drainWitness reads the witness's buffers, so that they do not overrun.
+func (t *Tracer) drainWitness() {
+	t.mu.Lock()
+	if t.witness != nil && t.witness.in != nil {
+		t.witness.drain()
+	}
+	t.mu.Unlock()
 }
 
 // device names a device the first time an event refers to it.
@@ -442,6 +491,13 @@ func (t *Tracer) kernelStats() event.Stats {
 		}
 	}
 	s := counterStats(perCPU, t.filtered)
+	if t.unseenFound != 0 {
+		// Found in the witness: an event with its completion, not lost.
+		s.Set(event.CountLost, StatUnseen, s.Get(event.CountLost, StatUnseen)-min(t.unseenFound, s.Get(event.CountLost, StatUnseen)))
+	}
+	if t.witness != nil {
+		s.Merge(t.witness.stats())
+	}
 	for _, a := range t.attached {
 		if st, err := a.prog.Stats(); err == nil && st.RecursionMisses != 0 {
 			s.Add(event.CountLost, StatMissed+a.name, st.RecursionMisses)
@@ -497,6 +553,9 @@ func (t *Tracer) closeAll() error {
 		errs = append(errs, t.rd.Close())
 	}
 	errs = append(errs, t.objs.Close())
+	if t.witness != nil {
+		errs = append(errs, t.witness.close())
+	}
 	return errors.Join(errs...)
 }
 

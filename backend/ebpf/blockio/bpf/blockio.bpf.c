@@ -417,7 +417,7 @@ static __always_inline void forget_unseen(__u64 key)
 	r->bio = key;
 	r->rq = 0;
 	r->issue_ts = 0;
-	r->done_ts = 0;
+	r->done_ts = now(); /* when the loss was found: its completion came before */
 	r->sector = bi->queue_sector - bi->start_sect;
 	r->bytes = bi->queue_bytes;
 	r->opf = bi->opf;
