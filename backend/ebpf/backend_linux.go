@@ -122,6 +122,8 @@ type run struct {
 	nextSkipCheck time.Time
 
 	reaper reaper // reap_linux.go
+
+	phases *startupPhases // startup_linux.go
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -189,10 +191,13 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
+	ph := &startupPhases{}
+	tl := time.Now()
 	pr, err := loadProbes(lc)
 	if err != nil {
 		return err
 	}
+	ph.since("load system-call programs", tl)
 	defer pr.close()
 	if pidSet != nil {
 		pids := make([]uint32, 0, len(pidSet))
@@ -224,7 +229,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
-	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph}
 	r.tr = newTracker(ls, origin, fs)
 	r.tr.block = lc.cause
 	if opts.Stacks != 0 {
@@ -304,9 +309,11 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	opts := &r.opts
 	pr := r.pr
 	wantURing := r.tr.ops == nil || r.tr.ops[event.OpAsync] || r.tr.ops[event.OpRead] || r.tr.ops[event.OpWrite]
+	ta := time.Now()
 	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing, iowait: wantFile && wantBlock}); err != nil {
 		return err
 	}
+	r.phases.since("attach system-call programs", ta)
 	for _, m := range pr.missing {
 		r.stats.Add(event.CountInfo, "not traced here: "+m, 1)
 	}
@@ -315,6 +322,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	rundownDone := make(chan struct{})
 	go func() {
 		defer close(rundownDone)
+		defer r.phases.since("rundown (/proc)", time.Now())
 		r.rundown(cmdMode, pidSet)
 	}()
 	// Block I/O, linked to our syscalls through cur_syscall.
@@ -327,10 +335,11 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	defer btStop()
 	if wantBlock {
 		bo := blockio.Options{
-			Origin:     int64(r.origin),
-			ExcludePid: uint32(os.Getpid()),
-			BufferSize: opts.BufferSize,
-			Warn:       opts.Warn,
+			Origin:      int64(r.origin),
+			ExcludePid:  uint32(os.Getpid()),
+			BufferSize:  opts.BufferSize,
+			Warn:        opts.Warn,
+			KernelTypes: pr.kernelTypes,
 			Fact: func(f *event.Fact) {
 				_ = r.sink.Fact(f)
 			},
@@ -351,7 +360,9 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			bo.PidFilter = pr.objs.Pids
 		}
 		var err error
+		tb := time.Now()
 		bt, err = blockio.Open(bo)
+		r.phases.since("load and attach block programs", tb)
 		if err != nil {
 			if !wantFile {
 				<-rundownDone
@@ -437,6 +448,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	}
 	startup := time.Since(t0)
 	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(startup.Microseconds()))
+	r.phases.addTo(&r.stats)
 
 	// The command, traced from its first instruction: its fork is seen by
 	// the sched_process_fork program, which adds it to the pid filter.

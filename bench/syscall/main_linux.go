@@ -287,31 +287,48 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 			m.name, median(m.ns), median(m.ns)-ubare, median(m.cpu), median(m.cpu)-ucpu)
 	}
 
+	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+		return fmt.Errorf("start-up: %w", err)
+	}
+
 	// Start-up: load, attach, rundown (in process, as iotrace does).
 	fmt.Printf("\nstart-up of the eBPF backend (load + attach + /proc rundown), median of 5\n\n")
 	for _, layers := range [][]event.Layer{{event.LayerFile}, nil} {
 		var ms []float64
 		var procs uint64
+		phases := map[string][]float64{}
 		for i := 0; i < 5; i++ {
-			d, p, err := startup(layers)
+			d, p, ph, err := startup(layers)
 			if err != nil {
 				return fmt.Errorf("start-up: %w", err)
 			}
 			ms = append(ms, d)
 			procs = p
+			for k, v := range ph {
+				phases[k] = append(phases[k], v)
+			}
 		}
 		name := "file + block"
 		if layers != nil {
 			name = "file"
 		}
 		fmt.Printf("| %-14s | %6.1f ms | (%d processes in the rundown) |\n", name, median(ms), procs)
+		names := make([]string, 0, len(phases))
+		for k := range phases {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Printf("|   %-40s | %6.1f ms |\n", k, median(phases[k]))
+		}
 	}
 	return nil
 }
 
 // startup runs the backend system-wide for an instant and returns its
-// start-up time in ms (from its own counter) and the rundown size.
-func startup(layers []event.Layer) (float64, uint64, error) {
+// start-up time in ms (from its own counter), the rundown size and each
+// start-up phase's ms (phases overlap).
+func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) {
 	var tr *event.Trailer
 	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -324,13 +341,19 @@ func startup(layers []event.Layer) (float64, uint64, error) {
 	}()
 	err := ebpf.New(ebpf.Config{MarkerDir: "-"}).Run(ctx, backend.Options{Layers: layers, Duration: 2 * time.Second}, sink)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if tr == nil {
-		return 0, 0, errors.New("no trailer")
+		return 0, 0, nil, errors.New("no trailer")
+	}
+	phases := map[string]float64{}
+	for _, c := range tr.Stats.Sorted() {
+		if name, ok := strings.CutPrefix(c.Name, "startup µs: "); ok && c.Kind == event.CountInfo {
+			phases[name] = float64(c.Value) / 1000
+		}
 	}
 	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
-	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), nil
+	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phases, nil
 }
 
 func median(v []float64) float64 {

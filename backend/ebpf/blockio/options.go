@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
@@ -88,6 +89,10 @@ type Options struct {
 
 	// Sysfs is where sysfs is mounted, for device names; "" means "/sys".
 	Sysfs string
+
+	// KernelTypes is the kernel's BTF as the caller already parsed it
+	// (parsing costs tens of ms); nil: parsed here.
+	KernelTypes *btf.Cache
 }
 
 func (o *Options) warnf(msg string) {
