@@ -193,7 +193,7 @@ func (a *Aggregator) Profile() *profile.Profile {
 	}
 	maps := map[string]*profile.Mapping{}
 	if main := a.mainModule(); main != "" {
-		maps[main] = &profile.Mapping{ID: 1, File: main, HasFunctions: true}
+		maps[main] = &profile.Mapping{ID: 1, File: termesc.String(main), HasFunctions: true}
 		p.Mapping = append(p.Mapping, maps[main])
 	}
 	funcs := map[[2]string]*profile.Function{}

@@ -214,8 +214,12 @@ func (c *Checker) Err() error {
 		if c.maxEnd > c.Trailer.End {
 			errs = append(errs, fmt.Sprintf("event #%d ends at %d, after the trailer's end %d", c.maxEndID, c.maxEnd, c.Trailer.End))
 		}
-		if got := c.Trailer.Stats.Total(event.CountUnpaired); got < uint64(c.Unpaired) {
-			errs = append(errs, fmt.Sprintf("%d events flagged no-completion/no-start but the trailer counts %d unpaired", c.Unpaired, got))
+		// An event without its other half is counted unpaired, or lost
+		// when the kernel never delivered that half (a block completion
+		// no program could see).
+		unpaired, lost := c.Trailer.Stats.Total(event.CountUnpaired), c.Trailer.Stats.Total(event.CountLost)
+		if unpaired+lost < uint64(c.Unpaired) {
+			errs = append(errs, fmt.Sprintf("%d events flagged no-completion/no-start but the trailer counts %d unpaired and %d lost", c.Unpaired, unpaired, lost))
 		}
 	}
 	// A cause may be missing only when the trailer counts lost events

@@ -118,7 +118,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 			e.Flags |= event.FlagNoCompletion
 			c.Event(e)
 			c.End(trailer(1000))
-		}, "1 events flagged no-completion/no-start but the trailer counts 0 unpaired"},
+		}, "1 events flagged no-completion/no-start but the trailer counts 0 unpaired and 0 lost"},
 	}
 	for _, tc := range cases {
 		c := NewChecker(Rules{})
@@ -127,5 +127,22 @@ func TestCheckerFindsViolations(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Err() = %v, want it to mention %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestUnpairedCountedLost: an event whose completion the kernel never
+// delivered may be counted lost rather than unpaired (blockio's
+// "completions not seen").
+func TestUnpairedCountedLost(t *testing.T) {
+	c := NewChecker(Rules{})
+	c.Begin(goodHeader())
+	e := fileEvent(1)
+	e.Flags |= event.FlagNoCompletion
+	c.Event(e)
+	tr := trailer(1000)
+	tr.Stats.Add(event.CountLost, "block completions not seen (events without completion)", 1)
+	c.End(tr)
+	if err := c.Err(); err != nil {
+		t.Error(err)
 	}
 }

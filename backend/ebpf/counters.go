@@ -134,6 +134,7 @@ var skipMeaning = map[string]struct {
 	"wb_start":       {event.CountUnresolved, "writeback starts missed (the flusher's block I/O is not linked to the sync call)"},
 	"wb_written":     {event.CountUnresolved, "writeback ends missed (later flusher block I/O may be linked to the sync call)"},
 	"dump_inflight":  {event.CountInfo, "in-flight iterator runs skipped"},
+	"pc_evict":       {event.CountUnresolved, "page-cache evictions missed (a later read of those pages may be credited to the fill that brought them in before)"},
 }
 
 // skippedName returns the counter name and kind of program prog's skipped

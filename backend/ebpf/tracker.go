@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
@@ -816,7 +817,8 @@ func (t *tracker) stats(s *event.Stats) {
 // execMaps records the code an exec mapped (the program's text and its
 // interpreter's) as modules, each only when the file at the path has the
 // inode the kernel mapped: a program replaced on disk since is not
-// taken for the one that ran.
+// taken for the one that ran. The paths are recorded with their symbolic
+// links resolved (realPath).
 func (t *tracker) execMaps(r *execMapsRec) {
 	if t.mods == nil {
 		return
@@ -834,11 +836,30 @@ func (t *tracker) execMaps(r *execMapsRec) {
 		if x.m.Start == r.Exe.Start && x.path != exe {
 			continue // a static program: no interpreter
 		}
-		ino, dev, ok := procfs.FileID(x.path)
-		if x.path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
+		path := realPath(x.path)
+		ino, dev, ok := procfs.FileID(path)
+		if path == "" || !ok || ino != x.m.Ino || dev != procfs.KernelDev(x.m.Dev) {
 			t.execMapsMissed++
 			continue
 		}
-		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, x.path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
+		t.mods.mapped(r.Pid, p.Start, ts, false, x.m.Start, x.m.End, x.m.PgOff, path, fileKey{dev: x.m.Dev, ino: x.m.Ino})
 	}
+}
+
+// realPath returns path with its symbolic links resolved, "" when that
+// fails. An exec names its program as the caller spelled it
+// (/usr/bin/python3, a link to python3.11) and its interpreter as
+// PT_INTERP does (/lib64/ld-linux-x86-64.so.2, a link); a module's path
+// must name the file itself, as /proc/PID/maps and mmap's paths do:
+// readers open a module path from a trace without following a final
+// link (package symbolize), so a link's frames would stay unnamed.
+func realPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	return p
 }
