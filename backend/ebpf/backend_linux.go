@@ -191,6 +191,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
+	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
 	ph := &startupPhases{}
 	tl := time.Now()
 	pr, err := loadProbes(lc)
@@ -308,9 +309,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBlock bool, pidSet map[uint32]bool) error {
 	opts := &r.opts
 	pr := r.pr
-	wantURing := r.tr.ops == nil || r.tr.ops[event.OpAsync] || r.tr.ops[event.OpRead] || r.tr.ops[event.OpWrite]
 	ta := time.Now()
-	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && wantURing, iowait: wantFile && wantBlock}); err != nil {
+	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}); err != nil {
 		return err
 	}
 	r.phases.since("attach system-call programs", ta)

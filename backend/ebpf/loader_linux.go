@@ -35,6 +35,29 @@ type loadConfig struct {
 	wakeupBytes uint64
 	stacks      backend.Stacks
 	unwind      bool // user stacks walked by unwind tables (bpf/unwind.h)
+	// attach is what will be attached: the programs nothing attaches
+	// are not loaded.
+	attach attachConfig
+}
+
+// unusedPrograms are the programs of the object that ac does not attach.
+func unusedPrograms(ac attachConfig) map[string]bool {
+	skip := map[string]bool{}
+	add := func(names ...string) {
+		for _, n := range names {
+			skip[n] = true
+		}
+	}
+	if !ac.file {
+		add("sys_enter", "sys_exit")
+	}
+	if !ac.iowait {
+		add("sched_switch", "wb_written", "wb_start", "wb_queue", "pc_evict")
+	}
+	if !ac.uring {
+		add("uring_complete", "uring_submit", "dio_begin", "dio_queued", "dio_complete")
+	}
+	return skip
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -153,7 +176,7 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
 		}
 	}
-	if err := bpfload.LoadAndAssign(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}); err != nil {
+	if err := bpfload.LoadAndAssign(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach)); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("ebpf: the kernel's verifier rejected a program: %+v", ve)
@@ -209,7 +232,7 @@ func (p *probes) addPids(pids []uint32) error {
 	return nil
 }
 
-// attachConfig selects what to attach.
+// attachConfig selects what to attach (and so what to load).
 type attachConfig struct {
 	file  bool                // syscalls
 	ops   *[event.NumOps]bool // ops wanted, nil: all

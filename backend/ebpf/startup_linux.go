@@ -38,3 +38,18 @@ func (s *startupPhases) addTo(st *event.Stats) {
 		st.Set(event.CountInfo, startupPrefix+p.name, uint64(p.d.Microseconds()))
 	}
 }
+
+// asyncWanted reports whether ops (none: all) take the asynchronous
+// requests' programs (io_uring, AIO, iomap's direct I/O): reads and
+// writes are made by them too.
+func asyncWanted(ops []event.Op) bool {
+	if len(ops) == 0 {
+		return true
+	}
+	for _, o := range ops {
+		if o == event.OpAsync || o == event.OpRead || o == event.OpWrite {
+			return true
+		}
+	}
+	return false
+}

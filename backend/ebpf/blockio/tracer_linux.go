@@ -162,7 +162,7 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
-	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}); err != nil {
+	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)

@@ -3,6 +3,7 @@ package bpfload
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sort"
 	"sync"
@@ -16,8 +17,10 @@ import (
 // maps (and the global data) first, then each program on its own, one
 // per CPU at a time, the largest first, all sharing those maps.
 // opts.MapReplacements and opts.Cache (the kernel's BTF, best parsed once
-// for every collection) are used as LoadAndAssign uses them.
-func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions) error {
+// for every collection) are used as LoadAndAssign uses them. Programs
+// named in skip are not loaded (the options leave them unused): their
+// fields in objs stay nil.
+func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions, skip map[string]bool) error {
 	kt := opts.Cache
 	if kt == nil {
 		kt = btf.NewCache()
@@ -33,7 +36,9 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOpti
 
 	names := make([]string, 0, len(spec.Programs))
 	for name := range spec.Programs {
-		names = append(names, name)
+		if !skip[name] {
+			names = append(names, name)
+		}
 	}
 	sort.Slice(names, func(i, j int) bool {
 		return len(spec.Programs[names[i]].Instructions) > len(spec.Programs[names[j]].Instructions)
@@ -72,7 +77,62 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOpti
 		}
 		return err
 	}
-	return all.Assign(objs)
+	return assign(objs, all, skip)
+}
+
+// assign sets objs' ebpf-tagged fields (in embedded structs too) from c,
+// taking each object out of c, as Collection.Assign does; a program in
+// skip is left nil.
+func assign(objs any, c *ebpf.Collection, skip map[string]bool) error {
+	v := reflect.ValueOf(objs)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("bpfload: assign to %T, want a pointer to a struct", objs)
+	}
+	var fields func(s reflect.Value) error
+	fields = func(s reflect.Value) error {
+		for i := 0; i < s.NumField(); i++ {
+			f, sf := s.Field(i), s.Type().Field(i)
+			if sf.Anonymous && f.Kind() == reflect.Struct {
+				if err := fields(f); err != nil {
+					return err
+				}
+				continue
+			}
+			name := sf.Tag.Get("ebpf")
+			if name == "" {
+				continue
+			}
+			var obj any
+			switch f.Interface().(type) {
+			case *ebpf.Program:
+				if skip[name] {
+					continue
+				}
+				if p := c.Programs[name]; p != nil {
+					obj = p
+					delete(c.Programs, name)
+				}
+			case *ebpf.Map:
+				if m := c.Maps[name]; m != nil {
+					obj = m
+					delete(c.Maps, name)
+				}
+			case *ebpf.Variable:
+				if vr := c.Variables[name]; vr != nil {
+					obj = vr
+					delete(c.Variables, name)
+				}
+			default:
+				return fmt.Errorf("bpfload: field %s has type %s", sf.Name, sf.Type)
+			}
+			if obj == nil {
+				return fmt.Errorf("bpfload: no %s %q in the collection", sf.Type, name)
+			}
+			f.Set(reflect.ValueOf(obj))
+		}
+		return nil
+	}
+	return fields(v.Elem())
 }
 
 // loadOne loads program name of spec with maps in place of spec's maps.
