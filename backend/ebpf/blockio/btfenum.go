@@ -7,6 +7,9 @@ import (
 	"fmt"
 )
 
+// vmlinuxBTF is where Linux publishes its BTF.
+const vmlinuxBTF = "/sys/kernel/btf/vmlinux"
+
 // BTF kinds (include/uapi/linux/btf.h) and the bytes each type record
 // carries after its 12-byte header: fixed, and per vlen entry.
 var btfKindExtra = [...]struct{ fixed, perEntry int }{

@@ -8,9 +8,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// vmlinuxBTF is where the kernel publishes its BTF.
-const vmlinuxBTF = "/sys/kernel/btf/vmlinux"
-
 // layoutFields are the enumerators kernelLayout reads, and what each sets.
 func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 	return map[string]func(v uint64){
