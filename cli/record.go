@@ -65,18 +65,8 @@ func (p *periodicFlush) Fact(f *event.Fact) error {
 	return p.Writer.Fact(f)
 }
 
-func newRecordCmd() *cobra.Command {
-	var (
-		fo       filter.Options
-		path     string
-		live     liveFlags
-		rot      rotateFlags
-		ringSize string
-	)
-	cmd := &cobra.Command{
-		Use:   "record -o FILE.iot|FILE.etl|FILE.parquet [filters] [--duration D] [-- COMMAND [ARGS...]]",
-		Short: "Record this machine's file and block I/O to a trace file",
-		Long: `Record file system calls and block I/O to a self-contained .iot trace file
+// recordLong is the record command's help.
+const recordLong = `Record file system calls and block I/O to a self-contained .iot trace file
 that resolves on any machine (iotrace print, report, compare, convert).
 With a command after --, iotrace starts it once the probes are attached and
 records only it and its descendants; the recording stops when it exits,
@@ -101,95 +91,139 @@ need) and writes them out when asked, so it can run for days and capture the
 minute before a stall. Each "iotrace mark --save" (or, on Linux, SIGUSR1)
 writes a new FILE.1.iot, FILE.2.iot, ... (never replacing a file); the end
 of the recording writes FILE. Every saved file counts the older events that
-were overwritten as lost ("flight recorder: older events overwritten").`,
-		Example: `  sudo iotrace record -o build.iot -- make -j8
+were overwritten as lost ("flight recorder: older events overwritten").`
+
+// recordExample are its examples.
+const recordExample = `  sudo iotrace record -o build.iot -- make -j8
   sudo iotrace record -o db.iot --comm postgres --duration 10m
   sudo iotrace record -o /var/log/iotrace/ --rotate 1h,1GiB --max-total 20GiB
-  sudo iotrace record --ring 256M -o stall.iot    # then: iotrace mark --save`,
-		Args: cobra.ArbitraryArgs,
+  sudo iotrace record --ring 256M -o stall.iot    # then: iotrace mark --save`
+
+// recordFlags are the record command's flags.
+type recordFlags struct {
+	fo       filter.Options
+	path     string
+	live     liveFlags
+	rot      rotateFlags
+	ringSize string
+}
+
+// recordPlan is what a record command line asks for, checked: where the
+// recording goes (a .iot file, a series of them, a flight recorder, a
+// Parquet file, an .etl on Windows) and what it traces.
+type recordPlan struct {
+	opts             backend.Options
+	f                *filter.Filter
+	path             string
+	toETL, toParquet bool
+	rot              *rotate.Options // a series of files (--rotate)
+	ringBytes        int             // a flight recorder (--ring)
+}
+
+func newRecordCmd() *cobra.Command {
+	var rf recordFlags
+	cmd := &cobra.Command{
+		Use:     "record -o FILE.iot|FILE.etl|FILE.parquet [filters] [--duration D] [-- COMMAND [ARGS...]]",
+		Short:   "Record this machine's file and block I/O to a trace file",
+		Long:    recordLong,
+		Example: recordExample,
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ringBytes := 0
-			if cmd.Flags().Changed("ring") {
-				// Before the arguments: "--ring -o t.iot" took "-o" as the size.
-				n, err := parseRingSize(ringSize, physicalMemory())
-				if err != nil {
-					return err
-				}
-				ringBytes = n
-			}
-			command, err := commandArgs(cmd, args)
+			p, err := rf.plan(cmd, args)
 			if err != nil {
 				return err
 			}
-			if isStdout(path) {
-				return fmt.Errorf("record needs an output file: -o FILE.iot")
-			}
-			toETL := strings.HasSuffix(strings.ToLower(path), ".etl")
-			toParquet := strings.HasSuffix(strings.ToLower(path), ".parquet")
-			var rotOpts *rotate.Options
-			if rot.set() {
-				o, err := rot.options(path, cmd.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				rotOpts = &o
-			} else if !toETL && !toParquet && !strings.HasSuffix(strings.ToLower(path), ".iot") {
-				return fmt.Errorf("record writes .iot trace files (or .etl on Windows): %q should end in .iot (use trace -o for text, jsonl or csv)", path)
-			}
-			f, err := filter.New(fo)
-			if err != nil {
-				return err
-			}
-			size, err := parseSize(live.bufferSize)
-			if err != nil {
-				return err
-			}
-			if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: fo.Pids, Command: command, WaitWriteback: live.waitWriteback}); err != nil {
-				return err
-			}
-			if ringBytes > 0 && (toETL || toParquet || rotOpts != nil) {
-				return fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
-			}
-			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0, WaitWriteback: live.waitWriteback}
-			if err = live.stacksInto(&opts); err != nil {
-				return err
-			}
-			fo.PushDown(&opts)
-			if toETL {
-				finish := commandStatus(&opts)
-				return finish(recordETL(cmd.Context(), opts, path, cmd.ErrOrStderr()))
-			}
-			if _, err := pickLiveBackend(); err != nil {
-				return err
-			}
-			switch {
-			case rotOpts != nil:
-				return recordSeries(cmd, opts, f, *rotOpts)
-			case ringBytes > 0:
-				finish := commandStatus(&opts)
-				return finish(recordRing(cmd.Context(), opts, f, path, ringBytes, cmd.ErrOrStderr()))
-			case toParquet:
-				return recordParquet(cmd, opts, f, path)
-			}
-			out, err := outfile.Create(path)
-			if err != nil {
-				return err
-			}
-			defer interrupt.OnQuit(cmd.Context(), func() { rescueRecording(out, cmd.ErrOrStderr()) })()
-			w := tracefile.NewWriter(out, tracefile.WriterOptions{})
-			pf := &periodicFlush{Writer: w, out: out, every: time.Second}
-			return recordLive(cmd, opts, f, pf, func(err error, recorded uint64) error {
-				return finishRecording(out, w, err, recorded, cmd.ErrOrStderr())
-			})
+			return p.record(cmd)
 		},
 	}
-	addFilterFlags(cmd, &fo)
-	cmd.Flags().StringVarP(&path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
-	addLiveFlags(cmd, &live)
-	addCaptureStacksFlag(cmd, &live)
-	addRotateFlags(cmd, &rot)
-	cmd.Flags().StringVar(&ringSize, "ring", "", "flight recorder: keep only the most recent SIZE of events in memory (64M, 1G) and write them at exit, on iotrace mark --save or SIGUSR1 (each request to a new FILE.N.iot)")
+	addFilterFlags(cmd, &rf.fo)
+	cmd.Flags().StringVarP(&rf.path, "output", "o", "", "the trace file to write (FILE.iot; FILE.etl on Windows)")
+	addLiveFlags(cmd, &rf.live)
+	addCaptureStacksFlag(cmd, &rf.live)
+	addRotateFlags(cmd, &rf.rot)
+	cmd.Flags().StringVar(&rf.ringSize, "ring", "", "flight recorder: keep only the most recent SIZE of events in memory (64M, 1G) and write them at exit, on iotrace mark --save or SIGUSR1 (each request to a new FILE.N.iot)")
 	return cmd
+}
+
+// plan checks the command line and says what to record.
+func (rf *recordFlags) plan(cmd *cobra.Command, args []string) (recordPlan, error) {
+	p := recordPlan{path: rf.path}
+	if cmd.Flags().Changed("ring") {
+		// Before the arguments: "--ring -o t.iot" took "-o" as the size.
+		n, err := parseRingSize(rf.ringSize, physicalMemory())
+		if err != nil {
+			return p, err
+		}
+		p.ringBytes = n
+	}
+	command, err := commandArgs(cmd, args)
+	if err != nil {
+		return p, err
+	}
+	if isStdout(p.path) {
+		return p, fmt.Errorf("record needs an output file: -o FILE.iot")
+	}
+	lower := strings.ToLower(p.path)
+	p.toETL, p.toParquet = strings.HasSuffix(lower, ".etl"), strings.HasSuffix(lower, ".parquet")
+	if rf.rot.set() {
+		o, err := rf.rot.options(p.path, cmd.ErrOrStderr())
+		if err != nil {
+			return p, err
+		}
+		p.rot = &o
+	} else if !p.toETL && !p.toParquet && !strings.HasSuffix(lower, ".iot") {
+		return p, fmt.Errorf("record writes .iot trace files (or .etl on Windows): %q should end in .iot (use trace -o for text, jsonl or csv)", p.path)
+	}
+	if p.f, err = filter.New(rf.fo); err != nil {
+		return p, err
+	}
+	size, err := parseSize(rf.live.bufferSize)
+	if err != nil {
+		return p, err
+	}
+	live := &rf.live
+	if err := checkLiveOptions(backend.Options{Duration: live.duration, Pids: rf.fo.Pids, Command: command, WaitWriteback: live.waitWriteback}); err != nil {
+		return p, err
+	}
+	if p.ringBytes > 0 && (p.toETL || p.toParquet || p.rot != nil) {
+		return p, fmt.Errorf("--ring writes a .iot file: use -o FILE.iot (without --rotate)")
+	}
+	p.opts = backend.Options{Command: command, Duration: live.duration, BufferSize: size, FollowChildren: len(command) > 0, WaitWriteback: live.waitWriteback}
+	if err = live.stacksInto(&p.opts); err != nil {
+		return p, err
+	}
+	rf.fo.PushDown(&p.opts)
+	return p, nil
+}
+
+// record records as planned.
+func (p *recordPlan) record(cmd *cobra.Command) error {
+	if p.toETL {
+		finish := commandStatus(&p.opts)
+		return finish(recordETL(cmd.Context(), p.opts, p.path, cmd.ErrOrStderr()))
+	}
+	if _, err := pickLiveBackend(); err != nil {
+		return err
+	}
+	switch {
+	case p.rot != nil:
+		return recordSeries(cmd, p.opts, p.f, *p.rot)
+	case p.ringBytes > 0:
+		finish := commandStatus(&p.opts)
+		return finish(recordRing(cmd.Context(), p.opts, p.f, p.path, p.ringBytes, cmd.ErrOrStderr()))
+	case p.toParquet:
+		return recordParquet(cmd, p.opts, p.f, p.path)
+	}
+	out, err := outfile.Create(p.path)
+	if err != nil {
+		return err
+	}
+	defer interrupt.OnQuit(cmd.Context(), func() { rescueRecording(out, cmd.ErrOrStderr()) })()
+	w := tracefile.NewWriter(out, tracefile.WriterOptions{})
+	pf := &periodicFlush{Writer: w, out: out, every: time.Second}
+	return recordLive(cmd, p.opts, p.f, pf, func(err error, recorded uint64) error {
+		return finishRecording(out, w, err, recorded, cmd.ErrOrStderr())
+	})
 }
 
 // recordLive runs the live backend into sink (through the filter, the

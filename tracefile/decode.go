@@ -443,7 +443,12 @@ func devFail(in *dec, minor uint64) {
 // the end: each varint's position depends on the previous one's length,
 // and that chain is the cost of decoding. The rare paths (a new template
 // or thread, a device, a varint the fast path does not decode) go
-// through in.
+// through in. The template and the thread give the event's constant
+// fields; its mask says which of the others follow, in groups: time and
+// id, the file's (fileFields), offset, sizes, codes and flags
+// (codeFields), block and cause (blockFields), a read's provenance
+// (provenance). Each read is the same three lines: peek, else uvarintAt
+// (a helper doing both does not inline).
 func (d *decoder) decodeEvent(in *dec) {
 	p, off := in.b, in.off
 	ti, next, ok := in.peek(p, off)
@@ -454,24 +459,7 @@ func (d *decoder) decodeEvent(in *dec) {
 	}
 	off = next
 	if ti == uint64(len(d.tmpls)) {
-		in.off = off
-		t := template{
-			source: event.Source(in.byte()),
-			layer:  event.Layer(in.byte()),
-			op:     event.Op(in.byte()),
-			status: event.Status(in.byte()),
-			flags:  event.Flags(in.u32()),
-		}
-		t.native = d.str(in)
-		t.mask = in.uvarint()
-		if t.mask&^d.mAll != 0 && in.err == nil {
-			in.fail(fmt.Errorf("unknown field bits %#x", t.mask&^d.mAll))
-		}
-		if in.err != nil {
-			return
-		}
-		off = in.off
-		if d.tmpls = appendWithin(d, &in.cursor, d.tmpls, t, templateCost); in.err != nil {
+		if off = d.newTemplate(in, off); in.err != nil {
 			return
 		}
 	} else if ti > uint64(len(d.tmpls)) {
@@ -487,14 +475,7 @@ func (d *decoder) decodeEvent(in *dec) {
 	}
 	off = next
 	if hi == uint64(len(d.thrs)) {
-		in.off = off
-		h := threadRef{cpu: in.u32(), pid: in.u32(), tid: in.u32(), procStart: in.varint()}
-		h.comm = d.str(in)
-		if in.err != nil {
-			return
-		}
-		off = in.off
-		if d.thrs = appendWithin(d, &in.cursor, d.thrs, h, threadCost); in.err != nil {
+		if off = d.newThread(in, off); in.err != nil {
 			return
 		}
 	} else if hi > uint64(len(d.thrs)) {
@@ -527,82 +508,150 @@ func (d *decoder) decodeEvent(in *dec) {
 	d.prevID = e.ID
 	e.Duration, e.Wait, e.Path, e.Path2, e.FD, e.FileObject, e.FileKey, e.Inode = 0, 0, "", "", -1, 0, 0, 0
 	if m&(mDuration|mWait|mPath|mPath2|mFD|mFileObject|mFileKey|mInode) != 0 {
-		if m&mDuration != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Duration = unzigzag(u)
-		}
-		if m&mWait != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Wait = unzigzag(u)
-		}
-		if m&mPath != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			if e.Path = d.strAt(in, u); len(e.Path) > d.pathMax {
-				e.Path = d.path(e.Path)
-			}
-		}
-		if m&mPath2 != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			if e.Path2 = d.strAt(in, u); len(e.Path2) > d.pathMax {
-				e.Path2 = d.path(e.Path2)
-			}
-		}
-		if m&mFD != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			v := unzigzag(u)
-			if v != int64(int32(v)) {
-				in.fail(errFD)
-			}
-			e.FD = int32(v)
-		}
-		if m&mFileObject != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			d.prevFO += uint64(unzigzag(u))
-			e.FileObject = d.prevFO
-		}
-		if m&mFileKey != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			d.prevKey += uint64(unzigzag(u))
-			e.FileKey = d.prevKey
-		}
-		if m&mInode != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Inode = u
-		}
+		off = d.fileFields(in, p, off, m)
 	}
 	e.Offset, e.Size, e.Bytes = -1, 0, -1
+	e.Code, e.OpenFlags, e.Mode, e.Disposition, e.Priority, e.IOFlags, e.Info = 0, 0, 0, 0, 0, 0, 0
+	if m&(mOffset|mSize|mBytes|mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
+		off = d.codeFields(in, p, off, m)
+	}
+	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
+	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack) != 0 {
+		off = d.blockFields(in, p, off, m)
+	}
+	e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited, e.ReadAheadFrom = 0, 0, 0, 0, 0
+	if m&mProvenance != 0 {
+		off = d.provenance(in, p, off, m, e)
+	}
+	if in.err != nil {
+		// A failure (fail) left the position at the end.
+		in.off = len(p)
+		return
+	}
+	in.off = off
+}
+
+// newTemplate reads the template defined at off, taking its memory from
+// the chunk's budget, and returns the position after it.
+func (d *decoder) newTemplate(in *dec, off int) int {
+	in.off = off
+	t := template{
+		source: event.Source(in.byte()),
+		layer:  event.Layer(in.byte()),
+		op:     event.Op(in.byte()),
+		status: event.Status(in.byte()),
+		flags:  event.Flags(in.u32()),
+	}
+	t.native = d.str(in)
+	t.mask = in.uvarint()
+	if t.mask&^d.mAll != 0 && in.err == nil {
+		in.fail(fmt.Errorf("unknown field bits %#x", t.mask&^d.mAll))
+	}
+	if in.err != nil {
+		return in.off
+	}
+	d.tmpls = appendWithin(d, &in.cursor, d.tmpls, t, templateCost)
+	return in.off
+}
+
+// newThread reads the thread defined at off, taking its memory from the
+// chunk's budget, and returns the position after it.
+func (d *decoder) newThread(in *dec, off int) int {
+	in.off = off
+	h := threadRef{cpu: in.u32(), pid: in.u32(), tid: in.u32(), procStart: in.varint()}
+	h.comm = d.str(in)
+	if in.err != nil {
+		return in.off
+	}
+	d.thrs = appendWithin(d, &in.cursor, d.thrs, h, threadCost)
+	return in.off
+}
+
+// fileFields reads the event's file fields of mask m at off (decodeEvent
+// cleared them) and returns the position after them.
+func (d *decoder) fileFields(in *dec, p []byte, off int, m uint64) int {
+	e := &d.ev
+	if m&mDuration != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Duration = unzigzag(u)
+	}
+	if m&mWait != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Wait = unzigzag(u)
+	}
+	if m&mPath != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		if e.Path = d.strAt(in, u); len(e.Path) > d.pathMax {
+			e.Path = d.path(e.Path)
+		}
+	}
+	if m&mPath2 != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		if e.Path2 = d.strAt(in, u); len(e.Path2) > d.pathMax {
+			e.Path2 = d.path(e.Path2)
+		}
+	}
+	if m&mFD != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		v := unzigzag(u)
+		if v != int64(int32(v)) {
+			in.fail(errFD)
+		}
+		e.FD = int32(v)
+	}
+	if m&mFileObject != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		d.prevFO += uint64(unzigzag(u))
+		e.FileObject = d.prevFO
+	}
+	if m&mFileKey != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		d.prevKey += uint64(unzigzag(u))
+		e.FileKey = d.prevKey
+	}
+	if m&mInode != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Inode = u
+	}
+	return off
+}
+
+// codeFields reads the event's offset, sizes, codes and flags of mask m
+// at off (decodeEvent cleared them) and returns the position after them.
+func (d *decoder) codeFields(in *dec, p []byte, off int, m uint64) int {
+	e := &d.ev
 	if m&mOffset != 0 {
 		u, next, ok := in.peek(p, off)
 		if !ok {
@@ -627,145 +676,137 @@ func (d *decoder) decodeEvent(in *dec) {
 		off = next
 		e.Bytes = unzigzag(u)
 	}
-	e.Code, e.OpenFlags, e.Mode, e.Disposition, e.Priority, e.IOFlags, e.Info = 0, 0, 0, 0, 0, 0, 0
-	if m&(mCode|mOpenFlags|mMode|mDisposition|mPriority|mIOFlags|mInfo) != 0 {
-		if m&mCode != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Code = fit32(in, u)
+	if m&mCode != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
 		}
-		if m&mOpenFlags != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.OpenFlags = fit32(in, u)
+		off = next
+		e.Code = fit32(in, u)
+	}
+	if m&mOpenFlags != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
 		}
-		if m&mMode != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Mode = fit32(in, u)
+		off = next
+		e.OpenFlags = fit32(in, u)
+	}
+	if m&mMode != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
 		}
-		if m&(mDisposition|mPriority) != 0 {
-			in.off = off
-			if m&mDisposition != 0 {
-				e.Disposition = in.byte()
-			}
-			if m&mPriority != 0 {
-				e.Priority = in.byte()
-			}
-			off = in.off
+		off = next
+		e.Mode = fit32(in, u)
+	}
+	if m&(mDisposition|mPriority) != 0 {
+		in.off = off
+		if m&mDisposition != 0 {
+			e.Disposition = in.byte()
 		}
-		if m&mIOFlags != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.IOFlags = fit32(in, u)
+		if m&mPriority != 0 {
+			e.Priority = in.byte()
 		}
-		if m&mInfo != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Info = fit32(in, u)
+		off = in.off
+	}
+	if m&mIOFlags != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.IOFlags = fit32(in, u)
+	}
+	if m&mInfo != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Info = fit32(in, u)
+	}
+	return off
+}
+
+// blockFields reads the event's block and cause fields of mask m at off
+// (decodeEvent cleared them) and returns the position after them.
+func (d *decoder) blockFields(in *dec, p []byte, off int, m uint64) int {
+	e := &d.ev
+	if m&mDev != 0 {
+		w, next, ok := in.peek(p, off)
+		if !ok {
+			w, next = in.uvarintAt(off)
+		}
+		minor, next, ok := in.peek(p, next)
+		if !ok {
+			minor, next = in.uvarintAt(next)
+		}
+		off = next
+		e.Dev = event.Device{Major: uint32(w >> 1), Minor: uint32(minor), IsDisk: w&1 != 0}
+		if (w>>1 | minor) > 1<<32-1 {
+			devFail(in, minor)
 		}
 	}
-	e.Dev, e.Sector, e.Request, e.Cause, e.CausedIOs, e.CausedBytes, e.Note, e.Stack = event.Device{}, 0, 0, 0, 0, 0, "", 0
-	e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited, e.ReadAheadFrom = 0, 0, 0, 0, 0
-	if m&(mDev|mSector|mRequest|mCause|mCausedIOs|mCausedBytes|mNote|mStack|mProvenance) != 0 {
-		if m&mDev != 0 {
-			w, next, ok := in.peek(p, off)
-			if !ok {
-				w, next = in.uvarintAt(off)
-			}
-			minor, next, ok := in.peek(p, next)
-			if !ok {
-				minor, next = in.uvarintAt(next)
-			}
-			off = next
-			e.Dev = event.Device{Major: uint32(w >> 1), Minor: uint32(minor), IsDisk: w&1 != 0}
-			if (w>>1 | minor) > 1<<32-1 {
-				devFail(in, minor)
-			}
+	if m&mSector != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
 		}
-		if m&mSector != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			d.prevSector += uint64(unzigzag(u))
-			e.Sector = d.prevSector
-		}
-		if m&mRequest != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			d.prevReq += uint64(unzigzag(u))
-			e.Request = d.prevReq
-		}
-		if m&mCause != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Cause = e.ID - uint64(unzigzag(u))
-		}
-		if m&mCausedIOs != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.CausedIOs = fit32(in, u)
-		}
-		if m&mCausedBytes != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.CausedBytes = u
-		}
-		if m&mNote != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Note = d.strAt(in, u)
-		}
-		if m&mStack != 0 {
-			u, next, ok := in.peek(p, off)
-			if !ok {
-				u, next = in.uvarintAt(off)
-			}
-			off = next
-			e.Stack = u
-		}
-		if m&mProvenance != 0 {
-			off = d.provenance(in, p, off, m, e)
-		}
+		off = next
+		d.prevSector += uint64(unzigzag(u))
+		e.Sector = d.prevSector
 	}
-	if in.err != nil {
-		// A failure (fail) left the position at the end.
-		in.off = len(p)
-		return
+	if m&mRequest != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		d.prevReq += uint64(unzigzag(u))
+		e.Request = d.prevReq
 	}
-	in.off = off
+	if m&mCause != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Cause = e.ID - uint64(unzigzag(u))
+	}
+	if m&mCausedIOs != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.CausedIOs = fit32(in, u)
+	}
+	if m&mCausedBytes != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.CausedBytes = u
+	}
+	if m&mNote != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Note = d.strAt(in, u)
+	}
+	if m&mStack != 0 {
+		u, next, ok := in.peek(p, off)
+		if !ok {
+			u, next = in.uvarintAt(off)
+		}
+		off = next
+		e.Stack = u
+	}
+	return off
 }
 
 // provenance decodes the page-cache provenance fields of a read (version

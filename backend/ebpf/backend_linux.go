@@ -89,6 +89,13 @@ type run struct {
 
 	// blocks hands block events to the reader goroutine (handover_linux.go).
 	blocks *blockHandover
+	// bt traces block I/O (nil: not traced, or stopped); btDone has its
+	// Run's error, btStop ends it. blockErr is why block I/O is not
+	// traced when it was asked for.
+	bt       *blockio.Tracer
+	btDone   chan error
+	btStop   context.CancelFunc
+	blockErr error
 
 	marks  chan marker.Mark
 	nmarks uint64
@@ -149,27 +156,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	wantFile := opts.WantLayer(event.LayerFile)
 	wantBlock := opts.WantLayer(event.LayerBlock)
 
-	// Processes selected by pid (and their existing descendants).
-	var pidSet map[uint32]bool
-	if len(opts.Pids) > 0 {
-		pidSet = map[uint32]bool{}
-		for _, p := range opts.Pids {
-			pidSet[p] = true
-		}
-		if opts.FollowChildren {
-			parents := map[uint32]uint32{}
-			if pids, err := fs.Pids(); err == nil {
-				for _, p := range pids {
-					if info, ok := fs.Process(p); ok {
-						parents[p] = info.PPid
-					}
-				}
-			}
-			pidSet = procfs.Descendants(parents, opts.Pids)
-		}
-		delete(pidSet, self)
-	}
-
+	pidSet := selectPids(fs, opts, self)
 	size := opts.BufferSize
 	if size <= 0 {
 		size = DefaultBufferSize
@@ -260,11 +247,44 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		}
 		r.tr.ops = &ops
 	}
-	err = r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet)
+	return r.finish(r.trace(ctx, t0, cmdMode, wantFile, wantBlock, pidSet))
+}
+
+// selectPids returns the processes selected by pid (and, with
+// FollowChildren, their existing descendants), never iotrace itself; nil
+// when no pid was given.
+func selectPids(fs *procfs.FS, opts backend.Options, self uint32) map[uint32]bool {
+	if len(opts.Pids) == 0 {
+		return nil
+	}
+	pidSet := map[uint32]bool{}
+	for _, p := range opts.Pids {
+		pidSet[p] = true
+	}
+	if opts.FollowChildren {
+		parents := map[uint32]uint32{}
+		if pids, err := fs.Pids(); err == nil {
+			for _, p := range pids {
+				if info, ok := fs.Process(p); ok {
+					parents[p] = info.PPid
+				}
+			}
+		}
+		pidSet = procfs.Descendants(parents, opts.Pids)
+	}
+	delete(pidSet, self)
+	return pidSet
+}
+
+// finish ends the stream of a trace that ended with err: the tracker's,
+// the unwinder's, the reaper's and the kernel's counters (the programs'
+// skipped runs among them) into the trailer's Stats, then End. It returns
+// the first error.
+func (r *run) finish(err error) error {
 	r.tr.stats(&r.stats)
 	r.unwindStats(&r.stats)
 	r.reaper.stats(&r.stats)
-	if cs, cerr := pr.counters(); cerr == nil {
+	if cs, cerr := r.pr.counters(); cerr == nil {
 		if r.stopping {
 			// Calls the traced processes began once the enter side was
 			// detached exit without an enter: they started after the
@@ -277,7 +297,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	} else if err == nil {
 		err = cerr
 	}
-	if sk, serr := pr.skipped(); serr == nil {
+	if sk, serr := r.pr.skipped(); serr == nil {
 		addSkipped(&r.stats, sk)
 	} else if err == nil {
 		err = serr
@@ -292,31 +312,28 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		r.stats.Add(event.CountInfo, "save requests refused: the sender is neither root nor the recording's user", n)
 	}
 	if err == nil {
-		err = ls.failed()
+		err = r.sink.failed()
 	}
 	end := r.tr.lastTime
-	if now := int64(bootNanos() - origin); now > end {
+	if now := int64(bootNanos() - r.origin); now > end {
 		end = now
 	}
-	if eerr := ls.End(&event.Trailer{End: end, Stats: r.stats}); err == nil {
+	if eerr := r.sink.End(&event.Trailer{End: end, Stats: r.stats}); err == nil {
 		err = eerr
 	}
 	return err
 }
 
 // trace attaches, takes the rundown, runs the command and reads until a
-// stop condition, then detaches and drains.
+// stop condition, then detaches and drains: attach, rundown (while the
+// block programs load: openBlock), startBlock, listenMarks, startCommand,
+// read, stop.
 func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBlock bool, pidSet map[uint32]bool) error {
-	opts := &r.opts
-	pr := r.pr
 	ta := time.Now()
-	if err := pr.attach(attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}); err != nil {
+	if err := r.attach(wantFile, wantBlock); err != nil {
 		return err
 	}
 	r.phases.since("attach system-call programs", ta)
-	for _, m := range pr.missing {
-		r.stats.Add(event.CountInfo, "not traced here: "+m, 1)
-	}
 	// Rundown (name what is open already) while the block programs load:
 	// the table is not touched by anything else until the reader starts.
 	rundownDone := make(chan struct{})
@@ -325,176 +342,43 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		defer r.phases.since("rundown (/proc)", time.Now())
 		r.rundown(cmdMode, pidSet)
 	}()
-	// Block I/O, linked to our syscalls through cur_syscall.
-	var (
-		bt       *blockio.Tracer
-		btDone   chan error
-		blockErr error
-	)
 	btCtx, btStop := context.WithCancel(context.Background())
 	defer btStop()
+	r.btStop = btStop
 	if wantBlock {
-		bo := blockio.Options{
-			Origin:      int64(r.origin),
-			ExcludePid:  uint32(os.Getpid()),
-			BufferSize:  opts.BufferSize,
-			Warn:        opts.Warn,
-			KernelTypes: pr.kernelTypes,
-			Fact: func(f *event.Fact) {
-				_ = r.sink.Fact(f)
-			},
-		}
-		if wantFile {
-			bo.CurSyscall = pr.objs.CurSyscall
-			bo.InodeIO = pr.objs.InodeIo
-			bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
-		}
-		if opts.Stacks != 0 {
-			bo.Stacks, bo.StackMap = opts.Stacks, pr.objs.Stacks
-		}
-		if r.tables != nil {
-			o := pr.objs
-			bo.Unwind = &blockio.UnwindMaps{Files: o.UnwindFiles, Rows: o.UnwindRows, Rules: o.UnwindRules, UStacks: o.Ustacks, PageShift: pageShift()}
-		}
-		if cmdMode || pidSet != nil {
-			bo.PidFilter = pr.objs.Pids
-		}
-		var err error
 		tb := time.Now()
-		bt, err = blockio.Open(bo)
+		err := r.openBlock(wantFile, cmdMode || pidSet != nil)
 		r.phases.since("load and attach block programs", tb)
 		if err != nil {
-			if !wantFile {
-				<-rundownDone
-				return fmt.Errorf("ebpf: block I/O tracing: %w", err)
-			}
-			opts.Warnf(fmt.Sprintf("block I/O not traced: %v", err))
-			blockErr = err
-			r.tr.block = false
-			bt = nil
-		} else {
+			<-rundownDone
+			return err
+		}
+		if bt := r.bt; bt != nil {
 			defer bt.Close()
-			for _, f := range bt.Facts() {
-				f := f
-				_ = r.sink.Fact(&f)
-			}
 		}
 	}
-	stopBlock := func() error {
-		if bt == nil {
-			return nil
-		}
-		btStop()
-		// The syscall records are all read: hand over what the block
-		// tracer still delivers while it drains, then the rest.
-		err := r.blocks.finish(r.tr, btDone)
-		r.stats.Merge(bt.Stats())
-		if n := r.blocks.overflow.Load(); n != 0 {
-			r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
-		}
-		bt = nil
-		return err
-	}
-
 	<-rundownDone
-	if bt != nil {
-		// Started after the rundown, which fills the table the block
-		// events are named from; the block ring buffer holds what comes
-		// meanwhile.
-		r.blocks = newBlockHandover()
-		btDone = make(chan error, 1)
-		ops := r.tr.ops
-		go func() {
-			btDone <- bt.Run(btCtx, func(e *event.Event) {
-				if ops != nil && !ops[e.Op] {
-					return
-				}
-				r.blocks.offer(e, r.sink)
-			})
-		}()
+	r.startBlock(btCtx)
+	if ml := r.listenMarks(); ml != nil {
+		defer ml.Close()
 	}
-	if blockErr != nil {
-		r.stats.Add(event.CountInfo, "block I/O not traced: "+blockErr.Error(), 1)
-	}
-
-	// Markers from `iotrace mark`.
-	if dir := r.b.cfg.MarkerDir; dir != "-" {
-		if dir == "" {
-			dir = marker.DefaultDir
-		}
-		ml, err := marker.Listen(dir)
-		if err != nil {
-			opts.Warnf(fmt.Sprintf("iotrace mark will not reach this trace: %v", err))
-		} else {
-			defer ml.Close()
-			r.marks = make(chan marker.Mark, 64)
-			go func() {
-				for {
-					m, err := ml.Read()
-					if err != nil {
-						return
-					}
-					if m.SaveRefused {
-						r.savesRefused.Add(1)
-					}
-					select {
-					case r.marks <- m:
-					default: // the reader is behind; drop (counted) rather than block
-						r.marksDropped.Add(1)
-					}
-				}
-			}()
-		}
-	}
-	startup := time.Since(t0)
-	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(startup.Microseconds()))
+	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(time.Since(t0).Microseconds()))
 	r.phases.addTo(&r.stats)
 
-	// The command, traced from its first instruction: its fork is seen by
-	// the sched_process_fork program, which adds it to the pid filter.
-	var (
-		cmdDone chan struct{}
-		waitErr error
-	)
+	var cmdDone chan struct{}
 	if cmdMode {
-		cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if opts.CommandStdout != nil {
-			cmd.Stdout = opts.CommandStdout
-		}
-		if err := cmd.Start(); err != nil {
+		done, exited, err := r.startCommand()
+		if err != nil {
 			r.drain()
-			_ = stopBlock()
-			return fmt.Errorf("start %s: %w", opts.Command[0], err)
+			_ = r.stopBlock()
+			return err
 		}
-		if opts.CommandStarted != nil {
-			opts.CommandStarted(cmd.Process.Pid)
-		}
-		cmdDone = make(chan struct{})
-		go func() {
-			waitErr = cmd.Wait()
-			close(cmdDone)
-		}()
-		defer func() {
-			select {
-			case <-cmdDone:
-				status, ok := exitStatus(waitErr)
-				if !ok {
-					opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], waitErr))
-					return
-				}
-				r.stats.Set(event.CountInfo, "command exit status", uint64(status))
-				if opts.CommandExited != nil {
-					opts.CommandExited(status)
-				}
-			default:
-				opts.Warnf(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], cmd.Process.Pid))
-			}
-		}()
+		defer exited()
+		cmdDone = done
 	}
 	var timeout <-chan time.Time
-	if opts.Duration > 0 {
-		tm := time.NewTimer(opts.Duration)
+	if r.opts.Duration > 0 {
+		tm := time.NewTimer(r.opts.Duration)
 		defer tm.Stop()
 		timeout = tm.C
 	}
@@ -510,15 +394,204 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 			return r.sink.failed() != nil
 		}
 	}
-
 	poll := r.b.cfg.PollInterval
 	if poll <= 0 {
 		poll = DefaultPollInterval
 	}
-	err := r.read(poll, stop)
+	return r.stop(r.read(poll, stop), poll)
+}
 
-	// Stop: no new syscalls; let those in flight exit; detach the rest;
-	// drain what is left.
+// attach enables the system calls and the programs the layers and ops
+// need, and lists what this kernel lacks.
+func (r *run) attach(wantFile, wantBlock bool) error {
+	ac := attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && asyncWanted(r.opts.Ops), iowait: wantFile && wantBlock}
+	if err := r.pr.attach(ac); err != nil {
+		return err
+	}
+	for _, m := range r.pr.missing {
+		r.stats.Add(event.CountInfo, "not traced here: "+m, 1)
+	}
+	return nil
+}
+
+// openBlock loads block I/O tracing (package blockio), linked to the
+// traced system calls through cur_syscall (and sharing their ring buffer
+// for page-cache records) when they are traced too, to their stack and
+// unwind maps with --stacks. A failure is an error when block I/O is all
+// that was asked for, else a warning (counted) and the trace goes on
+// without it.
+func (r *run) openBlock(wantFile, filtered bool) error {
+	opts := &r.opts
+	pr := r.pr
+	bo := blockio.Options{
+		Origin:      int64(r.origin),
+		ExcludePid:  uint32(os.Getpid()),
+		BufferSize:  opts.BufferSize,
+		Warn:        opts.Warn,
+		KernelTypes: pr.kernelTypes,
+		Fact: func(f *event.Fact) {
+			_ = r.sink.Fact(f)
+		},
+	}
+	if wantFile {
+		bo.CurSyscall = pr.objs.CurSyscall
+		bo.InodeIO = pr.objs.InodeIo
+		bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
+	}
+	if opts.Stacks != 0 {
+		bo.Stacks, bo.StackMap = opts.Stacks, pr.objs.Stacks
+	}
+	if r.tables != nil {
+		o := pr.objs
+		bo.Unwind = &blockio.UnwindMaps{Files: o.UnwindFiles, Rows: o.UnwindRows, Rules: o.UnwindRules, UStacks: o.Ustacks, PageShift: pageShift()}
+	}
+	if filtered {
+		bo.PidFilter = pr.objs.Pids
+	}
+	bt, err := blockio.Open(bo)
+	if err != nil {
+		if !wantFile {
+			return fmt.Errorf("ebpf: block I/O tracing: %w", err)
+		}
+		opts.Warnf(fmt.Sprintf("block I/O not traced: %v", err))
+		r.blockErr = err
+		r.tr.block = false
+		return nil
+	}
+	r.bt = bt
+	for _, f := range bt.Facts() {
+		f := f
+		_ = r.sink.Fact(&f)
+	}
+	return nil
+}
+
+// startBlock starts reading block I/O (after the rundown, which fills the
+// table the block events are named from; the block ring buffer holds what
+// comes meanwhile). The events go to the reader through r.blocks
+// (handover_linux.go).
+func (r *run) startBlock(ctx context.Context) {
+	bt := r.bt
+	if bt != nil {
+		r.blocks = newBlockHandover()
+		r.btDone = make(chan error, 1)
+		ops := r.tr.ops
+		go func() {
+			r.btDone <- bt.Run(ctx, func(e *event.Event) {
+				if ops != nil && !ops[e.Op] {
+					return
+				}
+				r.blocks.offer(e, r.sink)
+			})
+		}()
+	}
+	if r.blockErr != nil {
+		r.stats.Add(event.CountInfo, "block I/O not traced: "+r.blockErr.Error(), 1)
+	}
+}
+
+// stopBlock stops block I/O tracing once the system-call records are all
+// read: it hands over what the block tracer still delivers while it
+// drains, then the rest, and merges its counts.
+func (r *run) stopBlock() error {
+	if r.bt == nil {
+		return nil
+	}
+	r.btStop()
+	err := r.blocks.finish(r.tr, r.btDone)
+	r.stats.Merge(r.bt.Stats())
+	if n := r.blocks.overflow.Load(); n != 0 {
+		r.stats.Add(event.CountUnresolved, statBlockOverflow, n)
+	}
+	r.bt = nil
+	return err
+}
+
+// listenMarks listens for `iotrace mark` (unless the backend was told not
+// to); the marks go to the reader through r.marks, save requests refused
+// to the sender are counted. The listener is for the caller to close.
+func (r *run) listenMarks() *marker.Listener {
+	dir := r.b.cfg.MarkerDir
+	if dir == "-" {
+		return nil
+	}
+	if dir == "" {
+		dir = marker.DefaultDir
+	}
+	ml, err := marker.Listen(dir)
+	if err != nil {
+		r.opts.Warnf(fmt.Sprintf("iotrace mark will not reach this trace: %v", err))
+		return nil
+	}
+	r.marks = make(chan marker.Mark, 64)
+	go func() {
+		for {
+			m, err := ml.Read()
+			if err != nil {
+				return
+			}
+			if m.SaveRefused {
+				r.savesRefused.Add(1)
+			}
+			select {
+			case r.marks <- m:
+			default: // the reader is behind; drop (counted) rather than block
+				r.marksDropped.Add(1)
+			}
+		}
+	}()
+	return ml
+}
+
+// startCommand starts the command, traced from its first instruction: its
+// fork is seen by the sched_process_fork program, which adds it to the
+// pid filter. done is closed when it exits; exited, called when tracing
+// ends, reports its exit status (or that it still runs).
+func (r *run) startCommand() (done chan struct{}, exited func(), err error) {
+	opts := &r.opts
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if opts.CommandStdout != nil {
+		cmd.Stdout = opts.CommandStdout
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", opts.Command[0], err)
+	}
+	if opts.CommandStarted != nil {
+		opts.CommandStarted(cmd.Process.Pid)
+	}
+	done = make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
+	exited = func() {
+		select {
+		case <-done:
+			status, ok := exitStatus(waitErr)
+			if !ok {
+				opts.Warnf(fmt.Sprintf("wait for %s: %v", opts.Command[0], waitErr))
+				return
+			}
+			r.stats.Set(event.CountInfo, "command exit status", uint64(status))
+			if opts.CommandExited != nil {
+				opts.CommandExited(status)
+			}
+		default:
+			opts.Warnf(fmt.Sprintf("%s (pid %d) is still running, no longer traced", opts.Command[0], cmd.Process.Pid))
+		}
+	}
+	return done, exited, nil
+}
+
+// stop ends a trace whose reading ended with err: no new system calls,
+// those in flight let exit, the block events handed over, the rest
+// detached, what is left drained, the calls and AIO requests still in
+// flight emitted as such, block tracing stopped. It returns the first
+// error.
+func (r *run) stop(err error, poll time.Duration) error {
+	pr := r.pr
 	if cs, cerr := pr.counters(); cerr == nil {
 		r.noEnterAtStop, r.stopping = sum(cs[cExitNoEnter]), true
 	}
@@ -553,7 +626,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		r.opts.Warnf(aerr.Error())
 		r.stats.Add(event.CountInfo, "AIO requests in flight at stop not reported: "+aerr.Error(), 1)
 	}
-	if berr := stopBlock(); err == nil {
+	if berr := r.stopBlock(); err == nil {
 		err = berr
 	}
 	return err

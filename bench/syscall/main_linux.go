@@ -139,6 +139,21 @@ type mode struct {
 	cpu []float64
 }
 
+// harness is what the parts of the benchmark share: the binaries, the
+// data file, the floor programs, the call counts, and what iotrace
+// record reported.
+type harness struct {
+	iotrace, base, self, dir, file string
+	floor                          *floorProbes
+	n, nStrace, nBpftrace          int
+	rounds                         int
+	// Events iotrace record reported recorded and lost, without and with
+	// --stacks user.
+	recorded, lost, stackRecorded, stackLost uint64
+}
+
+// run runs the benchmark's parts: pread64 under every mode, then the cost
+// on an untraced call, then the start-up time.
 func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -149,64 +164,86 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "data")
-	if err := os.WriteFile(file, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
+	h := &harness{iotrace: iotrace, base: base, self: self, dir: dir, file: filepath.Join(dir, "data"),
+		n: n, nStrace: nStrace, nBpftrace: nBpftrace, rounds: rounds}
+	if err := os.WriteFile(h.file, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
 		return err
 	}
-	wl := func(kind string, n int) []string { return []string{self, "workload", kind, strconv.Itoa(n), file} }
-	plain := func(args []string) ([]byte, error) { return exec.Command(args[0], args[1:]...).CombinedOutput() }
-
-	floor, err := openFloor()
-	if err != nil {
+	if h.floor, err = openFloor(); err != nil {
 		return fmt.Errorf("load the count-only floor: %w", err)
 	}
-	defer floor.Close()
+	defer h.floor.Close()
 
-	var lostTotal, recorded, stackLost, stackRecorded uint64
-	record := func(extra []string, a []string, rec, lost *uint64) ([]byte, error) {
-		args := append(append([]string{"record", "-o", filepath.Join(dir, "t.iot")}, extra...), "--")
-		out, err := exec.Command(iotrace, append(args, a...)...).CombinedOutput()
-		if m := lostRe.FindSubmatch(out); m != nil {
-			ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
-			l, _ := strconv.ParseUint(string(m[2]), 10, 64)
-			*rec += ev
-			*lost += l
-		} else if err == nil {
-			err = fmt.Errorf("no summary line from iotrace record:\n%s", out)
-		}
-		return out, err
+	modes, baseMode := h.preadModes()
+	if err := h.measure(modes, "pread", true); err != nil {
+		return err
 	}
-	modes := []*mode{
-		{name: "bare", n: n, run: plain},
-		{name: "floor: count, per-syscall tracepoints", n: n, run: func(a []string) ([]byte, error) { return floor.under("tp", a) }},
-		{name: "floor: count, raw sys_enter/sys_exit", n: n, run: func(a []string) ([]byte, error) { return floor.under("raw", a) }},
-		{name: "iotrace record (file + block)", n: n, run: func(a []string) ([]byte, error) {
-			return record(nil, a, &recorded, &lostTotal)
+	h.printPread(modes, baseMode)
+	h.untraced()
+	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+		return fmt.Errorf("start-up: %w", err)
+	}
+	return printStartup()
+}
+
+// workload is the command line of the workload kind making n calls.
+func (h *harness) workload(kind string, n int) []string {
+	return []string{h.self, "workload", kind, strconv.Itoa(n), h.file}
+}
+
+// plain runs a command without tracing.
+func plain(args []string) ([]byte, error) { return exec.Command(args[0], args[1:]...).CombinedOutput() }
+
+// record runs the workload a under iotrace record (with extra flags) and
+// adds the events its summary line reports recorded and lost.
+func (h *harness) record(extra []string, a []string, rec, lost *uint64) ([]byte, error) {
+	args := append(append([]string{"record", "-o", filepath.Join(h.dir, "t.iot")}, extra...), "--")
+	out, err := exec.Command(h.iotrace, append(args, a...)...).CombinedOutput()
+	if m := lostRe.FindSubmatch(out); m != nil {
+		ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
+		l, _ := strconv.ParseUint(string(m[2]), 10, 64)
+		*rec += ev
+		*lost += l
+	} else if err == nil {
+		err = fmt.Errorf("no summary line from iotrace record:\n%s", out)
+	}
+	return out, err
+}
+
+// preadModes are the ways the pread64 workload runs: bare, under the
+// count-only floors, iotrace, strace and bpftrace; then --stacks user
+// against bpftrace aggregating the same user stacks at the same point
+// (the call's exit) in a stack map; last, with -base, the other iotrace
+// binary (baseMode, nil without -base).
+func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
+	bpftrace := func(out, prog string) func(a []string) ([]byte, error) {
+		return func(a []string) ([]byte, error) {
+			cmd := exec.Command("bpftrace", "-o", filepath.Join(h.dir, out), "-e", prog, "-c", strings.Join(a, " "))
+			return cmd.CombinedOutput()
+		}
+	}
+	modes = []*mode{
+		{name: "bare", n: h.n, run: plain},
+		{name: "floor: count, per-syscall tracepoints", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("tp", a) }},
+		{name: "floor: count, raw sys_enter/sys_exit", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("raw", a) }},
+		{name: "iotrace record (file + block)", n: h.n, run: func(a []string) ([]byte, error) {
+			return h.record(nil, a, &h.recorded, &h.lost)
 		}},
-		{name: "strace -f -o /dev/null", n: nStrace, run: func(a []string) ([]byte, error) {
+		{name: "strace -f -o /dev/null", n: h.nStrace, run: func(a []string) ([]byte, error) {
 			return exec.Command("strace", append([]string{"-f", "-o", "/dev/null"}, a...)...).CombinedOutput()
 		}},
-		{name: "bpftrace printf per event", n: nBpftrace, run: func(a []string) ([]byte, error) {
-			prog := `tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { printf("%d %d %s %d\n", pid, tid, comm, args->ret); }`
-			cmd := exec.Command("bpftrace", "-o", filepath.Join(dir, "bpftrace.out"), "-e", prog, "-c", strings.Join(a, " "))
-			return cmd.CombinedOutput()
+		{name: "bpftrace printf per event", n: h.nBpftrace, run: bpftrace("bpftrace.out",
+			`tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { printf("%d %d %s %d\n", pid, tid, comm, args->ret); }`)},
+		{name: "iotrace record --stacks user", n: h.n, run: func(a []string) ([]byte, error) {
+			return h.record([]string{"--stacks", "user"}, a, &h.stackRecorded, &h.stackLost)
 		}},
-		// --stacks user against bpftrace aggregating the same user stacks
-		// at the same point (the call's exit) in a stack map.
-		{name: "iotrace record --stacks user", n: n, run: func(a []string) ([]byte, error) {
-			return record([]string{"--stacks", "user"}, a, &stackRecorded, &stackLost)
-		}},
-		{name: "bpftrace @[ustack] = count()", n: n, run: func(a []string) ([]byte, error) {
-			prog := `tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { @[ustack] = count(); }`
-			cmd := exec.Command("bpftrace", "-o", filepath.Join(dir, "bpftrace-ustack.out"), "-e", prog, "-c", strings.Join(a, " "))
-			return cmd.CombinedOutput()
-		}},
+		{name: "bpftrace @[ustack] = count()", n: h.n, run: bpftrace("bpftrace-ustack.out",
+			`tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { @[ustack] = count(); }`)},
 	}
-	var baseMode *mode
-	if base != "" {
-		baseMode = &mode{name: "iotrace record (file + block), -base binary", n: n, run: func(a []string) ([]byte, error) {
-			args := append([]string{"record", "-o", filepath.Join(dir, "b.iot"), "--"}, a...)
-			out, err := exec.Command(base, args...).CombinedOutput()
+	if h.base != "" {
+		baseMode = &mode{name: "iotrace record (file + block), -base binary", n: h.n, run: func(a []string) ([]byte, error) {
+			args := append([]string{"record", "-o", filepath.Join(h.dir, "b.iot"), "--"}, a...)
+			out, err := exec.Command(h.base, args...).CombinedOutput()
 			if err == nil && lostRe.FindSubmatch(out) == nil {
 				err = fmt.Errorf("no summary line from the -base iotrace record:\n%s", out)
 			}
@@ -214,26 +251,43 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 		}}
 		modes = append(modes, baseMode) // last: the other modes keep their places
 	}
-	for r := 0; r < rounds; r++ {
+	return modes, baseMode
+}
+
+// measure runs the workload kind under every mode, the modes interleaved
+// round by round, and keeps each run's time per call. A run that fails is
+// reported and left out; with strict, output without a time is an error,
+// else it is left out too.
+func (h *harness) measure(modes []*mode, kind string, strict bool) error {
+	for r := 0; r < h.rounds; r++ {
 		for _, m := range modes {
-			out, err := m.run(wl("pread", m.n))
+			out, err := m.run(h.workload(kind, m.n))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
 				continue
 			}
 			ns, err := parseNs(out)
 			if err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
+				if strict {
+					return fmt.Errorf("%s: %w", m.name, err)
+				}
+				continue
 			}
 			m.ns = append(m.ns, ns)
 			m.cpu = append(m.cpu, parseCPU(out))
 		}
 	}
+	return nil
+}
+
+// printPread prints the pread64 table and the ratios the targets are
+// stated in (and, with -base, this iotrace against the other).
+func (h *harness) printPread(modes []*mode, baseMode *mode) {
 	bare := median(modes[0].ns)
 	bareCPU := median(modes[0].cpu)
 	addCPU := func(m *mode) float64 { return median(m.cpu) - bareCPU }
 	add := func(m *mode) float64 { return median(m.ns) - bare }
-	fmt.Printf("pread64 4 KiB from an mlock'ed cached file, %d rounds, medians\n\n", rounds)
+	fmt.Printf("pread64 4 KiB from an mlock'ed cached file, %d rounds, medians\n\n", h.rounds)
 	fmt.Printf("| %-38s | %9s | %8s | %8s | %10s | %10s |\n", "mode", "calls", "wall ns", "added", "cpu ns", "added cpu")
 	fmt.Printf("|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 40), strings.Repeat("-", 11), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 12))
 	for _, m := range modes {
@@ -254,44 +308,34 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 	fmt.Printf("iotrace / strace                          = %.4f (target <= 0.05)\n", io/st)
 	fmt.Printf("by workload CPU time: iotrace / floor (per-syscall tp) = %.2f, / floor (raw) = %.2f, / bpftrace = %.3f\n",
 		addCPU(modes[3])/addCPU(modes[1]), addCPU(modes[3])/addCPU(modes[2]), addCPU(modes[3])/addCPU(modes[5]))
-	fmt.Printf("iotrace record: %d events recorded, %d events lost at the default buffer size (target 0)\n", recorded, lostTotal)
+	fmt.Printf("iotrace record: %d events recorded, %d events lost at the default buffer size (target 0)\n", h.recorded, h.lost)
 	fmt.Printf("iotrace --stacks user: added over iotrace without stacks %.0f ns; iotrace --stacks user / bpftrace ustack count = %.2f (target <= 2); %d events recorded, %d lost (target 0)\n",
-		add(modes[6])-io, add(modes[6])/add(modes[7]), stackRecorded, stackLost)
+		add(modes[6])-io, add(modes[6])/add(modes[7]), h.stackRecorded, h.stackLost)
+}
 
-	// The attach mechanisms' cost on a system call that is not traced.
-	fmt.Printf("\ngetppid (not traced), %d calls, medians of %d\n\n", n, rounds)
+// untraced measures and prints the attach mechanisms' cost on a system
+// call that is not traced (getppid).
+func (h *harness) untraced() {
+	fmt.Printf("\ngetppid (not traced), %d calls, medians of %d\n\n", h.n, h.rounds)
 	un := []*mode{
-		{name: "bare", n: n, run: plain},
-		{name: "per-syscall tracepoints on pread64", n: n, run: func(a []string) ([]byte, error) { return floor.under("tp", a) }},
-		{name: "raw sys_enter/sys_exit, array filter", n: n, run: func(a []string) ([]byte, error) { return floor.under("raw", a) }},
-		{name: "iotrace record (file + block)", n: n, run: func(a []string) ([]byte, error) {
-			return exec.Command(iotrace, append([]string{"record", "-o", filepath.Join(dir, "u.iot"), "--"}, a...)...).CombinedOutput()
+		{name: "bare", n: h.n, run: plain},
+		{name: "per-syscall tracepoints on pread64", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("tp", a) }},
+		{name: "raw sys_enter/sys_exit, array filter", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("raw", a) }},
+		{name: "iotrace record (file + block)", n: h.n, run: func(a []string) ([]byte, error) {
+			return exec.Command(h.iotrace, append([]string{"record", "-o", filepath.Join(h.dir, "u.iot"), "--"}, a...)...).CombinedOutput()
 		}},
 	}
-	for r := 0; r < rounds; r++ {
-		for _, m := range un {
-			out, err := m.run(wl("getppid", m.n))
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
-				continue
-			}
-			if ns, err := parseNs(out); err == nil {
-				m.ns = append(m.ns, ns)
-				m.cpu = append(m.cpu, parseCPU(out))
-			}
-		}
-	}
+	_ = h.measure(un, "getppid", false)
 	ubare, ucpu := median(un[0].ns), median(un[0].cpu)
 	for _, m := range un {
 		fmt.Printf("| %-38s | wall %6.0f ns/call (%+5.0f) | cpu %6.0f ns/call (%+5.0f) |\n",
 			m.name, median(m.ns), median(m.ns)-ubare, median(m.cpu), median(m.cpu)-ucpu)
 	}
+}
 
-	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
-		return fmt.Errorf("start-up: %w", err)
-	}
-
-	// Start-up: load, attach, rundown (in process, as iotrace does).
+// printStartup measures and prints the start-up of the eBPF backend:
+// load, attach, rundown (in process, as iotrace does).
+func printStartup() error {
 	fmt.Printf("\nstart-up of the eBPF backend (load + attach + /proc rundown), median of 5\n\n")
 	for _, layers := range [][]event.Layer{{event.LayerFile}, nil} {
 		var ms []float64
@@ -313,21 +357,14 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 			name = "file"
 		}
 		fmt.Printf("| %-14s | %6.1f ms | (%d processes in the rundown) |\n", name, median(ms), procs)
-		names := make([]string, 0, len(phases))
-		for k := range phases {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Printf("|   %-40s | %6.1f ms |\n", k, median(phases[k]))
-		}
+		printPhases(phases)
 	}
 	return nil
 }
 
 // startup runs the backend system-wide for an instant and returns its
 // start-up time in ms (from its own counter), the rundown size and each
-// start-up phase's ms (phases overlap).
+// start-up phase's ms (the trace's "startup µs: " counters).
 func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) {
 	var tr *event.Trailer
 	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
@@ -346,14 +383,8 @@ func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) 
 	if tr == nil {
 		return 0, 0, nil, errors.New("no trailer")
 	}
-	phases := map[string]float64{}
-	for _, c := range tr.Stats.Sorted() {
-		if name, ok := strings.CutPrefix(c.Name, "startup µs: "); ok && c.Kind == event.CountInfo {
-			phases[name] = float64(c.Value) / 1000
-		}
-	}
 	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
-	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phases, nil
+	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phaseMs(tr), nil
 }
 
 func median(v []float64) float64 {

@@ -6,9 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/iotrace/iotrace/event"
 )
 
 // tool is one tracer started around a command, for the whole-process
@@ -77,4 +80,28 @@ func runStartupTools(iotrace, dir string, rounds int) error {
 	fmt.Printf("\niotrace / perf trace: whole process %.2f, until the command ran %.2f (target <= 1)\n",
 		median(io.wall)/median(pt.wall), median(io.toExec)/median(pt.toExec))
 	return nil
+}
+
+// phaseMs returns the trailer's start-up phases ("startup µs: PHASE"
+// counters) in ms by phase.
+func phaseMs(tr *event.Trailer) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range tr.Stats.Sorted() {
+		if name, ok := strings.CutPrefix(c.Name, "startup µs: "); ok && c.Kind == event.CountInfo {
+			out[name] = float64(c.Value) / 1000
+		}
+	}
+	return out
+}
+
+// printPhases prints each phase's median ms, by name.
+func printPhases(phases map[string][]float64) {
+	names := make([]string, 0, len(phases))
+	for k := range phases {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Printf("|   %-40s | %6.1f ms |\n", k, median(phases[k]))
+	}
 }

@@ -86,6 +86,48 @@ func Open(opts Options) (*Tracer, error) {
 		opts.warnf("block I/O: " + err.Error())
 	}
 
+	if err := configure(spec, &opts, pinned); err != nil {
+		return nil, err
+	}
+	repl, err := sharedMaps(spec, &opts)
+	if err != nil {
+		return nil, err
+	}
+
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
+	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("blockio: load BPF programs: %w (needs root, or CAP_BPF and CAP_PERFMON)", err)
+		}
+		return nil, fmt.Errorf("blockio: load BPF programs: %w", err)
+	}
+
+	if err := t.attachPrograms(); err != nil {
+		t.closeAll()
+		return nil, err
+	}
+
+	t.rd, err = ringbuf.NewReader(t.objs.Events)
+	if err != nil {
+		t.closeAll()
+		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
+	}
+	t.dec = NewDecoder(layout, opts.Origin)
+	t.dec.Stacks = opts.Stacks != backend.StacksNone
+	t.devs = NewDevices(opts.Sysfs)
+	if _, err := t.devs.Scan(0); err != nil {
+		opts.warnf("block I/O: list block devices: " + err.Error())
+	}
+	return t, nil
+}
+
+// configure sets the BPF object's constants and map sizes from opts;
+// pinned is the kernel's BIO_PINNED bit (kernelLayout).
+func configure(spec *ebpf.CollectionSpec, opts *Options, pinned uint32) error {
 	set := func(name string, v any) error {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -114,7 +156,7 @@ func Open(opts Options) (*Tracer, error) {
 		{"unwind_page_shift", unwindPageShift(opts.Unwind)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	spec.Maps["events"].MaxEntries = ringSize(opts.BufferSize)
@@ -124,7 +166,13 @@ func Open(opts Options) (*Tracer, error) {
 	if opts.Stacks == backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = 1
 	}
+	return nil
+}
 
+// sharedMaps returns the maps of the syscall side's that replace the
+// object's own (opts' CurSyscall, InodeIO, StackMap, Unwind, PageCache
+// and PidFilter), each checked to be the map the programs expect.
+func sharedMaps(spec *ebpf.CollectionSpec, opts *Options) (map[string]*ebpf.Map, error) {
 	repl := map[string]*ebpf.Map{}
 	// The syscall side's maps, shared (layouts in backend/ebpf/bpf/cur_syscall.h).
 	shared := []sharedMap{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
@@ -160,22 +208,16 @@ func Open(opts Options) (*Tracer, error) {
 		adopt(spec.Maps["pid_filter"], m)
 		repl["pid_filter"] = m
 	}
+	return repl, nil
+}
 
-	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
-	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("blockio: load BPF programs: %w (needs root, or CAP_BPF and CAP_PERFMON)", err)
-		}
-		return nil, fmt.Errorf("blockio: load BPF programs: %w", err)
-	}
-
+// attachPrograms attaches the programs to their tracepoints, the
+// completion side first, the queue side last: no bio is queued under
+// the tracer without its completion being watched too. A tracepoint a
+// kernel may lack is warned about; any other failure is an error (the
+// caller closes what was attached).
+func (t *Tracer) attachPrograms() error {
 	p := &t.objs.blockioPrograms
-	// Completion side first, queue side last: no bio is queued under the
-	// tracer without its completion being watched too.
 	plan := []attach{
 		{name: "block_rq_complete", prog: p.BlockRqComplete},
 		{name: "block_bio_complete", prog: p.BlockBioComplete, optional: true},
@@ -194,11 +236,10 @@ func Open(opts Options) (*Tracer, error) {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.name, Program: a.prog})
 		if err != nil {
 			if a.optional {
-				opts.warnf(fmt.Sprintf("block I/O: tracepoint %s not attached (%v); its events are not counted", a.name, err))
+				t.opts.warnf(fmt.Sprintf("block I/O: tracepoint %s not attached (%v); its events are not counted", a.name, err))
 				continue
 			}
-			t.closeAll()
-			return nil, fmt.Errorf("blockio: attach raw tracepoint %s: %w", a.name, err)
+			return fmt.Errorf("blockio: attach raw tracepoint %s: %w", a.name, err)
 		}
 		t.attached = append(t.attached, a)
 		if a.queue {
@@ -207,19 +248,7 @@ func Open(opts Options) (*Tracer, error) {
 			t.doneSide = append(t.doneSide, l)
 		}
 	}
-
-	t.rd, err = ringbuf.NewReader(t.objs.Events)
-	if err != nil {
-		t.closeAll()
-		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
-	}
-	t.dec = NewDecoder(layout, opts.Origin)
-	t.dec.Stacks = opts.Stacks != backend.StacksNone
-	t.devs = NewDevices(opts.Sysfs)
-	if _, err := t.devs.Scan(0); err != nil {
-		opts.warnf("block I/O: list block devices: " + err.Error())
-	}
-	return t, nil
+	return nil
 }
 
 // adopt makes a map spec match a map the caller passes in, so that
