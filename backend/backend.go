@@ -89,7 +89,17 @@ type Options struct {
 	// Warn is called with a one-line message when something goes wrong
 	// while tracing (loss starts, a probe could not attach). May be nil.
 	Warn func(msg string)
+	// Progress, when set, is called about once a second while the trace
+	// runs with the counters so far: what the trailer would carry if the
+	// trace ended then (events lost, unpaired, unresolved, by reason).
+	// iotrace serve exports them live. It is called from the backend's
+	// reading goroutine and must return quickly; the Stats are the
+	// callee's to keep.
+	Progress func(event.Stats)
 }
+
+// ProgressEvery is how often a backend calls Options.Progress.
+const ProgressEvery = time.Second
 
 // Stacks selects the call stacks a backend captures.
 type Stacks uint8

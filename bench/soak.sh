@@ -3,7 +3,9 @@
 # (default 30), with the invariants checked at the end. Not run by CI.
 #
 # The load, in parallel loops until the end: fork bursts (200 x /bin/true
-# a second), small-file loops (create, write, read, remove 500 files, then
+# a second), processes of names never seen before (50 a second, each
+# reading a file: what bounds `serve`'s memory is its label limit, not how
+# many names come and go), small-file loops (create, write, read, remove 500 files, then
 # 0.5 s of rest), sqlite3 (200 autocommit inserts, 0.5 s of rest), fio
 # random 4 KiB direct reads (psync and io_uring, 2,000 IOPS each), tar of
 # /usr/include into the work directory and out again (2 s of rest), and
@@ -12,7 +14,8 @@
 # The recorders, all at once under that load (side by side), by
 # RECORDERS (default "rotate:30s ring:64M"): rotate:D is `record --rotate D`
 # into a directory, ring:SIZE is `record --ring SIZE`, plain is `record`
-# into one file. Every 5 s the script samples each recorder's resident
+# into one file, serve:TOP is `serve --top TOP` (metrics only, on a free
+# 127.0.0.1 port; its table row has no files). Every 5 s the script samples each recorder's resident
 # memory (VmRSS) and CPU time; at the end it stops each with one SIGINT and
 # bench/soak (Go) checks: every file whole; the rotated files' events add
 # up to what record printed; a flight recorder's kept + overwritten events
@@ -24,6 +27,7 @@
 # Run as root from the repository root:
 #   sudo bash bench/soak.sh 30
 #   sudo RECORDERS="plain ring:64M ring:256M" bash bench/soak.sh 5
+#   sudo RECORDERS="plain serve:20" bash bench/soak.sh 60   (serve's memory)
 # WORK (default /var/tmp/iotrace-soak, on a disk: not a tmpfs) holds the
 # load's files and the recordings; it is removed at the end unless KEEP=1.
 set -euo pipefail
@@ -59,12 +63,13 @@ for r in $RECORDERS; do
 	kind=${r%%:*}
 	arg=${r#*:}
 	case $kind in
-	rotate) mkdir -p "$out/$r"; args=(-o "$out/$r/" --rotate "$arg") ;;
-	ring) args=(--ring "$arg" -o "$out/$r.iot") ;;
-	plain) args=(-o "$out/$r.iot") ;;
-	*) echo "unknown recorder $r (rotate:D, ring:SIZE, plain)" >&2; exit 2 ;;
+	rotate) mkdir -p "$out/$r"; args=(record -o "$out/$r/" --rotate "$arg") ;;
+	ring) args=(record --ring "$arg" -o "$out/$r.iot") ;;
+	plain) args=(record -o "$out/$r.iot") ;;
+	serve) args=(serve --listen 127.0.0.1:0 --top "$arg") ;;
+	*) echo "unknown recorder $r (rotate:D, ring:SIZE, plain, serve:TOP)" >&2; exit 2 ;;
 	esac
-	"$bin/iotrace" record "${args[@]}" 2>"$out/$r.stderr" &
+	"$bin/iotrace" "${args[@]}" 2>"$out/$r.stderr" >/dev/null &
 	recs+=("$r=$!")
 	echo "elapsed_s,rss_kb,cpu_ticks" >"$out/$r.csv"
 done
@@ -72,6 +77,17 @@ sleep 5 # attached
 
 loop() { while [[ $(date +%s) -lt $end ]]; do "$@" || true; done; }
 forks() { for _ in $(seq 200); do /bin/true & done; wait; sleep 1; }
+named=0
+names() { # 50 processes, each of a name never seen before
+	local d=$WORK/load/names
+	mkdir -p "$d"
+	for _ in $(seq 50); do
+		named=$((named + 1))
+		ln -s /bin/cat "$d/p$named" && "$d/p$named" /etc/hostname >/dev/null
+	done
+	rm -f "$d"/p*
+	sleep 1
+}
 smallfiles() {
 	local d=$WORK/load/small
 	mkdir -p "$d"
@@ -96,6 +112,7 @@ syncs() { sync; sleep 5; }
 
 dd if=/dev/zero of="$WORK/load/fio.dat" bs=1M count=256 conv=fsync status=none
 loop forks & pids+=($!)
+loop names & pids+=($!)
 loop smallfiles & pids+=($!)
 loop db & pids+=($!)
 fiojob psync & pids+=($!)

@@ -72,6 +72,7 @@ machine, and reads, reports on, compares and converts traces (.iot and .etl).`,
 		newRunCmd(),
 		newTraceCmd(),
 		newRecordCmd(),
+		newServeCmd(),
 		newMarkCmd(),
 		newSessionsCmd(),
 	} {

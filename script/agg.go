@@ -50,6 +50,8 @@ type Agg struct {
 
 	methods map[string]*starlark.Builtin
 	addFn   *starlark.Builtin
+	// observe, when set (Script.Observe), sees every value added.
+	observe func(parts starlark.Tuple, v int64)
 }
 
 type cell struct {
@@ -315,6 +317,9 @@ func (a *Agg) add(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	c.observe(v)
+	if a.observe != nil {
+		a.observe(args[:nk], v)
+	}
 	return starlark.None, nil
 }
 

@@ -127,6 +127,8 @@ type run struct {
 	// warned about; nextSkipCheck when they are read again.
 	skippedWarned uint64
 	nextSkipCheck time.Time
+	// nextProgress is when opts.Progress is due.
+	nextProgress time.Time
 
 	reaper reaper // reap_linux.go
 
@@ -734,7 +736,39 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		r.checkLoss(false)
 		r.checkSkipped()
 		r.reap(time.Now())
+		r.progress()
 	}
+}
+
+// progress calls opts.Progress, when set, at most every
+// backend.ProgressEvery with the counters so far, composed as Run
+// composes the trailer's.
+func (r *run) progress() {
+	now := time.Now()
+	if r.opts.Progress == nil || now.Before(r.nextProgress) {
+		return
+	}
+	r.nextProgress = now.Add(backend.ProgressEvery)
+	var s event.Stats
+	s.Merge(r.stats)
+	r.tr.stats(&s)
+	r.unwindStats(&s)
+	r.reaper.stats(&s)
+	if cs, err := r.pr.counters(); err == nil {
+		addCounters(&s, cs)
+	}
+	if sk, err := r.pr.skipped(); err == nil {
+		addSkipped(&s, sk)
+	}
+	if r.bt != nil {
+		s.Merge(r.bt.Stats())
+	}
+	if r.blocks != nil {
+		if n := r.blocks.overflow.Load(); n != 0 {
+			s.Add(event.CountUnresolved, statBlockOverflow, n)
+		}
+	}
+	r.opts.Progress(s)
 }
 
 // readFor drains the ring buffer, waiting up to d for more records.

@@ -123,7 +123,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		return err
 	}
 	f.SetOS(h.OS)
-	rs := replayState{b: b, f: f, sink: sink, start: time.Now()}
+	rs := replayState{b: b, f: f, sink: sink, start: time.Now(), progress: opts.Progress}
+	rs.report()
 	var sinkErr error
 	for {
 		stopped, err := rs.round(stop)
@@ -183,9 +184,28 @@ type replayState struct {
 	sent, skipped   uint64
 	rounds          uint64
 	stats           event.Stats
+	progress        func(event.Stats) // Options.Progress
+	nextProgress    time.Time
 	unpairedStart   string
 	unpairedEnd     string
 	unpairedNamesOK bool
+}
+
+// report calls Options.Progress, when set, with the counters so far (as
+// Run ends the trace with them), and schedules the next call.
+func (rs *replayState) report() {
+	if rs.progress == nil {
+		return
+	}
+	rs.nextProgress = time.Now().Add(backend.ProgressEvery)
+	var s event.Stats
+	s.Merge(rs.stats)
+	s.Set(event.CountInfo, CounterDelivered, rs.sent)
+	if rs.skipped > 0 {
+		s.Set(event.CountInfo, CounterSkipped, rs.skipped)
+	}
+	s.Set(event.CountInfo, CounterRounds, rs.rounds)
+	rs.progress(s)
 }
 
 // unpairedNames returns the trace's own names for events without a
@@ -215,8 +235,13 @@ func (rs *replayState) round(stop context.Context) (stopped bool, err error) {
 	r := rs.b.trace
 	speed := rs.b.cfg.Speed
 	for n, it := range r.Order {
-		if n&255 == 0 && stop.Err() != nil {
-			return true, nil
+		if n&255 == 0 {
+			if stop.Err() != nil {
+				return true, nil
+			}
+			if rs.progress != nil && !time.Now().Before(rs.nextProgress) {
+				rs.report()
+			}
 		}
 		switch it.Kind {
 		case synth.ItemFact:

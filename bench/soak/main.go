@@ -1,9 +1,9 @@
 // Command soak checks what bench/soak.sh recorded and sampled, and prints
 // the figures as a Markdown table. Its arguments are the recorders
-// (rotate:D, ring:SIZE, plain); -dir holds, for each, NAME.stderr (what
-// record printed), NAME.csv (elapsed seconds, resident kB, CPU ticks,
-// every 5 s) and its recording (the directory NAME/ of a rotated series,
-// or NAME.iot).
+// (rotate:D, ring:SIZE, plain, serve:TOP); -dir holds, for each,
+// NAME.stderr (what it printed), NAME.csv (elapsed seconds, resident kB,
+// CPU ticks, every 5 s) and its recording (the directory NAME/ of a
+// rotated series, or NAME.iot; serve has none).
 //
 // It checks that every file is whole (trailer read, no damage); that the
 // events of the files add up to the "recorded N events" record printed
@@ -11,7 +11,8 @@
 // the last file's trailer are the "M events lost" printed; that resident
 // memory is flat after the warm-up (a slope under 1 MiB per minute); and
 // that a flight recorder's resident memory stays within its SIZE plus
-// -ring-slack MiB.
+// -ring-slack MiB. It prints each one's CPU time per event too: the
+// recorders ran side by side, under the same load.
 package main
 
 import (
@@ -44,8 +45,8 @@ func main() {
 		*warmup = min(5, float64(*minutes)/3)
 	}
 	ok := true
-	fmt.Println("| recorder | events recorded | lost (kernel) | files | RSS at 1 min | RSS max | RSS slope after warm-up | CPU (of one core) | checks |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| recorder | events recorded | lost (kernel) | files | RSS at 1 min | RSS max | RSS slope after warm-up | CPU (of one core) | CPU per event | checks |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, name := range flag.Args() {
 		r := check(*dir, name, *warmup, *slack)
 		status := "ok"
@@ -53,8 +54,12 @@ func main() {
 			ok = false
 			status = strings.Join(r.problems, "; ")
 		}
-		fmt.Printf("| `%s` | %d | %d | %d | %.0f MiB | %.0f MiB | %+.2f MiB/min | %.0f %% | %s |\n",
-			name, r.recorded, r.lost, r.files, r.rss1/1024, r.rssMax/1024, r.slope/1024, r.cpu, status)
+		perEvent := 0.0
+		if r.recorded > 0 {
+			perEvent = r.cpuSeconds / float64(r.recorded) * 1e9
+		}
+		fmt.Printf("| `%s` | %d | %d | %d | %.0f MiB | %.0f MiB | %+.2f MiB/min | %.0f %% | %.0f ns | %s |\n",
+			name, r.recorded, r.lost, r.files, r.rss1/1024, r.rssMax/1024, r.slope/1024, r.cpu, perEvent, status)
 	}
 	if !ok {
 		os.Exit(1)
@@ -68,6 +73,7 @@ type result struct {
 	rss1, rssMax   float64 // kB
 	slope          float64 // kB per minute after the warm-up
 	cpu            float64 // percent of one core
+	cpuSeconds     float64 // between the first and the last sample
 	problems       []string
 }
 
@@ -75,7 +81,7 @@ func (r *result) fail(format string, args ...any) {
 	r.problems = append(r.problems, fmt.Sprintf(format, args...))
 }
 
-var summaryLine = regexp.MustCompile(`recorded (\d+) events, (\d+) events lost`)
+var summaryLine = regexp.MustCompile(`(?:recorded|traced) (\d+) events, (\d+) events lost`)
 
 func check(dir, name string, warmup float64, slack int) *result {
 	r := &result{}
@@ -93,6 +99,10 @@ func check(dir, name string, warmup float64, slack int) *result {
 		r.lost, _ = strconv.ParseUint(last[2], 10, 64)
 	}
 	kind, arg, _ := strings.Cut(name, ":")
+	if kind == "serve" {
+		checkMemory(r, filepath.Join(dir, name+".csv"), warmup)
+		return r
+	}
 	var paths []string
 	if kind == "rotate" {
 		paths, _ = filepath.Glob(filepath.Join(dir, name, "*.iot"))
@@ -132,7 +142,7 @@ func check(dir, name string, warmup float64, slack int) *result {
 			r.fail("the last file counts %d lost, record printed %d", lost, r.lost)
 		}
 	}
-	samples(r, filepath.Join(dir, name+".csv"), warmup)
+	checkMemory(r, filepath.Join(dir, name+".csv"), warmup)
 	if kind == "ring" {
 		size, err := parseSize(arg)
 		if err != nil {
@@ -141,10 +151,16 @@ func check(dir, name string, warmup float64, slack int) *result {
 			r.fail("resident memory %.0f MiB exceeds SIZE + %d MiB", r.rssMax/1024, slack)
 		}
 	}
+	return r
+}
+
+// checkMemory reads the samples and checks that resident memory is flat
+// after the warm-up.
+func checkMemory(r *result, path string, warmup float64) {
+	samples(r, path, warmup)
 	if r.slope > 1024 {
 		r.fail("resident memory grows %.2f MiB/min after the warm-up", r.slope/1024)
 	}
-	return r
 }
 
 // read counts a file's events and returns its trailer; damage or a
@@ -215,7 +231,8 @@ func samples(r *result, path string, warmup float64) {
 		r.rssMax = max(r.rssMax, rss[i])
 	}
 	n := len(ts) - 1
-	r.cpu = (cpu[n] - cpu[0]) / clockTicks / (ts[n] - ts[0]) * 100
+	r.cpuSeconds = (cpu[n] - cpu[0]) / clockTicks
+	r.cpu = r.cpuSeconds / (ts[n] - ts[0]) * 100
 	var sx, sy, sxx, sxy, k float64
 	for i := range ts {
 		if ts[i] < warmup*60 {

@@ -287,6 +287,7 @@ func (r *liveRun) wait(ctx context.Context) ending {
 		defer t.Stop()
 		timeout = t.C
 	}
+	defer startProgress(r.opts.Progress, r.api, r.ms.session, r.q)()
 	select {
 	case <-ctx.Done():
 	case <-timeout:
