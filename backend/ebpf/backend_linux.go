@@ -132,6 +132,8 @@ type run struct {
 	nextProgress time.Time
 
 	reaper reaper // reap_linux.go
+
+	phases *startupPhases // startup_linux.go
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -179,10 +181,14 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 	}
+	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
+	ph := &startupPhases{}
+	tl := time.Now()
 	pr, err := loadProbes(lc)
 	if err != nil {
 		return err
 	}
+	ph.since("load system-call programs", tl)
 	defer pr.close()
 	if pidSet != nil {
 		pids := make([]uint32, 0, len(pidSet))
@@ -214,7 +220,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
-	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph}
 	r.tr = newTracker(ls, origin, fs)
 	if cmdMode {
 		r.tr.launches(self)
@@ -329,21 +335,27 @@ func (r *run) finish(err error) error {
 // block programs load: openBlock), startBlock, listenMarks, startCommand,
 // read, stop.
 func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBlock bool, pidSet map[uint32]bool) error {
+	ta := time.Now()
 	if err := r.attach(wantFile, wantBlock); err != nil {
 		return err
 	}
+	r.phases.since("attach system-call programs", ta)
 	// Rundown (name what is open already) while the block programs load:
 	// the table is not touched by anything else until the reader starts.
 	rundownDone := make(chan struct{})
 	go func() {
 		defer close(rundownDone)
+		defer r.phases.since("rundown (/proc)", time.Now())
 		r.rundown(cmdMode, pidSet)
 	}()
 	btCtx, btStop := context.WithCancel(context.Background())
 	defer btStop()
 	r.btStop = btStop
 	if wantBlock {
-		if err := r.openBlock(wantFile, cmdMode || pidSet != nil); err != nil {
+		tb := time.Now()
+		err := r.openBlock(wantFile, cmdMode || pidSet != nil)
+		r.phases.since("load and attach block programs", tb)
+		if err != nil {
 			<-rundownDone
 			return err
 		}
@@ -357,6 +369,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		defer ml.Close()
 	}
 	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(time.Since(t0).Microseconds()))
+	r.phases.addTo(&r.stats)
 
 	var cmdDone chan struct{}
 	if cmdMode {
@@ -397,9 +410,8 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 // attach enables the system calls and the programs the layers and ops
 // need, and lists what this kernel lacks.
 func (r *run) attach(wantFile, wantBlock bool) error {
-	ops := r.tr.ops
-	wantURing := ops == nil || ops[event.OpAsync] || ops[event.OpRead] || ops[event.OpWrite]
-	if err := r.pr.attach(attachConfig{file: wantFile, ops: ops, uring: wantFile && wantURing, iowait: wantFile && wantBlock}); err != nil {
+	ac := attachConfig{file: wantFile, ops: r.tr.ops, uring: wantFile && asyncWanted(r.opts.Ops), iowait: wantFile && wantBlock}
+	if err := r.pr.attach(ac); err != nil {
 		return err
 	}
 	for _, m := range r.pr.missing {
@@ -418,10 +430,11 @@ func (r *run) openBlock(wantFile, filtered bool) error {
 	opts := &r.opts
 	pr := r.pr
 	bo := blockio.Options{
-		Origin:     int64(r.origin),
-		ExcludePid: uint32(os.Getpid()),
-		BufferSize: opts.BufferSize,
-		Warn:       opts.Warn,
+		Origin:      int64(r.origin),
+		ExcludePid:  uint32(os.Getpid()),
+		BufferSize:  opts.BufferSize,
+		Warn:        opts.Warn,
+		KernelTypes: pr.kernelTypes,
 		Fact: func(f *event.Fact) {
 			_ = r.sink.Fact(f)
 		},

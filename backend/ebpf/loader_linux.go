@@ -15,8 +15,10 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/bpfload"
 	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
 )
@@ -33,6 +35,29 @@ type loadConfig struct {
 	wakeupBytes uint64
 	stacks      backend.Stacks
 	unwind      bool // user stacks walked by unwind tables (bpf/unwind.h)
+	// attach is what will be attached: the programs nothing attaches
+	// are not loaded.
+	attach attachConfig
+}
+
+// unusedPrograms are the programs of the object that ac does not attach.
+func unusedPrograms(ac attachConfig) map[string]bool {
+	skip := map[string]bool{}
+	add := func(names ...string) {
+		for _, n := range names {
+			skip[n] = true
+		}
+	}
+	if !ac.file {
+		add("sys_enter", "sys_exit")
+	}
+	if !ac.iowait {
+		add("sched_switch", "wb_written", "wb_start", "wb_queue", "pc_evict")
+	}
+	if !ac.uring {
+		add("uring_complete", "uring_submit", "dio_begin", "dio_queued", "dio_complete")
+	}
+	return skip
 }
 
 // probes are the loaded programs and maps and the links attaching them.
@@ -46,6 +71,9 @@ type probes struct {
 	ncpu    int
 	// dio: the kernel has iomap's direct I/O tracepoints (see loadProbes).
 	dio bool
+	// kernelTypes is the kernel's BTF, parsed once for every collection
+	// loaded (the block tracer's too): each parse costs tens of ms.
+	kernelTypes *btf.Cache
 }
 
 // stackMapEntries sizes the stacks map with --stacks: distinct stacks
@@ -63,8 +91,8 @@ func (p *probes) readStack(id int32) ([]uint64, error) {
 }
 
 // kernelHasBTFType reports whether the kernel's BTF has a type of that name.
-func kernelHasBTFType(name string) bool {
-	s, err := btf.LoadKernelSpec()
+func kernelHasBTFType(kt *btf.Cache, name string) bool {
+	s, err := kt.Kernel()
 	if err != nil {
 		return false
 	}
@@ -136,18 +164,19 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 			return nil, fmt.Errorf("ebpf: set %s: %w", name, err)
 		}
 	}
-	p := &probes{}
+	noPrealloc(spec)
+	p := &probes{kernelTypes: btf.NewCache()}
 	// The direct I/O boundaries of asynchronous requests (iomap's
 	// tracepoints) exist only in kernels built with iomap; without them
 	// each program's place is taken by one that is never attached.
-	p.dio = kernelHasBTFType("btf_trace_iomap_dio_rw_begin") && kernelHasBTFType("btf_trace_iomap_dio_rw_queued") &&
-		kernelHasBTFType("btf_trace_iomap_dio_complete")
+	p.dio = kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_begin") && kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_queued") &&
+		kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_complete")
 	if !p.dio {
 		for _, name := range []string{"dio_begin", "dio_queued", "dio_complete"} {
 			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
 		}
 	}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	if err := bpfload.LoadAndAssign(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach)); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("ebpf: the kernel's verifier rejected a program: %+v", ve)
@@ -178,6 +207,21 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 	return p, nil
 }
 
+// sparseMaps are hash maps that hold few entries most of the time, written
+// rarely (per process, per asynchronous request): allocated as entries
+// come rather than all at load, which costs start-up time (the kernel
+// fills a free list of max_entries elements per map).
+var sparseMaps = []string{"pids", "comms", "uring_inflight", "aio_inflight", "aio_tgids", "wb_works"}
+
+// noPrealloc makes the sparse maps allocate their entries as they come.
+func noPrealloc(spec *ebpf.CollectionSpec) {
+	for _, name := range sparseMaps {
+		if m, ok := spec.Maps[name]; ok && m.Type == ebpf.Hash {
+			m.Flags |= unix.BPF_F_NO_PREALLOC
+		}
+	}
+}
+
 // addPids adds tgids to the pid filter.
 func (p *probes) addPids(pids []uint32) error {
 	for _, pid := range pids {
@@ -188,7 +232,7 @@ func (p *probes) addPids(pids []uint32) error {
 	return nil
 }
 
-// attachConfig selects what to attach.
+// attachConfig selects what to attach (and so what to load).
 type attachConfig struct {
 	file  bool                // syscalls
 	ops   *[event.NumOps]bool // ops wanted, nil: all

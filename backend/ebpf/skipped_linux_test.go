@@ -32,12 +32,13 @@ func TestSkipMeaningCoversEveryProgram(t *testing.T) {
 // included, while they run.
 func TestSkippedRunsRead(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
-	pr, err := loadProbes(loadConfig{selfTgid: uint32(os.Getpid()), ringSize: 1 << 20, wakeupBytes: 1 << 18, cause: true})
+	all := attachConfig{file: true, uring: true, iowait: true}
+	pr, err := loadProbes(loadConfig{selfTgid: uint32(os.Getpid()), ringSize: 1 << 20, wakeupBytes: 1 << 18, cause: true, attach: all})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pr.close()
-	if err := pr.attach(attachConfig{file: true, uring: true, iowait: true}); err != nil {
+	if err := pr.attach(all); err != nil {
 		t.Fatal(err)
 	}
 	os.ReadFile("/proc/self/stat")

@@ -180,6 +180,9 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 	}
 	h.printPread(modes, baseMode)
 	h.untraced()
+	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+		return fmt.Errorf("start-up: %w", err)
+	}
 	return printStartup()
 }
 
@@ -337,26 +340,32 @@ func printStartup() error {
 	for _, layers := range [][]event.Layer{{event.LayerFile}, nil} {
 		var ms []float64
 		var procs uint64
+		phases := map[string][]float64{}
 		for i := 0; i < 5; i++ {
-			d, p, err := startup(layers)
+			d, p, ph, err := startup(layers)
 			if err != nil {
 				return fmt.Errorf("start-up: %w", err)
 			}
 			ms = append(ms, d)
 			procs = p
+			for k, v := range ph {
+				phases[k] = append(phases[k], v)
+			}
 		}
 		name := "file + block"
 		if layers != nil {
 			name = "file"
 		}
 		fmt.Printf("| %-14s | %6.1f ms | (%d processes in the rundown) |\n", name, median(ms), procs)
+		printPhases(phases)
 	}
 	return nil
 }
 
 // startup runs the backend system-wide for an instant and returns its
-// start-up time in ms (from its own counter) and the rundown size.
-func startup(layers []event.Layer) (float64, uint64, error) {
+// start-up time in ms (from its own counter), the rundown size and each
+// start-up phase's ms (the trace's "startup µs: " counters).
+func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) {
 	var tr *event.Trailer
 	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -369,13 +378,13 @@ func startup(layers []event.Layer) (float64, uint64, error) {
 	}()
 	err := ebpf.New(ebpf.Config{MarkerDir: "-"}).Run(ctx, backend.Options{Layers: layers, Duration: 2 * time.Second}, sink)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if tr == nil {
-		return 0, 0, errors.New("no trailer")
+		return 0, 0, nil, errors.New("no trailer")
 	}
 	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
-	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), nil
+	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phaseMs(tr), nil
 }
 
 func median(v []float64) float64 {

@@ -2,18 +2,15 @@ package blockio
 
 import (
 	"fmt"
+	"os"
+	"sort"
 
 	"github.com/cilium/ebpf/btf"
 )
 
-// kernelLayout reads from kernel BTF how this kernel encodes bi_opf and
-// which bit of bi_flags is BIO_PAGE_PINNED (0xff when the kernel has no
-// such flag: before 6.5). Values not found keep their 6.x defaults; the
-// error says which were missing.
-func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
-	l := DefaultOpfLayout()
-	pinned := uint32(0xff)
-	want := map[string]func(v uint64){
+// layoutFields are the enumerators kernelLayout reads, and what each sets.
+func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
+	return map[string]func(v uint64){
 		"REQ_OP_READ":         func(v uint64) { l.Read = uint32(v) },
 		"REQ_OP_WRITE":        func(v uint64) { l.Write = uint32(v) },
 		"REQ_OP_FLUSH":        func(v uint64) { l.Flush = uint32(v) },
@@ -27,24 +24,37 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 		"__REQ_PREFLUSH":      func(v uint64) { l.Preflush = 1 << v },
 		"__REQ_RAHEAD":        func(v uint64) { l.Readahead = 1 << v },
 		"__REQ_FAILFAST_DEV":  func(v uint64) { l.OpMask = 1<<v - 1 }, // first flag bit = REQ_OP_BITS
-		"BIO_PAGE_PINNED":     func(v uint64) { pinned = uint32(v) },
+		"BIO_PAGE_PINNED":     func(v uint64) { *pinned = uint32(v) },
 	}
-	for typ, err := range spec.All() {
-		if err != nil {
-			return l, pinned, fmt.Errorf("kernel BTF: %w", err)
+}
+
+// kernelLayout reads from kernel BTF how this kernel encodes bi_opf and
+// which bit of bi_flags is BIO_PAGE_PINNED (0xff when the kernel has no
+// such flag: before 6.5). Values not found keep their 6.x defaults; the
+// error says which were missing. It scans the raw BTF (enumValues), and
+// decodes spec's types only when that scan fails.
+func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
+	l := DefaultOpfLayout()
+	pinned := uint32(0xff)
+	want := layoutFields(&l, &pinned)
+	names := make(map[string]bool, len(want))
+	for n := range want {
+		names[n] = true
+	}
+	var found map[string]uint64
+	raw, err := os.ReadFile(vmlinuxBTF)
+	if err == nil {
+		found, err = enumValues(raw, names)
+	}
+	if err != nil {
+		if found, err = enumsDecoded(spec, names); err != nil {
+			return l, pinned, err
 		}
-		e, ok := typ.(*btf.Enum)
-		if !ok {
-			continue
-		}
-		for _, v := range e.Values {
-			if set, ok := want[v.Name]; ok && v.Value < 64 {
-				set(v.Value)
-				delete(want, v.Name)
-			}
-		}
-		if len(want) == 0 {
-			break
+	}
+	for n, v := range found {
+		if v < 64 {
+			want[n](v)
+			delete(want, n)
 		}
 	}
 	delete(want, "BIO_PAGE_PINNED") // optional
@@ -54,7 +64,32 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 		for k := range want {
 			missing = append(missing, k)
 		}
+		sort.Strings(missing)
 		return l, pinned, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
 	}
 	return l, pinned, nil
+}
+
+// enumsDecoded finds the enumerators named in want among spec's decoded
+// types (slow: it decodes the types until all are found).
+func enumsDecoded(spec *btf.Spec, want map[string]bool) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for typ, err := range spec.All() {
+		if err != nil {
+			return out, fmt.Errorf("kernel BTF: %w", err)
+		}
+		e, ok := typ.(*btf.Enum)
+		if !ok {
+			continue
+		}
+		for _, v := range e.Values {
+			if _, seen := out[v.Name]; want[v.Name] && !seen {
+				out[v.Name] = v.Value
+			}
+		}
+		if len(out) == len(want) {
+			break
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
@@ -101,6 +102,9 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
+	// KernelTypes is the kernel's BTF as the caller already parsed it
+	// (parsing costs tens of ms); nil: parsed here.
+	KernelTypes *btf.Cache
 }
 
 func (o *Options) warnf(msg string) {

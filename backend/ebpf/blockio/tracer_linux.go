@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/bpfload"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -77,7 +78,11 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blockio: parse embedded BPF object: %w", err)
 	}
-	kspec, err := btf.LoadKernelSpec()
+	kt := opts.KernelTypes
+	if kt == nil {
+		kt = btf.NewCache()
+	}
+	kspec, err := kt.Kernel()
 	if err != nil {
 		return nil, fmt.Errorf("blockio: kernel BTF (/sys/kernel/btf/vmlinux) is needed: %w", err)
 	}
@@ -95,7 +100,7 @@ func Open(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
-	if err := spec.LoadAndAssign(&t.objs, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)
@@ -168,6 +173,11 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, pinned uint32) error {
 	}
 	spec.Maps["events"].MaxEntries = ringSize(opts.BufferSize)
 	spec.Maps["bios"].MaxEntries = uint32(opts.MaxInFlight)
+	// A stack-trace map preallocates every bucket (16 MiB): one when no
+	// stacks are taken.
+	if opts.Stacks == backend.StacksNone {
+		spec.Maps["stacks"].MaxEntries = 1
+	}
 	return nil
 }
 

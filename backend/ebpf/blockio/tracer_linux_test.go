@@ -3,8 +3,10 @@ package blockio
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -494,5 +496,39 @@ func TestKernelLayout(t *testing.T) {
 	}
 	if pinned >= 16 {
 		t.Logf("kernel without BIO_PAGE_PINNED: direct I/O not flagged")
+	}
+}
+
+// TestKernelLayoutScan: the raw scan of the kernel's BTF finds what
+// decoding its types finds.
+func TestKernelLayoutScan(t *testing.T) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	raw, err := os.ReadFile(vmlinuxBTF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l OpfLayout
+	var pinned uint32
+	want := map[string]bool{}
+	for n := range layoutFields(&l, &pinned) {
+		want[n] = true
+	}
+	start := time.Now()
+	got, err := enumValues(raw, want)
+	scan := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	dec, err := enumsDecoded(spec, want)
+	t.Logf("raw scan %v, decoded %v", scan, time.Since(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(want)-2 || !reflect.DeepEqual(got, dec) {
+		t.Errorf("scan %v, decoded %v", got, dec)
 	}
 }
