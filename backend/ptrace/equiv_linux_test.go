@@ -214,13 +214,26 @@ func runBoth(t *testing.T, bin, dir, run string) (pt, eb []callEvent) {
 		pids[e.Pid] = true
 	}
 	root := pt[0].Pid // the helper, which becomes the command at its exec
+	// The helper is this binary exec'd again (its own execve and Go
+	// start-up come first): the eBPF trace of root starts at the execve
+	// of the command, the first that the ptrace trace holds.
+	cmdPath := ""
+	for _, e := range pt {
+		if e.Pid == root && e.Native == "execve" {
+			cmdPath = e.Path
+			break
+		}
+	}
+	if cmdPath == "" {
+		t.Fatalf("the ptrace trace has no execve of its command: %+v", pt[0])
+	}
 	execd := false
 	for _, e := range sink.events {
 		if !pids[e.Pid] || e.Layer != event.LayerFile {
 			continue
 		}
 		if e.Pid == root && !execd {
-			if execd = e.Native == "execve"; !execd {
+			if execd = e.Native == "execve" && e.Path == cmdPath; !execd {
 				continue // the helper before its exec: not traced by ptrace
 			}
 		}
