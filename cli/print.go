@@ -57,7 +57,7 @@ as module+0xoffset, and the summary counts such frames by reason
 			if err != nil {
 				return err
 			}
-			paths, err := expandInputs(args)
+			paths, err := expandInputs(args, false)
 			if err != nil {
 				return err
 			}

@@ -87,7 +87,7 @@ later without their events: iotrace report --merge a.json b.json.`,
 				if len(args) == 0 || cmd.ArgsLenAtDash() >= 0 {
 					return fmt.Errorf("report needs a trace file (or several, or --merge with report JSON files, or --live to trace this machine)")
 				}
-				if paths, err = expandInputs(args); err != nil {
+				if paths, err = expandInputs(args, true); err != nil {
 					return err
 				}
 			}
@@ -351,14 +351,15 @@ func runReportMerge(paths []string, f *reportFlags, stdout io.Writer) error {
 }
 
 // expandInputs expands the glob patterns among args (for shells that do
-// not, and for quoted patterns) and directories (their .iot files, in name
-// order: a rotated series in time order); a pattern that matches nothing,
-// a directory without .iot files, is an error; a plain name is kept as
-// it is.
-func expandInputs(args []string) ([]string, error) {
+// not, and for quoted patterns) and, with dirs (report), directories
+// (their .iot files, in name order: a rotated series in time order); a
+// pattern that matches nothing, a directory without .iot files, is an
+// error; a plain name is kept as it is (a directory given to print is
+// then refused by name).
+func expandInputs(args []string, dirs bool) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		if st, err := os.Stat(a); err == nil && st.IsDir() {
+		if st, err := os.Stat(a); err == nil && st.IsDir() && dirs {
 			m, err := filepath.Glob(filepath.Join(a, "*"+rotate.Ext))
 			if err != nil || len(m) == 0 {
 				return nil, fmt.Errorf("input directory %s holds no %s file", a, rotate.Ext)

@@ -5,13 +5,15 @@ import (
 )
 
 // Series reports on several traces read one after another. The traces of
-// one timeline — the same host and the same clock, as the files of a
-// rotated recording (record --rotate) or several recordings of one boot —
-// go into one report, their times moved onto the first one's: a process
+// one timeline — the same host and the same clock of the same boot, as
+// the files of a rotated recording (record --rotate) or several
+// recordings of one boot — go into one report, their times moved onto the first one's: a process
 // (pid and start time) and a file are one row each, with exact totals,
-// not a row per file with "≥" bounds. Traces of other hosts (or clocks
-// that cannot be lined up) get reports of their own, merged as [Merge]
-// does.
+// not a row per file with "≥" bounds. Traces of other hosts, other boots
+// (the wall-clock time of the clock's zero differs) or clocks that cannot
+// be lined up get reports of their own, merged as [Merge] does. Two
+// recordings of one period on one host (say, with different filters) are
+// one timeline: an event both hold is counted twice, as in a merge.
 type Series struct {
 	opts   Options
 	groups []*seriesGroup
@@ -20,7 +22,19 @@ type Series struct {
 type seriesGroup struct {
 	host  string
 	clock event.Clock
+	boot  int64 // wall time of the clock's zero (ns): the boot
 	rep   *Report
+}
+
+// bootSlack is how far the wall-clock anchors of two recordings of one
+// boot may disagree (the wall clock is read apart from the trace clock,
+// and NTP slews it).
+const bootSlack = 2_000_000_000
+
+// bootWall returns the wall time of clock zero of a trace with header h.
+func bootWall(h *event.Header) int64 {
+	zero := event.Clock{Kind: h.Clock.Kind, Freq: h.Clock.Freq}
+	return h.StartWall - zero.ToNanos(h.Clock.Origin)
 }
 
 // NewSeries returns an empty series; opts configure each report.
@@ -52,16 +66,26 @@ func (s *Series) Result(top int) (*Result, error) {
 // timeline returns the group of a trace with header h and how far its
 // time 0 lies after the group's (ns).
 func (s *Series) timeline(h *event.Header) (*seriesGroup, int64) {
+	boot := bootWall(h)
 	if h.Hostname != "" && lineable(h.Clock) {
 		for _, g := range s.groups {
-			if g.host == h.Hostname && g.clock.Kind == h.Clock.Kind && g.clock.Freq == h.Clock.Freq {
-				return g, g.clock.ToNanos(h.Clock.Origin)
+			if g.host != h.Hostname || g.clock.Kind != h.Clock.Kind || g.clock.Freq != h.Clock.Freq ||
+				absDiff(g.boot, boot) > bootSlack {
+				continue
 			}
+			return g, g.clock.ToNanos(h.Clock.Origin)
 		}
 	}
-	g := &seriesGroup{host: h.Hostname, clock: h.Clock, rep: New(s.opts)}
+	g := &seriesGroup{host: h.Hostname, clock: h.Clock, boot: boot, rep: New(s.opts)}
 	s.groups = append(s.groups, g)
 	return g, 0
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // lineable reports whether traces of clock c can be put on one time line:

@@ -32,15 +32,27 @@ func TestSeriesTimelines(t *testing.T) {
 	if len(two.Processes) != len(one.Processes) || two.Processes[0].Count != 2*one.Processes[0].Count {
 		t.Errorf("processes %d (want %d), first count %d (want %d)", len(two.Processes), len(one.Processes), two.Processes[0].Count, 2*one.Processes[0].Count)
 	}
-	// A later recording: its time 0 is 5 s later on the same clock.
+	// A later recording of the same boot: its time 0 is 5 s later on the
+	// same clock, and its wall-clock start too.
+	tr.Header.StartWall += 5_000_000_000
 	replay("a", 1_005_000_000_000)
+	if s.Reports() != 1 {
+		t.Fatalf("%d reports for one boot", s.Reports())
+	}
 	later, _ := s.Result(1000)
 	if later.Trace.Duration < 5_000_000_000 {
 		t.Errorf("duration %d: the later recording's times were not moved", later.Trace.Duration)
 	}
-	replay("b", 1_000_000_000_000)
+	// Another boot of the same host: the clock's zero an hour later in
+	// wall time.
+	tr.Header.StartWall += 3_600_000_000_000
+	replay("a", 1_000_000_000_000)
 	if s.Reports() != 2 {
-		t.Fatalf("%d reports for two hosts", s.Reports())
+		t.Fatalf("%d reports: another boot joined the time line", s.Reports())
+	}
+	replay("b", 1_000_000_000_000)
+	if s.Reports() != 3 {
+		t.Fatalf("%d reports for two hosts and two boots", s.Reports())
 	}
 	merged, err := s.Result(1000)
 	if err != nil || len(merged.Hosts) != 2 {
