@@ -441,7 +441,11 @@ func TestTriggerSavesAfterTheRequest(t *testing.T) {
 	var m memSink
 	var saves atomic.Int32
 	var mu sync.Mutex
-	trig := &Trigger{Sink: r, Interval: time.Nanosecond, OnSave: func() {
+	// Requests a second apart (the rate limit is not under test here; a
+	// coarse clock, as Windows' under wine, gives two requests one time).
+	clock := time.Unix(0, 0)
+	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
+	trig := &Trigger{Sink: r, Interval: time.Nanosecond, Now: tick, OnSave: func() {
 		mu.Lock()
 		defer mu.Unlock()
 		saves.Add(1)
