@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/iotrace/iotrace/internal/bytesize"
 
 	"github.com/spf13/cobra"
 
@@ -184,27 +185,13 @@ func (l *liveFlags) stacksInto(opts *backend.Options) error {
 	return err
 }
 
-// parseSize parses "8M", "512K", "1G" or a byte count.
+// parseSize parses "8M", "512K", "1G" or a byte count (bytesize.Parse);
+// "" is 0: the default.
 func parseSize(s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
-	mult := 1
-	t := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B")
-	t = strings.TrimSuffix(t, "I")
-	switch {
-	case strings.HasSuffix(t, "K"):
-		mult, t = 1<<10, t[:len(t)-1]
-	case strings.HasSuffix(t, "M"):
-		mult, t = 1<<20, t[:len(t)-1]
-	case strings.HasSuffix(t, "G"):
-		mult, t = 1<<30, t[:len(t)-1]
-	}
-	v, err := strconv.Atoi(t)
-	if err != nil || v <= 0 || v > (1<<40)/mult {
-		return 0, fmt.Errorf("bad size %q (want bytes, or a number with K, M or G)", s)
-	}
-	return v * mult, nil
+	return bytesize.Parse(s)
 }
 
 // commandArgs returns the command after "--", rejecting other arguments.

@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotrace/iotrace/internal/bytesize"
+
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/ring"
 	"github.com/iotrace/iotrace/tracefile"
@@ -144,7 +146,7 @@ func check(dir, name string, warmup float64, slack int) *result {
 	}
 	checkMemory(r, filepath.Join(dir, name+".csv"), warmup)
 	if kind == "ring" {
-		size, err := parseSize(arg)
+		size, err := bytesize.Parse(arg)
 		if err != nil {
 			r.fail("%v", err)
 		} else if limit := float64(size>>10 + slack<<10); r.rssMax > limit {
@@ -244,24 +246,4 @@ func samples(r *result, path string, warmup float64) {
 	if k >= 3 {
 		r.slope = (k*sxy - sx*sy) / (k*sxx - sx*sx)
 	}
-}
-
-// parseSize reads a ring size: a byte count, or with K, M or G.
-func parseSize(s string) (int, error) {
-	mult := 1
-	t := strings.TrimSuffix(strings.ToUpper(s), "B")
-	t = strings.TrimSuffix(t, "I")
-	switch {
-	case strings.HasSuffix(t, "K"):
-		mult, t = 1<<10, t[:len(t)-1]
-	case strings.HasSuffix(t, "M"):
-		mult, t = 1<<20, t[:len(t)-1]
-	case strings.HasSuffix(t, "G"):
-		mult, t = 1<<30, t[:len(t)-1]
-	}
-	n, err := strconv.Atoi(t)
-	if err != nil {
-		return 0, fmt.Errorf("ring size %q: %v", s, err)
-	}
-	return n * mult, nil
 }
