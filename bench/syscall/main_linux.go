@@ -366,6 +366,17 @@ func printStartup() error {
 // start-up time in ms (from its own counter), the rundown size and each
 // start-up phase's ms (the trace's "startup µs: " counters).
 func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) {
+	tr, err := runInstant(ebpf.Config{MarkerDir: "-"}, backend.Options{Layers: layers})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
+	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phaseMs(tr), nil
+}
+
+// runInstant runs the backend system-wide with cfg and opts until its
+// first event (at most 2 s) and returns the trace's trailer.
+func runInstant(cfg ebpf.Config, opts backend.Options) (*event.Trailer, error) {
 	var tr *event.Trailer
 	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -376,15 +387,14 @@ func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) 
 		}
 		cancel()
 	}()
-	err := ebpf.New(ebpf.Config{MarkerDir: "-"}).Run(ctx, backend.Options{Layers: layers, Duration: 2 * time.Second}, sink)
-	if err != nil {
-		return 0, 0, nil, err
+	opts.Duration = 2 * time.Second
+	if err := ebpf.New(cfg).Run(ctx, opts, sink); err != nil {
+		return nil, err
 	}
 	if tr == nil {
-		return 0, 0, nil, errors.New("no trailer")
+		return nil, errors.New("no trailer")
 	}
-	us := tr.Stats.Get(event.CountInfo, "startup (load, attach, rundown) µs")
-	return float64(us) / 1000, tr.Stats.Get(event.CountInfo, "processes in the rundown"), phaseMs(tr), nil
+	return tr, nil
 }
 
 func median(v []float64) float64 {

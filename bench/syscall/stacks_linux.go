@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -254,23 +253,10 @@ func startupTables(rounds int) error {
 // startupWith runs the backend system-wide with user stacks for an
 // instant, its tables cached in dir, and returns its counters.
 func startupWith(dir string) (*event.Stats, error) {
-	var tr *event.Trailer
-	sink := &trailerSink{end: func(t *event.Trailer) { tr = t }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for sink.events.Load() == 0 && ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
-	err := ebpf.New(ebpf.Config{MarkerDir: "-", UnwindCacheDir: filepath.Join(dir, "unwind")}).Run(ctx,
-		backend.Options{Layers: []event.Layer{event.LayerFile}, Stacks: backend.StacksUser, Duration: 2 * time.Second}, sink)
+	tr, err := runInstant(ebpf.Config{MarkerDir: "-", UnwindCacheDir: filepath.Join(dir, "unwind")},
+		backend.Options{Layers: []event.Layer{event.LayerFile}, Stacks: backend.StacksUser})
 	if err != nil {
 		return nil, err
-	}
-	if tr == nil {
-		return nil, errors.New("no trailer")
 	}
 	return &tr.Stats, nil
 }
