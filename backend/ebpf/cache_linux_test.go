@@ -220,6 +220,25 @@ func TestProvenanceColdWarm(t *testing.T) {
 func TestReadWaitsForReadahead(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	bin := buildC(t, "testdata/cache/willneed.c")
+	// The read-ahead usually is still in flight when the read comes, but on
+	// a fast disk, with the reader preempted between the two calls, it can
+	// be done first: the read is then a true cache hit. Such a run is
+	// checked as one and the case is tried again.
+	const attempts = 5
+	for i := range attempts {
+		if readWaitsForReadahead(t, bin) {
+			return
+		}
+		t.Logf("attempt %d: the read-ahead was done before the read (a cache hit); again", i+1)
+	}
+	t.Fatalf("in %d attempts the read never came while the read-ahead was in flight", attempts)
+}
+
+// readWaitsForReadahead runs willneed once on a cold file and checks the
+// read's provenance against the block I/O of the trace. It reports whether
+// the read came while the read-ahead was in flight (the case under test).
+func readWaitsForReadahead(t *testing.T, bin string) bool {
+	t.Helper()
 	f, ino := coldFile(t, 4<<20) // within what one WILLNEED reads ahead (8 MiB here)
 	s := traceCmd(t, []string{bin, f}, event.LayerFile, event.LayerBlock)
 	adv := find(s.events, byNative("fadvise64"), byPath(f))
@@ -228,19 +247,39 @@ func TestReadWaitsForReadahead(t *testing.T) {
 		t.Fatalf("%d fadvise64 and %d pread64 events on %s, want 1 each", len(adv), len(reads), f)
 	}
 	r := reads[0]
-	if r.Flags&event.FlagWaitedIO == 0 || r.Flags&event.FlagCacheHit != 0 || r.CausedIOs != 0 {
-		t.Errorf("the read after WILLNEED: flags %s, caused %d I/Os; want waited-io, no I/O of its own", r.Flags, r.CausedIOs)
+	if r.CausedIOs != 0 {
+		t.Errorf("the read after WILLNEED caused %d I/Os; want none of its own", r.CausedIOs)
 	}
-	inFlight := 0
+	inFlight, lastDone := 0, int64(0)
 	for _, b := range s.events {
-		if b.Layer == event.LayerBlock && b.Inode == ino && b.Cause == adv[0].ID && b.Time < r.End() && b.End() > r.Time {
-			inFlight++
+		if b.Layer == event.LayerBlock && b.Inode == ino && b.Cause == adv[0].ID {
+			lastDone = max(lastDone, b.End())
+			if b.Time < r.End() && b.End() > r.Time {
+				inFlight++
+			}
 		}
 	}
+	if lastDone == 0 {
+		t.Fatal("no block read caused by the fadvise call")
+	}
+	if r.Flags&event.FlagCacheHit != 0 {
+		if lastDone > r.Time {
+			t.Logf("read flagged cache hit while read-ahead ended %d ns after it began (another page's bio)", lastDone-r.Time)
+		}
+		if r.Flags&event.FlagWaitedIO != 0 {
+			t.Errorf("the read after WILLNEED: flags %s, both cache hit and waited-io", r.Flags)
+		}
+		return false
+	}
+	if r.Flags&event.FlagWaitedIO == 0 {
+		t.Errorf("the read after WILLNEED: flags %s; want waited-io or a cache hit", r.Flags)
+		return true
+	}
 	if inFlight == 0 {
-		t.Error("no block read caused by the fadvise call was in flight during the read")
+		t.Error("read flagged waited-io, but no block read caused by the fadvise call was in flight during it")
 	}
 	if c := reportOf(t, s).Cache; c == nil || c.WaitedReads != 1 || c.BytesWaited != 4096 {
 		t.Errorf("report cache %+v, want the one read counted as waited", c)
 	}
+	return true
 }
