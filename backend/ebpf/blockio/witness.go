@@ -133,6 +133,7 @@ type witnessLog struct {
 	ring    []witnessRec
 	next    int
 	full    bool
+	index   sectorIndex
 	// lossAt is the time of the latest page read after a loss: the lost
 	// completions came before it.
 	lossAt uint64
@@ -145,7 +146,7 @@ func newWitnessLog(keep int) *witnessLog {
 	if keep <= 0 {
 		keep = DefaultWitnessKeep
 	}
-	return &witnessLog{formats: map[uint16]*witnessFormat{}, ring: make([]witnessRec, keep)}
+	return &witnessLog{formats: map[uint16]*witnessFormat{}, ring: make([]witnessRec, keep), index: newSectorIndex(keep)}
 }
 
 // addFormat registers an event the instance records.
@@ -173,10 +174,13 @@ func (l *witnessLog) add(ts uint64, rec []byte) {
 		l.malformed++
 		return
 	}
+	slot := int32(l.next)
 	if l.full {
 		l.oldest = max(l.oldest, l.ring[l.next].ts)
+		l.index.remove(slot, &l.ring[l.next])
 	}
 	l.ring[l.next] = r
+	l.index.add(slot, &l.ring[l.next])
 	if l.next++; l.next == len(l.ring) {
 		l.next, l.full = 0, true
 	}
@@ -203,23 +207,30 @@ func (l *witnessLog) find(q witnessQuery) (witnessRec, witnessMiss) {
 		return witnessRec{}, missOld
 	}
 	end := q.sector + uint64(q.bytes>>9)
+	at := q.sector // the sector a completion must cover: q's last, or q's own for an empty bio
+	if q.bytes != 0 {
+		if end == 0 {
+			return witnessRec{}, missNoRecord
+		}
+		at = end - 1
+	}
 	best := -1
-	for i := range l.ring {
+	l.index.each(q.dev, q.op, at, func(i int32) {
 		r := &l.ring[i]
 		if r.used || r.dev != q.dev || r.op != q.op || r.ts <= q.after || r.ts >= q.before {
-			continue
+			return
 		}
 		if q.bytes == 0 {
 			if r.nr != 0 || r.sector != q.sector {
-				continue
+				return
 			}
 		} else if r.sector >= end || r.sector+uint64(r.nr) < end {
-			continue
+			return
 		}
 		if best < 0 || r.ts < l.ring[best].ts {
-			best = i
+			best = int(i)
 		}
-	}
+	})
 	if best >= 0 {
 		l.ring[best].used = true
 		return l.ring[best], missNone
