@@ -264,7 +264,9 @@ func (a *Aggregator) Profile() *profile.Profile {
 // mainModule names the traced program's module among the samples'
 // frames: the command's file (Begin's header), else the module named as
 // the process (comm, at most 15 bytes) of most samples, else the first
-// module of a user frame; "" when no frame has one.
+// module of a user frame; "" when no frame has one. A name matches its
+// versioned file too: programs are recorded under their resolved paths,
+// so "python3" runs as the module python3.11.
 func (a *Aggregator) mainModule() string {
 	user := map[string]bool{}
 	var first string
@@ -278,8 +280,17 @@ func (a *Aggregator) mainModule() string {
 			}
 		}
 	}
-	if cmd := strings.Fields(a.command); len(cmd) > 0 && user[filepath.Base(cmd[0])] {
-		return filepath.Base(cmd[0])
+	if cmd := strings.Fields(a.command); len(cmd) > 0 {
+		base := filepath.Base(cmd[0])
+		best := ""
+		for m := range user {
+			if (m == base || versionOf(m, base)) && (best == "" || len(m) < len(best) || len(m) == len(best) && m < best) {
+				best = m
+			}
+		}
+		if best != "" {
+			return best
+		}
 	}
 	byComm := map[string]int64{}
 	for _, s := range a.order {
@@ -287,9 +298,11 @@ func (a *Aggregator) mainModule() string {
 	}
 	best, bestN := "", int64(0)
 	for m := range user {
-		n := byComm[m]
-		if len(m) > 15 {
-			n = byComm[m[:15]]
+		var n int64
+		for comm, c := range byComm {
+			if m == comm || len(m) > 15 && m[:15] == comm || versionOf(m, comm) {
+				n += c
+			}
 		}
 		if n > bestN || n == bestN && n > 0 && m < best {
 			best, bestN = m, n
@@ -299,6 +312,21 @@ func (a *Aggregator) mainModule() string {
 		return best
 	}
 	return first
+}
+
+// versionOf reports whether file is name with a version after it:
+// python3.11 of python3, perl5.36.0 of perl5, ruby-3.1 of ruby.
+func versionOf(file, name string) bool {
+	rest, ok := strings.CutPrefix(file, name)
+	if !ok || len(rest) < 2 || rest[0] != '.' && rest[0] != '-' {
+		return false
+	}
+	for _, c := range rest[1:] {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return rest[1] != '.'
 }
 
 // WriteFolded writes the samples as collapsed stacks, outermost frame

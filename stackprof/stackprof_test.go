@@ -159,3 +159,41 @@ func TestFoldedNames(t *testing.T) {
 		t.Errorf("folded %q", got)
 	}
 }
+
+// TestMainModuleVersioned: a program run through a versioned symlink
+// (python3 → python3.11, recorded under its resolved path) is still the
+// main mapping, by the command or by the process name, not a library
+// that happened to come first.
+func TestMainModuleVersioned(t *testing.T) {
+	sample := func(comm string, n int64, modules ...string) *agg {
+		s := &agg{comm: comm, Totals: Totals{Count: n}}
+		for _, m := range modules {
+			s.frames = append(s.frames, stacks.Frame{Frame: symbolize.Frame{Module: m}})
+		}
+		return s
+	}
+	for _, c := range []struct {
+		command string
+		order   []*agg
+		want    string
+	}{
+		{"python3 app.py", []*agg{sample("python3", 5, "libc.so.6", "python3.11")}, "python3.11"},
+		{"", []*agg{sample("python3", 5, "libc.so.6", "python3.11"), sample("sh", 2, "libc.so.6", "dash")}, "python3.11"},
+		{"/usr/bin/perl x.pl", []*agg{sample("perl", 1, "libc.so.6", "perl5.36.0", "perl")}, "perl"},
+		{"python3 app.py", []*agg{sample("python3", 1, "libc.so.6", "python3-config")}, "libc.so.6"},
+		{"python3 app.py", []*agg{sample("python3", 1, "libc.so.6", "python3.x")}, "libc.so.6"},
+	} {
+		a := &Aggregator{command: c.command, order: c.order}
+		if got := a.mainModule(); got != c.want {
+			t.Errorf("command %q: main module %q, want %q", c.command, got, c.want)
+		}
+	}
+	for file, want := range map[string]bool{"python3.11": true, "python3-3.11": true, "python3": false, "python3.": false, "python3..1": false, "python3-config": false, "python31": false} {
+		if got := versionOf(file, "python3"); got != want {
+			t.Errorf("versionOf(%q, python3) = %v", file, got)
+		}
+	}
+	if !versionOf("ruby-3.1", "ruby") {
+		t.Error("versionOf(ruby-3.1, ruby) = false")
+	}
+}
