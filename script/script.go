@@ -214,11 +214,15 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 	return s, nil
 }
 
-// compile parses src, rewrites it so that its memory is checked within
+// compile parses src, checks the names its code compares enum fields
+// with (enumcheck.go), rewrites it so that its memory is checked within
 // each step (guard.go) and compiles it.
 func compile(filename string, src []byte, predeclared starlark.StringDict) (*starlark.Program, error) {
 	f, err := fileOptions.Parse(filename, src, 0)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkNames(f); err != nil {
 		return nil, err
 	}
 	guardFile(f)
