@@ -43,6 +43,8 @@ type Agg struct {
 	maxKeys int
 	// hist_linear bounds.
 	lo, hi, step int64
+	// sketches: hist_log2 keeps a sketch per key, for percentiles.
+	sketches bool
 
 	cells map[string]*cell
 	order []*cell // insertion order
@@ -77,7 +79,7 @@ var (
 // count(*keys, unit=None), ..., hist_linear(*keys, lo, hi, step, unit=None).
 func (s *Script) newAggBuiltin(kind aggKind) *starlark.Builtin {
 	return starlark.NewBuiltin(kind.String(), func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		a := &Agg{kind: kind, maxKeys: s.opts.MaxKeys, cells: make(map[string]*cell)}
+		a := &Agg{kind: kind, maxKeys: s.opts.MaxKeys, cells: make(map[string]*cell), sketches: kind == aggLog2 && s.percentiles}
 		for i, k := range args {
 			name, ok := starlark.AsString(k)
 			if !ok || name == "" {
@@ -294,7 +296,9 @@ func (a *Agg) find(parts starlark.Tuple, create bool) (*cell, error) {
 	switch a.kind {
 	case aggLog2:
 		c.log2 = new(hist.Log2)
-		c.sketch = new(hist.Sketch)
+		if a.sketches {
+			c.sketch = new(hist.Sketch)
+		}
 	case aggLinear:
 		c.lin, _ = hist.NewLinear(a.lo, a.hi, a.step)
 	}
@@ -350,7 +354,9 @@ func (c *cell) observe(v int64) {
 			c.neg++
 		} else {
 			c.log2.Add(uint64(v))
-			c.sketch.Add(uint64(v))
+			if c.sketch != nil {
+				c.sketch.Add(uint64(v))
+			}
 		}
 	case c.lin != nil:
 		c.lin.Add(v)

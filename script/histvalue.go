@@ -71,6 +71,11 @@ func (h *histValue) Attr(name string) (starlark.Value, error) {
 	if !ok {
 		return nil, nil // "histogram has no .x field or method"
 	}
+	if st.kind == statPct {
+		if err := h.a.percentilesKept(); err != nil {
+			return nil, err
+		}
+	}
 	return statValue(st, h.c), nil
 }
 
@@ -83,6 +88,9 @@ func (h *histValue) percentile(_ *starlark.Thread, b *starlark.Builtin, args sta
 	f, ok := starlark.AsFloat(p)
 	if !ok || !(f >= 0 && f <= 100) {
 		return nil, fmt.Errorf("percentile: p is a number from 0 to 100 (99.9 for p999), not %s", p)
+	}
+	if err := h.a.percentilesKept(); err != nil {
+		return nil, err
 	}
 	return statValue(stat{kind: statPct, q: f / 100}, h.c), nil
 }
@@ -99,10 +107,14 @@ func statValue(st stat, c *cell) starlark.Value {
 
 // statsLine is a histogram's statistics in one line:
 // "count 14, sum 91180, min 16, avg 6512, p50 4123, p90 12998, p99 25000, max 25000 (usecs)";
-// a percentile not known shows as "-".
+// a percentile not known shows as "-"; an aggregation that keeps no
+// percentiles shows none.
 func (a *Agg) statsLine(c *cell) string {
 	var b strings.Builder
 	for i, name := range [...]string{"count", "sum", "min", "avg", "p50", "p90", "p99", "max"} {
+		if histAttrs[name].kind == statPct && a.percentilesKept() != nil {
+			continue
+		}
 		if i > 0 {
 			b.WriteString(", ")
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/iotrace/iotrace/internal/suggest"
+	"go.starlark.net/syntax"
 )
 
 // stat names one statistic of an aggregation's key: what items() and
@@ -79,6 +80,9 @@ func (a *Agg) parseStat(fn, name string) (stat, error) {
 	if q, ok := parsePercentile(name); ok {
 		if !a.kind.isHist() {
 			return stat{}, fmt.Errorf("%s: sort=%q needs a histogram (hist_log2, hist_linear): %s keeps count, sum, min, max and avg", fn, name, a.label())
+		}
+		if err := a.percentilesKept(); err != nil {
+			return stat{}, fmt.Errorf("%s: %w", fn, err)
 		}
 		return stat{name: name, kind: statPct, q: q}, nil
 	}
@@ -176,4 +180,53 @@ func (a *Agg) sorted(by stat, limit int) []*cell {
 		cells = cells[:limit]
 	}
 	return cells
+}
+
+// percentilesKept says why the aggregation has no percentiles, nil when
+// it has them.
+func (a *Agg) percentilesKept() error {
+	switch {
+	case !a.kind.isHist():
+		return fmt.Errorf("%s has no percentiles (histograms have them)", a.label())
+	case a.kind == aggLog2 && !a.sketches:
+		return fmt.Errorf("%s keeps no percentiles: they are kept when the script names one where it can be seen before it runs (h.p99, h.percentile(p), sort=\"p99\"), not through a computed name", a.label())
+	}
+	return nil
+}
+
+// usesPercentiles reports whether a script may ask for percentiles: an
+// attribute or a string named like one (h.p99, h.percentile(50),
+// sort="p99", getattr(h, "p50")), or a sort= that is not a string
+// written out (sort=order, **opts). Only then do its hist_log2
+// aggregations keep a sketch per key (1-2 KiB): the scripts that never
+// ask pay neither its memory nor its time.
+func usesPercentiles(f *syntax.File) bool {
+	named := func(name string) bool {
+		_, ok := parsePercentile(name)
+		return ok || name == "percentile"
+	}
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.DotExpr:
+			found = found || named(n.Name.Name)
+		case *syntax.Literal:
+			if v, ok := n.Value.(string); ok && n.Token == syntax.STRING {
+				found = found || named(v)
+			}
+		case *syntax.CallExpr:
+			for _, arg := range n.Args {
+				switch arg := arg.(type) {
+				case *syntax.BinaryExpr: // name=value
+					if id, ok := arg.X.(*syntax.Ident); ok && id.Name == "sort" && !isString(arg.Y) {
+						found = true
+					}
+				case *syntax.UnaryExpr: // **kwargs
+					found = found || arg.Op == syntax.STARSTAR
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }

@@ -168,3 +168,43 @@ func TestEnumNamesCheckedAtLoad(t *testing.T) {
 		t.Errorf("two errors: %v", err)
 	}
 }
+
+// Only a script that names percentiles has its hist_log2 keep sketches
+// for them; one that asks through a computed name is told why it has
+// none, never given a wrong figure.
+func TestPercentilesKeptWhenNamed(t *testing.T) {
+	for src, want := range map[string]bool{
+		"h = hist_log2('k')\ndef on_end():\n    print(h)\n":                           false,
+		"h = hist_log2('k')\ndef on_end():\n    print(h['a'].p99)\n":                  true,
+		"h = hist_log2('k')\ndef on_end():\n    print(h['a'].percentile(50))\n":       true,
+		"h = hist_log2('k')\ndef on_end():\n    h.print(sort='p99.9')\n":              true,
+		"h = hist_log2('k')\nS = 'count'\ndef on_end():\n    h.print(sort=S)\n":       true,
+		"h = hist_log2('k')\nO = {}\ndef on_end():\n    h.print(**O)\n":               true,
+		"h = hist_log2('k')\ndef on_end():\n    h.print(sort='max', limit=3)\n":       false,
+		"h = hist_log2('k')\ndef on_end():\n    print(getattr(h['a'], 'p' + '50'))\n": false,
+	} {
+		s, err := Load("t.star", []byte(src), Options{Stdout: &bytes.Buffer{}})
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if s.aggs[0].sketches != want {
+			t.Errorf("%q: sketches %v, want %v", src, s.aggs[0].sketches, want)
+		}
+		s.Close()
+	}
+	out, _, err := runScript(t, `
+h = hist_log2("k", unit="us")
+def on_end():
+    h.add("a", 3)
+    print(h["a"])
+    h.print(sort="max")
+    getattr(h["a"], "p" + "50")
+`, Options{})
+	want := "count 1, sum 3, min 3, avg 3, max 3 (us)\n"
+	if !strings.HasPrefix(out, want) || strings.Count(out, want) != 2 {
+		t.Errorf("got\n%s\nwant the statistics' line without percentiles twice: %s", out, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "hist_log2 h keeps no percentiles: they are kept when the script names one") {
+		t.Errorf("computed percentile name: %v", err)
+	}
+}
