@@ -108,6 +108,18 @@ comm = postgres
 	if n := strings.Count(out, "comm = "); n != 2 {
 		t.Errorf("print(limit=2) printed %d histograms", n)
 	}
+	// sort="value" is a histogram's count: picked and printed by it.
+	out = mustRun(t, `
+FILTER = "layer == 'file' and op in ('read', 'write')"
+lat = hist_log2("comm")
+def on_event(e):
+    lat.add(e.comm, e.latency // 1000)
+def on_end():
+    lat.print(sort="value", limit=2)
+`, Options{})
+	if i, j := strings.Index(out, "comm = app\n"), strings.Index(out, "comm = postgres\n"); i != 0 || j < 0 || strings.Contains(out, "backup") {
+		t.Errorf("sort=\"value\", limit=2: want app then postgres:\n%s", out)
+	}
 }
 
 func TestSortErrors(t *testing.T) {
