@@ -18,7 +18,8 @@ import (
 // comparison itself are seen:
 //
 //	e.op == "raed"   "raed" == e.op   e.op != "raed"
-//	e.op in ("read", "raed")   e.op not in ["raed"]   "synk" in e.flags
+//	e.op in ("read", "raed")   e.op not in ["raed"]   e.op in {"raed": 1}
+//	"synk" in e.flags
 //
 // A name that reaches the comparison through a variable, a function or a
 // computed list (op = "raed"; e.op == op) is not known before the script
@@ -75,13 +76,22 @@ func namedField(x syntax.Expr, k where.Kind) *where.Field {
 	return f
 }
 
-// listElems returns the elements of a tuple or list written out.
+// listElems returns the elements of a tuple or list written out, or the
+// keys of a dict (what 'in' looks among).
 func listElems(x syntax.Expr) []syntax.Expr {
 	switch x := unparen(x).(type) {
 	case *syntax.TupleExpr:
 		return x.List
 	case *syntax.ListExpr:
 		return x.List
+	case *syntax.DictExpr:
+		keys := make([]syntax.Expr, 0, len(x.List))
+		for _, e := range x.List {
+			if d, ok := e.(*syntax.DictEntry); ok {
+				keys = append(keys, d.Key)
+			}
+		}
+		return keys
 	}
 	return nil
 }

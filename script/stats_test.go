@@ -147,6 +147,7 @@ func TestEnumNamesCheckedAtLoad(t *testing.T) {
 		{`e.op != "raed"`, `t.star:2:17: op "raed"`},
 		{`e.op in ("read", "raed")`, `t.star:2:26: op "raed"`},
 		{`e.op not in ["raed"]`, `t.star:2:22: op "raed"`},
+		{`e.op in {"read": 1, "raed": 2}`, `t.star:2:29: op "raed"`},
 		{`(e.layer) == ("blokc")`, `t.star:2:23: layer "blokc" is not one of: unknown, file, block, marker (did you mean "block"?)`},
 		{`e.status == "not_found"`, `status "not_found" is not one of`},
 		{`trace.source == "ebfp"`, `source "ebfp" is not one of`},
