@@ -148,6 +148,16 @@ func TestLinear(t *testing.T) {
 	if err := h.Merge(other); err == nil {
 		t.Error("merged histograms with different buckets")
 	}
+	// Quantiles: h holds -11 | -10 -1 | 0 5 9 | 10 | 24 | 25 100: ranks in a bucket give its midpoint, in Under or Over none.
+	for _, c := range []struct {
+		q  float64
+		v  int64
+		ok bool
+	}{{0, -11, true}, {0.1, -11, true}, {0.2, -6, true}, {0.5, 4, true}, {0.7, 14, true}, {0.8, 22, true}, {0.9, 0, false}, {1, 100, true}} {
+		if v, ok := h.Quantile(c.q); v != c.v || ok != c.ok {
+			t.Errorf("Quantile(%v) = %d, %v; want %d, %v", c.q, v, ok, c.v, c.ok)
+		}
+	}
 	// Extreme bounds do not overflow.
 	x, err := NewLinear(math.MinInt64, math.MaxInt64, math.MaxInt64)
 	if err != nil {
@@ -158,6 +168,9 @@ func TestLinear(t *testing.T) {
 	x.Add(0)
 	if x.Count() != 3 || x.Over() != 0 || x.Under() != 0 {
 		t.Errorf("extreme: %+v", x.Summary())
+	}
+	if v, ok := x.Quantile(0.5); !ok || v != 4611686018427387902 { // the midpoint of [-1, MaxInt64)
+		t.Errorf("extreme Quantile(0.5) = %d, %v", v, ok)
 	}
 }
 

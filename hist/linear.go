@@ -125,6 +125,37 @@ func (h *Linear) Under() uint64 { return h.under }
 // Over returns the number of values at or above max.
 func (h *Linear) Over() uint64 { return h.over }
 
+// Quantile returns an estimate of the q-quantile (0 <= q <= 1) by nearest
+// rank, and whether there is one: the midpoint of the bucket holding the
+// value of rank ceil(q*Count), clamped to [Min, Max], so at most half a
+// step off. Quantile(0) is Min and Quantile(1) is Max. A value below min
+// or at or above max (counted in Under or Over) is not known: ok is false
+// then, and for an empty histogram.
+func (h *Linear) Quantile(q float64) (v int64, ok bool) {
+	if h.n == 0 {
+		return 0, false
+	}
+	r := rank(q, h.n)
+	switch {
+	case r == 1:
+		return h.min, true
+	case r == h.n:
+		return h.max, true
+	case r <= h.under:
+		return 0, false
+	}
+	seen := h.under
+	for i, c := range h.counts {
+		seen += c
+		if seen >= r {
+			lo, hi := h.bucketBounds(i)
+			mid := int64(uint64(lo) + (uint64(hi-1)-uint64(lo))/2) // no overflow at the extremes
+			return max(h.min, min(mid, h.max)), true
+		}
+	}
+	return 0, false // in Over
+}
+
 // Buckets returns every bucket from min to max, empty ones included.
 func (h *Linear) Buckets() []LinearBucket {
 	out := make([]LinearBucket, len(h.counts))

@@ -43,6 +43,8 @@ type Agg struct {
 	maxKeys int
 	// hist_linear bounds.
 	lo, hi, step int64
+	// sketches: hist_log2 keeps a sketch per key, for percentiles.
+	sketches bool
 
 	cells map[string]*cell
 	order []*cell // insertion order
@@ -63,6 +65,7 @@ type cell struct {
 	neg      uint64 // hist_log2: values below 0, not drawn
 	log2     *hist.Log2
 	lin      *hist.Linear
+	sketch   *hist.Sketch // hist_log2: the values >= 0 again, for percentiles
 }
 
 var (
@@ -76,7 +79,7 @@ var (
 // count(*keys, unit=None), ..., hist_linear(*keys, lo, hi, step, unit=None).
 func (s *Script) newAggBuiltin(kind aggKind) *starlark.Builtin {
 	return starlark.NewBuiltin(kind.String(), func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		a := &Agg{kind: kind, maxKeys: s.opts.MaxKeys, cells: make(map[string]*cell)}
+		a := &Agg{kind: kind, maxKeys: s.opts.MaxKeys, cells: make(map[string]*cell), sketches: kind == aggLog2 && s.percentiles}
 		for i, k := range args {
 			name, ok := starlark.AsString(k)
 			if !ok || name == "" {
@@ -114,7 +117,7 @@ func (s *Script) newAggBuiltin(kind aggKind) *starlark.Builtin {
 			"min":   starlark.NewBuiltin("min", a.stat(aggMin)).BindReceiver(a),
 			"max":   starlark.NewBuiltin("max", a.stat(aggMax)).BindReceiver(a),
 			"avg":   starlark.NewBuiltin("avg", a.stat(aggAvg)).BindReceiver(a),
-			"items": starlark.NewBuiltin("items", a.items).BindReceiver(a),
+			"items": starlark.NewBuiltin("items", s.aggItems).BindReceiver(a),
 			"keys":  starlark.NewBuiltin("keys", a.keysFn).BindReceiver(a),
 			"clear": starlark.NewBuiltin("clear", a.clear).BindReceiver(a),
 			"print": starlark.NewBuiltin("print", s.aggPrint).BindReceiver(a),
@@ -136,7 +139,7 @@ func (a *Agg) label() string {
 
 func (a *Agg) String() string {
 	var b strings.Builder
-	a.render(&b, renderOpts{})
+	a.render(&b, renderOpts{by: a.defaultOrder()})
 	return strings.TrimSuffix(b.String(), "\n")
 }
 func (a *Agg) Type() string          { return "aggregation" }
@@ -165,7 +168,8 @@ func (a *Agg) Attr(name string) (starlark.Value, error) {
 }
 
 // Get implements a[key] and "key in a": the aggregation's value for key
-// (a tuple when there are several key columns).
+// (a tuple when there are several key columns), a histogram's being the
+// key's histogram.
 func (a *Agg) Get(k starlark.Value) (starlark.Value, bool, error) {
 	parts := starlark.Tuple{k}
 	if len(a.keys) > 1 {
@@ -185,7 +189,16 @@ func (a *Agg) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if err != nil || c == nil {
 		return nil, false, err
 	}
-	return a.value(c, a.kind), true, nil
+	return a.keyValue(c), true, nil
+}
+
+// keyValue is what a[key] gives: the key's histogram (a live view of it)
+// for a histogram, else the key's value.
+func (a *Agg) keyValue(c *cell) starlark.Value {
+	if a.kind.isHist() {
+		return &histValue{a: a, c: c}
+	}
+	return a.value(c, a.kind)
 }
 
 // Iterate yields the keys in insertion order.
@@ -283,6 +296,9 @@ func (a *Agg) find(parts starlark.Tuple, create bool) (*cell, error) {
 	switch a.kind {
 	case aggLog2:
 		c.log2 = new(hist.Log2)
+		if a.sketches {
+			c.sketch = new(hist.Sketch)
+		}
 	case aggLinear:
 		c.lin, _ = hist.NewLinear(a.lo, a.hi, a.step)
 	}
@@ -338,6 +354,9 @@ func (c *cell) observe(v int64) {
 			c.neg++
 		} else {
 			c.log2.Add(uint64(v))
+			if c.sketch != nil {
+				c.sketch.Add(uint64(v))
+			}
 		}
 	case c.lin != nil:
 		c.lin.Add(v)
@@ -416,7 +435,7 @@ func (a *Agg) get(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if c == nil {
 		return def, nil
 	}
-	return a.value(c, a.kind), nil
+	return a.keyValue(c), nil
 }
 
 // stat implements a.count(*key), a.sum(*key), ...: the statistic of one
@@ -457,25 +476,6 @@ func (a *Agg) stat(k aggKind) func(*starlark.Thread, *starlark.Builtin, starlark
 	}
 }
 
-// sorted returns the cells ordered by value descending (ties by key) or by
-// key, at most limit of them (0: all).
-func (a *Agg) sorted(byKey bool, limit int) []*cell {
-	cells := append([]*cell(nil), a.order...)
-	sort.SliceStable(cells, func(i, j int) bool {
-		if !byKey {
-			vi, vj := a.rawValue(cells[i]), a.rawValue(cells[j])
-			if vi != vj {
-				return vi > vj
-			}
-		}
-		return lessKey(cells[i].parts, cells[j].parts)
-	})
-	if limit > 0 && len(cells) > limit {
-		cells = cells[:limit]
-	}
-	return cells
-}
-
 // lessKey orders keys part by part: numbers and strings naturally, mixed
 // types by type name.
 func lessKey(a, b []starlark.Value) bool {
@@ -500,38 +500,45 @@ func lessKey(a, b []starlark.Value) bool {
 	return len(a) < len(b)
 }
 
-func unpackOrder(fn string, kwargs []starlark.Tuple, extra ...any) (byKey bool, limit int, err error) {
-	sortBy := "value"
+// unpackOrder unpacks sort= and limit= (def is sort's default).
+func (a *Agg) unpackOrder(fn, def string, kwargs []starlark.Tuple, extra ...any) (by stat, limit int, err error) {
+	sortBy := def
 	pairs := append([]any{"sort?", &sortBy, "limit?", &limit}, extra...)
 	if err := starlark.UnpackArgs(fn, nil, kwargs, pairs...); err != nil {
-		return false, 0, err
+		return stat{}, 0, err
 	}
-	switch sortBy {
-	case "value":
-	case "key":
-		byKey = true
-	default:
-		return false, 0, fmt.Errorf("%s: sort is \"value\" or \"key\", not %q", fn, sortBy)
+	if by, err = a.parseStat(fn, sortBy); err != nil {
+		return stat{}, 0, err
 	}
 	if limit < 0 {
-		return false, 0, fmt.Errorf("%s: limit must be >= 0", fn)
+		return stat{}, 0, fmt.Errorf("%s: limit must be >= 0", fn)
 	}
-	return byKey, limit, nil
+	return by, limit, nil
 }
 
-// items implements a.items(sort="value", limit=0): a list of (key, value).
-func (a *Agg) items(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+// aggItems implements a.items(sort="value", limit=0): a list of (key,
+// value), a histogram's value being the key's histogram.
+func (s *Script) aggItems(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	a := b.Receiver().(*Agg)
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%s.items takes keyword arguments only (sort=, limit=)", a.label())
 	}
-	byKey, limit, err := unpackOrder(a.label()+".items", kwargs)
+	by, limit, err := a.unpackOrder(a.label()+".items", "value", kwargs)
 	if err != nil {
 		return nil, err
 	}
-	cells := a.sorted(byKey, limit)
+	n := uint64(len(a.order))
+	if limit > 0 {
+		n = min(n, uint64(limit))
+	}
+	// The sort's copy of every cell, and the list of pairs.
+	if err := s.reserve(satAdd(uint64(len(a.order))*3*valueBytes, n*(pairBytes+valueBytes))); err != nil {
+		return nil, err
+	}
+	cells := a.sorted(by, limit)
 	out := make([]starlark.Value, len(cells))
 	for i, c := range cells {
-		out[i] = starlark.Tuple{c.key, a.value(c, a.kind)}
+		out[i] = starlark.Tuple{c.key, a.keyValue(c)}
 	}
 	return starlark.NewList(out), nil
 }
@@ -564,23 +571,21 @@ func (s *Script) aggPrint(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	if len(args) > 0 {
 		return nil, fmt.Errorf("%s.print takes keyword arguments only (sort=, limit=, title=)", a.label())
 	}
-	title := ""
 	def := "value"
 	if a.kind.isHist() {
 		def = "key"
 	}
-	sortBy := def
-	limit := 0
-	if err := starlark.UnpackArgs(a.label()+".print", nil, kwargs, "sort?", &sortBy, "limit?", &limit, "title?", &title); err != nil {
+	title := ""
+	by, limit, err := a.unpackOrder(a.label()+".print", def, kwargs, "title?", &title)
+	if err != nil {
 		return nil, err
-	}
-	if sortBy != "value" && sortBy != "key" {
-		return nil, fmt.Errorf("%s.print: sort is \"value\" or \"key\", not %q", a.label(), sortBy)
 	}
 	if title != "" {
 		s.out.WriteString(title)
 		s.out.WriteByte('\n')
 	}
-	a.render(s.out, renderOpts{byKey: sortBy == "key", limit: limit, set: true})
+	// Sorted by a statistic named: each histogram shows its statistics.
+	stats := by.name != "key" && by.name != "value"
+	a.render(s.out, renderOpts{by: by, limit: limit, stats: stats})
 	return starlark.None, nil
 }

@@ -94,6 +94,18 @@ def on_event(e):
 `, Options{})
 }
 
+// BenchmarkHistLog2Percentiles: the same histogram in a script that asks
+// for percentiles, so that every key keeps a sketch beside its buckets.
+func BenchmarkHistLog2Percentiles(b *testing.B) {
+	benchRun(b, `
+lat = hist_log2("op", unit="usecs")
+def on_event(e):
+    lat.add(e.op, e.latency // 1000)
+def on_end():
+    lat.print(sort="p99")
+`, Options{})
+}
+
 // benchTraceEvents is the size of the .iot trace BenchmarkIOTFile reads:
 // $IOTRACE_BENCH_EVENTS, or 1,000,000.
 func benchTraceEvents(b *testing.B) int {

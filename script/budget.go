@@ -524,8 +524,49 @@ func (r *sizer) size(v starlark.Value) uint64 {
 		return r.container(v, 2*len(items), func(i int) starlark.Value { return items[i/2][i%2] })
 	case *starlark.Set:
 		return r.container(v, v.Len(), func(i int) starlark.Value { return nil })
+	case *histValue:
+		return v.a.drawingSize(v.c)
+	case *Agg:
+		return r.aggSize(v)
 	}
 	return 32
+}
+
+// aggSize bounds the rendering of an aggregation: a table row or a
+// drawing per key.
+func (r *sizer) aggSize(a *Agg) uint64 {
+	total := uint64(64)
+	for _, c := range a.order {
+		if total > r.limit {
+			break
+		}
+		row := uint64(32)
+		for _, p := range c.parts {
+			row = satAdd(row, r.size(p)+2)
+		}
+		if a.kind.isHist() {
+			row = satAdd(row, a.drawingSize(c))
+		}
+		total = satAdd(total, row)
+	}
+	return total
+}
+
+// drawingSize bounds the length of a key's histogram as str() draws it:
+// a line per bucket between the smallest and largest value (a
+// hist_linear of a million buckets draws a million lines), under and
+// over rows, the statistics.
+func (a *Agg) drawingSize(c *cell) uint64 {
+	const lineBytes = 128 // two 20-digit bounds, a count, a 40-character bar
+	rows := uint64(65)    // hist_log2: at most a bucket per bit length and 0
+	if c.lin != nil {
+		lo, hi := max(c.min, a.lo), min(c.max, a.hi-1)
+		rows = 2
+		if lo <= hi {
+			rows += (uint64(hi)-uint64(lo))/uint64(a.step) + 1
+		}
+	}
+	return satMul(rows+3, lineBytes+uint64(len(a.unit)))
 }
 
 // container measures n elements of the container identified by id.

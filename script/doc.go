@@ -19,7 +19,14 @@
 // never reach the interpreter, and its pid, comm, layer and op conditions
 // are offered to the backend ([Script.Pushdown]). Aggregations (count,
 // sum, min, max, avg, hist_log2, hist_linear) are Go types keyed by any
-// tuple; histograms print like the report command's (package hist).
+// tuple; histograms print like the report command's (package hist), and
+// a histogram indexed by a key is that key's histogram, with its
+// statistics and percentiles (histvalue.go). items() and print() order
+// the keys by any statistic (stats.go).
+//
+// Before a script runs, its code is checked as its filter is: an enum
+// field compared with a name it never holds (e.op == "raed") is a load
+// error at the literal (enumcheck.go).
 //
 // Scripts are sandboxed: no load(), no file or network access; output
 // goes only to the writer the caller grants. Every handler call runs under

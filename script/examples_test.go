@@ -93,3 +93,27 @@ func TestDocsListEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsShowSlowestFiles: docs/scripts.md shows slowest_files.star and
+// its output as TestExamples runs and checks them, so the page cannot
+// drift from what the script prints.
+func TestDocsShowSlowestFiles(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	doc := read(filepath.Join(root, "docs", "scripts.md"))
+	src := read(filepath.Join(root, "examples", "scripts", "slowest_files.star"))
+	code := src[strings.Index(src, "FILTER ="):]
+	if !strings.Contains(doc, "```python\n"+code+"```\n") {
+		t.Errorf("docs/scripts.md does not show examples/scripts/slowest_files.star from FILTER on:\n%s", code)
+	}
+	out := read(filepath.Join("testdata", "examples", "slowest_files.golden"))
+	if !strings.Contains(doc, "```\n"+out+"```\n") {
+		t.Errorf("docs/scripts.md does not show the output of slowest_files.star:\n%s", out)
+	}
+}

@@ -298,6 +298,8 @@ func appendJSON(buf []byte, v starlark.Value, depth int) ([]byte, error) {
 		return appendEventJSON(buf, v)
 	case *Agg:
 		return appendAggJSON(buf, v)
+	case *histValue:
+		return appendHistJSON(buf, v.c)
 	}
 	return buf, fmt.Errorf("cannot encode a %s as JSON", v.Type())
 }
@@ -340,7 +342,7 @@ func appendEventJSON(buf []byte, v *eventValue) ([]byte, error) {
 // for histograms, {keys..., hist: {...}}.
 func appendAggJSON(buf []byte, a *Agg) ([]byte, error) {
 	buf = append(buf, '[')
-	for i, c := range a.sorted(a.kind.isHist(), 0) {
+	for i, c := range a.sorted(a.defaultOrder(), 0) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
@@ -359,18 +361,11 @@ func appendAggJSON(buf []byte, a *Agg) ([]byte, error) {
 			name = a.kind.String()
 		}
 		if a.kind.isHist() {
-			var js []byte
+			buf = append(buf, `"hist":`...)
 			var err error
-			if c.lin != nil {
-				js, err = c.lin.MarshalJSON()
-			} else {
-				js, err = c.log2.MarshalJSON()
-			}
-			if err != nil {
+			if buf, err = appendHistJSON(buf, c); err != nil {
 				return buf, err
 			}
-			buf = append(buf, `"hist":`...)
-			buf = append(buf, js...)
 		} else {
 			buf = appendJSONString(buf, name)
 			buf = append(buf, ':')
@@ -379,6 +374,18 @@ func appendAggJSON(buf []byte, a *Agg) ([]byte, error) {
 		buf = append(buf, '}')
 	}
 	return append(buf, ']'), nil
+}
+
+// appendHistJSON encodes a key's histogram: its totals and buckets.
+func appendHistJSON(buf []byte, c *cell) ([]byte, error) {
+	var js []byte
+	var err error
+	if c.lin != nil {
+		js, err = c.lin.MarshalJSON()
+	} else {
+		js, err = c.log2.MarshalJSON()
+	}
+	return append(buf, js...), err
 }
 
 // appendJSONString quotes s as a JSON string; invalid UTF-8 becomes U+FFFD.

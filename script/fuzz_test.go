@@ -96,3 +96,34 @@ func FuzzGuard(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckNames: the load-time checks of a parsed script (enum names
+// compared in code, the use of percentiles) never panic, and every
+// error they report points at a place in the script.
+func FuzzCheckNames(f *testing.F) {
+	for _, s := range []string{
+		"def on_event(e):\n    x = e.op == 'raed'\n",
+		"x = ('raed' == e.layer, e.op in ('read', 'raed'), e.op not in [x, 'fsync'], 'synk' in e.flags)\n",
+		"h = hist_log2('k')\ny = h['a'].p99 + h.items(sort='p99.9', **o)[0][1].percentile(5)\n",
+		"x = (((e.status))) != ((('not_found')))\nz = trace.source == b'ebfp'\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 1<<12 {
+			return
+		}
+		file, err := fileOptions.Parse("f.star", src, 0)
+		if err != nil {
+			return
+		}
+		usesPercentiles(file)
+		if err := checkNames(file); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "f.star:") {
+					t.Errorf("%q: error %q does not point at the script", src, line)
+				}
+			}
+		}
+	})
+}

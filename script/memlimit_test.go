@@ -95,6 +95,7 @@ func TestMemoryWithinAStep(t *testing.T) {
 	// s is 128 KiB of "a"; big is 8 MiB; l a list of big, 48 times; d
 	// a dict of big; n a number of 41 bits.
 	const prelude = "s = \"a\" * (128 << 10)\nbig = \"b\" * (8 << 20)\nl = [big] * 48\nn = 1 << 40\nd = {i: big for i in range(48)}\n"
+	const wide = "h = hist_linear(\"k\", lo=0, hi=1 << 20, step=1)\nh.add(\"a\", 0)\nh.add(\"a\", (1 << 20) - 1)\n"
 	cases := map[string]string{
 		"replace":          `x = s.replace("a", s)`,
 		"replace bound":    `f = s.replace` + "\n" + `x = f("a", s)`,
@@ -134,6 +135,11 @@ func TestMemoryWithinAStep(t *testing.T) {
 		"big int product":  "x = n\nfor i in range(30):\n    x = x * x",
 		"fail":             `fail(l)`,
 		"lambda default":   `f = lambda a = s.replace("a", s): a`,
+		// A key's histogram of a million buckets draws a million lines.
+		"str of a histogram":     wide + `x = str(h["a"])`,
+		"print of a histogram":   wide + `print(h["a"])`,
+		"str of an aggregation":  wide + `x = str(h)`,
+		"sprintf of a histogram": wide + `x = sprintf("%s", h["a"])`,
 	}
 	for name, body := range cases {
 		src := prelude + body + "\n"

@@ -11,24 +11,23 @@ import (
 )
 
 type renderOpts struct {
-	set   bool // byKey was chosen by the caller
-	byKey bool
-	limit int
+	by    stat // the order of the keys
+	limit int  // at most this many keys (0: all)
+	stats bool // each histogram with its statistics' line
 }
 
 // render writes the aggregation: a number (no key), a table (one row per
-// key), or histograms drawn like the report command's.
+// key), or histograms drawn like the report command's. Keys print in the
+// order o.by chose; a table sorted by a statistic other than its value
+// shows that statistic in a column of its own.
 func (a *Agg) render(w io.Writer, o renderOpts) {
-	if !o.set {
-		o.byKey = a.kind.isHist()
-	}
-	cells := a.sorted(o.byKey, o.limit)
+	cells := a.sorted(o.by, o.limit)
 	if len(cells) == 0 && len(a.keys) > 0 {
 		io.WriteString(w, "(no data)\n")
 		return
 	}
 	if a.kind.isHist() {
-		a.renderHists(w, cells)
+		a.renderHists(w, cells, o.stats)
 		return
 	}
 	if len(a.keys) == 0 {
@@ -48,6 +47,11 @@ func (a *Agg) render(w io.Writer, o renderOpts) {
 		vname = a.kind.String()
 	}
 	head = append(head, strings.ToUpper(vname))
+	var extra *stat // the sort's statistic, when it is not the value
+	if o.by.kind != statKey && o.by.kind != a.ownStat() {
+		extra = &o.by
+		head = append(head, strings.ToUpper(statNames[o.by.kind]))
+	}
 	rows := make([][]string, len(cells))
 	numeric := make([]bool, len(head))
 	for i := range numeric {
@@ -60,7 +64,12 @@ func (a *Agg) render(w io.Writer, o renderOpts) {
 			numeric[j] = numeric[j] && isNum
 			row = append(row, s)
 		}
-		rows[i] = append(row, strconv.FormatInt(a.rawValue(c), 10))
+		row = append(row, strconv.FormatInt(a.rawValue(c), 10))
+		if extra != nil {
+			v, _ := extra.of(c)
+			row = append(row, strconv.FormatInt(v, 10))
+		}
+		rows[i] = row
 	}
 	width := make([]int, len(head))
 	for j, h := range head {
@@ -111,7 +120,7 @@ func keyText(v starlark.Value) (string, bool) {
 	return v.String(), false
 }
 
-func (a *Agg) renderHists(w io.Writer, cells []*cell) {
+func (a *Agg) renderHists(w io.Writer, cells []*cell, stats bool) {
 	opts := hist.RenderOptions{Unit: a.unit}
 	if len(a.keys) == 0 {
 		c := &cell{log2: new(hist.Log2)}
@@ -120,6 +129,9 @@ func (a *Agg) renderHists(w io.Writer, cells []*cell) {
 		}
 		if len(cells) > 0 {
 			c = cells[0]
+			if stats {
+				io.WriteString(w, a.statsLine(c)+"\n")
+			}
 		}
 		drawHist(w, c, opts)
 		return
@@ -134,6 +146,9 @@ func (a *Agg) renderHists(w io.Writer, cells []*cell) {
 			parts[j] = k + " = " + s
 		}
 		io.WriteString(w, strings.Join(parts, ", ")+"\n")
+		if stats {
+			io.WriteString(w, a.statsLine(c)+"\n")
+		}
 		drawHist(w, c, opts)
 	}
 }

@@ -122,6 +122,9 @@ type Script struct {
 	wg   sync.WaitGroup
 
 	mem *memWatch
+	// percentiles: the script names percentiles, so its hist_log2
+	// aggregations keep sketches for them (usesPercentiles).
+	percentiles bool
 }
 
 type timer struct {
@@ -187,10 +190,11 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 	for name, b := range s.guardBuiltins() {
 		predeclared[name] = b
 	}
-	prog, err := compile(filename, src, predeclared)
+	prog, pcts, err := compile(filename, src, predeclared)
 	if err != nil {
 		return nil, loadError(err)
 	}
+	s.percentiles = pcts
 	s.mem = startMemWatch(s.thread, s.opts.MaxMemory)
 	s.inTop = true
 	s.thread.SetMaxExecutionSteps(s.thread.Steps + s.maxSteps)
@@ -214,15 +218,22 @@ func Load(filename string, src []byte, opts Options) (*Script, error) {
 	return s, nil
 }
 
-// compile parses src, rewrites it so that its memory is checked within
+// compile parses src, checks the names its code compares enum fields
+// with (enumcheck.go), finds whether it asks for percentiles (stats.go),
+// rewrites it so that its memory is checked within
 // each step (guard.go) and compiles it.
-func compile(filename string, src []byte, predeclared starlark.StringDict) (*starlark.Program, error) {
+func compile(filename string, src []byte, predeclared starlark.StringDict) (prog *starlark.Program, percentiles bool, err error) {
 	f, err := fileOptions.Parse(filename, src, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	if err := checkNames(f); err != nil {
+		return nil, false, err
+	}
+	percentiles = usesPercentiles(f)
 	guardFile(f)
-	return starlark.FileProgram(f, predeclared.Has)
+	prog, err = starlark.FileProgram(f, predeclared.Has)
+	return prog, percentiles, err
 }
 
 // loadError formats parse and resolve errors as file:line:col: msg.

@@ -439,7 +439,7 @@ func (c *compiler) arith(op syntax.Token, pos syntax.Position, l, r node) (node,
 func (c *compiler) enumConst(f *Field, s node) (int64, error) {
 	v, err := f.Parse(s.cs)
 	if err != nil {
-		return 0, c.errAt(s.pos, "%s %q is not one of: %s%s", f.Name, s.cs, strings.Join(f.Names, ", "), suggest.Hint(s.cs, f.Names))
+		return 0, c.errAt(s.pos, "%s", f.NameError(s.cs))
 	}
 	return v, nil
 }
@@ -588,7 +588,7 @@ func (c *compiler) in(pos syntax.Position, l, r node) (node, error) {
 	case r.typ == tFlags && l.typ == tStr && l.konst:
 		bit, ok := FlagBit(l.cs)
 		if !ok {
-			return node{}, c.errAt(l.pos, "unknown flag %q (flags: %s)", l.cs, strings.Join(flagNameList, ", "))
+			return node{}, c.errAt(l.pos, "%s", fieldMap["flags"].NameError(l.cs))
 		}
 		get, b := r.fi, int64(bit)
 		return node{typ: tBool, pos: pos, fb: func(e *event.Event) bool { return get(e)&b != 0 }}, nil

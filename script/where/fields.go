@@ -1,10 +1,12 @@
 package where
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/suggest"
 )
 
 // Kind is the type of a [Field].
@@ -247,6 +249,16 @@ func FieldNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// NameError says that name is not a value of the enum or flags field f:
+// the field's names and, when one is near, the name it likely meant
+// ("did you mean"). Filters and scripts report unknown names with it.
+func (f *Field) NameError(name string) string {
+	if f.Kind == KindFlags {
+		return fmt.Sprintf("unknown flag %q%s (flags: %s)", name, suggest.Hint(name, f.Names), strings.Join(f.Names, ", "))
+	}
+	return fmt.Sprintf("%s %q is not one of: %s%s", f.Name, name, strings.Join(f.Names, ", "), suggest.Hint(name, f.Names))
 }
 
 // FlagBit returns the event.Flags bit called name ("sync").

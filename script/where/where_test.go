@@ -110,6 +110,7 @@ func TestErrors(t *testing.T) {
 		{"latency > ms(", "--where:1:15: got end of file"},
 		{"latency / 2 > 1", "use // for division"},
 		{"'bogus' in flags", `unknown flag "bogus"`},
+		{"'synk' in flags", `--where:1:1: unknown flag "synk" (did you mean "sync"?) (flags: direct, sync,`},
 		{"flags == 'sync'", "test a flag with 'sync' in flags"},
 		{"op < 'read'", "op can only be compared with == or !="},
 		{"foo(1)", "unknown function foo()"},
