@@ -15,6 +15,7 @@
 # same way in every round, and prints this tree's iotrace over it (the cost
 # of a change, side by side: e.g. page-cache provenance, docs/benchmarks.md).
 #   STACKS_ONLY=1 sudo bash bench/run.sh   (the user-stack benchmark alone)
+#   NO_STACKS=1 sudo bash bench/run.sh     (everything but the user stacks)
 # The block I/O benchmark is bench/block/run.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
@@ -29,4 +30,5 @@ go build -o "$out/iotrace" ./cmd/iotrace
 go build -o "$out/syscall-bench" ./bench/syscall
 extra=()
 [[ -n ${STACKS_ONLY:-} ]] && extra+=(-stacks-only)
+[[ -n ${NO_STACKS:-} ]] && extra+=(-no-stacks)
 "$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N" ${BASE:+-base "$BASE"} "${extra[@]}"

@@ -42,6 +42,7 @@ func main() {
 	iotrace := flag.String("iotrace", "", "the iotrace binary (built from this tree)")
 	base := flag.String("base", "", "another iotrace binary (an older build) run the same way, interleaved, for a side-by-side ratio")
 	stacksOnly := flag.Bool("stacks-only", false, "run the user-stack benchmark only")
+	noStacks := flag.Bool("no-stacks", false, "leave out the user-stack modes and benchmark")
 	nStacks := flag.Int("n-stacks", 200_000, "preads per run of the user-stack benchmark")
 	flag.Parse()
 	if *iotrace == "" {
@@ -49,10 +50,13 @@ func main() {
 		os.Exit(2)
 	}
 	if !*stacksOnly {
-		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds); err != nil {
+		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
+	}
+	if *noStacks {
+		return
 	}
 	if err := runStacks(*iotrace, *nStacks, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: user stacks:", err)
@@ -147,6 +151,7 @@ type harness struct {
 	floor                          *floorProbes
 	n, nStrace, nBpftrace          int
 	rounds                         int
+	noStacks                       bool // leave out the --stacks modes
 	// Events iotrace record reported recorded and lost, without and with
 	// --stacks user.
 	recorded, lost, stackRecorded, stackLost uint64
@@ -154,7 +159,7 @@ type harness struct {
 
 // run runs the benchmark's parts: pread64 under every mode, then the cost
 // on an untraced call, then the start-up time.
-func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
+func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -165,7 +170,7 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int) error {
 	}
 	defer os.RemoveAll(dir)
 	h := &harness{iotrace: iotrace, base: base, self: self, dir: dir, file: filepath.Join(dir, "data"),
-		n: n, nStrace: nStrace, nBpftrace: nBpftrace, rounds: rounds}
+		n: n, nStrace: nStrace, nBpftrace: nBpftrace, rounds: rounds, noStacks: noStacks}
 	if err := os.WriteFile(h.file, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
 		return err
 	}
@@ -213,8 +218,8 @@ func (h *harness) record(extra []string, a []string, rec, lost *uint64) ([]byte,
 // preadModes are the ways the pread64 workload runs: bare, under the
 // count-only floors, iotrace, strace and bpftrace; then --stacks user
 // against bpftrace aggregating the same user stacks at the same point
-// (the call's exit) in a stack map; last, with -base, the other iotrace
-// binary (baseMode, nil without -base).
+// (the call's exit) in a stack map (left out with -no-stacks); last, with
+// -base, the other iotrace binary (baseMode, nil without -base).
 func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 	bpftrace := func(out, prog string) func(a []string) ([]byte, error) {
 		return func(a []string) ([]byte, error) {
@@ -239,6 +244,9 @@ func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 		}},
 		{name: "bpftrace @[ustack] = count()", n: h.n, run: bpftrace("bpftrace-ustack.out",
 			`tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { @[ustack] = count(); }`)},
+	}
+	if h.noStacks {
+		modes = modes[:6]
 	}
 	if h.base != "" {
 		baseMode = &mode{name: "iotrace record (file + block), -base binary", n: h.n, run: func(a []string) ([]byte, error) {
@@ -309,6 +317,9 @@ func (h *harness) printPread(modes []*mode, baseMode *mode) {
 	fmt.Printf("by workload CPU time: iotrace / floor (per-syscall tp) = %.2f, / floor (raw) = %.2f, / bpftrace = %.3f\n",
 		addCPU(modes[3])/addCPU(modes[1]), addCPU(modes[3])/addCPU(modes[2]), addCPU(modes[3])/addCPU(modes[5]))
 	fmt.Printf("iotrace record: %d events recorded, %d events lost at the default buffer size (target 0)\n", h.recorded, h.lost)
+	if h.noStacks {
+		return
+	}
 	fmt.Printf("iotrace --stacks user: added over iotrace without stacks %.0f ns; iotrace --stacks user / bpftrace ustack count = %.2f (target <= 2); %d events recorded, %d lost (target 0)\n",
 		add(modes[6])-io, add(modes[6])/add(modes[7]), h.stackRecorded, h.stackLost)
 }
