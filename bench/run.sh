@@ -16,6 +16,9 @@
 # of a change, side by side: e.g. page-cache provenance, docs/benchmarks.md).
 #   STACKS_ONLY=1 sudo bash bench/run.sh   (the user-stack benchmark alone)
 #   NO_STACKS=1 sudo bash bench/run.sh     (everything but the user stacks)
+#   STARTUP_ONLY=1 sudo bash bench/run.sh  (the start-up comparison alone:
+#   iotrace record, record --layer file and trace against perf trace,
+#   bpftrace and strace, whole process and until the command ran)
 # The block I/O benchmark is bench/block/run.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
@@ -31,4 +34,5 @@ go build -o "$out/syscall-bench" ./bench/syscall
 extra=()
 [[ -n ${STACKS_ONLY:-} ]] && extra+=(-stacks-only)
 [[ -n ${NO_STACKS:-} ]] && extra+=(-no-stacks)
+[[ -n ${STARTUP_ONLY:-} ]] && extra+=(-startup-only)
 "$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N" ${BASE:+-base "$BASE"} "${extra[@]}"

@@ -134,6 +134,8 @@ type run struct {
 	reaper reaper // reap_linux.go
 
 	phases *startupPhases // startup_linux.go
+	// blk is the block programs' load under way (nil: no block layer).
+	blk *blockLoad
 }
 
 // Run implements backend.Backend. It loads and attaches the programs,
@@ -184,12 +186,23 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
 	ph := &startupPhases{}
 	tl := time.Now()
-	pr, err := loadProbes(lc)
+	pr, err := createProbes(lc)
 	if err != nil {
 		return err
 	}
-	ph.since("load system-call programs", tl)
 	defer pr.close()
+	ph.since("create system-call maps", tl)
+	ls := &lockedSink{s: sink}
+	var blk *blockLoad
+	if wantBlock {
+		blk = startBlockLoad(blockOptions(pr, &opts, ls, lc.wakeupBytes, wantFile, lc.unwind, cmdMode || pidSet != nil))
+		defer blk.close()
+	}
+	tp := time.Now()
+	if err := pr.loadPrograms(); err != nil {
+		return err
+	}
+	ph.since("load system-call programs", tp)
 	if pidSet != nil {
 		pids := make([]uint32, 0, len(pidSet))
 		for p := range pidSet {
@@ -216,11 +229,10 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		Command:     strings.Join(opts.Command, " "),
 		Tool:        "iotrace ebpf",
 	}
-	ls := &lockedSink{s: sink}
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
-	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph}
+	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph, blk: blk}
 	r.tr = newTracker(ls, origin, fs)
 	if cmdMode {
 		r.tr.launches(self)
@@ -353,8 +365,8 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	r.btStop = btStop
 	if wantBlock {
 		tb := time.Now()
-		err := r.openBlock(wantFile, cmdMode || pidSet != nil)
-		r.phases.since("load and attach block programs", tb)
+		err := r.openBlock(wantFile)
+		r.phases.since("wait for and attach block programs", tb)
 		if err != nil {
 			<-rundownDone
 			return err
@@ -420,46 +432,25 @@ func (r *run) attach(wantFile, wantBlock bool) error {
 	return nil
 }
 
-// openBlock loads block I/O tracing (package blockio), linked to the
-// traced system calls through cur_syscall (and sharing their ring buffer
-// for page-cache records) when they are traced too, to their stack and
-// unwind maps with --stacks. A failure is an error when block I/O is all
-// that was asked for, else a warning (counted) and the trace goes on
-// without it.
-func (r *run) openBlock(wantFile, filtered bool) error {
-	opts := &r.opts
-	pr := r.pr
-	bo := blockio.Options{
-		Origin:      int64(r.origin),
-		ExcludePid:  uint32(os.Getpid()),
-		BufferSize:  opts.BufferSize,
-		Warn:        opts.Warn,
-		KernelTypes: pr.kernelTypes,
-		Fact: func(f *event.Fact) {
-			_ = r.sink.Fact(f)
-		},
+// openBlock attaches block I/O tracing (package blockio) once its
+// programs are loaded (r.blk, begun beside the system-call programs). A
+// failure is an error when block I/O is all that was asked for, else a
+// warning (counted) and the trace goes on without it.
+func (r *run) openBlock(wantFile bool) error {
+	bt, err := r.blk.wait()
+	r.phases.add("load block programs (beside the system-call programs)", r.blk.took)
+	if err == nil {
+		ta := time.Now()
+		if err = bt.Attach(int64(r.origin)); err != nil {
+			_ = bt.Close()
+		}
+		r.phases.since("attach block programs", ta)
 	}
-	if wantFile {
-		bo.CurSyscall = pr.objs.CurSyscall
-		bo.InodeIO = pr.objs.InodeIo
-		bo.PageCache, bo.PageCacheWakeup = pr.objs.Rb, r.wakeupBytes
-	}
-	if opts.Stacks != 0 {
-		bo.Stacks, bo.StackMap = opts.Stacks, pr.objs.Stacks
-	}
-	if r.tables != nil {
-		o := pr.objs
-		bo.Unwind = &blockio.UnwindMaps{Files: o.UnwindFiles, Rows: o.UnwindRows, Rules: o.UnwindRules, UStacks: o.Ustacks, PageShift: pageShift()}
-	}
-	if filtered {
-		bo.PidFilter = pr.objs.Pids
-	}
-	bt, err := blockio.Open(bo)
 	if err != nil {
 		if !wantFile {
 			return fmt.Errorf("ebpf: block I/O tracing: %w", err)
 		}
-		opts.Warnf(fmt.Sprintf("block I/O not traced: %v", err))
+		r.opts.Warnf(fmt.Sprintf("block I/O not traced: %v", err))
 		r.blockErr = err
 		r.tr.block = false
 		return nil

@@ -69,11 +69,13 @@ type probes struct {
 	// missing lists tracepoints this kernel lacks.
 	missing []string
 	ncpu    int
-	// dio: the kernel has iomap's direct I/O tracepoints (see loadProbes).
+	// dio: the kernel has iomap's direct I/O tracepoints (see createProbes).
 	dio bool
 	// kernelTypes is the kernel's BTF, parsed once for every collection
 	// loaded (the block tracer's too): each parse costs tens of ms.
 	kernelTypes *btf.Cache
+	// pending holds the programs between createProbes and loadPrograms.
+	pending *bpfload.Pending
 }
 
 // stackMapEntries sizes the stacks map with --stacks: distinct stacks
@@ -119,7 +121,10 @@ func ringSize(n int) uint32 {
 	return size
 }
 
-func loadProbes(cfg loadConfig) (*probes, error) {
+// createProbes reads the BPF object, specialises it with cfg and creates
+// its maps; loadPrograms loads the programs. In between, the block
+// programs, which share these maps, can begin loading (blockload_linux.go).
+func createProbes(cfg loadConfig) (*probes, error) {
 	spec, err := loadIotrace()
 	if err != nil {
 		return nil, fmt.Errorf("ebpf: read embedded BPF object: %w", err)
@@ -176,15 +181,9 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
 		}
 	}
-	if err := bpfload.LoadAndAssign(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach)); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("ebpf: the kernel's verifier rejected a program: %+v", ve)
-		}
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
-			return nil, fmt.Errorf("ebpf: load BPF programs: %w (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF, ring buffers and attach cookies: 5.15 or later)", err)
-		}
-		return nil, fmt.Errorf("ebpf: load BPF programs: %w", err)
+	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach))
+	if err != nil {
+		return nil, loadError(err)
 	}
 	for _, c := range cfg.comms {
 		var k [commLen]byte
@@ -205,6 +204,41 @@ func loadProbes(cfg loadConfig) (*probes, error) {
 		return nil, fmt.Errorf("ebpf: ring buffer reader: %w", err)
 	}
 	return p, nil
+}
+
+// loadProbes creates the maps and loads the programs.
+func loadProbes(cfg loadConfig) (*probes, error) {
+	p, err := createProbes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.loadPrograms(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// loadPrograms loads the programs createProbes left to load.
+func (p *probes) loadPrograms() error {
+	pending := p.pending
+	p.pending = nil
+	if err := pending.Programs(&p.objs); err != nil {
+		return loadError(err)
+	}
+	return nil
+}
+
+// loadError says why the programs could not be loaded.
+func loadError(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("ebpf: the kernel's verifier rejected a program: %+v", ve)
+	}
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("ebpf: load BPF programs: %w (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF, ring buffers and attach cookies: 5.15 or later)", err)
+	}
+	return fmt.Errorf("ebpf: load BPF programs: %w", err)
 }
 
 // sparseMaps are hash maps that hold few entries most of the time, written
@@ -371,6 +405,10 @@ func closeLinks(ls []link.Link) {
 
 func (p *probes) close() {
 	p.detach()
+	if p.pending != nil {
+		p.pending.Close()
+		p.pending = nil
+	}
 	if p.rd != nil {
 		_ = p.rd.Close()
 	}

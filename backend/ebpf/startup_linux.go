@@ -24,7 +24,11 @@ type phaseTime struct {
 
 // since records phase name as having run from begin until now.
 func (s *startupPhases) since(name string, begin time.Time) {
-	d := time.Since(begin)
+	s.add(name, time.Since(begin))
+}
+
+// add records phase name as having taken d.
+func (s *startupPhases) add(name string, d time.Duration) {
 	s.mu.Lock()
 	s.took = append(s.took, phaseTime{name, d})
 	s.mu.Unlock()

@@ -43,11 +43,19 @@ func main() {
 	base := flag.String("base", "", "another iotrace binary (an older build) run the same way, interleaved, for a side-by-side ratio")
 	stacksOnly := flag.Bool("stacks-only", false, "run the user-stack benchmark only")
 	noStacks := flag.Bool("no-stacks", false, "leave out the user-stack modes and benchmark")
+	startupOnly := flag.Bool("startup-only", false, "run the start-up comparison only")
 	nStacks := flag.Int("n-stacks", 200_000, "preads per run of the user-stack benchmark")
 	flag.Parse()
 	if *iotrace == "" {
 		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
 		os.Exit(2)
+	}
+	if *startupOnly {
+		if err := runStartupOnly(*iotrace, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: start-up:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if !*stacksOnly {
 		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks); err != nil {
@@ -62,6 +70,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: user stacks:", err)
 		os.Exit(1)
 	}
+}
+
+// runStartupOnly runs the start-up comparison and the backend's phases
+// alone (STARTUP_ONLY=1 bench/run.sh).
+func runStartupOnly(iotrace string, rounds int) error {
+	dir, err := os.MkdirTemp("", "iotrace-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+		return err
+	}
+	return printStartup()
 }
 
 // workload KIND N [FILE]: pread64 4 KiB from FILE (mmap'ed and mlock'ed

@@ -27,7 +27,8 @@ type tool struct {
 
 var epochNsRe = regexp.MustCompile(`(?m)^(\d{19})$`)
 
-// runStartupTools times iotrace, perf trace, bpftrace and strace each
+// runStartupTools times iotrace (record with and without the block layer,
+// and trace, which prints as it goes), perf trace, bpftrace and strace each
 // running one short command, round by round (A B C D A B C D …), and
 // prints the medians: the whole process, and the time until the command
 // ran (it prints CLOCK_REALTIME in ns as its first act after exec).
@@ -40,6 +41,9 @@ func runStartupTools(iotrace, dir string, rounds int) error {
 		}},
 		{name: "iotrace record --layer file", argv: func(c []string) []string {
 			return append([]string{iotrace, "record", "--layer", "file", "-o", out, "--"}, c...)
+		}},
+		{name: "iotrace trace (file + block)", argv: func(c []string) []string {
+			return append([]string{iotrace, "trace", "-o", filepath.Join(dir, "startup.txt"), "--"}, c...)
 		}},
 		{name: "perf trace -e pread64", argv: func(c []string) []string {
 			return append([]string{"perf", "trace", "-e", "pread64", "-o", "/dev/null", "--"}, c...)
@@ -76,9 +80,11 @@ func runStartupTools(iotrace, dir string, rounds int) error {
 	for _, t := range tools {
 		fmt.Printf("| %-30s | %12.0f | %22.0f |\n", t.name, median(t.wall), median(t.toExec))
 	}
-	io, pt := tools[0], tools[2]
-	fmt.Printf("\niotrace / perf trace: whole process %.2f, until the command ran %.2f (target <= 1)\n",
-		median(io.wall)/median(pt.wall), median(io.toExec)/median(pt.toExec))
+	pt := tools[3]
+	for _, io := range tools[:3] {
+		fmt.Printf("%s / perf trace: whole process %.2f, until the command ran %.2f (target <= 1)\n",
+			io.name, median(io.wall)/median(pt.wall), median(io.toExec)/median(pt.toExec))
+	}
 	return nil
 }
 

@@ -2,10 +2,12 @@ package blockio
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 )
 
 // layoutFields are the enumerators kernelLayout reads, and what each sets.
@@ -42,9 +44,10 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 		names[n] = true
 	}
 	var found map[string]uint64
-	raw, err := os.ReadFile(vmlinuxBTF)
+	raw, release, err := readKernelBTF()
 	if err == nil {
 		found, err = enumValues(raw, names)
+		release()
 	}
 	if err != nil {
 		if found, err = enumsDecoded(spec, names); err != nil {
@@ -68,6 +71,28 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 		return l, pinned, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
 	}
 	return l, pinned, nil
+}
+
+// readKernelBTF maps the kernel's raw BTF read-only (5 MB that sysfs
+// would otherwise copy out a page per read(2): tens of ms of start-up);
+// it reads the file when mapping fails. release unmaps it.
+func readKernelBTF() (raw []byte, release func(), err error) {
+	f, err := os.Open(vmlinuxBTF)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() > 0 && st.Size() < 1<<30 {
+		if m, merr := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE); merr == nil {
+			return m, func() { _ = unix.Munmap(m) }, nil
+		}
+	}
+	raw, err = io.ReadAll(f)
+	return raw, func() {}, err
 }
 
 // enumsDecoded finds the enumerators named in want among spec's decoded

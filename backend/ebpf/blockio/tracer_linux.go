@@ -26,6 +26,8 @@ type Tracer struct {
 	filtered bool
 
 	objs blockioObjects
+	// layout is how this kernel encodes bi_opf (kernelLayout).
+	layout OpfLayout
 	// queueSide feed the in-flight map; doneSide drain it. They are
 	// detached in that order so that bios queued before the stop can
 	// still complete.
@@ -59,8 +61,25 @@ type attach struct {
 }
 
 // Open loads the block programs, attaches them and starts collecting. It
-// needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BTF.
+// needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BTF. It is
+// [Load] then [Tracer.Attach] with opts.Origin.
 func Open(opts Options) (*Tracer, error) {
+	t, err := Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Attach(opts.Origin); err != nil {
+		t.closeAll()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Load loads the block programs without attaching them: the slow part of
+// [Open] (the verifier), which a caller can run side by side with loading
+// its own programs. [Tracer.Attach] attaches them; Close releases them.
+// opts.Origin is not used (Attach takes it).
+func Load(opts Options) (*Tracer, error) {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultBufferSize
 	}
@@ -99,8 +118,9 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 
-	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil}
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: layout}
 	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
+		_ = t.objs.Close() // the maps, when a program failed
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("blockio: load BPF programs: %+v", ve)
@@ -110,31 +130,37 @@ func Open(opts Options) (*Tracer, error) {
 		}
 		return nil, fmt.Errorf("blockio: load BPF programs: %w", err)
 	}
+	return t, nil
+}
 
+// Attach attaches the programs [Load] loaded and starts collecting, with
+// origin the kernel clock value of trace time 0 (as Options.Origin). On
+// error the caller closes t.
+func (t *Tracer) Attach(origin int64) error {
+	opts := &t.opts
+	opts.Origin = origin
 	// The witness first: it records the completion of every bio queued
 	// under the tracer.
+	var err error
 	if !opts.NoWitness {
-		if t.witness, err = openWitness(&opts, layout); err != nil {
+		if t.witness, err = openWitness(opts, t.layout); err != nil {
 			opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
 		}
 	}
 	if err := t.attachPrograms(); err != nil {
-		t.closeAll()
-		return nil, err
+		return err
 	}
-
 	t.rd, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
-		t.closeAll()
-		return nil, fmt.Errorf("blockio: ring buffer reader: %w", err)
+		return fmt.Errorf("blockio: ring buffer reader: %w", err)
 	}
-	t.dec = NewDecoder(layout, opts.Origin)
+	t.dec = NewDecoder(t.layout, origin)
 	t.dec.Stacks = opts.Stacks != backend.StacksNone
 	t.devs = NewDevices(opts.Sysfs)
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())
 	}
-	return t, nil
+	return nil
 }
 
 // configure sets the BPF object's constants and map sizes from opts;

@@ -19,8 +19,30 @@ import (
 // opts.MapReplacements and opts.Cache (the kernel's BTF, best parsed once
 // for every collection) are used as LoadAndAssign uses them. Programs
 // named in skip are not loaded (the options leave them unused): their
-// fields in objs stay nil.
+// fields in objs stay nil. It is [CreateMaps] then [Pending.Programs].
 func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions, skip map[string]bool) error {
+	p, err := CreateMaps(spec, objs, opts, skip)
+	if err != nil {
+		return err
+	}
+	return p.Programs(objs)
+}
+
+// Pending is a collection whose maps exist and whose programs are still
+// to be loaded: another collection that shares its maps can be loaded
+// meanwhile, side by side (iotrace's block programs use the system-call
+// programs' maps).
+type Pending struct {
+	spec *ebpf.CollectionSpec
+	all  *ebpf.Collection // the maps objs did not take
+	kt   *btf.Cache
+	skip map[string]bool
+}
+
+// CreateMaps creates spec's maps (and global data) and assigns them and
+// the variables to objs' fields; [Pending.Programs] loads the programs
+// (not those in skip) and assigns them. On error nothing is left open.
+func CreateMaps(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions, skip map[string]bool) (*Pending, error) {
 	kt := opts.Cache
 	if kt == nil {
 		kt = btf.NewCache()
@@ -29,20 +51,35 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOpti
 	mapsOnly.Programs = nil
 	all, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{MapReplacements: opts.MapReplacements, Cache: kt})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer all.Close() // what objs did not take
 	all.Programs = map[string]*ebpf.Program{}
+	if err := assign(objs, all, skip, false); err != nil {
+		all.Close()
+		return nil, err
+	}
+	return &Pending{spec: spec, all: all, kt: kt, skip: skip}, nil
+}
 
+// Programs loads the programs side by side (one per CPU at a time, the
+// largest first) and assigns them to objs. On error the programs loaded
+// are closed; the maps assigned to objs are the caller's to close.
+func (p *Pending) Programs(objs any) error {
+	defer p.all.Close() // what objs did not take
+	spec := p.spec
 	names := make([]string, 0, len(spec.Programs))
 	for name := range spec.Programs {
-		if !skip[name] {
+		if !p.skip[name] {
 			names = append(names, name)
 		}
 	}
 	sort.Slice(names, func(i, j int) bool {
 		return len(spec.Programs[names[i]].Instructions) > len(spec.Programs[names[j]].Instructions)
 	})
+	maps, err := p.maps(objs)
+	if err != nil {
+		return err
+	}
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -59,12 +96,12 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOpti
 		go func() {
 			defer wg.Done()
 			for name := range next {
-				prog, err := loadOne(spec, name, all.Maps, kt)
+				prog, err := loadOne(spec, name, maps, p.kt)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
 				} else {
-					all.Programs[name] = prog
+					p.all.Programs[name] = prog
 				}
 				mu.Unlock()
 			}
@@ -72,18 +109,81 @@ func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOpti
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		for _, p := range all.Programs {
-			p.Close()
+		for _, prog := range p.all.Programs {
+			prog.Close()
 		}
+		p.all.Programs = nil
 		return err
 	}
-	return assign(objs, all, skip)
+	return assign(objs, p.all, p.skip, true)
+}
+
+// Close releases what objs did not take, when Programs is not to be
+// called.
+func (p *Pending) Close() { p.all.Close() }
+
+// maps returns every map of the collection by name: those assigned to
+// objs and those left in p.all.
+func (p *Pending) maps(objs any) (map[string]*ebpf.Map, error) {
+	out := make(map[string]*ebpf.Map, len(p.spec.Maps))
+	for n, m := range p.all.Maps {
+		out[n] = m
+	}
+	err := walkFields(objs, func(name string, f reflect.Value) error {
+		if m, ok := f.Interface().(*ebpf.Map); ok && m != nil {
+			out[name] = m
+		}
+		return nil
+	})
+	return out, err
 }
 
 // assign sets objs' ebpf-tagged fields (in embedded structs too) from c,
-// taking each object out of c, as Collection.Assign does; a program in
-// skip is left nil.
-func assign(objs any, c *ebpf.Collection, skip map[string]bool) error {
+// taking each object out of c, as Collection.Assign does: the programs
+// when progs is set (one in skip is left nil), else the maps and
+// variables.
+func assign(objs any, c *ebpf.Collection, skip map[string]bool, progs bool) error {
+	return walkFields(objs, func(name string, f reflect.Value) error {
+		var obj any
+		switch f.Interface().(type) {
+		case *ebpf.Program:
+			if !progs || skip[name] {
+				return nil
+			}
+			if p := c.Programs[name]; p != nil {
+				obj = p
+				delete(c.Programs, name)
+			}
+		case *ebpf.Map:
+			if progs {
+				return nil
+			}
+			if m := c.Maps[name]; m != nil {
+				obj = m
+				delete(c.Maps, name)
+			}
+		case *ebpf.Variable:
+			if progs {
+				return nil
+			}
+			if vr := c.Variables[name]; vr != nil {
+				obj = vr
+				delete(c.Variables, name)
+			}
+		default:
+			return fmt.Errorf("bpfload: field %s has type %s", name, f.Type())
+		}
+		if obj == nil {
+			return fmt.Errorf("bpfload: no %s %q in the collection", f.Type(), name)
+		}
+		f.Set(reflect.ValueOf(obj))
+		return nil
+	})
+}
+
+// walkFields calls fn with each ebpf-tagged field of the struct objs
+// points to (embedded structs walked) and its tag.
+func walkFields(objs any, fn func(name string, f reflect.Value) error) error {
 	v := reflect.ValueOf(objs)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("bpfload: assign to %T, want a pointer to a struct", objs)
@@ -98,37 +198,11 @@ func assign(objs any, c *ebpf.Collection, skip map[string]bool) error {
 				}
 				continue
 			}
-			name := sf.Tag.Get("ebpf")
-			if name == "" {
-				continue
+			if name := sf.Tag.Get("ebpf"); name != "" {
+				if err := fn(name, f); err != nil {
+					return err
+				}
 			}
-			var obj any
-			switch f.Interface().(type) {
-			case *ebpf.Program:
-				if skip[name] {
-					continue
-				}
-				if p := c.Programs[name]; p != nil {
-					obj = p
-					delete(c.Programs, name)
-				}
-			case *ebpf.Map:
-				if m := c.Maps[name]; m != nil {
-					obj = m
-					delete(c.Maps, name)
-				}
-			case *ebpf.Variable:
-				if vr := c.Variables[name]; vr != nil {
-					obj = vr
-					delete(c.Variables, name)
-				}
-			default:
-				return fmt.Errorf("bpfload: field %s has type %s", sf.Name, sf.Type)
-			}
-			if obj == nil {
-				return fmt.Errorf("bpfload: no %s %q in the collection", sf.Type, name)
-			}
-			f.Set(reflect.ValueOf(obj))
 		}
 		return nil
 	}

@@ -19,17 +19,17 @@ func TestAssign(t *testing.T) {
 		B *ebpf.Program `ebpf:"b"`
 	}
 	c := &ebpf.Collection{Programs: map[string]*ebpf.Program{}, Maps: map[string]*ebpf.Map{}}
-	if err := assign(&objs, c, map[string]bool{"a": true, "b": true}); err != nil {
+	if err := assign(&objs, c, map[string]bool{"a": true, "b": true}, true); err != nil {
 		t.Fatal(err)
 	}
 	if objs.A != nil || objs.B != nil {
 		t.Error("a skipped program was set")
 	}
-	err := assign(&objs, c, map[string]bool{"a": true})
+	err := assign(&objs, c, map[string]bool{"a": true}, true)
 	if err == nil || !strings.Contains(err.Error(), `"b"`) {
 		t.Errorf("missing program: %v", err)
 	}
-	if err := assign(objs, c, nil); err == nil {
+	if err := assign(objs, c, nil, true); err == nil {
 		t.Error("assign to a struct value accepted")
 	}
 }
