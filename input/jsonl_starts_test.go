@@ -71,7 +71,7 @@ var (
 	// Python's json.dumps of a header and a trailer, keys reordered.
 	pyHdr = `{"os": "linux", "type": "header"}` + "\n"
 	pyTrl = `{"end": 1, "counters": [], "type": "trailer"}` + "\r\n"
-	evt = `{"type":"event","id":1,"path":"{\"type\":\"trailer\""}` + "\n"
+	evt   = `{"type":"event","id":1,"path":"{\"type\":\"trailer\""}` + "\n"
 )
 
 // traceStartsCases are concatenations with blank lines, indented lines,
