@@ -188,8 +188,12 @@ func jsonlStartAfterTrailer(f io.ReaderAt, data []byte, off int64, k int, eof bo
 		if err != nil {
 			return 0, len(data), err
 		}
+		end = len(data)
+		if e := bytes.IndexByte(data[k:], '\n'); e >= 0 {
+			end = k + e + 1
+		}
 		s, err := startAfterTrailerInFile(f, at)
-		return s, len(data), err
+		return s, end, err
 	}
 	// The trailer line, then blank lines: in the chunk when they end
 	// there, else through the file.
