@@ -16,11 +16,9 @@ import (
 
 var jsonlFormat = Format{
 	Name:        "jsonl",
-	Description: "JSON Lines written by iotrace",
-	Match: func(head []byte) bool {
-		return bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte(output.JSONLMagic))
-	},
-	Open: openJSONL,
+	Description: "JSON Lines with iotrace's schema",
+	Match:       output.MaybeJSONL,
+	Open:        openJSONL,
 }
 
 // jsonlReader reads one trace of a jsonl file: the whole file, or the
@@ -83,11 +81,12 @@ func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) erro
 // jsonlTraceStarts returns the byte offsets at which the traces of a jsonl
 // file begin: 0, and every header line whose previous non-blank line is a
 // trailer line (iotrace's jsonl traces concatenate: cat a.jsonl b.jsonl).
-// Lines are compared after leading spaces, tabs and CRs.
+// Lines are classified by output.ClassifyJSONLLine.
 //
-// The file is read in large chunks searched for the trailer's prefix;
-// only around a trailer are lines looked at. Going line by line through a
-// multi-gigabyte file cost about 8 % of a report.
+// The file is read in large chunks searched for jsonlTrailerWord, which
+// every trailer line holds (iotrace's own and other tools'); only around
+// it are lines looked at. Going line by line through a multi-gigabyte
+// file cost about 8 % of a report.
 func jsonlTraceStarts(f *os.File) (starts []int64, err error) {
 	if m, ok := mmapfile.Map(f, 0, -1); ok {
 		defer m.Close()
@@ -100,29 +99,34 @@ func jsonlTraceStarts(f *os.File) (starts []int64, err error) {
 	return jsonlTraceStartsChunked(f, 4<<20)
 }
 
+// jsonlTrailerWord is in every line output.ClassifyJSONLLine takes for a
+// trailer: the end of its type's value.
+const jsonlTrailerWord = `trailer"`
+
 // jsonlTraceStartsIn is jsonlTraceStarts for a whole file in memory,
 // searched a window at a time so that release can be told what is done
 // with.
 func jsonlTraceStartsIn(data []byte, release func(upto int)) []int64 {
 	const window = 16 << 20
-	prefix := []byte(jsonlTrailerStart)
+	word := []byte(jsonlTrailerWord)
 	starts := []int64{0}
 	for from := 0; from < len(data); {
 		to := min(from+window, len(data))
-		// The prefixes that begin in [from, to).
-		seg := data[from:min(to+len(prefix)-1, len(data))]
+		// The words that begin in [from, to).
+		seg := data[from:min(to+len(word)-1, len(data))]
 		for k := 0; ; k++ {
-			x := bytes.Index(seg[k:], prefix)
+			x := bytes.Index(seg[k:], word)
 			if x < 0 {
 				break
 			}
 			k += x
 			// With the whole file at hand and at offset 0, the file
 			// itself is never read.
-			s, _ := jsonlStartAfterTrailer(nil, data, 0, from+k, true)
+			s, end, _ := jsonlStartAfterTrailer(nil, data, 0, from+k, true)
 			if s > 0 && s > starts[len(starts)-1] {
 				starts = append(starts, s)
 			}
+			k = max(k, end-from-1) // the rest of the line: looked at
 		}
 		if release != nil {
 			release(to)
@@ -137,7 +141,8 @@ func jsonlTraceStartsChunked(f io.ReaderAt, chunk int) ([]int64, error) {
 	if n, ok := f.(interface{ Name() string }); ok {
 		name = n.Name()
 	}
-	prefix := []byte(jsonlTrailerStart)
+	word := []byte(jsonlTrailerWord)
+	chunk = max(chunk, len(word))
 	buf := make([]byte, chunk)
 	starts := []int64{0}
 	for off := int64(0); ; {
@@ -148,78 +153,76 @@ func jsonlTraceStartsChunked(f io.ReaderAt, chunk int) ([]int64, error) {
 		data := buf[:n]
 		eof := n < len(buf) || errors.Is(err, io.EOF)
 		for k := 0; ; k++ {
-			x := bytes.Index(data[k:], prefix)
+			x := bytes.Index(data[k:], word)
 			if x < 0 {
 				break
 			}
 			k += x
-			s, err := jsonlStartAfterTrailer(f, data, off, k, eof)
+			s, end, err := jsonlStartAfterTrailer(f, data, off, k, eof)
 			if err != nil {
 				return starts, fmt.Errorf("%s: %w", name, err)
 			}
 			if s > 0 && s > starts[len(starts)-1] {
 				starts = append(starts, s)
 			}
+			k = max(k, end-1) // the rest of the line: looked at
 		}
 		if eof {
 			return starts, nil
 		}
-		// Step back so that a prefix across the boundary is found once.
-		off += int64(n - (len(prefix) - 1))
+		// Step back so that a word across the boundary is found once.
+		off += int64(n - (len(word) - 1))
 	}
 }
 
-// jsonlStartAfterTrailer looks at the trailer prefix found at data[k]
-// (file offset off+k; eof says data runs to the end of the file): when it
-// begins a line and the next non-blank line is a header, it returns that
-// line's offset; else 0.
-func jsonlStartAfterTrailer(f io.ReaderAt, data []byte, off int64, k int, eof bool) (int64, error) {
-	// Only spaces, tabs and CRs may come before it on its line.
-	at := off + int64(k)
-	for i := k - 1; ; i-- {
-		if i < 0 {
-			if off == 0 {
-				break // the start of the file
-			}
-			// Before the chunk (rare): look back through the file.
-			ok, err := spaceToLineStart(f, off)
-			if err != nil || !ok {
-				return 0, err
-			}
-			break
+// jsonlStartAfterTrailer looks at the line that holds jsonlTrailerWord at
+// data[k] (file offset off+k; eof says data runs to the end of the
+// file): when it is a trailer line and the next non-blank line is a
+// header, it returns that line's offset; else 0. end is where in data
+// the line ends (len(data) when past it).
+func jsonlStartAfterTrailer(f io.ReaderAt, data []byte, off int64, k int, eof bool) (start int64, end int, err error) {
+	ls := bytes.LastIndexByte(data[:k], '\n') + 1
+	if ls == 0 && off > 0 {
+		// The line begins before the chunk (rare): read it from the file.
+		at, err := lineStart(f, off)
+		if err != nil {
+			return 0, len(data), err
 		}
-		c := data[i]
-		if c == '\n' {
-			break
+		end = len(data)
+		if e := bytes.IndexByte(data[k:], '\n'); e >= 0 {
+			end = k + e + 1
 		}
-		if c != ' ' && c != '\t' && c != '\r' {
-			return 0, nil
-		}
+		s, err := startAfterTrailerInFile(f, at)
+		return s, end, err
 	}
-	// Pass the trailer line, then blank lines: in the chunk when they
-	// end there, else through the file.
-	i := k
+	// The trailer line, then blank lines: in the chunk when they end
+	// there, else through the file.
 	first := true
-	for {
+	for i := ls; ; {
 		e := bytes.IndexByte(data[i:], '\n')
 		if e < 0 && !eof {
-			return startAfterTrailerInFile(f, at)
+			s, err := startAfterTrailerInFile(f, off+int64(ls))
+			return s, len(data), err
 		}
 		line := data[i:]
 		if e >= 0 {
 			line = data[i : i+e+1]
 		}
-		if !first {
-			switch classifyJSONLLine(line) {
-			case lineHeader:
-				return off + int64(i), nil
-			case lineOther, lineTrailer:
-				return 0, nil // a trailer again: its own search finds what follows
+		kind := classifyJSONLLine(line)
+		if first {
+			end = i + len(line)
+			if kind != output.JSONLTrailer {
+				return 0, end, nil
 			}
+		} else if kind != output.JSONLBlank {
+			if kind == output.JSONLHeader {
+				return off + int64(i), end, nil
+			}
+			return 0, end, nil // a trailer again: its own search finds what follows
 		}
 		first = false
 		if e < 0 {
-			return 0, nil // the end of the file
+			return 0, end, nil // the end of the file
 		}
 		i += e + 1
 	}
@@ -229,36 +232,18 @@ func jsonlStartAfterTrailer(f io.ReaderAt, data []byte, off int64, k int, eof bo
 // what the line-by-line scan it replaced saw of a long line (its buffer).
 const jsonlLineFragment = 256 << 10
 
-type jsonlLineKind int
-
-const (
-	lineBlank jsonlLineKind = iota
-	lineHeader
-	lineTrailer
-	lineOther
-)
-
 // classifyJSONLLine says what a line (with its '\n', if any) is, from its
-// first jsonlLineFragment bytes, after leading spaces, tabs and CRs.
-func classifyJSONLLine(line []byte) jsonlLineKind {
+// first jsonlLineFragment bytes (output.ClassifyJSONLLine).
+func classifyJSONLLine(line []byte) output.JSONLLineKind {
 	if len(line) > jsonlLineFragment {
 		line = line[:jsonlLineFragment]
 	}
-	t := bytes.TrimLeft(line, " \t\r")
-	switch {
-	case bytes.HasPrefix(t, []byte(output.JSONLMagic)):
-		return lineHeader
-	case bytes.HasPrefix(t, []byte(jsonlTrailerStart)):
-		return lineTrailer
-	case len(bytes.TrimSpace(t)) > 0:
-		return lineOther
-	}
-	return lineBlank
+	return output.ClassifyJSONLLine(line)
 }
 
 // startAfterTrailerInFile is the end of jsonlStartAfterTrailer for lines
-// that run past the chunk: it reads them from the file at at (the
-// trailer line's prefix).
+// that run past the chunk: it reads them from the file at at (the start
+// of the line that may be a trailer).
 func startAfterTrailerInFile(f io.ReaderAt, at int64) (int64, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(f, at, 1<<62), jsonlLineFragment)
 	pos := at
@@ -276,13 +261,14 @@ func startAfterTrailerInFile(f io.ReaderAt, at int64) (int64, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return 0, fmt.Errorf("read at byte offset %d: %w", pos, err)
 		}
-		if !first {
-			switch kind {
-			case lineHeader:
-				return lineAt, nil
-			case lineOther, lineTrailer:
-				return 0, nil
-			}
+		switch {
+		case first && kind != output.JSONLTrailer:
+			return 0, nil
+		case first, kind == output.JSONLBlank:
+		case kind == output.JSONLHeader:
+			return lineAt, nil
+		default:
+			return 0, nil
 		}
 		first = false
 		if err != nil {
@@ -291,32 +277,23 @@ func startAfterTrailerInFile(f io.ReaderAt, at int64) (int64, error) {
 	}
 }
 
-// spaceToLineStart reports whether the bytes before end back to the
-// previous '\n' (or the start of the file) are all spaces, tabs or CRs.
-func spaceToLineStart(f io.ReaderAt, end int64) (bool, error) {
+// lineStart returns the offset of the start of the line that holds the
+// byte before end: after the previous '\n', or 0.
+func lineStart(f io.ReaderAt, end int64) (int64, error) {
 	var block [4096]byte
 	for end > 0 {
 		from := max(end-int64(len(block)), 0)
 		b := block[:end-from]
 		if _, err := f.ReadAt(b, from); err != nil {
-			return false, fmt.Errorf("read at byte offset %d: %w", from, err)
+			return 0, fmt.Errorf("read at byte offset %d: %w", from, err)
 		}
-		for i := len(b) - 1; i >= 0; i-- {
-			switch b[i] {
-			case '\n':
-				return true, nil
-			case ' ', '\t', '\r':
-			default:
-				return false, nil
-			}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return from + int64(i) + 1, nil
 		}
 		end = from
 	}
-	return true, nil
+	return 0, nil
 }
-
-// jsonlTrailerStart is how iotrace's jsonl writer begins a trailer line.
-const jsonlTrailerStart = `{"type":"trailer"`
 
 // splitJSONL returns one reader per trace of the jsonl file at path.
 func splitJSONL(path string) ([]Reader, error) {

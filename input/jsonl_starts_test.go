@@ -24,14 +24,15 @@ func traceStartsByLine(r io.Reader) []int64 {
 		raw, err := br.ReadSlice('\n')
 		if len(raw) > 0 {
 			if lineStart {
-				t := bytes.TrimLeft(raw, " \t\r")
-				switch {
-				case bytes.HasPrefix(t, []byte(output.JSONLMagic)) && afterTrailer:
-					starts = append(starts, off)
+				switch output.ClassifyJSONLLine(raw) {
+				case output.JSONLHeader:
+					if afterTrailer {
+						starts = append(starts, off)
+					}
 					afterTrailer = false
-				case bytes.HasPrefix(t, []byte(jsonlTrailerStart)):
+				case output.JSONLTrailer:
 					afterTrailer = true
-				case len(bytes.TrimSpace(t)) > 0:
+				case output.JSONLOther:
 					afterTrailer = false
 				}
 			}
@@ -50,7 +51,7 @@ func traceStartsByLine(r io.Reader) []int64 {
 func checkTraceStarts(t *testing.T, data []byte) {
 	t.Helper()
 	want := traceStartsByLine(bytes.NewReader(data))
-	for _, chunk := range []int{len(jsonlTrailerStart), len(jsonlTrailerStart) + 1, 23, 64, 257, 4096, len(data) + 1} {
+	for _, chunk := range []int{len(jsonlTrailerWord), len(jsonlTrailerWord) + 1, 23, 64, 257, 4096, len(data) + 1} {
 		got, err := jsonlTraceStartsChunked(bytes.NewReader(data), chunk)
 		if err != nil {
 			t.Fatal(err)
@@ -66,8 +67,11 @@ func checkTraceStarts(t *testing.T, data []byte) {
 
 var (
 	hdr = output.JSONLMagic + `,"os":"linux"}` + "\n"
-	trl = jsonlTrailerStart + `,"end":1}` + "\n"
-	evt = `{"type":"event","id":1,"path":"{\"type\":\"trailer\""}` + "\n"
+	trl = `{"type":"trailer","end":1}` + "\n"
+	// Python's json.dumps of a header and a trailer, keys reordered.
+	pyHdr = `{"os": "linux", "type": "header"}` + "\n"
+	pyTrl = `{"end": 1, "counters": [], "type": "trailer"}` + "\r\n"
+	evt   = `{"type":"event","id":1,"path":"{\"type\":\"trailer\""}` + "\n"
 )
 
 // traceStartsCases are concatenations with blank lines, indented lines,
@@ -88,6 +92,9 @@ var traceStartsCases = []string{
 	strings.TrimSuffix(trl, "\n"),
 	trl + hdr + trl + hdr,
 	hdr + evt + strings.TrimSuffix(trl, "\n") + " " + hdr,
+	pyHdr + evt + pyTrl + "\n" + pyHdr + pyTrl + hdr + trl + pyHdr,
+	pyHdr + `{"type": "event", "path": "trailer\"", "x": "header\""}` + "\n" + pyTrl + strings.Repeat(" ", 70) + pyHdr,
+	`{"type": "trailer", "type": "event"}` + "\n" + pyHdr + `{"TYPE": "trailer"}` + "\n" + pyHdr,
 }
 
 func TestJSONLTraceStartsChunked(t *testing.T) {
@@ -98,6 +105,15 @@ func TestJSONLTraceStartsChunked(t *testing.T) {
 	got, _ := jsonlTraceStartsChunked(bytes.NewReader([]byte(traceStartsCases[2])), 20)
 	if want := []int64{0, int64(len(hdr + evt + trl))}; !slices.Equal(got, want) {
 		t.Errorf("starts %v, want %v", got, want)
+	}
+	// Traces written by another tool (spaces, keys reordered, CRLF)
+	// concatenated with iotrace's own.
+	py := pyHdr + evt + pyTrl + "\n" + pyHdr + pyTrl + hdr + trl + pyHdr
+	got, _ = jsonlTraceStartsChunked(bytes.NewReader([]byte(py)), 20)
+	a := len(pyHdr + evt + pyTrl + "\n")
+	b := a + len(pyHdr+pyTrl)
+	if want := []int64{0, int64(a), int64(b), int64(b + len(hdr+trl))}; !slices.Equal(got, want) {
+		t.Errorf("other tools' traces: starts %v, want %v", got, want)
 	}
 }
 

@@ -180,3 +180,48 @@ func TestJSONLDamageCountedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONLWrittenByPythonOpens: a jsonl trace that Python's json module
+// wrote (output/testdata/python, keys reversed, CRLF, blank lines) is
+// recognised by Open and read whole; two of them concatenated, and one
+// after iotrace's own, are three traces to OpenAll. On main these files
+// were "not a trace file iotrace can read".
+func TestJSONLWrittenByPythonOpens(t *testing.T) {
+	py, err := os.ReadFile(filepath.Join("..", "output", "testdata", "python", "all-fields.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := synth.AllFieldsTrace()
+	got, err := readJSONLBytes(t, py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != len(want.Events) || len(got.Facts) != len(want.Facts) || !got.Ended {
+		t.Fatalf("read %d events, %d facts (ended %v); want %d, %d", len(got.Events), len(got.Facts), got.Ended, len(want.Events), len(want.Facts))
+	}
+	var own bytes.Buffer
+	if err := want.Replay(output.NewJSONL(&own)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(testenv.TempDir(t), "cat.jsonl")
+	if err := os.WriteFile(path, append(append(bytes.Clone(py), py...), own.Bytes()...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := OpenAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("%d traces, want 3", len(rs))
+	}
+	for i, r := range rs {
+		rec := synth.NewRecorder()
+		if err := r.Run(context.Background(), rec); err != nil {
+			t.Errorf("trace %d: %v", i+1, err)
+		}
+		if n := len(rec.Trace().Events); n != len(want.Events) {
+			t.Errorf("trace %d: %d events, want %d", i+1, n, len(want.Events))
+		}
+		r.Close()
+	}
+}

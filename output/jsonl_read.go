@@ -18,7 +18,9 @@ import (
 	"github.com/iotrace/iotrace/event"
 )
 
-// JSONLMagic is how every jsonl trace begins: its header object.
+// JSONLMagic is how iotrace's writer begins every jsonl trace: its
+// header object. A header written by another tool (other spacing or key
+// order) is found by [ClassifyJSONLLine] and read by the generic path.
 const JSONLMagic = `{"type":"header"`
 
 // hexNum is a number that jsonl may hold as a JSON number or as a "0x..."
@@ -425,8 +427,8 @@ func (r *jsonlReader) take(text []byte) (stop bool) {
 	if r.sawEnd && r.afterTrailer(text) {
 		return true
 	}
-	if !r.begun && !bytes.HasPrefix(text, []byte(JSONLMagic)) {
-		r.damageErr = r.fail("%s: it must begin with %s", errNotJSONL, JSONLMagic)
+	if !r.begun && (len(text) == 0 || text[0] != '{') {
+		r.damageErr = r.fail("%s: it must begin with a header object (%s...)", errNotJSONL, JSONLMagic)
 		return true
 	}
 	if r.mode == readFacts && r.begun && plainEventLine(text) {
@@ -445,7 +447,7 @@ func (r *jsonlReader) take(text []byte) (stop bool) {
 // the trace (lines spliced, a writer's bug), which is read past: the
 // lines after it are read, the last trailer's counts kept.
 func (r *jsonlReader) afterTrailer(text []byte) (stop bool) {
-	if bytes.HasPrefix(text, []byte(JSONLMagic)) {
+	if ClassifyJSONLLine(text) == JSONLHeader {
 		// Another trace (concatenated): OpenAll reads it as one.
 		r.damageErr = r.fail("%s", errAfterTrailer)
 		return true
@@ -479,7 +481,7 @@ func (r *jsonlReader) generic(text []byte) (stop bool) {
 	r.rec = jsonRecord{}
 	if err := unmarshalLine(text, &r.rec); err != nil {
 		if !r.begun {
-			r.damageErr = r.fail("%v", err)
+			r.damageErr = r.fail("%s: the first line is not a JSON object: %v", errNotJSONL, err)
 			return true
 		}
 		r.badLine(r.fail("%v", err))

@@ -19,6 +19,14 @@ type WriterOptions struct {
 	// ChunkRecords is the number of events and facts after which a chunk
 	// is written; 0 means DefaultChunkRecords.
 	ChunkRecords int
+	// FirstChunkSize is the size at which the first records chunk is
+	// written; each chunk after it may be twice the size of the one
+	// before, up to ChunkSize. Small chunks early let a short recording
+	// cut short (a crash, a full disk) keep most of what it had written:
+	// only the chunk being written at the cut is lost. 0 means
+	// DefaultFirstChunkSize; a negative value, or one of ChunkSize or
+	// more, makes every chunk ChunkSize.
+	FirstChunkSize int
 	// Version is the format version to write: 0 means Version (the
 	// newest); 2 writes a file that iotrace releases before stacks
 	// (format version 3) can read, and refuses stacks; 1 one that
@@ -29,8 +37,9 @@ type WriterOptions struct {
 
 // Defaults for WriterOptions.
 const (
-	DefaultChunkSize    = 256 << 10
-	DefaultChunkRecords = 32768
+	DefaultChunkSize      = 256 << 10
+	DefaultChunkRecords   = 32768
+	DefaultFirstChunkSize = 16 << 10
 )
 
 // Writer writes a trace as a .iot file. It is an event.Sink: Begin writes
@@ -58,6 +67,10 @@ type Writer struct {
 	// events in the chunks up to there (see Written).
 	whole       int64
 	wholeEvents uint64
+
+	// limit is the size at which the next records chunk is written: it
+	// grows from FirstChunkSize to ChunkSize, doubling with each chunk.
+	limit int
 }
 
 // NewWriter returns a Writer that writes to w. It does not close w.
@@ -71,10 +84,17 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.ChunkRecords <= 0 {
 		opts.ChunkRecords = DefaultChunkRecords
 	}
+	switch {
+	case opts.FirstChunkSize == 0:
+		opts.FirstChunkSize = min(DefaultFirstChunkSize, opts.ChunkSize)
+	case opts.FirstChunkSize < 0 || opts.FirstChunkSize > opts.ChunkSize:
+		opts.FirstChunkSize = opts.ChunkSize
+	}
 	if opts.Version == 0 {
 		opts.Version = Version
 	}
-	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1, old: opts.Version < 3}
+	return &Writer{w: w, opts: opts, enc: newChunkEnc(), v1: opts.Version == 1, old: opts.Version < 3,
+		limit: opts.FirstChunkSize}
 }
 
 // Create creates (or truncates) the file at path and returns a Writer to
@@ -198,7 +218,7 @@ func (w *Writer) tooOld(what string, need int) error {
 }
 
 func (w *Writer) maybeFlush() error {
-	if w.enc.size() >= w.opts.ChunkSize || w.enc.nevents+w.enc.nfacts >= w.opts.ChunkRecords {
+	if w.enc.size() >= w.limit || w.enc.nevents+w.enc.nfacts >= w.opts.ChunkRecords {
 		return w.flush()
 	}
 	return nil
@@ -217,6 +237,7 @@ func (w *Writer) flush() error {
 		records = w.enc.appendRecordsV1
 	}
 	w.out = appendChunk(w.out[:0], chunkRecords, records)
+	w.limit = min(2*w.limit, w.opts.ChunkSize)
 	n := w.enc.nevents
 	w.enc.reset()
 	return w.writeChunks(w.out, n)
