@@ -166,7 +166,7 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
-	fs.BoolVarP(&l.quiet, "quiet", "q", false, "no live status line (events, bytes, lost, elapsed) on standard error; it is shown only on a terminal, and not while a traced command shares it")
+	addQuietFlag(cmd, &l.quiet)
 	fs.StringVar(&l.backend, "backend", "", "the live backend: ebpf (root), ptrace (a command and its descendants without root; file layer only), etw (Windows); default: the first that can run here (iotrace backends)")
 }
 

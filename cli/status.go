@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/internal/status"
 )
 
@@ -39,14 +41,7 @@ func newLiveStatus(cmd *cobra.Command, quiet bool, command []string, toStdout bo
 	if quiet || len(command) > 0 || !isTerminal(stderr) || (toStdout && isTerminal(cmd.OutOrStdout())) {
 		return nil
 	}
-	f := stderr.(*os.File) // isTerminal
-	line := status.NewLine(stderr, func() int {
-		w, _, err := term.GetSize(int(f.Fd()))
-		if err != nil {
-			return 0
-		}
-		return w
-	})
+	line := status.NewLine(stderr, terminalWidth(stderr))
 	cmd.SetErr(line)
 	return &liveStatus{line: line, stop: func() {}}
 }
@@ -107,4 +102,77 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n.n.Add(uint64(n))
 	return n, err
+}
+
+// readProgress shows how far the read of in (the file name) has come on
+// stderr, when that is a terminal, not quiet, and
+// not the terminal the output goes to (sharesOutput): once the read has
+// taken a second, a bar of the bytes read when the reader can say how
+// many it reads (input.Progress), else the events so far; redrawn once a
+// second. It returns next wrapped to count the events and to clear the
+// line before the stream's end goes on (its warnings), and the function
+// that clears it for a read that stopped before its end.
+func readProgress(stderr io.Writer, in input.Reader, name string, next event.Sink, quiet, sharesOutput bool) (event.Sink, func()) {
+	if quiet || sharesOutput || !isTerminal(stderr) {
+		return next, func() {}
+	}
+	line := status.NewLine(stderr, terminalWidth(stderr))
+	c := &countSink{Sink: next}
+	if name == "-" {
+		name = "standard input"
+	} else {
+		name = filepath.Base(name)
+	}
+	start := time.Now()
+	var bar *status.Bar // the ticker's once started
+	if _, total, ok := input.Progress(in); ok {
+		bar = status.NewBar(name, total, 20)
+	}
+	c.stop = status.Start(line, time.Second, func() string {
+		if bar == nil {
+			return status.Reading(name, c.n.Load(), time.Since(start))
+		}
+		done, _, _ := input.Progress(in)
+		return bar.Text(done)
+	})
+	return c, c.stop
+}
+
+// terminalWidth returns the columns of the terminal w (x/term), 0 when
+// not known.
+func terminalWidth(w io.Writer) func() int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	return func() int {
+		n, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
+// countSink counts the events for a progress line (a load and a store:
+// the stream's goroutine alone writes) and stops the line at the end.
+type countSink struct {
+	event.Sink
+	n    atomic.Uint64
+	stop func()
+}
+
+func (c *countSink) Event(e *event.Event) error {
+	c.n.Store(c.n.Load() + 1)
+	return c.Sink.Event(e)
+}
+
+func (c *countSink) End(t *event.Trailer) error {
+	c.stop()
+	return c.Sink.End(t)
+}
+
+// addQuietFlag binds -q, --quiet.
+func addQuietFlag(cmd *cobra.Command, quiet *bool) {
+	cmd.Flags().BoolVarP(quiet, "quiet", "q", false, "no status line or progress bar on standard error (drawn only on a terminal: events, bytes, lost and time of a live trace; how far a long read has come)")
 }

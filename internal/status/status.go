@@ -90,3 +90,9 @@ func Clock(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
+
+// Reading renders the progress of a read whose end is not known: "x.etl:
+// 1,234,567 events, 0:12".
+func Reading(name string, events uint64, elapsed time.Duration) string {
+	return fmt.Sprintf("%s: %s events, %s", name, Count(events), Clock(elapsed))
+}

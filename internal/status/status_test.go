@@ -157,3 +157,22 @@ func TestStart(t *testing.T) {
 		t.Errorf("not redrawn: %q", b.Bytes())
 	}
 }
+
+// TestBar: the bar says what is read, how much and how fast, on one line
+// without escape codes.
+func TestBar(t *testing.T) {
+	b := NewBar("report big.iot", 1000<<20, 20)
+	b.Text(0)
+	got := b.Text(400 << 20)
+	for _, want := range []string{"report big.iot", "40%", "400/1000 MiB", "|"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("bar %q lacks %q", got, want)
+		}
+	}
+	if strings.ContainsAny(got, "\r\n\x1b") {
+		t.Errorf("bar %q holds control characters", got)
+	}
+	if got := b.Text(1000 << 20); !strings.Contains(got, "100%") {
+		t.Errorf("bar at the end: %q", got)
+	}
+}
