@@ -29,6 +29,9 @@ func openIOT(path string) (Reader, error) {
 	if err == nil {
 		var r *tracefile.Reader
 		if r, err = tracefile.NewNamedReader(c, path); err == nil {
+			// The passes start from the beginning again (ScanFacts
+			// rewinds): what opening read is not theirs.
+			c.n.Store(0)
 			return &iotReader{Reader: r, file: c}, nil
 		}
 	}
