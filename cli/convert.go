@@ -12,7 +12,6 @@ import (
 	"github.com/iotrace/iotrace/output"
 	"github.com/iotrace/iotrace/parquetfile"
 	"github.com/iotrace/iotrace/perfetto"
-	"github.com/iotrace/iotrace/report"
 	"github.com/iotrace/iotrace/stackprof"
 	"github.com/iotrace/iotrace/stacks"
 	"github.com/iotrace/iotrace/tracefile"
@@ -78,6 +77,7 @@ every intact event, then fails naming the byte offset of the damage.`,
 	cmd.Flags().StringVar(&weight, "weight", "", "what a folded line counts: count (events, the default), bytes or latency (ns)")
 	_ = cmd.RegisterFlagCompletionFunc("weight", fixedCompletion("count", "bytes", "latency"))
 	addOutputFlags(cmd, &of, convertFormats, "the file to write (required; - for standard output)")
+	addQuietFlag(cmd, &of.quiet)
 	return cmd
 }
 
@@ -134,18 +134,13 @@ func convertTrace(cmd *cobra.Command, in, format string, fo filter.Options, of o
 			// The unnamed frames' counts reach the warning.
 			s = tab.Summary(s)
 		}
-		prog := withProgress(s, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
-		if prog != nil {
-			s = prog
-		}
+		s, stopProgress := readProgress(cmd.ErrOrStderr(), r, in, s, of.quiet, isStdout(of.path) && isTerminal(cmd.OutOrStdout()))
 		first := f.Sink(s)
 		if tab != nil {
 			first = tab.Feed(first)
 		}
 		runErr = r.Run(cmd.Context(), first)
-		if prog != nil {
-			prog.Done()
-		}
+		stopProgress()
 		if runErr != nil {
 			break
 		}
@@ -167,15 +162,4 @@ func newTraceSink(format string, w io.Writer, o output.Options) (event.Sink, err
 		o.Facts = true // jsonl is the lossless form; csv ignores facts
 	}
 	return output.New(format, w, o)
-}
-
-// withProgress returns next wrapped in a progress line on stderr, as
-// report shows it (after a second, rewritten in place), when stderr is a
-// terminal that the output (path, or stdout: isStdout) does not share;
-// else nil.
-func withProgress(next event.Sink, stderr io.Writer, path string, stdout io.Writer) *report.Progress {
-	if !isTerminal(stderr) || (isStdout(path) && isTerminal(stdout)) {
-		return nil
-	}
-	return report.NewProgress(next, stderr, 0)
 }

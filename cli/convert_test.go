@@ -233,7 +233,7 @@ func TestNullIsNoTerminal(t *testing.T) {
 	if isTerminal(null) || toTerminal("-", null) {
 		t.Errorf("%s taken for a terminal", os.DevNull)
 	}
-	if withProgress(nil, null, "out.jsonl", null) != nil {
+	if progressShown(null, "out.jsonl", null) {
 		t.Errorf("progress on a stderr that is %s", os.DevNull)
 	}
 }

@@ -93,6 +93,7 @@ func opList() string {
 
 // outputFlags are the flags of commands that write a trace.
 type outputFlags struct {
+	quiet     bool // -q: no progress bar (print, convert)
 	format    string
 	path      string
 	facts     bool

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iotrace/iotrace/internal/bytesize"
@@ -156,6 +157,7 @@ type liveFlags struct {
 	stackWalk     string
 	waitWriteback time.Duration
 	backend       string
+	quiet         bool
 }
 
 func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
@@ -164,6 +166,7 @@ func addLiveFlags(cmd *cobra.Command, l *liveFlags) {
 	fs.StringVar(&l.bufferSize, "buffer-size", "", "kernel buffer size (bytes, or with K, M, G suffix); default: the backend's (8M for eBPF, 1M per buffer for ETW, which takes 4K to 16M)")
 	fs.DurationVar(&l.waitWriteback, "wait-writeback", 0, "with -- CMD: after it exits, keep tracing until the files it wrote are written back to disk (at most TIMEOUT, 30s without one), so that their writeback I/O is in the trace; without it the trace counts the pages it left dirty")
 	fs.Lookup("wait-writeback").NoOptDefVal = "30s"
+	addQuietFlag(cmd, &l.quiet)
 	fs.StringVar(&l.backend, "backend", "", "the live backend: ebpf (root), ptrace (a command and its descendants without root; file layer only), etw (Windows); default: the first that can run here (iotrace backends)")
 }
 
@@ -219,8 +222,10 @@ func commandArgs(cmd *cobra.Command, args []string) ([]string, error) {
 // and the events lost, so that loss is never silent.
 type summary struct {
 	event.Sink
-	w      io.Writer
-	events uint64 // events written
+	w io.Writer
+	// events written: stored by the stream's goroutine alone (a load and
+	// a store, no locked add), loaded by the status line's.
+	events atomic.Uint64
 	verb   string
 	failed error // the output's first error
 }
@@ -230,7 +235,7 @@ func (s *summary) Event(e *event.Event) error {
 		s.fail(err)
 		return err
 	}
-	s.events++
+	s.events.Store(s.events.Load() + 1)
 	return nil
 }
 
@@ -253,10 +258,10 @@ func (s *summary) End(t *event.Trailer) error {
 	lost := t.Stats.Total(event.CountLost)
 	if s.failed != nil {
 		// The kernel's count says nothing of what the output dropped.
-		fmt.Fprintf(s.w, "iotrace: %s %d events (%d lost by the kernel), then writing the output failed: %v; the output lacks the events after that\n", s.verb, s.events, lost, s.failed)
+		fmt.Fprintf(s.w, "iotrace: %s %d events (%d lost by the kernel), then writing the output failed: %v; the output lacks the events after that\n", s.verb, s.events.Load(), lost, s.failed)
 		return err
 	}
-	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events, lost)
+	fmt.Fprintf(s.w, "iotrace: %s %d events, %d events lost\n", s.verb, s.events.Load(), lost)
 	return err
 }
 

@@ -70,6 +70,7 @@ as module+0xoffset, and the summary counts such frames by reason
 	addFilterFlags(cmd, &fo)
 	addStackFlags(cmd, &sf, "print each event's stack under it, symbolized (text)")
 	addOutputFlags(cmd, &of, []string{"text", "jsonl", "csv"}, "write to this file instead of standard output")
+	addQuietFlag(cmd, &of.quiet)
 	return cmd
 }
 
@@ -95,7 +96,7 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 			if len(traces) > 1 {
 				name = fmt.Sprintf("%s (trace %d of %d)", path, i+1, len(traces))
 			}
-			runErr, err := printTrace(cmd, w, r, format, fo, of, sf)
+			runErr, err := printTrace(cmd, w, r, name, format, fo, of, sf)
 			if err != nil {
 				closeAll(traces)
 				closeOut(false)
@@ -117,7 +118,7 @@ func printTraces(cmd *cobra.Command, paths []string, format string, fo filter.Op
 
 // printTrace reads one trace through the filter into the output format
 // on w. runErr is the reader's (damage, interruption); err a set-up error.
-func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, fo filter.Options, of outputFlags, sf stackFlags) (runErr, err error) {
+func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, name, format string, fo filter.Options, of outputFlags, sf stackFlags) (runErr, err error) {
 	f, err := filter.New(fo)
 	if err != nil {
 		return nil, err
@@ -144,10 +145,8 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	if format != "text" || !isStdout(of.path) {
 		sink = problemWarner{Sink: sink, w: cmd.ErrOrStderr()}
 	}
-	prog := withProgress(sink, cmd.ErrOrStderr(), of.path, cmd.OutOrStdout())
-	if prog != nil {
-		sink = prog
-	}
+	sink, stopProgress := readProgress(cmd.ErrOrStderr(), r, name, sink, of.quiet, isStdout(of.path) && isTerminal(cmd.OutOrStdout()))
+	defer stopProgress()
 	// In time order within a window: live backends record by buffer,
 	// not by time.
 	ord := timeorder.New(sink, timeorder.Options{Tick: -1})
@@ -160,9 +159,6 @@ func printTrace(cmd *cobra.Command, w io.Writer, r input.Reader, format string, 
 	runErr = r.Run(cmd.Context(), first)
 	if ferr := ord.Flush(); runErr == nil && ferr != nil {
 		runErr = ferr
-	}
-	if prog != nil {
-		prog.Done()
 	}
 	return runErr, nil
 }

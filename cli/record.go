@@ -32,6 +32,7 @@ type periodicFlush struct {
 	out   *outfile.File
 	every time.Duration
 	next  time.Time
+	size  sizeOf // the file's size at the last flush, for the status line
 }
 
 // errOutputRemoved stops a recording whose temporary file was removed.
@@ -43,6 +44,7 @@ func (p *periodicFlush) tick() error {
 		if err := p.Writer.Flush(); err != nil {
 			return err
 		}
+		p.size.n.Store(uint64(p.Writer.Offset()))
 		if p.out != nil && p.out.Removed() {
 			return errOutputRemoved
 		}
@@ -118,6 +120,7 @@ type recordPlan struct {
 	toETL, toParquet bool
 	rot              *rotate.Options // a series of files (--rotate)
 	ringBytes        int             // a flight recorder (--ring)
+	st               *liveStatus     // the status line; nil for none
 }
 
 func newRecordCmd() *cobra.Command {
@@ -129,10 +132,15 @@ func newRecordCmd() *cobra.Command {
 		Example: recordExample,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Before the plan: what it prints later (a rotation's new
+			// file) goes through the status line.
+			st := newLiveStatus(cmd, rf.live.quiet, args, false)
+			defer st.done()
 			p, err := rf.plan(cmd, args)
 			if err != nil {
 				return err
 			}
+			p.st = st
 			return p.record(cmd)
 		},
 	}
@@ -207,12 +215,12 @@ func (p *recordPlan) record(cmd *cobra.Command) error {
 	}
 	switch {
 	case p.rot != nil:
-		return recordSeries(cmd, p.opts, p.f, *p.rot)
+		return recordSeries(cmd, p.opts, p.f, *p.rot, p.st)
 	case p.ringBytes > 0:
 		finish := commandStatus(&p.opts)
-		return finish(recordRing(cmd.Context(), p.opts, p.f, p.path, p.ringBytes, cmd.ErrOrStderr()))
+		return finish(recordRing(cmd.Context(), p.opts, p.f, p.path, p.ringBytes, cmd.ErrOrStderr(), p.st))
 	case p.toParquet:
-		return recordParquet(cmd, p.opts, p.f, p.path)
+		return recordParquet(cmd, p.opts, p.f, p.path, p.st)
 	}
 	out, err := outfile.Create(p.path)
 	if err != nil {
@@ -221,26 +229,36 @@ func (p *recordPlan) record(cmd *cobra.Command) error {
 	defer interrupt.OnQuit(cmd.Context(), func() { rescueRecording(out, cmd.ErrOrStderr()) })()
 	w := tracefile.NewWriter(out, tracefile.WriterOptions{})
 	pf := &periodicFlush{Writer: w, out: out, every: time.Second}
-	return recordLive(cmd, p.opts, p.f, pf, func(err error, recorded uint64) error {
+	return recordLive(cmd, p.opts, p.f, pf, liveOut{p.st, pf.size.get}, func(err error, recorded uint64) error {
 		return finishRecording(out, w, err, recorded, cmd.ErrOrStderr())
 	})
 }
 
+// liveOut is the status line of a recording and the size of what it
+// wrote so far (nil when not known).
+type liveOut struct {
+	st   *liveStatus
+	size func() (n, of uint64)
+}
+
 // recordLive runs the live backend into sink (through the filter, the
-// problem warnings and the end summary); done closes what sink writes and
-// returns the run's error with its own. The traced command's status
-// becomes iotrace's.
-func recordLive(cmd *cobra.Command, opts backend.Options, f *filter.Filter, sink event.Sink, done func(runErr error, recorded uint64) error) error {
+// problem warnings and the end summary), with out's status line; done
+// closes what sink writes and returns the run's error with its own. The
+// traced command's status becomes iotrace's.
+func recordLive(cmd *cobra.Command, opts backend.Options, f *filter.Filter, sink event.Sink, out liveOut, done func(runErr error, recorded uint64) error) error {
 	finish := commandStatus(&opts)
 	stderr := cmd.ErrOrStderr()
 	s := &summary{Sink: problemWarner{Sink: sink, w: stderr}, w: stderr, verb: "recorded"}
+	out.st.watch(&opts)
+	out.st.run(s.events.Load, out.size)
 	err := runLiveTo(cmd.Context(), opts, f.Sink(s), stderr)
-	return finish(done(err, s.events))
+	out.st.done()
+	return finish(done(err, s.events.Load()))
 }
 
 // recordParquet records to a Parquet file, names resolved as the events
 // arrive.
-func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, path string) error {
+func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, path string, st *liveStatus) error {
 	out, err := outfile.Create(path)
 	if err != nil {
 		return err
@@ -250,7 +268,9 @@ func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, p
 	tab := stacks.New(stacks.Options{})
 	defer tab.Close()
 	pw := parquetfile.New(out, parquetfile.Options{Stack: tab.FrameStrings})
-	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), func(err error, _ uint64) error {
+	// Rows are buffered into row groups: the file's size is not known
+	// until its end.
+	return recordLive(cmd, opts, f, resolve.NewResolver(tab.Feed(tab.Summary(pw))), liveOut{st: st}, func(err error, _ uint64) error {
 		if !pw.Ended() {
 			// No footer: a Parquet reader cannot read it. Keep the rows
 			// for whoever wants them, and say where.
@@ -271,12 +291,13 @@ func recordParquet(cmd *cobra.Command, opts backend.Options, f *filter.Filter, p
 }
 
 // recordSeries records to a rotated series of files.
-func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro rotate.Options) error {
+func recordSeries(cmd *cobra.Command, opts backend.Options, f *filter.Filter, ro rotate.Options, st *liveStatus) error {
 	series, err := rotate.New(ro)
 	if err != nil {
 		return err
 	}
-	return recordLive(cmd, opts, f, series, func(err error, _ uint64) error {
+	written := func() (uint64, uint64) { return series.Written(), 0 }
+	return recordLive(cmd, opts, f, series, liveOut{st, written}, func(err error, _ uint64) error {
 		if cerr := series.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("write %s: %w", series.Path(), cerr)
 		}

@@ -185,15 +185,11 @@ func reportOfStacks(ctx context.Context, in input.Reader, name string, f *report
 		sink = flt.Sink(rep)
 		input.LeaveStacks(in) // a report without --stacks shows none
 	}
-	var prog *report.Progress
-	if isTerminal(stderr) {
-		prog = report.NewProgress(sink, stderr, 0)
-		sink = prog
-	}
+	// The report is written once the read is over: the progress may
+	// share its terminal.
+	sink, stopProgress := readProgress(stderr, in, name, sink, f.liveOpts.quiet, false)
 	runErr := in.Run(ctx, sink)
-	if prog != nil {
-		prog.Done()
-	}
+	stopProgress()
 	if runErr != nil {
 		return rep, fmt.Errorf("report on %s covers only what was read before: %w", name, runErr)
 	}
@@ -287,16 +283,9 @@ func runReports(ctx context.Context, paths []string, f *reportFlags, stdin io.Re
 	for i, in := range traces {
 		name := fmt.Sprintf("trace %d of %d", i+1, len(traces))
 		input.LeaveStacks(in)
-		var sink event.Sink = series.Trace(flt.Sink)
-		var prog *report.Progress
-		if isTerminal(stderr) {
-			prog = report.NewProgress(sink, stderr, 0)
-			sink = prog
-		}
+		sink, stopProgress := readProgress(stderr, in, name, series.Trace(flt.Sink), f.liveOpts.quiet, false)
 		err := in.Run(ctx, sink)
-		if prog != nil {
-			prog.Done()
-		}
+		stopProgress()
 		if err != nil {
 			damagedErrs = append(damagedErrs, fmt.Errorf("report on %s covers only what was read before: %w", name, err))
 		}

@@ -42,7 +42,7 @@ func parseRingSize(s string, physical uint64) (int, error) {
 // each `iotrace mark --save` or save signal writes the ring to a new
 // numbered file beside path, and the end of the recording writes it to
 // path itself.
-func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, path string, size int, stderr io.Writer) error {
+func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, path string, size int, stderr io.Writer, ls *liveStatus) error {
 	r, err := ring.New(size)
 	if err != nil {
 		return err
@@ -90,7 +90,13 @@ func recordRing(ctx context.Context, opts backend.Options, f *filter.Filter, pat
 		formatBytes(size), signalHint())
 	end := &ringEnd{rec: rec, out: out, tmp: tmp, path: path, stderr: stderr, done: make(chan struct{})}
 	defer interrupt.OnQuit(ctx, end.quit)()
+	ls.watch(&opts)
+	ls.run(s.events.Load, func() (uint64, uint64) {
+		rs := r.Stats() // once a second: the ring's lock is free most of the time
+		return uint64(rs.Bytes), uint64(rs.Limit)
+	})
 	runErr := runLiveTo(ctx, opts, trig, stderr)
+	ls.done()
 	st, err := end.save()
 	if errors.Is(err, ring.ErrNotBegun) && runErr != nil {
 		return runErr // the trace never started: say why

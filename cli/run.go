@@ -128,6 +128,11 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		return err
 	}
 	live := rf.input == ""
+	var st *liveStatus
+	if live {
+		st = newLiveStatus(cmd, rf.live.quiet, command, isStdout(rf.output))
+		defer st.done()
+	}
 	var in input.Reader
 	if !live {
 		// A missing or unrecognized input is an error (exit 1), found
@@ -148,6 +153,10 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		// a path it prints cannot drive the terminal.
 		esc = termesc.NewWriter(out)
 		out = esc
+	}
+	var size sizeOf
+	if st != nil {
+		out = countingWriter{out, &size}
 	}
 	maxMem, err := parseSize(rf.maxMemory)
 	if err != nil {
@@ -181,7 +190,9 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		if isStdout(rf.output) {
 			cmdOut = stderr // the script's output is on stdout
 		}
-		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut)
+		st.run(s.Seen, size.get)
+		runErr = runScriptLive(ctx, s, sink, command, rf.live, rf.verbose, stderr, cmdOut, st)
+		st.done()
 	} else {
 		runErr = in.Run(ctx, sink)
 	}
@@ -249,7 +260,7 @@ func runOutcome(ctx context.Context, runErr, scriptErr error, live bool, output 
 // runScriptLive traces this machine into the script (runLiveTo picks the
 // backend and handles Ctrl-C), with the script's filter pushed down.
 // cmdOut, when set, is the command's standard output.
-func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr, cmdOut io.Writer) error {
+func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, command []string, lf liveFlags, verbose bool, stderr, cmdOut io.Writer, st *liveStatus) error {
 	size, err := parseSize(lf.bufferSize)
 	if err != nil {
 		return err
@@ -266,6 +277,7 @@ func runScriptLive(ctx context.Context, s *script.Script, sink event.Sink, comma
 	if verbose {
 		fmt.Fprintf(stderr, "iotrace run: filter pushed down to the backend: %s\n", push)
 	}
+	st.watch(&opts)
 	return runLiveTo(ctx, opts, sink, stderr)
 }
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestConvertProgress: convert (and print -o) show report's progress line
-// on stderr when it is a terminal the output does not share.
+// TestConvertProgress: convert (and print -o) show a read's progress on
+// stderr when it is a terminal the output does not share.
 func TestConvertProgress(t *testing.T) {
 	m, tty := openPty(t)
 	defer m.Close()
@@ -18,19 +18,19 @@ func TestConvertProgress(t *testing.T) {
 	}
 	defer null.Close()
 	var buf bytes.Buffer
-	if withProgress(nil, tty, "out.jsonl", tty) == nil {
+	if !progressShown(tty, "out.jsonl", tty) {
 		t.Errorf("no progress on a terminal while writing a file")
 	}
-	if withProgress(nil, tty, "-", tty) != nil || withProgress(nil, tty, "", tty) != nil || withProgress(nil, tty, "/dev/stdout", tty) != nil {
+	if progressShown(tty, "-", tty) || progressShown(tty, "", tty) || progressShown(tty, "/dev/stdout", tty) {
 		t.Errorf("progress on the terminal the output goes to")
 	}
-	if withProgress(nil, tty, "-", &buf) == nil {
+	if !progressShown(tty, "-", &buf) {
 		t.Errorf("no progress on a terminal while stdout is piped")
 	}
-	if withProgress(nil, tty, "-", null) == nil {
+	if !progressShown(tty, "-", null) {
 		t.Errorf("no progress on a terminal while stdout is %s", os.DevNull)
 	}
-	if withProgress(nil, &buf, "out.jsonl", tty) != nil {
+	if progressShown(&buf, "out.jsonl", tty) {
 		t.Errorf("progress on a stderr that is not a terminal")
 	}
 }

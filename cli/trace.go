@@ -47,11 +47,17 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if err != nil {
 				return err
 			}
+			st := newLiveStatus(cmd, live.quiet, command, isStdout(out.path))
+			defer st.done()
 			w, closeOut, err := openOutput(out.path, nil, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
 			w = jsonOnTerminal(w, format, out.path, cmd.OutOrStdout())
+			var written sizeOf
+			if st != nil {
+				w = countingWriter{w, &written}
+			}
 			opts := backend.Options{Command: command, Duration: live.duration, BufferSize: size, WaitWriteback: live.waitWriteback}
 			if err = live.stacksInto(&opts); err != nil {
 				closeOut(false)
@@ -93,7 +99,10 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			if tab != nil {
 				first = tab.Feed(first) // stack and module facts in stream order
 			}
+			st.watch(&opts)
+			st.run(s.events.Load, written.get)
 			err = runLiveTo(cmd.Context(), opts, first, stderr)
+			st.done()
 			if cerr := closeOut(true); err == nil {
 				err = cerr
 			}

@@ -28,6 +28,8 @@ type jsonlReader struct {
 	name   string
 	off, n int64
 	refs   *int // readers of f still open; the last Close closes f
+	count  passCount
+	size   int64 // of the section (n, or the file's size)
 }
 
 func openJSONL(path string) (Reader, error) {
@@ -35,7 +37,28 @@ func openJSONL(path string) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jsonlReader{f: f, name: path, n: -1, refs: new(int(1))}, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &jsonlReader{f: f, name: path, n: -1, refs: new(int(1)), size: st.Size()}, nil
+}
+
+// BytesRead implements Progress.
+func (r *jsonlReader) BytesRead() (read, size int64) {
+	if r.n >= 0 {
+		return r.count.n.Load(), r.n
+	}
+	return r.count.n.Load(), r.size
+}
+
+// release is m.Release that counts the pass's progress.
+func (r *jsonlReader) release(m *mmapfile.Mapping) func(upto int) {
+	return func(upto int) {
+		r.count.at(upto)
+		m.Release(upto)
+	}
 }
 
 func (r *jsonlReader) Format() string { return "jsonl" }
@@ -48,11 +71,14 @@ func (r *jsonlReader) section() io.Reader {
 }
 
 func (r *jsonlReader) Run(ctx context.Context, sink event.Sink) error {
+	r.count.begin()
 	if m, ok := mmapfile.Map(r.f, r.off, r.n); ok {
 		defer m.Close()
-		return m.Guard(r.name, func() error { return output.ReadJSONLBytes(ctx, m.Bytes(), r.name, sink, m.Release) })
+		err := m.Guard(r.name, func() error { return output.ReadJSONLBytes(ctx, m.Bytes(), r.name, sink, r.release(m)) })
+		r.count.at(len(m.Bytes()))
+		return err
 	}
-	return output.ReadJSONL(ctx, r.section(), r.name, sink)
+	return output.ReadJSONL(ctx, r.count.reader(r.section()), r.name, sink)
 }
 
 func (r *jsonlReader) Close() error {
@@ -71,11 +97,14 @@ func (r *jsonlReader) Close() error {
 // ScanFacts delivers every fact of the trace to fn, passing over event
 // lines without decoding them. Damage is left for Run to report.
 func (r *jsonlReader) ScanFacts(ctx context.Context, fn func(f *event.Fact) error) error {
+	r.count.begin()
 	if m, ok := mmapfile.Map(r.f, r.off, r.n); ok {
 		defer m.Close()
-		return m.Guard(r.name, func() error { return output.ScanJSONLFactsBytes(ctx, m.Bytes(), r.name, fn, m.Release) })
+		err := m.Guard(r.name, func() error { return output.ScanJSONLFactsBytes(ctx, m.Bytes(), r.name, fn, r.release(m)) })
+		r.count.at(len(m.Bytes()))
+		return err
 	}
-	return output.ScanJSONLFacts(ctx, r.section(), r.name, fn)
+	return output.ScanJSONLFacts(ctx, r.count.reader(r.section()), r.name, fn)
 }
 
 // jsonlTraceStarts returns the byte offsets at which the traces of a jsonl
@@ -306,13 +335,13 @@ func splitJSONL(path string) ([]Reader, error) {
 		f.Close()
 		return nil, err
 	}
-	if len(starts) == 1 {
-		return []Reader{&jsonlReader{f: f, name: path, n: -1, refs: new(int(1))}}, nil
-	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	if len(starts) == 1 {
+		return []Reader{&jsonlReader{f: f, name: path, n: -1, refs: new(int(1)), size: st.Size()}}, nil
 	}
 	out := make([]Reader, len(starts))
 	refs := new(int(len(starts)))

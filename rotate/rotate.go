@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/iotrace/iotrace/event"
@@ -87,6 +88,10 @@ type Series struct {
 	lastTime  int64
 	removed   uint64
 	err       error
+	// closedBytes is the size of the files closed so far; written that
+	// plus the current file's at its last flush, for Written.
+	closedBytes uint64
+	written     atomic.Uint64
 	// mine are the files this Series wrote, oldest first (the current
 	// one last).
 	mine []string
@@ -200,9 +205,15 @@ func (s *Series) tick() error {
 		if err := s.cur.Flush(); err != nil {
 			return s.fail(err)
 		}
+		s.written.Store(s.closedBytes + uint64(s.cur.Offset()))
 	}
 	return nil
 }
+
+// Written returns the bytes the series has written: its closed files and
+// the current one as of its last flush (about once per FlushEvery). It may
+// be called from any goroutine (a status line) while the stream runs.
+func (s *Series) Written() uint64 { return s.written.Load() }
 
 // rotate ends the current file and starts the next.
 func (s *Series) rotate() error {
@@ -231,6 +242,8 @@ func (s *Series) close(tr *event.Trailer) error {
 	if err := s.cur.Close(); err != nil {
 		return s.fail(err)
 	}
+	s.closedBytes += uint64(s.cur.Offset())
+	s.written.Store(s.closedBytes)
 	if err := s.curFile.Sync(); err != nil {
 		return s.fail(fmt.Errorf("fsync: %w", err))
 	}

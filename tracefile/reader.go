@@ -78,6 +78,10 @@ func Open(path string) (*Reader, error) {
 // trace, ScanFacts can be used before Run.
 func NewReader(src io.Reader) (*Reader, error) { return newReader(src, "") }
 
+// NewNamedReader is NewReader whose errors name the file: for a source
+// that wraps the file at path (Open's file, with the bytes read counted).
+func NewNamedReader(src io.Reader, path string) (*Reader, error) { return newReader(src, path) }
+
 func newReader(src io.Reader, path string) (*Reader, error) {
 	r := &Reader{path: path, src: src}
 	r.win.r = src
