@@ -28,6 +28,7 @@
 #   sudo bash bench/soak.sh 30
 #   sudo RECORDERS="plain ring:64M ring:256M" bash bench/soak.sh 5
 #   sudo RECORDERS="plain serve:20" bash bench/soak.sh 60   (serve's memory)
+# IOTRACE=PATH runs that binary instead of building ./cmd/iotrace.
 # WORK (default /var/tmp/iotrace-soak, on a disk: not a tmpfs) holds the
 # load's files and the recordings; it is removed at the end unless KEEP=1.
 set -euo pipefail
@@ -44,7 +45,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK/load" "$WORK/out"
 bin=$WORK/bin
 mkdir -p "$bin"
-go build -o "$bin/iotrace" ./cmd/iotrace
+if [[ -n ${IOTRACE:-} ]]; then cp "$IOTRACE" "$bin/iotrace"; else go build -o "$bin/iotrace" ./cmd/iotrace; fi
 go build -o "$bin/soak" ./bench/soak
 out=$WORK/out
 end=$(($(date +%s) + MINUTES * 60))
