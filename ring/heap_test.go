@@ -1,12 +1,15 @@
 package ring
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/tracefile"
 )
 
 // TestHeapHeldWithNewNames: a ring's Go heap stays within a constant
@@ -61,4 +64,67 @@ func TestHeapHeldWithNewNames(t *testing.T) {
 		t.Errorf("the Go heap holds %d MiB beside a %d MiB ring (want at most %d MiB)", held>>20, limit>>20, heapSlack>>20)
 	}
 	runtime.KeepAlive(r)
+}
+
+// feedMixed sends n events to s with facts as a busy machine has them
+// (a process started and ended every 8 events, a descriptor opened and
+// closed every 4, a new name every 16) and returns the longest single
+// call: the longest the reader waited on the sink, housekeeping included.
+func feedMixed(s event.Sink, n int) time.Duration {
+	var worst time.Duration
+	e := ev(1, 3)
+	e.Comm, e.Native = "postgres", "pread64"
+	for i := range n {
+		t0 := time.Now()
+		id := uint64(i)
+		pid := uint32(1000 + i/8%5000)
+		if i%8 == 0 {
+			s.Fact(&event.Fact{Kind: event.FactProcess, Pid: pid, ProcStart: int64(i / 8), Name: "worker"})
+		}
+		if i%4 == 0 {
+			s.Fact(name(pid, 3, paths[i/16%len(paths)]+"."+strconv.Itoa(i/16), false))
+		}
+		e.ID, e.Time, e.Pid, e.Tid, e.ProcStart = id, int64(i)*1000, pid, pid, int64(i/8)
+		e.Path = paths[i/16%len(paths)]
+		s.Event(e)
+		if i%4 == 3 {
+			s.Fact(name(pid, 3, "", true))
+		}
+		if i%8 == 7 {
+			s.Fact(&event.Fact{Kind: event.FactProcess, Pid: pid, ProcStart: int64(i / 8), End: true})
+		}
+		worst = max(worst, time.Since(t0))
+	}
+	return worst
+}
+
+// BenchmarkRingFullMixed and BenchmarkWriterFileMixed compare what the
+// reader pays per event, and the longest it waits for one (max-µs), for
+// a full flight recorder (every chunk sealed drops one, copies it into
+// the arena and folds the dropped chunk's facts) and for record's
+// writer to a file (every chunk sealed is written), on a stream with
+// facts as a busy machine has them.
+func BenchmarkRingFullMixed(b *testing.B) {
+	r, _ := New(64 << 20)
+	defer r.Close()
+	r.Begin(&event.Header{})
+	for r.Stats().Overwritten == 0 {
+		feedMixed(r, 100000)
+	}
+	b.ResetTimer()
+	worst := feedMixed(r, b.N)
+	b.ReportMetric(float64(worst.Microseconds()), "max-µs")
+}
+
+func BenchmarkWriterFileMixed(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "w*.iot")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	w := tracefile.NewWriter(f, tracefile.WriterOptions{})
+	w.Begin(&event.Header{})
+	b.ResetTimer()
+	worst := feedMixed(w, b.N)
+	b.ReportMetric(float64(worst.Microseconds()), "max-µs")
 }
