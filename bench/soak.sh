@@ -22,7 +22,10 @@
 # are what it printed; the kernel's losses in the files are those printed;
 # resident memory flat after the warm-up (WARMUP minutes, default a third
 # of the run, at most 5), a flight recorder's at most its SIZE plus
-# RING_SLACK MiB (default 96). It prints a table for docs/benchmarks.md.
+# RING_SLACK MiB (default 128: what plain `record` holds besides the
+# window, docs/architecture.md) and, beside a plain or rotating recorder,
+# at most SIZE plus RING_OVER MiB (default 16) above that one's. It
+# prints a table for docs/benchmarks.md.
 #
 # Run as root from the repository root:
 #   sudo bash bench/soak.sh 30
@@ -149,7 +152,7 @@ status=0
 for rp in "${recs[@]}"; do
 	wait "${rp#*=}" || { echo "recorder ${rp%%=*} exited with $?" >&2; status=1; }
 done
-"$bin/soak" -dir "$out" -minutes "$MINUTES" -warmup "${WARMUP:-0}" -ring-slack "${RING_SLACK:-96}" $RECORDERS || status=1
+"$bin/soak" -dir "$out" -minutes "$MINUTES" -warmup "${WARMUP:-0}" -ring-slack "${RING_SLACK:-128}" -ring-over "${RING_OVER:-16}" $RECORDERS || status=1
 if [[ ${KEEP:-0} != 1 ]]; then rm -rf "$out"/*/ "$out"/*.iot; fi
 echo "samples and messages: $out"
 exit $status
