@@ -79,14 +79,14 @@ type Ring struct {
 	limit int
 	chunk int // ChunkSize(limit)
 
-	arena     []byte
-	populated func()     // stops populate, waits for it
-	refs      []chunkRef // a queue: refs[head:] are in the arena, oldest first
-	head      int
-	tail      int    // where the next chunk goes in the arena
-	seq       uint64 // of the next chunk
-	bytes     int    // of the chunks in the arena
-	closed    bool
+	arena        []byte
+	stopPopulate func()     // stops populate and waits for it
+	refs         []chunkRef // a queue: refs[head:] are in the arena, oldest first
+	head         int
+	tail         int    // where the next chunk goes in the arena
+	seq          uint64 // of the next chunk
+	bytes        int    // of the chunks in the arena
+	closed       bool
 
 	enc     *tracefile.ChunkEncoder // the chunk being built
 	pending chunkRef                // its events and times
@@ -112,7 +112,7 @@ func New(limit int) (*Ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ring: allocate %d bytes: %w", limit-chunk, err)
 	}
-	return &Ring{limit: limit, chunk: chunk, arena: arena, populated: populate(arena), enc: tracefile.NewChunkEncoder(), live: factset.New()}, nil
+	return &Ring{limit: limit, chunk: chunk, arena: arena, stopPopulate: populate(arena), enc: tracefile.NewChunkEncoder(), live: factset.New()}, nil
 }
 
 // errClosed is returned by a closed ring.
@@ -127,7 +127,7 @@ func (r *Ring) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.populated()
+	r.stopPopulate()
 	err := freeArena(r.arena)
 	r.arena = nil
 	return err
