@@ -22,12 +22,16 @@
 # are what it printed; the kernel's losses in the files are those printed;
 # resident memory flat after the warm-up (WARMUP minutes, default a third
 # of the run, at most 5), a flight recorder's at most its SIZE plus
-# RING_SLACK MiB (default 96). It prints a table for docs/benchmarks.md.
+# RING_SLACK MiB (default 128: what plain `record` holds besides the
+# window, docs/architecture.md) and, beside a plain or rotating recorder,
+# at most SIZE plus RING_OVER MiB (default 16) above that one's. It
+# prints a table for docs/benchmarks.md.
 #
 # Run as root from the repository root:
 #   sudo bash bench/soak.sh 30
 #   sudo RECORDERS="plain ring:64M ring:256M" bash bench/soak.sh 5
 #   sudo RECORDERS="plain serve:20" bash bench/soak.sh 60   (serve's memory)
+# IOTRACE=PATH runs that binary instead of building ./cmd/iotrace.
 # WORK (default /var/tmp/iotrace-soak, on a disk: not a tmpfs) holds the
 # load's files and the recordings; it is removed at the end unless KEEP=1.
 set -euo pipefail
@@ -44,7 +48,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK/load" "$WORK/out"
 bin=$WORK/bin
 mkdir -p "$bin"
-go build -o "$bin/iotrace" ./cmd/iotrace
+if [[ -n ${IOTRACE:-} ]]; then cp "$IOTRACE" "$bin/iotrace"; else go build -o "$bin/iotrace" ./cmd/iotrace; fi
 go build -o "$bin/soak" ./bench/soak
 out=$WORK/out
 end=$(($(date +%s) + MINUTES * 60))
@@ -148,7 +152,7 @@ status=0
 for rp in "${recs[@]}"; do
 	wait "${rp#*=}" || { echo "recorder ${rp%%=*} exited with $?" >&2; status=1; }
 done
-"$bin/soak" -dir "$out" -minutes "$MINUTES" -warmup "${WARMUP:-0}" -ring-slack "${RING_SLACK:-96}" $RECORDERS || status=1
+"$bin/soak" -dir "$out" -minutes "$MINUTES" -warmup "${WARMUP:-0}" -ring-slack "${RING_SLACK:-128}" -ring-over "${RING_OVER:-16}" $RECORDERS || status=1
 if [[ ${KEEP:-0} != 1 ]]; then rm -rf "$out"/*/ "$out"/*.iot; fi
 echo "samples and messages: $out"
 exit $status

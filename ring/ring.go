@@ -14,9 +14,9 @@
 // trailer that counts the overwritten events as a loss, so a kept event
 // whose fd was opened long before the window still resolves.
 //
-// Memory is the arena (touched as it fills), the chunk being built, and
-// the live facts (bounded by the traced system's state): nothing is
-// allocated per event, and an event handed over never waits for more
+// Memory is the arena (backed ahead of the recording where the OS can:
+// populate), the chunk being built, and the live facts (bounded by the
+// traced system's state): nothing is allocated per event, and an event handed over never waits for more
 // housekeeping than the encoding of one record and, once per chunk, the
 // copy of the chunk and the folding of the facts of the chunk it
 // replaces. A save copies the window out one chunk at a time, so the
@@ -79,13 +79,14 @@ type Ring struct {
 	limit int
 	chunk int // ChunkSize(limit)
 
-	arena  []byte
-	refs   []chunkRef // a queue: refs[head:] are in the arena, oldest first
-	head   int
-	tail   int    // where the next chunk goes in the arena
-	seq    uint64 // of the next chunk
-	bytes  int    // of the chunks in the arena
-	closed bool
+	arena        []byte
+	stopPopulate func()     // stops populate and waits for it
+	refs         []chunkRef // a queue: refs[head:] are in the arena, oldest first
+	head         int
+	tail         int    // where the next chunk goes in the arena
+	seq          uint64 // of the next chunk
+	bytes        int    // of the chunks in the arena
+	closed       bool
 
 	enc     *tracefile.ChunkEncoder // the chunk being built
 	pending chunkRef                // its events and times
@@ -111,7 +112,7 @@ func New(limit int) (*Ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ring: allocate %d bytes: %w", limit-chunk, err)
 	}
-	return &Ring{limit: limit, chunk: chunk, arena: arena, enc: tracefile.NewChunkEncoder(), live: factset.New()}, nil
+	return &Ring{limit: limit, chunk: chunk, arena: arena, stopPopulate: populate(arena), enc: tracefile.NewChunkEncoder(), live: factset.New()}, nil
 }
 
 // errClosed is returned by a closed ring.
@@ -126,6 +127,7 @@ func (r *Ring) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.stopPopulate()
 	err := freeArena(r.arena)
 	r.arena = nil
 	return err

@@ -22,9 +22,16 @@ const internBits = 14
 // once, an insertion. A string that occurs in consecutive chunks keeps its
 // slot; one that lost its slot to another is copied anew when it comes
 // back (a bounded map loses its strings the same way when it is cleared).
+//
+// The strings it holds are bounded by maxInternBytes (the table is emptied
+// when they would exceed it): slots of long paths alone could hold 64 MiB.
 type interner struct {
 	slots [1 << internBits]string
+	bytes int // of the strings in slots
 }
+
+// maxInternBytes bounds the bytes of the strings an interner holds.
+const maxInternBytes = 4 << 20
 
 // get returns the interned string of b.
 func (t *interner) get(b []byte) string {
@@ -33,6 +40,11 @@ func (t *interner) get(b []byte) string {
 		return s
 	}
 	s := string(b)
+	t.bytes += len(s) - len(*slot)
+	if t.bytes > maxInternBytes {
+		clear(t.slots[:])
+		t.bytes = len(s)
+	}
 	*slot = s
 	return s
 }

@@ -30,7 +30,8 @@ type chunkEnc struct {
 	thrIdx  map[threadRef]uint32
 	hcache  [256]uint32 // thread index + 1, by hash
 
-	owned map[string]string // strings kept, across chunks
+	owned      map[string]string // strings kept, across chunks
+	ownedBytes int               // their bytes
 }
 
 // tcacheBits sizes the direct-mapped cache in front of the template map.
@@ -81,16 +82,22 @@ func (c *chunkEnc) own(s string) string {
 	if o, ok := c.owned[s]; ok {
 		return o
 	}
-	if len(c.owned) >= maxOwned {
-		clear(c.owned)
+	if len(c.owned) >= maxOwned || c.ownedBytes+len(s) > maxOwnedBytes {
+		// A new map: clear would keep the old one's buckets.
+		c.owned, c.ownedBytes = make(map[string]string), 0
 	}
 	o := strings.Clone(s)
 	c.owned[o] = o
+	c.ownedBytes += len(o)
 	return o
 }
 
-// maxOwned bounds the encoder's table of kept strings.
-const maxOwned = 1 << 16
+// maxOwned and maxOwnedBytes bound the encoder's table of kept strings,
+// by count and by their bytes (65,536 paths of PATH_MAX would be 256 MiB).
+const (
+	maxOwned      = 1 << 16
+	maxOwnedBytes = 4 << 20
+)
 
 // appendChunk appends a chunk of type typ whose payload is produced by
 // payload, and fills in its header.

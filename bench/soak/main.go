@@ -11,8 +11,12 @@
 // the last file's trailer are the "M events lost" printed; that resident
 // memory is flat after the warm-up (a slope under 1 MiB per minute); and
 // that a flight recorder's resident memory stays within its SIZE plus
-// -ring-slack MiB. It prints each one's CPU time per event too: the
-// recorders ran side by side, under the same load.
+// -ring-slack MiB (docs/architecture.md, "Flight recorder": what plain
+// `record` holds besides the window) and, when a plain or rotating
+// recorder ran beside it, within that one's maximum plus SIZE plus
+// -ring-over MiB (what the ring holds besides its window). It prints each
+// one's CPU time per event too: the recorders ran side by side, under the
+// same load.
 package main
 
 import (
@@ -41,7 +45,8 @@ func main() {
 	dir := flag.String("dir", ".", "the soak run's output directory")
 	minutes := flag.Int("minutes", 0, "the run's length in minutes")
 	warmup := flag.Float64("warmup", 0, "minutes of warm-up before memory must be flat (0: a third of the run, at most 5)")
-	slack := flag.Int("ring-slack", 96, "MiB a flight recorder's resident memory may exceed its SIZE by")
+	slack := flag.Int("ring-slack", 128, "MiB a flight recorder's resident memory may exceed its SIZE by")
+	over := flag.Int("ring-over", 16, "MiB a flight recorder's resident memory may exceed SIZE plus a plain or rotating recorder's beside it by")
 	flag.Parse()
 	if *warmup <= 0 {
 		*warmup = min(5, float64(*minutes)/3)
@@ -49,8 +54,21 @@ func main() {
 	ok := true
 	fmt.Println("| recorder | events recorded | lost (kernel) | files | RSS at 1 min | RSS max | RSS slope after warm-up | CPU (of one core) | CPU per event | checks |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	for _, name := range flag.Args() {
-		r := check(*dir, name, *warmup, *slack)
+	results := make([]*result, len(flag.Args()))
+	var base *result // a recorder without a ring, beside the rings
+	for i, name := range flag.Args() {
+		results[i] = check(*dir, name, *warmup, *slack)
+		if k := strings.SplitN(name, ":", 2)[0]; base == nil && (k == "plain" || k == "rotate") {
+			base = results[i]
+		}
+	}
+	for i, name := range flag.Args() {
+		r := results[i]
+		if kind, arg, _ := strings.Cut(name, ":"); kind == "ring" && base != nil {
+			if size, err := bytesize.Parse(arg); err == nil && r.rssMax > base.rssMax+float64(size>>10+*over<<10) {
+				r.fail("resident memory %.0f MiB exceeds SIZE + %d MiB above the recorder without a ring (%.0f MiB)", r.rssMax/1024, *over, base.rssMax/1024)
+			}
+		}
 		status := "ok"
 		if len(r.problems) > 0 {
 			ok = false

@@ -81,8 +81,9 @@ type Table struct {
 	Probed, Unnamed uint64
 	// inodes names the files the table has bound by their identity, for
 	// block I/O that knows only its inode (writeback); bounded by
-	// maxInodes (emptied when full).
-	inodes map[inodeKey]string
+	// maxInodes and maxInodeBytes of names (emptied when full).
+	inodes     map[inodeKey]string
+	inodeBytes int
 
 	// Refused counts lookups where a name found late (by Probe) belonged
 	// to another file than the one the kernel saw at the call: the
@@ -95,18 +96,24 @@ type inodeKey struct {
 	dev event.Device
 }
 
-// maxInodes bounds the inode names kept.
-const maxInodes = 1 << 16
+// maxInodes and maxInodeBytes bound the inode names kept, by count and
+// by the bytes of the names (65,536 paths of PATH_MAX would be 256 MiB).
+const (
+	maxInodes     = 1 << 16
+	maxInodeBytes = 4 << 20
+)
 
 // bindInode remembers d's path as its file's name.
 func (t *Table) bindInode(d FD) {
 	if d.Ino == 0 || d.Path == "" || d.Late {
 		return
 	}
-	if t.inodes == nil || len(t.inodes) >= maxInodes {
-		t.inodes = make(map[inodeKey]string)
+	if t.inodes == nil || len(t.inodes) >= maxInodes || t.inodeBytes+len(d.Path) > maxInodeBytes {
+		t.inodes, t.inodeBytes = make(map[inodeKey]string), 0
 	}
-	t.inodes[inodeKey{d.Ino, d.Dev}] = d.Path
+	k := inodeKey{d.Ino, d.Dev}
+	t.inodeBytes += len(d.Path) - len(t.inodes[k])
+	t.inodes[k] = d.Path
 }
 
 // InodePath returns the last name the table bound to the file with inode
