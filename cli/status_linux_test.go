@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotrace/iotrace/internal/status/statustest"
+
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/input"
 	"github.com/iotrace/iotrace/internal/synth"
@@ -37,31 +39,10 @@ func stderrOnTerminal(t *testing.T, args ...string) (tty []byte, stdout string, 
 	return <-got, out.String(), code
 }
 
-// termScreen plays what a terminal received (carriage returns,
-// backspaces, newlines, text; the pty turns "\n" into "\r\n") and returns
-// its lines, the last one where the cursor is.
+// termScreen plays what a terminal received and returns its lines.
 func termScreen(b []byte) []string {
-	var lines []string
-	var cur []rune
-	col := 0
-	for _, r := range string(b) {
-		switch r {
-		case '\r':
-			col = 0
-		case '\b':
-			col = max(col-1, 0)
-		case '\n':
-			lines = append(lines, strings.TrimRight(string(cur), " "))
-			cur, col = nil, 0
-		default:
-			for len(cur) <= col {
-				cur = append(cur, ' ')
-			}
-			cur[col] = r
-			col++
-		}
-	}
-	return append(lines, strings.TrimRight(string(cur), " "))
+	lines, _ := statustest.Screen(b)
+	return lines
 }
 
 // statusDraw is one drawing of the live status line.

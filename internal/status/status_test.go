@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"github.com/iotrace/iotrace/internal/status/statustest"
 	"strings"
 	"sync"
 	"testing"
@@ -40,29 +41,8 @@ func TestClock(t *testing.T) {
 	}
 }
 
-// screen plays what a terminal received (carriage returns, backspaces,
-// newlines, text) and returns its lines and the cursor's column.
-func screen(b []byte) (lines []string, col int) {
-	cur := []rune{}
-	for _, r := range string(b) {
-		switch r {
-		case '\r':
-			col = 0
-		case '\b':
-			col = max(col-1, 0)
-		case '\n':
-			lines = append(lines, strings.TrimRight(string(cur), " "))
-			cur, col = nil, 0
-		default:
-			for len(cur) <= col {
-				cur = append(cur, ' ')
-			}
-			cur[col] = r
-			col++
-		}
-	}
-	return append(lines, strings.TrimRight(string(cur), " ")), col
-}
+// screen plays what a terminal received.
+func screen(b []byte) ([]string, int) { return statustest.Screen(b) }
 
 // TestLineInPlace: each draw replaces the last on the same line, a
 // shorter one leaves nothing of the longer behind, the cursor stays at the
