@@ -124,9 +124,9 @@ type run struct {
 	tables   *unwindTables
 	procRoot string
 
-	// skippedWarned is the total of the programs' skipped runs last
-	// warned about; nextSkipCheck when they are read again.
-	skippedWarned uint64
+	// skipWarn decides when the programs' skipped runs are warned
+	// about; nextSkipCheck is when they are read again.
+	skipWarn      growthWarner
 	nextSkipCheck time.Time
 	// nextProgress is when opts.Progress is due.
 	nextProgress time.Time
@@ -846,7 +846,9 @@ func (r *run) checkLoss(final bool) {
 }
 
 // checkSkipped reads the programs' skipped runs once a second and warns
-// when they grew (the trailer counts them by program at the end).
+// when they grew: at once the first time, then at most once a minute (a
+// nested completion on a busy disk skips runs every second; the trailer
+// counts them by program at the end).
 func (r *run) checkSkipped() {
 	now := time.Now()
 	if now.Before(r.nextSkipCheck) {
@@ -861,9 +863,8 @@ func (r *run) checkSkipped() {
 	for _, n := range sk {
 		total += n
 	}
-	if total > r.skippedWarned {
+	if r.skipWarn.due(now, total) {
 		r.opts.Warnf(skippedWarning(sk))
-		r.skippedWarned = total
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -173,6 +174,27 @@ func sizeText(n uint32) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// growthWarner decides when a count that only grows is warned about: the
+// first time it is above 0, then at most every Interval while it grows.
+type growthWarner struct {
+	Interval time.Duration // 0: a minute
+	warned   uint64        // the count last warned about
+	next     time.Time     // no warning before then
+}
+
+// due reports whether count, read at now, is to be warned about.
+func (g *growthWarner) due(now time.Time, count uint64) bool {
+	if count <= g.warned || now.Before(g.next) {
+		return false
+	}
+	interval := g.Interval
+	if interval == 0 {
+		interval = time.Minute
+	}
+	g.warned, g.next = count, now.Add(interval)
+	return true
 }
 
 // skippedWarning is the warning of the programs' skipped runs so far.

@@ -3,6 +3,7 @@ package ebpf
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -43,5 +44,33 @@ func TestSkippedRunsCounters(t *testing.T) {
 	}
 	if w := skippedWarning(map[string]uint64{"sys_exit": 3, "dio_complete": 345, "sys_enter": 0}); !strings.Contains(w, "dio_complete 345, sys_exit 3") || strings.Contains(w, "sys_enter") {
 		t.Errorf("warning %q", w)
+	}
+}
+
+// TestGrowthWarner: a growing count is warned about at once, then at most
+// once an interval, and never when it did not grow (the soak's recorder
+// printed 118 lines of skipped runs in 5 minutes, one per second).
+func TestGrowthWarner(t *testing.T) {
+	var g growthWarner
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		after time.Duration
+		count uint64
+		want  bool
+	}{
+		{0, 0, false},
+		{time.Second, 3, true},
+		{2 * time.Second, 5, false},
+		{30 * time.Second, 9, false},
+		{61 * time.Second, 9, true},
+		{62 * time.Second, 12, false},
+		{3 * time.Minute, 12, true},
+		{3*time.Minute + time.Second, 13, false},
+		{5 * time.Minute, 13, true},
+	}
+	for _, s := range steps {
+		if got := g.due(t0.Add(s.after), s.count); got != s.want {
+			t.Errorf("at %v, count %d: due %v, want %v", s.after, s.count, got, s.want)
+		}
 	}
 }
