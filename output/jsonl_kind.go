@@ -1,10 +1,6 @@
 package output
 
-import (
-	"bytes"
-
-	gojson "github.com/goccy/go-json"
-)
+import "bytes"
 
 // jsonlTrailerPrefix is how iotrace's writer begins a trailer line.
 const jsonlTrailerPrefix = `{"type":"trailer"`
@@ -60,15 +56,10 @@ func ClassifyJSONLLine(line []byte) JSONLLineKind {
 // jsonlLineType decodes the "type" of one line as the generic reader
 // does; ok is false when the line is not a JSON object go-json accepts.
 func jsonlLineType(text []byte) (typ string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
 	var rec struct {
 		Type string `json:"type"`
 	}
-	if err := gojson.Unmarshal(text, &rec); err != nil {
+	if err := unmarshalGuarded(text, &rec); err != nil {
 		return "", false
 	}
 	return rec.Type, true

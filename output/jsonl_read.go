@@ -985,13 +985,16 @@ func (r *jsonRecord) restoreBytes() error {
 }
 
 // unmarshalLine decodes one line with go-json, about five times faster
-// than encoding/json on these records (docs/benchmarks.md). A panic in the
+// than encoding/json on these records (docs/benchmarks.md).
+func unmarshalLine(text []byte, rec *jsonRecord) error { return unmarshalGuarded(text, rec) }
+
+// unmarshalGuarded decodes text into v with go-json; a panic in the
 // decoder on malformed input is turned into an error for that line.
-func unmarshalLine(text []byte, rec *jsonRecord) (err error) {
+func unmarshalGuarded(text []byte, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("malformed JSON (decoder: %v)", p)
 		}
 	}()
-	return gojson.Unmarshal(text, rec)
+	return gojson.Unmarshal(text, v)
 }
