@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -148,6 +149,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := b.Available(); err != nil {
 		return err
 	}
+	kt := btf.NewCache()
+	go warmKernelTypes(kt)
 	if err := ensureTracefs(opts.Warn); err != nil {
 		return err
 	}
@@ -182,9 +185,10 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		wakeupBytes: uint64(rs) / uint64(frac),
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
+		kernelTypes: kt,
 	}
 	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
-	ph := &startupPhases{}
+	ph := &startupPhases{prefix: startupPrefix}
 	tl := time.Now()
 	pr, err := createProbes(lc)
 	if err != nil {
@@ -394,6 +398,19 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		defer exited()
 		cmdDone = done
 	}
+	// Wake the reader as soon as the command exits or ctx is done, not
+	// at its next poll: the records before are read first.
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		select {
+		case <-cmdDone:
+		case <-ctx.Done():
+		case <-quit:
+			return
+		}
+		_ = r.pr.rd.Flush()
+	}()
 	var timeout <-chan time.Time
 	if r.opts.Duration > 0 {
 		tm := time.NewTimer(r.opts.Duration)
@@ -588,22 +605,35 @@ func (r *run) startCommand() (done chan struct{}, exited func(), err error) {
 // flight emitted as such, block tracing stopped. It returns the first
 // error.
 func (r *run) stop(err error, poll time.Duration) error {
+	ph := &startupPhases{prefix: stopPrefix}
+	defer ph.addTo(&r.stats)
 	pr := r.pr
 	if cs, cerr := pr.counters(); cerr == nil {
 		r.noEnterAtStop, r.stopping = sum(cs[cExitNoEnter]), true
 	}
+	t := time.Now()
 	pr.detachEnters()
+	ph.since("detach sys_enter", t)
+	t = time.Now()
 	if err == nil {
-		err = r.readFor(2 * poll)
+		err = r.letCallsExit(2 * poll)
 	}
+	ph.since("let calls in flight exit", t)
+	t = time.Now()
 	if err == nil {
 		err = r.flushBlocks()
 	}
+	ph.since("flush block events", t)
+	t = time.Now()
 	pr.detach()
+	ph.since("detach the rest", t)
+	t = time.Now()
 	if err == nil {
 		err = r.readFor(0)
 	}
 	r.flushMarks()
+	ph.since("drain", t)
+	t = time.Now()
 	inflight, ierr := pr.inFlight()
 	for _, rec := range inflight {
 		r.tr.syscall(&rec, false)
@@ -623,10 +653,34 @@ func (r *run) stop(err error, poll time.Duration) error {
 		r.opts.Warnf(aerr.Error())
 		r.stats.Add(event.CountInfo, "AIO requests in flight at stop not reported: "+aerr.Error(), 1)
 	}
+	ph.since("calls and requests in flight", t)
+	t = time.Now()
 	if berr := r.stopBlock(); err == nil {
 		err = berr
 	}
+	ph.since("stop block tracing", t)
 	return err
+}
+
+// letCallsExit reads the ring buffer while system calls entered before
+// the enter side was detached are still in flight, up to max: the calls
+// that end meanwhile are reported whole, the others as in flight at stop.
+// When none is in flight (a command that exited, an idle process) it
+// does not wait.
+func (r *run) letCallsExit(max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for step := time.Millisecond; ; step = min(2*step, max/4) {
+		if err := r.readFor(0); err != nil {
+			return err
+		}
+		calls, err := r.pr.inFlight()
+		if (err == nil && len(calls) == 0) || !time.Now().Before(deadline) {
+			return nil
+		}
+		if err := r.readFor(min(step, time.Until(deadline))); err != nil {
+			return err
+		}
+	}
 }
 
 // exitStatus turns the result of exec.Cmd.Wait into how the command
@@ -716,7 +770,7 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			if n&4095 != 0 && !r.blocks.halfFull() {
 				continue
 			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case woken(err):
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
@@ -779,12 +833,19 @@ func (r *run) readFor(d time.Duration) error {
 			if herr := r.tr.handle(rec.RawSample); herr != nil {
 				return nil
 			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case woken(err):
 			return nil
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
 	}
+}
+
+// woken reports whether a read ended because its deadline passed or the
+// reader was flushed (Flush: the command exited): every record before
+// was read.
+func woken(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed)
 }
 
 // drain empties the ring buffer without waiting.

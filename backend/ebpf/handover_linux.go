@@ -1,9 +1,7 @@
 package ebpf
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -174,7 +172,7 @@ func (r *run) readAvailable() error {
 			if n&255 == 0 && r.blocks.halfFull() {
 				r.blocks.take(r.tr)
 			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case woken(err):
 			return nil
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)

@@ -38,6 +38,18 @@ type loadConfig struct {
 	// attach is what will be attached: the programs nothing attaches
 	// are not loaded.
 	attach attachConfig
+	// kernelTypes is the kernel's BTF, maybe being parsed already
+	// (warmKernelTypes); nil: parsed when first needed.
+	kernelTypes *btf.Cache
+}
+
+// warmKernelTypes parses the kernel's BTF and builds its name index, the
+// slowest step of loading (20-40 ms), so that it can run beside the
+// parse of the BPF objects: whoever needs it next waits for it in kt.
+func warmKernelTypes(kt *btf.Cache) {
+	if s, err := kt.Kernel(); err == nil {
+		_, _ = s.AnyTypeByName("task_struct")
+	}
 }
 
 // unusedPrograms are the programs of the object that ac does not attach.
@@ -170,7 +182,10 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		}
 	}
 	noPrealloc(spec)
-	p := &probes{kernelTypes: btf.NewCache()}
+	p := &probes{kernelTypes: cfg.kernelTypes}
+	if p.kernelTypes == nil {
+		p.kernelTypes = btf.NewCache()
+	}
 	// The direct I/O boundaries of asynchronous requests (iomap's
 	// tracepoints) exist only in kernels built with iomap; without them
 	// each program's place is taken by one that is never attached.

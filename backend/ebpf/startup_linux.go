@@ -7,14 +7,20 @@ import (
 	"github.com/iotrace/iotrace/event"
 )
 
-// startupPrefix names the counters of the start-up phases.
-const startupPrefix = "startup µs: "
+// startupPrefix and stopPrefix name the counters of the start-up and
+// stop phases.
+const (
+	startupPrefix = "startup µs: "
+	stopPrefix    = "stop µs: "
+)
 
-// startupPhases times the phases of start-up (some run side by side),
-// each shown as a counter of the trace, so that a slow phase shows.
+// startupPhases times the phases of start-up or stop (some run side by
+// side), each shown as a counter of the trace named prefix+phase, so that
+// a slow phase shows.
 type startupPhases struct {
-	mu   sync.Mutex
-	took []phaseTime
+	prefix string
+	mu     sync.Mutex
+	took   []phaseTime
 }
 
 type phaseTime struct {
@@ -39,7 +45,7 @@ func (s *startupPhases) addTo(st *event.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.took {
-		st.Set(event.CountInfo, startupPrefix+p.name, uint64(p.d.Microseconds()))
+		st.Set(event.CountInfo, s.prefix+p.name, uint64(p.d.Microseconds()))
 	}
 }
 

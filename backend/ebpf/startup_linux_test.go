@@ -1,8 +1,13 @@
 package ebpf
 
 import (
+	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
@@ -51,4 +56,66 @@ func TestOnlyAttachedProgramsLoaded(t *testing.T) {
 	if _, err := pr.skipped(); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestVerifierWork loads every program with the verifier's statistics
+// and logs each one's verification time and instructions processed (go
+// test -run TestVerifierWork -v: the figures of docs/benchmarks.md); a
+// program whose verification explodes (past 100,000 instructions
+// processed, a tenth of the kernel's limit) fails, as it would make
+// start-up slow long before the kernel refused it.
+func TestVerifierWork(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	spec, err := loadIotrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a trace of both layers loads them (record's default).
+	for name, v := range map[string]any{"cfg_cause": uint8(1), "cfg_page_shift": uint32(pageShift())} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	names := make([]string, 0, len(c.Programs))
+	for n := range c.Programs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st, err := parseVerifierStats(c.Programs[n].VerifierLog)
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+			continue
+		}
+		t.Logf("%-16s verification %6d µs, %6d instructions processed", n, st.micros, st.processed)
+		if st.processed > 100_000 {
+			t.Errorf("%s: the verifier processed %d instructions, want at most 100,000", n, st.processed)
+		}
+	}
+}
+
+type verifierStats struct{ micros, processed int }
+
+// parseVerifierStats reads "verification time N usec" and "processed N
+// insns" from a verifier log at LogLevelStats.
+func parseVerifierStats(log string) (verifierStats, error) {
+	var st verifierStats
+	var okT, okP bool
+	for _, line := range strings.Split(log, "\n") {
+		if _, err := fmt.Sscanf(line, "verification time %d usec", &st.micros); err == nil {
+			okT = true
+		}
+		if _, err := fmt.Sscanf(line, "processed %d insns", &st.processed); err == nil {
+			okP = true
+		}
+	}
+	if !okT || !okP {
+		return st, fmt.Errorf("no verifier statistics in its log: %q", log)
+	}
+	return st, nil
 }

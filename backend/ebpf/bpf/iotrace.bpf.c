@@ -419,6 +419,14 @@ static __always_inline __u64 arg(const __u64 *args, __u32 i)
  * pointer whose fields are plain loads (kfunc, Linux 6.2). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
+/* UNTRUSTED(p) is p as a read-only pointer (the cast is inlined to a
+ * move). Loading a pointer field through a trusted BTF pointer makes the
+ * verifier look up the field's "__safe_trusted" types by name, a linear
+ * search of the kernel's BTF each time the load is verified: that made
+ * sys_enter's verification 4x slower (22 ms against 6 ms, start-up of
+ * issue 28). Loads through a read-only pointer are the same loads. */
+#define UNTRUSTED(p) ((typeof(p))bpf_rdonly_cast((p), bpf_core_type_id_kernel(typeof(*(p)))))
+
 /* fd_file returns the struct file of fd in the current task, or NULL. The
  * task's fields are plain loads (a BTF pointer); only the fd array entry,
  * at a variable index, needs bpf_probe_read_kernel. */
@@ -426,7 +434,7 @@ static __always_inline struct file *fd_file(__s64 fd)
 {
 	if (fd < 0)
 		return NULL;
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = UNTRUSTED(bpf_get_current_task_btf());
 	struct files_struct *files = t->files;
 	if (!files)
 		return NULL;
@@ -957,9 +965,10 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	r->tid = cpid;
 	r->start = child->start_boottime;
 	r->cflags = 0;
-	if (child->files == parent->files)
+	struct task_struct *c = UNTRUSTED(child), *pa = UNTRUSTED(parent);
+	if (c->files == pa->files)
 		r->cflags |= CF_FILES_SHARED;
-	if (child->fs == parent->fs)
+	if (c->fs == pa->fs)
 		r->cflags |= CF_FS_SHARED;
 	r->pad = 0;
 	bpf_probe_read_kernel(r->comm, sizeof(r->comm), parent->comm);
@@ -1053,7 +1062,7 @@ int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm
 		n = PATH_CAP;
 	r->name_len = n;
 
-	struct mm_struct *mm = p->mm;
+	struct mm_struct *mm = UNTRUSTED(p)->mm;
 	__u64 as = BPF_CORE_READ(mm, arg_start), ae = BPF_CORE_READ(mm, arg_end);
 	__u32 alen = 0;
 	if (ae > as) {
@@ -1088,7 +1097,7 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	struct thread_state *st = thread_state(p, 0);
 	if (st && st->call.kind)
 		count(C_ENTER_NO_EXIT);
-	if (p->signal->live.counter != 0)
+	if (UNTRUSTED(p)->signal->live.counter != 0)
 		return 0; /* other threads live on */
 
 	aio_exit(tgid);
