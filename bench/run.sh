@@ -18,7 +18,8 @@
 #   NO_STACKS=1 sudo bash bench/run.sh     (everything but the user stacks)
 #   STARTUP_ONLY=1 sudo bash bench/run.sh  (the start-up comparison alone:
 #   iotrace record, record --layer file and trace against perf trace,
-#   bpftrace and strace, whole process and until the command ran)
+#   bpftrace and strace, whole process and until the command ran; with
+#   BASE, that binary's record too, and the ratio to it)
 # The block I/O benchmark is bench/block/run.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}

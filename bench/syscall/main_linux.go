@@ -51,7 +51,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *startupOnly {
-		if err := runStartupOnly(*iotrace, *rounds); err != nil {
+		if err := runStartupOnly(*iotrace, *base, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: start-up:", err)
 			os.Exit(1)
 		}
@@ -74,13 +74,13 @@ func main() {
 
 // runStartupOnly runs the start-up comparison and the backend's phases
 // alone (STARTUP_ONLY=1 bench/run.sh).
-func runStartupOnly(iotrace string, rounds int) error {
+func runStartupOnly(iotrace, base string, rounds int) error {
 	dir, err := os.MkdirTemp("", "iotrace-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+	if err := runStartupTools(iotrace, base, dir, max(rounds, 7)); err != nil {
 		return err
 	}
 	return printStartup()
@@ -207,7 +207,7 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks bool)
 	}
 	h.printPread(modes, baseMode)
 	h.untraced()
-	if err := runStartupTools(iotrace, dir, max(rounds, 7)); err != nil {
+	if err := runStartupTools(iotrace, base, dir, max(rounds, 7)); err != nil {
 		return fmt.Errorf("start-up: %w", err)
 	}
 	return printStartup()
@@ -369,7 +369,7 @@ func (h *harness) untraced() {
 // printStartup measures and prints the start-up of the eBPF backend:
 // load, attach, rundown (in process, as iotrace does).
 func printStartup() error {
-	fmt.Printf("\nstart-up of the eBPF backend (load + attach + /proc rundown), median of 5\n\n")
+	fmt.Printf("\nstart-up of the eBPF backend (load + attach + /proc rundown) and its stop phases, median of 5\n\n")
 	for _, layers := range [][]event.Layer{{event.LayerFile}, nil} {
 		var ms []float64
 		var procs uint64
@@ -397,7 +397,8 @@ func printStartup() error {
 
 // startup runs the backend system-wide for an instant and returns its
 // start-up time in ms (from its own counter), the rundown size and each
-// start-up phase's ms (the trace's "startup µs: " counters).
+// start-up and stop phase's ms (the trace's "startup µs: " and "stop µs: "
+// counters).
 func startup(layers []event.Layer) (float64, uint64, map[string]float64, error) {
 	tr, err := runInstant(ebpf.Config{MarkerDir: "-"}, backend.Options{Layers: layers})
 	if err != nil {

@@ -31,8 +31,10 @@ var epochNsRe = regexp.MustCompile(`(?m)^(\d{19})$`)
 // and trace, which prints as it goes), perf trace, bpftrace and strace each
 // running one short command, round by round (A B C D A B C D …), and
 // prints the medians: the whole process, and the time until the command
-// ran (it prints CLOCK_REALTIME in ns as its first act after exec).
-func runStartupTools(iotrace, dir string, rounds int) error {
+// ran (it prints CLOCK_REALTIME in ns as its first act after exec). With
+// base (another iotrace binary), its record (file + block) runs in each
+// round too, and this one's ratio to it is printed.
+func runStartupTools(iotrace, base, dir string, rounds int) error {
 	cmd := []string{"/bin/date", "+%s%N"}
 	out := filepath.Join(dir, "startup.iot")
 	tools := []*tool{
@@ -54,6 +56,11 @@ func runStartupTools(iotrace, dir string, rounds int) error {
 		{name: "strace -f -o /dev/null", argv: func(c []string) []string {
 			return append([]string{"strace", "-f", "-o", "/dev/null"}, c...)
 		}},
+	}
+	if base != "" {
+		tools = append(tools, &tool{name: "-base iotrace record (file + block)", argv: func(c []string) []string {
+			return append([]string{base, "record", "-o", out, "--"}, c...)
+		}})
 	}
 	for r := 0; r < rounds; r++ {
 		for _, t := range tools {
@@ -85,16 +92,27 @@ func runStartupTools(iotrace, dir string, rounds int) error {
 		fmt.Printf("%s / perf trace: whole process %.2f, until the command ran %.2f (target <= 1)\n",
 			io.name, median(io.wall)/median(pt.wall), median(io.toExec)/median(pt.toExec))
 	}
+	if base != "" {
+		b := tools[len(tools)-1]
+		fmt.Printf("iotrace record / -base iotrace record (file + block): whole process %.2f, until the command ran %.2f\n",
+			median(tools[0].wall)/median(b.wall), median(tools[0].toExec)/median(b.toExec))
+	}
 	return nil
 }
 
-// phaseMs returns the trailer's start-up phases ("startup µs: PHASE"
-// counters) in ms by phase.
+// phaseMs returns the trailer's start-up and stop phases ("startup µs:
+// PHASE" and "stop µs: PHASE" counters) in ms by "startup: PHASE" and
+// "stop: PHASE".
 func phaseMs(tr *event.Trailer) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range tr.Stats.Sorted() {
-		if name, ok := strings.CutPrefix(c.Name, "startup µs: "); ok && c.Kind == event.CountInfo {
-			out[name] = float64(c.Value) / 1000
+		if c.Kind != event.CountInfo {
+			continue
+		}
+		for _, p := range []string{"startup", "stop"} {
+			if name, ok := strings.CutPrefix(c.Name, p+" µs: "); ok {
+				out[p+": "+name] = float64(c.Value) / 1000
+			}
 		}
 	}
 	return out
@@ -108,6 +126,6 @@ func printPhases(phases map[string][]float64) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		fmt.Printf("|   %-40s | %6.1f ms |\n", k, median(phases[k]))
+		fmt.Printf("|   %-62s | %6.1f ms |\n", k, median(phases[k]))
 	}
 }
