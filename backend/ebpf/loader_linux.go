@@ -186,19 +186,21 @@ func createProbes(cfg loadConfig) (*probes, error) {
 	if p.kernelTypes == nil {
 		p.kernelTypes = btf.NewCache()
 	}
+	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach))
+	if err != nil {
+		return nil, loadError(err)
+	}
 	// The direct I/O boundaries of asynchronous requests (iomap's
 	// tracepoints) exist only in kernels built with iomap; without them
-	// each program's place is taken by one that is never attached.
+	// each program's place is taken by one that is never attached. Looked
+	// up once the maps exist: creating them needs no kernel BTF, which is
+	// still being parsed meanwhile (warmKernelTypes).
 	p.dio = kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_begin") && kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_queued") &&
 		kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_complete")
 	if !p.dio {
 		for _, name := range []string{"dio_begin", "dio_queued", "dio_complete"} {
 			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
 		}
-	}
-	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach))
-	if err != nil {
-		return nil, loadError(err)
 	}
 	for _, c := range cfg.comms {
 		var k [commLen]byte
