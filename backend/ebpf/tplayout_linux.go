@@ -10,7 +10,8 @@ import (
 // prototype is none that the programs read is left out, as one the
 // kernel lacks is.
 type tpLayout struct {
-	// uringSubmit: io_uring_submit_req(struct io_kiocb *req) (6.4+).
+	// uringSubmit: io_uring_submit_req(struct io_kiocb *req) (6.5+; 6.2 has
+	// none).
 	uringSubmit bool
 	// uringComplete: io_uring_complete passes the request (5.19+);
 	// uringCQE: as (ctx, req, struct io_uring_cqe *cqe) (after 6.8),

@@ -1235,7 +1235,7 @@ static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, 
 static __always_inline void async_cause_end(struct task_struct *t);
 
 /* A request was submitted. io_uring_submit_req(struct io_kiocb *req) in
- * every kernel that has it (6.4 and later; before, the tracepoint was
+ * every kernel that has it (DepSurf lists it in 6.5, not in 6.2; before, it was
  * io_uring_submit_sqe, not traced: listed as missing). The user_data and
  * opcode are what the tracepoint reads: req->cqe.user_data, req->opcode. */
 SEC("tp_btf/io_uring_submit_req")
