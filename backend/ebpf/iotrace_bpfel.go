@@ -325,6 +325,7 @@ const (
 	iotraceProgWbStart           = "wb_start"
 	iotraceProgWbWritten         = "wb_written"
 	iotraceVarCfgCause           = "cfg_cause"
+	iotraceVarCfgEvictPage       = "cfg_evict_page"
 	iotraceVarCfgFilterComm      = "cfg_filter_comm"
 	iotraceVarCfgFilterPids      = "cfg_filter_pids"
 	iotraceVarCfgFollowForks     = "cfg_follow_forks"
@@ -333,6 +334,7 @@ const (
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
 	iotraceVarCfgStacks          = "cfg_stacks"
 	iotraceVarCfgUnwind          = "cfg_unwind"
+	iotraceVarCfgUringCqe        = "cfg_uring_cqe"
 	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
 	iotraceVarUnusedInflightDump = "unused_inflight_dump"
 	iotraceVarUnwindPageShift    = "unwind_page_shift"
@@ -433,6 +435,7 @@ type iotraceMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type iotraceVariableSpecs struct {
 	CfgCause           *ebpf.VariableSpec `ebpf:"cfg_cause"`
+	CfgEvictPage       *ebpf.VariableSpec `ebpf:"cfg_evict_page"`
 	CfgFilterComm      *ebpf.VariableSpec `ebpf:"cfg_filter_comm"`
 	CfgFilterPids      *ebpf.VariableSpec `ebpf:"cfg_filter_pids"`
 	CfgFollowForks     *ebpf.VariableSpec `ebpf:"cfg_follow_forks"`
@@ -441,6 +444,7 @@ type iotraceVariableSpecs struct {
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
 	CfgUnwind          *ebpf.VariableSpec `ebpf:"cfg_unwind"`
+	CfgUringCqe        *ebpf.VariableSpec `ebpf:"cfg_uring_cqe"`
 	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.VariableSpec `ebpf:"unused_inflight_dump"`
 	UnwindPageShift    *ebpf.VariableSpec `ebpf:"unwind_page_shift"`
@@ -524,6 +528,7 @@ func (m *iotraceMaps) Close() error {
 // It can be passed to loadIotraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type iotraceVariables struct {
 	CfgCause           *ebpf.Variable `ebpf:"cfg_cause"`
+	CfgEvictPage       *ebpf.Variable `ebpf:"cfg_evict_page"`
 	CfgFilterComm      *ebpf.Variable `ebpf:"cfg_filter_comm"`
 	CfgFilterPids      *ebpf.Variable `ebpf:"cfg_filter_pids"`
 	CfgFollowForks     *ebpf.Variable `ebpf:"cfg_follow_forks"`
@@ -532,6 +537,7 @@ type iotraceVariables struct {
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
 	CfgUnwind          *ebpf.Variable `ebpf:"cfg_unwind"`
+	CfgUringCqe        *ebpf.Variable `ebpf:"cfg_uring_cqe"`
 	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`
 	UnusedInflightDump *ebpf.Variable `ebpf:"unused_inflight_dump"`
 	UnwindPageShift    *ebpf.Variable `ebpf:"unwind_page_shift"`

@@ -83,6 +83,9 @@ type probes struct {
 	ncpu    int
 	// dio: the kernel has iomap's direct I/O tracepoints (see createProbes).
 	dio bool
+	// tp: how this kernel passes the arguments of the tracepoints that
+	// changed between versions, and which of them it has.
+	tp tpLayout
 	// kernelTypes is the kernel's BTF, parsed once for every collection
 	// loaded (the block tracer's too): each parse costs tens of ms.
 	kernelTypes *btf.Cache
@@ -142,6 +145,30 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		return nil, fmt.Errorf("ebpf: read embedded BPF object: %w", err)
 	}
 	spec.Maps["rb"].MaxEntries = ringSize(cfg.ringSize)
+	p := &probes{kernelTypes: cfg.kernelTypes}
+	if p.kernelTypes == nil {
+		p.kernelTypes = btf.NewCache()
+	}
+	skip := unusedPrograms(cfg.attach)
+	// Tracepoints this kernel lacks (or passes arguments the programs do
+	// not read) are left out: their programs are neither loaded nor
+	// attached, and attach lists them as missing. The direct I/O
+	// boundaries of asynchronous requests (iomap's tracepoints) exist only
+	// in kernels built with iomap.
+	p.dio = kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_begin") && kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_queued") &&
+		kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_complete")
+	if ks, err := p.kernelTypes.Kernel(); err == nil {
+		p.tp = readTPLayout(ks)
+	}
+	tp := p.tp
+	for name, present := range map[string]bool{
+		"dio_begin": p.dio, "dio_queued": p.dio, "dio_complete": p.dio,
+		"uring_submit": tp.uringSubmit, "uring_complete": tp.uringComplete, "pc_evict": tp.evict,
+	} {
+		if !present {
+			skip[name] = true
+		}
+	}
 	// A stack-trace map preallocates its buckets (1 KiB each): one when
 	// no stacks are taken.
 	spec.Maps["stacks"].MaxEntries = 1
@@ -172,6 +199,8 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		"cfg_page_shift":    uint32(pageShift()),
 		"cfg_unwind":        b2u(cfg.unwind),
 		"unwind_page_shift": pageShift(),
+		"cfg_uring_cqe":     b2u(tp.uringCQE),
+		"cfg_evict_page":    b2u(tp.evictPage),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -182,25 +211,9 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		}
 	}
 	noPrealloc(spec)
-	p := &probes{kernelTypes: cfg.kernelTypes}
-	if p.kernelTypes == nil {
-		p.kernelTypes = btf.NewCache()
-	}
-	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, unusedPrograms(cfg.attach))
+	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, skip)
 	if err != nil {
 		return nil, loadError(err)
-	}
-	// The direct I/O boundaries of asynchronous requests (iomap's
-	// tracepoints) exist only in kernels built with iomap; without them
-	// each program's place is taken by one that is never attached. Looked
-	// up once the maps exist: creating them needs no kernel BTF, which is
-	// still being parsed meanwhile (warmKernelTypes).
-	p.dio = kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_begin") && kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_queued") &&
-		kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_complete")
-	if !p.dio {
-		for _, name := range []string{"dio_begin", "dio_queued", "dio_complete"} {
-			spec.Programs[name] = spec.Programs["uring_submit"].Copy()
-		}
 	}
 	for _, c := range cfg.comms {
 		var k [commLen]byte
@@ -360,17 +373,21 @@ func (p *probes) attach(ac attachConfig) error {
 		}
 	}
 	if ac.uring {
+		// BTF tracepoints, not perf-event ones: closing a perf-event
+		// tracepoint waits for tracepoint_synchronize_unregister (50-100
+		// ms each, one after the other, here).
 		for _, x := range []struct {
-			name string
-			prog *ebpf.Program
-		}{{"io_uring_complete", p.objs.UringComplete}, {"io_uring_submit_req", p.objs.UringSubmit}} {
-			l, err := link.Tracepoint("io_uring", x.name, x.prog, nil)
-			if errors.Is(err, os.ErrNotExist) {
+			name    string
+			prog    *ebpf.Program
+			present bool
+		}{{"io_uring_complete", p.objs.UringComplete, p.tp.uringComplete}, {"io_uring_submit_req", p.objs.UringSubmit, p.tp.uringSubmit}} {
+			if !x.present {
 				p.missing = append(p.missing, "io_uring:"+x.name)
 				continue
 			}
+			l, err := link.AttachTracing(link.TracingOptions{Program: x.prog})
 			if err != nil {
-				return fmt.Errorf("ebpf: attach io_uring:%s: %w", x.name, err)
+				return fmt.Errorf("ebpf: attach io_uring:%s (tp_btf): %w", x.name, err)
 			}
 			p.others = append(p.others, l)
 		}

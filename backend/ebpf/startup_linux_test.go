@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
@@ -70,10 +71,23 @@ func TestVerifierWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As a trace of both layers loads them (record's default).
-	for name, v := range map[string]any{"cfg_cause": uint8(1), "cfg_page_shift": uint32(pageShift())} {
+	// As a trace of both layers loads them (record's default), for this
+	// kernel's tracepoints.
+	ks, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := readTPLayout(ks)
+	b2u := map[bool]uint8{false: 0, true: 1}
+	for name, v := range map[string]any{"cfg_cause": uint8(1), "cfg_page_shift": uint32(pageShift()),
+		"cfg_uring_cqe": b2u[tp.uringCQE], "cfg_evict_page": b2u[tp.evictPage]} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for name, present := range map[string]bool{"uring_submit": tp.uringSubmit, "uring_complete": tp.uringComplete, "pc_evict": tp.evict} {
+		if !present {
+			delete(spec.Programs, name)
 		}
 	}
 	c, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})

@@ -51,6 +51,7 @@ struct inode {
 	unsigned short i_mode;
 	unsigned long i_ino;
 	struct super_block *i_sb;
+	__u32 i_rdev; /* dev_t */
 } __attribute__((preserve_access_index));
 struct file {
 	struct inode *f_inode;
@@ -100,8 +101,16 @@ struct io_cmd_data {
 };
 struct io_kiocb {
 	struct io_cmd_data cmd;
+	__u8 opcode;
 	__u64 flags; /* io_req_flags_t */
 	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+/* include/uapi/linux/io_uring.h: what io_uring_complete passes since
+ * 6.9 (see uring_complete) */
+struct io_uring_cqe {
+	__u64 user_data;
+	__s32 res;
+	__u32 flags;
 } __attribute__((preserve_access_index));
 #define REQ_F_FIXED_FILE 1 /* 1 << REQ_F_FIXED_FILE_BIT (0) */
 struct kiocb {
@@ -143,21 +152,6 @@ struct pt_regs;
 
 #define X86_USER32_CS 0x23   /* a 32-bit (compat) task on x86-64 */
 #define ARM64_PSR_MODE32 0x10 /* an AArch32 (compat) task on arm64 */
-struct uring_submit_ctx {
-	__u64 common;
-	void *ctx;
-	void *req;
-	__u64 user_data;
-	__u8 opcode;
-};
-struct uring_complete_ctx {
-	__u64 common;
-	void *ctx;
-	void *req;
-	__u64 user_data;
-	__s32 res;
-	__u32 cflags;
-};
 
 #define IORING_CQE_F_MORE (1U << 1) /* a multishot request stays armed */
 
@@ -197,6 +191,10 @@ volatile const __u64 cfg_wakeup_bytes;  /* wake the reader when this much data i
 volatile const __u8 cfg_stacks;         /* STACKS_USER | STACKS_KERNEL (cur_syscall.h) */
 volatile const __u32 cfg_page_shift = 12; /* log2 of the page size (page-cache provenance) */
 volatile const __u8 cfg_unwind;         /* user stacks by unwind tables (unwind.h), not frame pointers */
+/* The argument layouts of BTF tracepoints that changed between kernels,
+ * read by the loader from the kernel's btf_trace_<name> (tplayout_linux.go). */
+volatile const __u8 cfg_uring_cqe;      /* io_uring_complete(ctx, req, struct io_uring_cqe *) */
+volatile const __u8 cfg_evict_page;     /* mm_filemap_delete_from_page_cache(struct page *) */
 
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
@@ -1245,24 +1243,28 @@ static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, 
 					       __u64 kiocb, __u32 submitter);
 static __always_inline void async_cause_end(struct task_struct *t);
 
-SEC("tracepoint/io_uring/io_uring_submit_req")
-int uring_submit(struct uring_submit_ctx *ctx)
+/* A request was submitted. io_uring_submit_req(struct io_kiocb *req) in
+ * every kernel that has it (DepSurf lists it in 6.5, not in 6.2; before, it was
+ * io_uring_submit_sqe, not traced: listed as missing). The user_data and
+ * opcode are what the tracepoint reads: req->cqe.user_data, req->opcode. */
+SEC("tp_btf/io_uring_submit_req")
+int uring_submit(__u64 *ctx)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 	if (!want(tgid))
 		return 0;
 
+	struct io_kiocb *req = (struct io_kiocb *)ctx[0];
 	struct uring_inflight v = {};
 	v.cpu = bpf_get_smp_processor_id();
 	v.id = next_id(v.cpu);
 	v.ts = bpf_ktime_get_boot_ns();
-	v.user_data = ctx->user_data;
-	v.opcode = ctx->opcode;
+	v.user_data = BPF_CORE_READ(req, cqe.user_data);
+	v.opcode = BPF_CORE_READ(req, opcode);
 	v.pid = tgid;
 	v.tid = tid;
 	v.off = -1;
-	struct io_kiocb *req = ctx->req;
 	v.fd = BPF_CORE_READ(req, cqe.fd);
 	if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE) {
 		v.uflags |= UF_FIXED; /* a registered file's index, not a descriptor */
@@ -1308,10 +1310,29 @@ int uring_submit(struct uring_submit_ctx *ctx)
 	return 0;
 }
 
-SEC("tracepoint/io_uring/io_uring_complete")
-int uring_complete(struct uring_complete_ctx *ctx)
+/* A request completed. Its arguments by kernel (the loader reads which
+ * from btf_trace_io_uring_complete and sets cfg_uring_cqe):
+ *   5.19 .. 6.8: (void *ctx, void *req, u64 user_data, int res,
+ *                 unsigned cflags, u64 extra1, u64 extra2);
+ *   later (6.18 here): (struct io_ring_ctx *ctx, void *req,
+ *                 struct io_uring_cqe *cqe), res and cflags in the cqe.
+ * Up to 5.18 it had no req (ctx, user_data, res, cflags): nothing to pair
+ * it with, so the loader leaves it out (listed as missing), as it does
+ * io_uring_submit_req there. */
+SEC("tp_btf/io_uring_complete")
+int uring_complete(__u64 *ctx)
 {
-	__u64 key = (__u64)ctx->req;
+	__u64 key = ctx[1];
+	__s32 res;
+	__u32 cflags;
+	if (cfg_uring_cqe) {
+		struct io_uring_cqe *cqe = (struct io_uring_cqe *)ctx[2];
+		res = BPF_CORE_READ(cqe, res);
+		cflags = BPF_CORE_READ(cqe, flags);
+	} else {
+		res = (__s32)ctx[3];
+		cflags = (__u32)ctx[4];
+	}
 	struct uring_inflight *v = bpf_map_lookup_elem(&uring_inflight, &key);
 	if (!v) {
 		__u64 pt = bpf_get_current_pid_tgid();
@@ -1336,11 +1357,11 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->user_data = v->user_data;
 	r->req = key;
 	r->off = v->off;
-	r->res = ctx->res;
+	r->res = res;
 	r->fd = v->fd;
 	r->len = v->len;
 	r->opcode = v->opcode;
-	r->more = (ctx->cflags & IORING_CQE_F_MORE) ? 1 : 0;
+	r->more = (cflags & IORING_CQE_F_MORE) ? 1 : 0;
 	r->pad[0] = r->pad[1] = 0;
 	__builtin_memcpy(r->comm, v->comm, sizeof(r->comm));
 	r->nr_bios = v->nr_bios;
@@ -1357,7 +1378,7 @@ int uring_complete(struct uring_complete_ctx *ctx)
 	r->pad3 = 0;
 	bpf_ringbuf_submit(r, wakeup_flags());
 out:
-	if (ctx->cflags & IORING_CQE_F_MORE) {
+	if (cflags & IORING_CQE_F_MORE) {
 		/* A multishot request (accept, recv, read multishot, poll)
 		 * stays armed: keep it, and let its next completion be a new
 		 * event from this one on. */
@@ -1863,23 +1884,86 @@ int BPF_PROG(wb_written, void *wb, void *work)
 
 _Static_assert(PC_REC_TYPE == REC_PAGECACHE, "pc_rec type");
 
-struct filemap_evict_ctx {
-	__u64 common;
-	unsigned long pfn;
-	unsigned long i_ino;
+/* Only the fields read; offsets and existence per kernel by CO-RE. */
+struct address_space {
+	struct inode *host;
+} __attribute__((preserve_access_index));
+/* The folio's (or, up to 5.18, the page's) first word is its flags
+ * (mm_types.h asserts folio->flags at page->flags, offset 0 in every
+ * version); 6.18 made it a struct (memdesc_flags_t) around the same
+ * unsigned long, so it is read by offset, not by field. */
+struct folio {
+	struct address_space *mapping;
 	unsigned long index;
-	__u32 s_dev;
-	__u8 order;
+	unsigned long _flags_1; /* 6.2 and later: the first tail page's flags */
+} __attribute__((preserve_access_index));
+struct folio___v62 {
+	unsigned char _folio_order; /* 6.2 .. 6.5 */
+} __attribute__((preserve_access_index));
+struct page {
+	struct address_space *mapping;
+	unsigned long index;
+	unsigned char compound_order; /* up to 6.1: in the first tail page */
+} __attribute__((preserve_access_index));
+enum pageflags {
+	PG_head = 6, /* the value is the running kernel's (CO-RE) */
 };
+
+/* folio_order(): the log2 of the pages of the folio (or compound page)
+ * whose head is at head (page[0]); 0 when PG_head is clear (a single
+ * page). Where the order lives:
+ *   6.8 and later (6.18 here): the low byte of folio->_flags_1;
+ *   6.2 .. 6.5: folio->_folio_order (which 6.8 no longer has);
+ *   up to 6.1 (5.15's struct page, 5.19's folio): the first tail page's
+ *     compound_order (struct page, page[1]).
+ * The 6.2/6.5/6.8 layouts are from DepSurf's listing of struct folio; the
+ * branch is chosen by which fields the kernel's BTF has. */
+static __always_inline __u32 folio_order(void *head)
+{
+	unsigned long flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), head);
+	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 0;
+	if (bpf_core_field_exists(struct folio___v62, _folio_order))
+		return BPF_CORE_READ((struct folio___v62 *)head, _folio_order);
+	if (bpf_core_field_exists(struct folio, _flags_1))
+		return BPF_CORE_READ((struct folio *)head, _flags_1) & 0xff;
+	if (bpf_core_field_exists(struct page, compound_order)) {
+		struct page *tail = (struct page *)(head + bpf_core_type_size(struct page));
+		return BPF_CORE_READ(tail, compound_order);
+	}
+	return 0;
+}
 
 /* A folio of a file whose page-cache reads the block programs saw
  * (inode_io has it) left the page cache: reclaim, DAMON pageout,
  * truncation, drop_caches. Its pages are no longer what a fill brought
- * in. Attached with page-cache provenance only. */
-SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
-int pc_evict(struct filemap_evict_ctx *ctx)
+ * in. Attached with page-cache provenance only.
+ * mm_filemap_delete_from_page_cache(struct folio *folio) since 5.19 (the
+ * folio conversion), (struct page *page) in 5.15 (cfg_evict_page: the
+ * loader reads which from btf_trace_mm_filemap_delete_from_page_cache).
+ * The record holds what the tracepoint's own fields held (filemap.h):
+ * i_ino of mapping->host, s_dev of its i_sb (i_rdev when it has none),
+ * the index, and the order (folio_order; the tracepoint itself has
+ * reported it only since it gained an order field). */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int pc_evict(__u64 *ctx)
 {
-	struct inode_io_key k = { .ino = ctx->i_ino, .dev = ctx->s_dev };
+	void *head = (void *)ctx[0];
+	struct address_space *mapping;
+	unsigned long index;
+	if (cfg_evict_page) {
+		mapping = BPF_CORE_READ((struct page *)head, mapping);
+		index = BPF_CORE_READ((struct page *)head, index);
+	} else {
+		mapping = BPF_CORE_READ((struct folio *)head, mapping);
+		index = BPF_CORE_READ((struct folio *)head, index);
+	}
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	__u64 ino = BPF_CORE_READ(host, i_ino);
+	struct super_block *sb = BPF_CORE_READ(host, i_sb);
+	__u32 dev = sb ? BPF_CORE_READ(sb, s_dev) : BPF_CORE_READ(host, i_rdev);
+	struct inode_io_key k = { .ino = ino, .dev = dev };
 	if (!bpf_map_lookup_elem(&inode_io, &k))
 		return 0;
 	struct pc_rec *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
@@ -1887,16 +1971,16 @@ int pc_evict(struct filemap_evict_ctx *ctx)
 		count(C_LOST_PC);
 		return 0;
 	}
-	__u32 order = ctx->order & 31;
+	__u32 order = folio_order(head) & 31;
 	r->type = REC_PAGECACHE;
 	r->kind = PC_EVICT;
 	r->flags = 0;
 	r->cpu = bpf_get_smp_processor_id();
 	r->time = bpf_ktime_get_boot_ns();
 	r->bio = 0;
-	r->ino = ctx->i_ino;
-	r->dev = ctx->s_dev;
-	r->off = (__u64)ctx->index << cfg_page_shift;
+	r->ino = ino;
+	r->dev = dev;
+	r->off = (__u64)index << cfg_page_shift;
 	r->bytes = 1U << (cfg_page_shift + order);
 	r->cause = 0;
 	r->pid = 0;
