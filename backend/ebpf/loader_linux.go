@@ -19,6 +19,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/internal/bpfload"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/backend/ebpf/systable"
 	"github.com/iotrace/iotrace/event"
 )
@@ -107,16 +108,6 @@ func (p *probes) readStack(id int32) ([]uint64, error) {
 	return trimFrames(append([]uint64(nil), v[:]...)), nil
 }
 
-// kernelHasBTFType reports whether the kernel's BTF has a type of that name.
-func kernelHasBTFType(kt *btf.Cache, name string) bool {
-	s, err := kt.Kernel()
-	if err != nil {
-		return false
-	}
-	_, err = s.AnyTypeByName(name)
-	return err == nil
-}
-
 // pageShift is log2 of the page size (a mapping's file offset is in
 // pages).
 func pageShift() uint8 {
@@ -154,11 +145,15 @@ func createProbes(cfg loadConfig) (*probes, error) {
 	// not read) are left out: their programs are neither loaded nor
 	// attached, and attach lists them as missing. The direct I/O
 	// boundaries of asynchronous requests (iomap's tracepoints) exist only
-	// in kernels built with iomap.
-	p.dio = kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_begin") && kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_rw_queued") &&
-		kernelHasBTFType(p.kernelTypes, "btf_trace_iomap_dio_complete")
-	if ks, err := p.kernelTypes.Kernel(); err == nil {
+	// in kernels built with iomap. Read from the raw BTF (rawbtf), not
+	// from the full parse of the kernel's types that the program loads
+	// need: that one runs meanwhile (warmKernelTypes), and the maps are
+	// created without it.
+	if ks, release, err := rawbtf.Kernel(); err == nil {
+		has := func(tp string) bool { _, ok := ks.ByName(rawbtf.KindTypedef, "btf_trace_"+tp); return ok }
+		p.dio = has("iomap_dio_rw_begin") && has("iomap_dio_rw_queued") && has("iomap_dio_complete")
 		p.tp = readTPLayout(ks)
+		release()
 	}
 	tp := p.tp
 	for name, present := range map[string]bool{

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
@@ -73,11 +73,12 @@ func TestVerifierWork(t *testing.T) {
 	}
 	// As a trace of both layers loads them (record's default), for this
 	// kernel's tracepoints.
-	ks, err := btf.LoadKernelSpec()
+	ks, release, err := rawbtf.Kernel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tp := readTPLayout(ks)
+	release()
 	b2u := map[bool]uint8{false: 0, true: 1}
 	for name, v := range map[string]any{"cfg_cause": uint8(1), "cfg_page_shift": uint32(pageShift()),
 		"cfg_uring_cqe": b2u[tp.uringCQE], "cfg_evict_page": b2u[tp.evictPage]} {

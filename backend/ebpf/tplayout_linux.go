@@ -1,7 +1,7 @@
 package ebpf
 
 import (
-	"github.com/cilium/ebpf/btf"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 )
 
 // tpLayout says how this kernel passes the arguments of the BTF
@@ -25,21 +25,21 @@ type tpLayout struct {
 // readTPLayout reads the prototypes from the kernel's BTF s: the typedef
 // btf_trace_<name> is a pointer to the function the tracepoint calls
 // (void *data, then the tracepoint's arguments).
-func readTPLayout(s *btf.Spec) tpLayout {
+func readTPLayout(s *rawbtf.Spec) tpLayout {
 	var l tpLayout
-	if args, ok := tracepointArgs(s, "io_uring_submit_req"); ok && len(args) == 1 {
-		l.uringSubmit = pointee(args[0]) == "io_kiocb"
+	if args, ok := s.TracepointArgs("io_uring_submit_req"); ok && len(args) == 1 {
+		l.uringSubmit = pointee(s, args[0]) == "io_kiocb"
 	}
-	if args, ok := tracepointArgs(s, "io_uring_complete"); ok && len(args) >= 3 && isPointer(args[1]) {
+	if args, ok := s.TracepointArgs("io_uring_complete"); ok && len(args) >= 3 && isPointer(s, args[1]) {
 		switch {
-		case len(args) == 3 && pointee(args[2]) == "io_uring_cqe":
+		case len(args) == 3 && pointee(s, args[2]) == "io_uring_cqe":
 			l.uringComplete, l.uringCQE = true, true
-		case len(args) >= 5 && isInt(args[2], 8) && isInt(args[3], 4) && isInt(args[4], 4):
+		case len(args) >= 5 && isInt(s, args[2], 8) && isInt(s, args[3], 4) && isInt(s, args[4], 4):
 			l.uringComplete = true
 		}
 	}
-	if args, ok := tracepointArgs(s, "mm_filemap_delete_from_page_cache"); ok && len(args) == 1 {
-		switch pointee(args[0]) {
+	if args, ok := s.TracepointArgs("mm_filemap_delete_from_page_cache"); ok && len(args) == 1 {
+		switch pointee(s, args[0]) {
 		case "folio":
 			l.evict = true
 		case "page":
@@ -49,48 +49,22 @@ func readTPLayout(s *btf.Spec) tpLayout {
 	return l
 }
 
-// tracepointArgs returns the types of the arguments of the BTF tracepoint
-// name; false when s has no such tracepoint.
-func tracepointArgs(s *btf.Spec, name string) ([]btf.Type, bool) {
-	var td *btf.Typedef
-	if err := s.TypeByName("btf_trace_"+name, &td); err != nil {
-		return nil, false
-	}
-	ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer)
-	if !ok {
-		return nil, false
-	}
-	proto, ok := btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
-	if !ok || len(proto.Params) == 0 {
-		return nil, false
-	}
-	args := make([]btf.Type, 0, len(proto.Params)-1)
-	for _, p := range proto.Params[1:] { // [0] is the probe's void *data
-		args = append(args, p.Type)
-	}
-	return args, true
-}
-
 // pointee is the name of the struct t points to, "" when t is not a
 // pointer to a struct.
-func pointee(t btf.Type) string {
-	ptr, ok := btf.UnderlyingType(t).(*btf.Pointer)
-	if !ok {
-		return ""
-	}
-	if st, ok := btf.UnderlyingType(ptr.Target).(*btf.Struct); ok {
-		return st.Name
+func pointee(s *rawbtf.Spec, t rawbtf.TypeID) string {
+	if p, ok := s.PointerTo(t); ok && s.Kind(p) == rawbtf.KindStruct {
+		return s.Name(p)
 	}
 	return ""
 }
 
-func isPointer(t btf.Type) bool {
-	_, ok := btf.UnderlyingType(t).(*btf.Pointer)
+func isPointer(s *rawbtf.Spec, t rawbtf.TypeID) bool {
+	_, ok := s.PointerTo(t)
 	return ok
 }
 
 // isInt reports whether t is an integer of size bytes.
-func isInt(t btf.Type, size uint32) bool {
-	i, ok := btf.UnderlyingType(t).(*btf.Int)
-	return ok && i.Size == size
+func isInt(s *rawbtf.Spec, t rawbtf.TypeID, size uint32) bool {
+	n, ok := s.IntSize(t)
+	return ok && n == size
 }

@@ -1,10 +1,11 @@
 package ebpf
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 )
 
 // btfTrace is the typedef btf_trace_<name> of a kernel whose tracepoint
@@ -70,7 +71,7 @@ func TestReadTPLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := btf.LoadSpecFromReader(bytes.NewReader(raw))
+			s, err := rawbtf.Parse(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
