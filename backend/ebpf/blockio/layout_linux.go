@@ -33,8 +33,10 @@ func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 // which bit of bi_flags is BIO_PAGE_PINNED (0xff when the kernel has no
 // such flag: before 6.5). Values not found keep their 6.x defaults; the
 // error says which were missing. It scans the raw BTF (enumValues), and
-// decodes spec's types only when that scan fails.
-func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
+// decodes the kernel's types (decoded: a btf.Cache's Kernel, the parse
+// the program loads need, which runs meanwhile) only when that scan
+// fails.
+func kernelLayout(decoded func() (*btf.Spec, error)) (OpfLayout, uint32, error) {
 	l := DefaultOpfLayout()
 	pinned := uint32(0xff)
 	want := layoutFields(&l, &pinned)
@@ -49,6 +51,10 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 		release()
 	}
 	if err != nil {
+		spec, derr := decoded()
+		if derr != nil {
+			return l, pinned, fmt.Errorf("kernel BTF: %w", derr)
+		}
 		if found, err = enumsDecoded(spec, names); err != nil {
 			return l, pinned, err
 		}

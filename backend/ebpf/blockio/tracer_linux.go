@@ -101,11 +101,9 @@ func Load(opts Options) (*Tracer, error) {
 	if kt == nil {
 		kt = btf.NewCache()
 	}
-	kspec, err := kt.Kernel()
-	if err != nil {
-		return nil, fmt.Errorf("blockio: kernel BTF (/sys/kernel/btf/vmlinux) is needed: %w", err)
-	}
-	layout, pinned, err := kernelLayout(kspec)
+	// The layout is read from the raw BTF: the maps are created while the
+	// full parse of the kernel's types, which the programs need, runs.
+	layout, pinned, err := kernelLayout(kt.Kernel)
 	if err != nil {
 		opts.warnf("block I/O: " + err.Error())
 	}
@@ -119,7 +117,16 @@ func Load(opts Options) (*Tracer, error) {
 	}
 
 	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: layout}
-	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
+	pending, err := bpfload.CreateMaps(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil)
+	if err == nil {
+		if _, kerr := kt.Kernel(); kerr != nil {
+			pending.Close()
+			_ = t.objs.Close()
+			return nil, fmt.Errorf("blockio: kernel BTF (/sys/kernel/btf/vmlinux) is needed: %w", kerr)
+		}
+		err = pending.Programs(&t.objs)
+	}
+	if err != nil {
 		_ = t.objs.Close() // the maps, when a program failed
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -487,7 +487,7 @@ func TestKernelLayout(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
-	l, pinned, err := kernelLayout(spec)
+	l, pinned, err := kernelLayout(func() (*btf.Spec, error) { return spec, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

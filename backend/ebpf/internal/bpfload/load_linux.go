@@ -12,22 +12,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// LoadAndAssign loads spec into objs (a struct of ebpf-tagged fields) as
-// spec.LoadAndAssign(objs, opts) does, but its programs side by side: the
-// maps (and the global data) first, then each program on its own, one
-// per CPU at a time, the largest first, all sharing those maps.
-// opts.MapReplacements and opts.Cache (the kernel's BTF, best parsed once
-// for every collection) are used as LoadAndAssign uses them. Programs
-// named in skip are not loaded (the options leave them unused): their
-// fields in objs stay nil. It is [CreateMaps] then [Pending.Programs].
-func LoadAndAssign(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions, skip map[string]bool) error {
-	p, err := CreateMaps(spec, objs, opts, skip)
-	if err != nil {
-		return err
-	}
-	return p.Programs(objs)
-}
-
 // Pending is a collection whose maps exist and whose programs are still
 // to be loaded: another collection that shares its maps can be loaded
 // meanwhile, side by side (iotrace's block programs use the system-call
@@ -40,8 +24,12 @@ type Pending struct {
 }
 
 // CreateMaps creates spec's maps (and global data) and assigns them and
-// the variables to objs' fields; [Pending.Programs] loads the programs
-// (not those in skip) and assigns them. On error nothing is left open.
+// the variables to objs' fields (a struct of ebpf-tagged fields, as
+// spec.LoadAndAssign's); [Pending.Programs] loads the programs (not those
+// in skip) side by side, one per CPU at a time, the largest first, and
+// assigns them. opts.MapReplacements and opts.Cache (the kernel's BTF,
+// best parsed once for every collection, and only needed by Programs)
+// are used as LoadAndAssign uses them. On error nothing is left open.
 func CreateMaps(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions, skip map[string]bool) (*Pending, error) {
 	kt := opts.Cache
 	if kt == nil {
