@@ -187,24 +187,3 @@ func TestUnderlyingLoop(t *testing.T) {
 		t.Errorf("Underlying of a loop: %d, want 0", u)
 	}
 }
-
-func BenchmarkKernel(b *testing.B) {
-	raw, release, err := ReadKernel()
-	if err != nil {
-		b.Skip(err)
-	}
-	defer release()
-	want := map[string]bool{"REQ_OP_READ": true, "BIO_PAGE_PINNED": true}
-	for b.Loop() {
-		s, err := Parse(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.EnumValues(want); err != nil {
-			b.Fatal(err)
-		}
-		if _, ok := s.TracepointArgs("io_uring_complete"); !ok {
-			b.Fatal("no io_uring_complete")
-		}
-	}
-}
