@@ -134,7 +134,7 @@ type run struct {
 
 	reaper reaper // reap_linux.go
 
-	phases *startupPhases // startup_linux.go
+	phases *phaseTimer // startup_linux.go
 	// blk is the block programs' load under way (nil: no block layer).
 	blk *blockLoad
 }
@@ -188,7 +188,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		kernelTypes: kt,
 	}
 	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
-	ph := &startupPhases{prefix: startupPrefix}
+	ph := &phaseTimer{prefix: startupPrefix}
 	tl := time.Now()
 	pr, err := createProbes(lc)
 	if err != nil {
@@ -605,7 +605,7 @@ func (r *run) startCommand() (done chan struct{}, exited func(), err error) {
 // flight emitted as such, block tracing stopped. It returns the first
 // error.
 func (r *run) stop(err error, poll time.Duration) error {
-	ph := &startupPhases{prefix: stopPrefix}
+	ph := &phaseTimer{prefix: stopPrefix}
 	defer ph.addTo(&r.stats)
 	pr := r.pr
 	if cs, cerr := pr.counters(); cerr == nil {

@@ -14,10 +14,10 @@ const (
 	stopPrefix    = "stop µs: "
 )
 
-// startupPhases times the phases of start-up or stop (some run side by
+// phaseTimer times the phases of start-up or stop (some run side by
 // side), each shown as a counter of the trace named prefix+phase, so that
 // a slow phase shows.
-type startupPhases struct {
+type phaseTimer struct {
 	prefix string
 	mu     sync.Mutex
 	took   []phaseTime
@@ -29,19 +29,19 @@ type phaseTime struct {
 }
 
 // since records phase name as having run from begin until now.
-func (s *startupPhases) since(name string, begin time.Time) {
+func (s *phaseTimer) since(name string, begin time.Time) {
 	s.add(name, time.Since(begin))
 }
 
 // add records phase name as having taken d.
-func (s *startupPhases) add(name string, d time.Duration) {
+func (s *phaseTimer) add(name string, d time.Duration) {
 	s.mu.Lock()
 	s.took = append(s.took, phaseTime{name, d})
 	s.mu.Unlock()
 }
 
 // addTo sets one counter per phase in st.
-func (s *startupPhases) addTo(st *event.Stats) {
+func (s *phaseTimer) addTo(st *event.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.took {
