@@ -35,21 +35,30 @@ var btfKindExtra = [...]struct{ fixed, perEntry int }{
 }
 
 const (
+	btfKindStruct = 4
 	btfKindEnum   = 6
 	btfKindEnum64 = 19
 )
 
-// enumValues scans a raw BTF blob (the kernel's /sys/kernel/btf/vmlinux)
-// for enumerators named in want and returns their values, without
-// decoding the types: a walk over the type records that reads only the
-// enums' names, about 1 ms for the kernel's 5 MiB where decoding every
-// type with cilium/ebpf's btf package took 90-440 ms on the 2-vCPU
-// machine (issue 28), the largest single cost of the block tracer's
-// start-up. The blob is data: every offset is checked against its size.
-func enumValues(raw []byte, want map[string]bool) (map[string]uint64, error) {
+// btfFound is what scanBTF found: the values of the enumerators asked
+// for, and which of the structs asked for the BTF has.
+type btfFound struct {
+	enums   map[string]uint64
+	structs map[string]bool
+}
+
+// scanBTF scans a raw BTF blob (the kernel's /sys/kernel/btf/vmlinux)
+// for the enumerators named in enums and the structs named in structs,
+// without decoding the types: a walk over the type records that reads
+// only the names of enums and structs, about 1 ms for the kernel's 5 MiB
+// where decoding every type with cilium/ebpf's btf package took 90-440 ms
+// on the 2-vCPU machine (issue 28), the largest single cost of the block
+// tracer's start-up. The blob is data: every offset is checked against
+// its size.
+func scanBTF(raw []byte, enums, structs map[string]bool) (btfFound, error) {
 	const hdrMin = 24
 	if len(raw) < hdrMin {
-		return nil, errors.New("btf: shorter than its header")
+		return btfFound{}, errors.New("btf: shorter than its header")
 	}
 	var bo binary.ByteOrder
 	switch {
@@ -58,14 +67,14 @@ func enumValues(raw []byte, want map[string]bool) (map[string]uint64, error) {
 	case binary.BigEndian.Uint16(raw) == 0xeb9f:
 		bo = binary.BigEndian
 	default:
-		return nil, errors.New("btf: bad magic")
+		return btfFound{}, errors.New("btf: bad magic")
 	}
 	hdrLen := uint64(bo.Uint32(raw[4:]))
 	typeOff, typeLen := uint64(bo.Uint32(raw[8:])), uint64(bo.Uint32(raw[12:]))
 	strOff, strLen := uint64(bo.Uint32(raw[16:])), uint64(bo.Uint32(raw[20:]))
 	size := uint64(len(raw))
 	if hdrLen < hdrMin || hdrLen > size || typeOff+typeLen > size-hdrLen || strOff+strLen > size-hdrLen {
-		return nil, fmt.Errorf("btf: sections outside the %d bytes of the blob", size)
+		return btfFound{}, fmt.Errorf("btf: sections outside the %d bytes of the blob", size)
 	}
 	types := raw[hdrLen+typeOff : hdrLen+typeOff+typeLen]
 	strs := raw[hdrLen+strOff : hdrLen+strOff+strLen]
@@ -79,7 +88,7 @@ func enumValues(raw []byte, want map[string]bool) (map[string]uint64, error) {
 		}
 		return nil, false
 	}
-	out := map[string]uint64{}
+	out := btfFound{enums: map[string]uint64{}, structs: map[string]bool{}}
 	for off := 0; off+12 <= len(types); {
 		info := bo.Uint32(types[off+4:])
 		kind, vlen := int(info>>24&0x1f), int(info&0xffff)
@@ -92,21 +101,30 @@ func enumValues(raw []byte, want map[string]bool) (map[string]uint64, error) {
 		if end > len(types) {
 			return out, fmt.Errorf("btf: type record at offset %d runs past the type section", off)
 		}
+		if kind == btfKindStruct && len(structs) != 0 {
+			n, ok := name(bo.Uint32(types[off:]))
+			if !ok {
+				return out, fmt.Errorf("btf: struct at offset %d names no string", off)
+			}
+			if structs[string(n)] {
+				out.structs[string(n)] = true
+			}
+		}
 		if kind == btfKindEnum || kind == btfKindEnum64 {
 			for e := body; e < end; e += x.perEntry {
 				n, ok := name(bo.Uint32(types[e:]))
 				if !ok {
 					return out, fmt.Errorf("btf: enumerator at offset %d names no string", e)
 				}
-				if !want[string(n)] { // no allocation: a map lookup by []byte
+				if !enums[string(n)] { // no allocation: a map lookup by []byte
 					continue
 				}
 				v := uint64(bo.Uint32(types[e+4:]))
 				if kind == btfKindEnum64 {
 					v |= uint64(bo.Uint32(types[e+8:])) << 32
 				}
-				if _, seen := out[string(n)]; !seen {
-					out[string(n)] = v
+				if _, seen := out.enums[string(n)]; !seen {
+					out.enums[string(n)] = v
 				}
 			}
 		}

@@ -40,42 +40,50 @@ func btfBlob(names []string, vals []uint32) []byte {
 	return append(append(hdr, types...), strs...)
 }
 
-func TestEnumValues(t *testing.T) {
+// TestScanBTF: the enumerators asked for are found with their values
+// (the first of two of one name), the structs asked for that exist are
+// found, and nothing else.
+func TestScanBTF(t *testing.T) {
 	raw := btfBlob([]string{"A", "B_PINNED", "A"}, []uint32{3, 7, 9})
-	got, err := enumValues(raw, map[string]bool{"A": true, "B_PINNED": true, "BIG": true, "NONE": true})
+	got, err := scanBTF(raw, map[string]bool{"A": true, "B_PINNED": true, "BIG": true, "NONE": true}, map[string]bool{"s": true, "t": true, "A": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got["A"] != 3 || got["B_PINNED"] != 7 || got["BIG"] != 1<<32|5 {
-		t.Errorf("got %v", got)
+	e := got.enums
+	if len(e) != 3 || e["A"] != 3 || e["B_PINNED"] != 7 || e["BIG"] != 1<<32|5 {
+		t.Errorf("enums %v", e)
+	}
+	if len(got.structs) != 1 || !got.structs["s"] {
+		t.Errorf("structs %v, want s alone", got.structs)
 	}
 	// Cut anywhere: an error or a subset, never a panic.
 	for n := 0; n < len(raw); n++ {
-		_, _ = enumValues(raw[:n], map[string]bool{"A": true})
+		_, _ = scanBTF(raw[:n], map[string]bool{"A": true}, map[string]bool{"s": true})
 	}
 	bad := append([]byte(nil), raw...)
 	bad[24+7] = 31 // the INT's kind byte: an unknown kind
-	if _, err := enumValues(bad, map[string]bool{"A": true}); err == nil {
+	if _, err := scanBTF(bad, map[string]bool{"A": true}, nil); err == nil {
 		t.Error("unknown kind accepted")
 	}
 }
 
-func FuzzEnumValues(f *testing.F) {
+func FuzzScanBTF(f *testing.F) {
 	f.Add(btfBlob([]string{"A", "B"}, []uint32{1, 2}))
 	f.Add([]byte{0x9f, 0xeb, 1, 0, 24, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, _ = enumValues(raw, map[string]bool{"A": true, "B": true})
+		_, _ = scanBTF(raw, map[string]bool{"A": true, "B": true}, map[string]bool{"s": true})
 	})
 }
 
-func BenchmarkEnumValuesKernel(b *testing.B) {
+func BenchmarkScanBTFKernel(b *testing.B) {
 	raw, err := os.ReadFile(vmlinuxBTF)
 	if err != nil {
 		b.Skip(err)
 	}
 	want := map[string]bool{"REQ_OP_READ": true, "BIO_PAGE_PINNED": true}
+	structs := map[string]bool{memAllocStruct: true}
 	for i := 0; i < b.N; i++ {
-		if _, err := enumValues(raw, want); err != nil {
+		if _, err := scanBTF(raw, want, structs); err != nil {
 			b.Fatal(err)
 		}
 	}

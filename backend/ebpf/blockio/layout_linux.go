@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// layoutFields are the enumerators kernelLayout reads, and what each sets.
+// layoutFields are the enumerators kernelFacts reads, and what each sets.
 func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 	return map[string]func(v uint64){
 		"REQ_OP_READ":         func(v uint64) { l.Read = uint32(v) },
@@ -30,31 +30,47 @@ func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 	}
 }
 
-// kernelLayout reads from kernel BTF how this kernel encodes bi_opf and
-// which bit of bi_flags is BIO_PAGE_PINNED (0xff when the kernel has no
-// such flag: before 6.5). Values not found keep their 6.x defaults; the
-// error says which were missing. It scans the raw BTF (enumValues), and
-// decodes spec's types only when that scan fails.
-func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
-	l := DefaultOpfLayout()
-	pinned := uint32(0xff)
-	want := layoutFields(&l, &pinned)
+// kernelInfo is what the block tracer reads from the kernel's BTF.
+type kernelInfo struct {
+	// layout is how this kernel encodes bi_opf.
+	layout OpfLayout
+	// pinned is the bit of bi_flags that is BIO_PAGE_PINNED (0xff when
+	// the kernel has no such flag: before 6.5).
+	pinned uint32
+	// memAlloc: the kernel allocates the elements of hash maps without
+	// preallocation with bpf_mem_alloc (struct bpf_mem_alloc, 6.1+),
+	// which is safe in tracing programs in any context; before, the
+	// verifier warned that such maps are unsafe in tracing programs.
+	memAlloc bool
+}
+
+// memAllocStruct marks a kernel with bpf_mem_alloc (kernelInfo.memAlloc).
+const memAllocStruct = "bpf_mem_alloc"
+
+// kernelFacts reads kernelInfo from kernel BTF. Values not found keep
+// their 6.x defaults; the error says which were missing. It scans the raw
+// BTF (scanBTF), and decodes spec's types only when that scan fails.
+func kernelFacts(spec *btf.Spec) (kernelInfo, error) {
+	k := kernelInfo{layout: DefaultOpfLayout(), pinned: 0xff}
+	want := layoutFields(&k.layout, &k.pinned)
 	names := make(map[string]bool, len(want))
 	for n := range want {
 		names[n] = true
 	}
-	var found map[string]uint64
+	structs := map[string]bool{memAllocStruct: true}
+	var found btfFound
 	raw, release, err := readKernelBTF()
 	if err == nil {
-		found, err = enumValues(raw, names)
+		found, err = scanBTF(raw, names, structs)
 		release()
 	}
 	if err != nil {
-		if found, err = enumsDecoded(spec, names); err != nil {
-			return l, pinned, err
+		if found, err = decodedBTF(spec, names, structs); err != nil {
+			return k, err
 		}
 	}
-	for n, v := range found {
+	k.memAlloc = found.structs[memAllocStruct]
+	for n, v := range found.enums {
 		if v < 64 {
 			want[n](v)
 			delete(want, n)
@@ -68,9 +84,9 @@ func kernelLayout(spec *btf.Spec) (OpfLayout, uint32, error) {
 			missing = append(missing, k)
 		}
 		sort.Strings(missing)
-		return l, pinned, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
+		return k, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
 	}
-	return l, pinned, nil
+	return k, nil
 }
 
 // readKernelBTF maps the kernel's raw BTF read-only (5 MB that sysfs
@@ -95,10 +111,17 @@ func readKernelBTF() (raw []byte, release func(), err error) {
 	return raw, func() {}, err
 }
 
-// enumsDecoded finds the enumerators named in want among spec's decoded
-// types (slow: it decodes the types until all are found).
-func enumsDecoded(spec *btf.Spec, want map[string]bool) (map[string]uint64, error) {
-	out := map[string]uint64{}
+// decodedBTF finds the enumerators named in enums among spec's decoded
+// types (slow: it decodes the types until all are found), and the structs
+// named in structs.
+func decodedBTF(spec *btf.Spec, enums, structs map[string]bool) (btfFound, error) {
+	out := btfFound{enums: map[string]uint64{}, structs: map[string]bool{}}
+	for n := range structs {
+		var s *btf.Struct
+		if err := spec.TypeByName(n, &s); err == nil {
+			out.structs[n] = true
+		}
+	}
 	for typ, err := range spec.All() {
 		if err != nil {
 			return out, fmt.Errorf("kernel BTF: %w", err)
@@ -108,11 +131,11 @@ func enumsDecoded(spec *btf.Spec, want map[string]bool) (map[string]uint64, erro
 			continue
 		}
 		for _, v := range e.Values {
-			if _, seen := out[v.Name]; want[v.Name] && !seen {
-				out[v.Name] = v.Value
+			if _, seen := out.enums[v.Name]; enums[v.Name] && !seen {
+				out.enums[v.Name] = v.Value
 			}
 		}
-		if len(out) == len(want) {
+		if len(out.enums) == len(enums) {
 			break
 		}
 	}

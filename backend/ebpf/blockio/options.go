@@ -71,8 +71,11 @@ type Options struct {
 	// BufferSize is the ring buffer size in bytes (rounded up to a power
 	// of two); 0 means DefaultBufferSize.
 	BufferSize int
-	// MaxInFlight bounds the bios tracked between queue and completion
-	// (an LRU map); 0 means DefaultMaxInFlight.
+	// MaxInFlight bounds the bios tracked between queue and completion;
+	// 0 means DefaultMaxInFlight. A bio queued when that many are
+	// tracked is counted (StatMapFull) and not tracked. (Before Linux
+	// 6.1 the map is an LRU map, preallocated, which evicts the oldest
+	// bio instead: its completion then counts under StatNoStart.)
 	MaxInFlight int
 	// PollInterval is how often Run looks at the ring buffer when the
 	// kernel has not woken it (wakeups are batched); 0 means
@@ -102,6 +105,9 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
+	// inFlightLRU keeps the in-flight maps LRU maps on any kernel (as
+	// before Linux 6.1), for tests.
+	inFlightLRU bool
 	// KernelTypes is the kernel's BTF as the caller already parsed it
 	// (parsing costs tens of ms); nil: parsed here.
 	KernelTypes *btf.Cache
