@@ -191,7 +191,7 @@ func readSysfsUint(path string) (uint64, bool) {
 // finish reads the instance's buffers for the last time, keeps what they
 // lost, and removes the instance in the background (close waits for
 // that): removing it waits for the kernel's tracepoint grace periods,
-// 8-34 ms here, while lookups need only what was read. A removal that
+// 7-34 ms here, while lookups need only what was read. A removal that
 // fails is warned about.
 func (w *witness) finish() {
 	if w.in == nil {
