@@ -32,13 +32,6 @@ func (p *phases) done(name string) {
 	p.last = now
 }
 
-// add records phase name as having taken d (a phase run beside the
-// others).
-func (p *phases) add(name string, d time.Duration) {
-	p.names = append(p.names, name)
-	p.took = append(p.took, d)
-}
-
 // addTo sets one CountInfo counter per phase in s.
 func (p *phases) addTo(s *event.Stats) {
 	for i, name := range p.names {

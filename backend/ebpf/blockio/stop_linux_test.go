@@ -63,7 +63,7 @@ func TestStopDeliversTheRingsTail(t *testing.T) {
 		have[c.Name] = true
 	}
 	for _, phase := range []string{StopPrefix + phaseDetachQueue, StopPrefix + phaseSettle, StopPrefix + phaseDrain, StopPrefix + phaseInFlight,
-		StartupPrefix + phaseWitness, StartupPrefix + phaseDoneSide, StartupPrefix + phaseQueueSide, StartupPrefix + phaseReader} {
+		StartupPrefix + phaseWitness, StartupPrefix + phaseAttach, StartupPrefix + phaseReader} {
 		if !have[phase] {
 			t.Errorf("no counter %q", phase)
 		}
