@@ -405,7 +405,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 const (
 	phaseDetachQueue = "detach the queue side"
 	phaseSettle      = "let bios in flight complete"
-	phaseDrain       = "detach the completion side, drain, last witness read"
+	phaseDrain       = "detach the completion side, drain"
 	phaseInFlight    = "report bios in flight"
 )
 
@@ -415,19 +415,26 @@ const settleMax = 200 * time.Millisecond
 // stop ends Run: no new bios; those in flight get up to settleMax to
 // complete (looked for after 1 ms, then at twice the last wait, up to the
 // poll interval), then the completion side is detached, the ring buffer
-// drained and the witness read for the last time (its tracefs instance is
-// then removed in the background, beside the rest: Close waits for it),
-// and what is left in the in-flight map is emitted.
+// drained, and what is left in the in-flight map is emitted. The witness
+// is read for the last time once nothing it could still see matters: as
+// soon as no bio is in flight (no completion is left to miss), else once
+// the completion side is detached; its tracefs instance is then removed in
+// the background, beside the rest (Close waits for it).
 func (t *Tracer) stop(s *runState) error {
 	ph := newPhases(StopPrefix)
 	closeLinks(t.queueSide)
 	t.queueSide = nil
 	ph.done(phaseDetachQueue)
 	settle := time.Now().Add(settleMax)
-	for step := time.Millisecond; t.inFlight() && time.Now().Before(settle); step = min(2*step, t.opts.PollInterval) {
+	idle := !t.inFlight()
+	for step := time.Millisecond; !idle && time.Now().Before(settle); step = min(2*step, t.opts.PollInterval) {
 		if err := s.read(time.Now().Add(min(step, time.Until(settle)))); err != nil {
 			return err
 		}
+		idle = !t.inFlight()
+	}
+	if idle {
+		t.finishWitness()
 	}
 	ph.done(phaseSettle)
 	closeLinks(t.doneSide)
@@ -435,11 +442,7 @@ func (t *Tracer) stop(s *runState) error {
 	if err := s.read(time.Now()); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	if t.witness != nil {
-		t.witness.finish()
-	}
-	t.mu.Unlock()
+	t.finishWitness()
 	ph.done(phaseDrain)
 	n, err := t.emitInFlight(s)
 	ph.done(phaseInFlight)
@@ -553,6 +556,16 @@ func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	}
 	t.dec.InFlight(r, e)
 	return false
+}
+
+// finishWitness reads the witness for the last time and starts its
+// removal (witness.finish).
+func (t *Tracer) finishWitness() {
+	t.mu.Lock()
+	if t.witness != nil {
+		t.witness.finish()
+	}
+	t.mu.Unlock()
 }
 
 // drainWitness reads the witness's buffers, so that they do not overrun.
