@@ -24,12 +24,22 @@ type phases struct {
 
 func newPhases(prefix string) *phases { return &phases{prefix: prefix, last: time.Now()} }
 
+// begin starts the next phase now.
+func (p *phases) begin() { p.last = time.Now() }
+
 // done ends phase name now.
 func (p *phases) done(name string) {
 	now := time.Now()
 	p.names = append(p.names, name)
 	p.took = append(p.took, now.Sub(p.last))
 	p.last = now
+}
+
+// add records phase name as having taken d (a phase run beside the
+// others).
+func (p *phases) add(name string, d time.Duration) {
+	p.names = append(p.names, name)
+	p.took = append(p.took, d)
 }
 
 // addTo sets one CountInfo counter per phase in s.

@@ -37,6 +37,8 @@ type Tracer struct {
 	// counts (runs the kernel skipped).
 	attached []attach
 	rd       *ringbuf.Reader
+	// startup times Load's and Attach's phases (counters at Attach's end).
+	startup phases
 
 	dec *Decoder
 
@@ -79,8 +81,43 @@ func Open(opts Options) (*Tracer, error) {
 // Load loads the block programs without attaching them: the slow part of
 // [Open] (the verifier), which a caller can run side by side with loading
 // its own programs. [Tracer.Attach] attaches them; Close releases them.
-// opts.Origin is not used (Attach takes it).
+// opts.Origin is not used (Attach takes it). The completion witness
+// (Options.NoWitness) is made meanwhile and records from then on.
 func Load(opts Options) (*Tracer, error) {
+	// The witness's tracefs instance, its events enabled, took 6-10 ms:
+	// made beside the load, it is off the path from Load to Attach's end.
+	witnessDone := make(chan *witness, 1)
+	var witnessTook time.Duration
+	go func() {
+		var w *witness
+		if !opts.NoWitness {
+			t0 := time.Now()
+			var err error
+			if w, err = openWitness(&opts); err != nil {
+				opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
+			}
+			witnessTook = time.Since(t0)
+		}
+		witnessDone <- w
+	}()
+	t, err := load(opts)
+	w := <-witnessDone
+	if err != nil {
+		if w != nil {
+			_ = w.close()
+		}
+		return nil, err
+	}
+	if w != nil {
+		w.layout = t.layout
+		t.witness = w
+		t.startup.add(phaseWitness, witnessTook)
+	}
+	return t, nil
+}
+
+// load is Load without the witness.
+func load(opts Options) (*Tracer, error) {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultBufferSize
 	}
@@ -119,7 +156,7 @@ func Load(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 
-	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: info.layout}
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: info.layout, startup: phases{prefix: StartupPrefix}}
 	if err := bpfload.LoadAndAssign(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil); err != nil {
 		_ = t.objs.Close() // the maps, when a program failed
 		var ve *ebpf.VerifierError
@@ -140,23 +177,15 @@ func Load(opts Options) (*Tracer, error) {
 func (t *Tracer) Attach(origin int64) error {
 	opts := &t.opts
 	opts.Origin = origin
-	ph := newPhases(StartupPrefix)
-	// The witness first: it records the completion of every bio queued
-	// under the tracer. (Made beside the attach of the completion side's
-	// programs, it saved nothing: 16.3 ms against 16.8 for the two, medians
-	// of 12 interleaved start-ups; the kernel registers one tracepoint
-	// probe at a time.)
-	var err error
-	if !opts.NoWitness {
-		if t.witness, err = openWitness(opts, t.layout); err != nil {
-			opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
-		}
-	}
-	ph.done(phaseWitness)
+	ph := &t.startup
+	ph.begin()
+	// The witness, made by Load, already records the completion of every
+	// bio queued under the tracer.
 	if err := t.attachPrograms(); err != nil {
 		return err
 	}
 	ph.done(phaseAttach)
+	var err error
 	t.rd, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
 		return fmt.Errorf("blockio: ring buffer reader: %w", err)
@@ -174,9 +203,9 @@ func (t *Tracer) Attach(origin int64) error {
 	return nil
 }
 
-// Attach's phases, timed as counters (StartupPrefix).
+// Load's and Attach's phases, timed as counters (StartupPrefix).
 const (
-	phaseWitness = "create the witness (tracefs instance)"
+	phaseWitness = "create the witness (tracefs instance, beside the load)"
 	phaseAttach  = "attach the programs"
 	phaseReader  = "ring buffer reader, devices"
 )

@@ -51,8 +51,8 @@ type diskPos struct {
 }
 
 // openWitness removes the instances of dead iotrace processes, then
-// creates this tracer's.
-func openWitness(opts *Options, layout OpfLayout) (*witness, error) {
+// creates this tracer's. Its layout is the tracer's to set.
+func openWitness(opts *Options) (*witness, error) {
 	if n, err := ftrace.RemoveStale("", witnessPrefix); err != nil {
 		opts.warnf("block I/O: removing stale tracefs instances: " + err.Error())
 	} else if n > 0 {
@@ -73,7 +73,7 @@ func openWitness(opts *Options, layout OpfLayout) (*witness, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &witness{in: in, log: newWitnessLog(opts.WitnessKeep), layout: layout, monotonic: opts.Monotonic,
+	w := &witness{in: in, log: newWitnessLog(opts.WitnessKeep), layout: DefaultOpfLayout(), monotonic: opts.Monotonic,
 		sysfs: opts.Sysfs, disks: map[uint32]diskPos{}, warn: opts.Warn}
 	for _, f := range in.Formats() {
 		if err := w.log.addFormat(f); err != nil {
