@@ -10,6 +10,11 @@ import (
 // vmlinuxBTF is where Linux publishes its BTF.
 const vmlinuxBTF = "/sys/kernel/btf/vmlinux"
 
+// memAllocStruct marks a kernel with bpf_mem_alloc (Linux 6.1+), which
+// allocates the entries of maps without preallocation safely in tracing
+// programs.
+const memAllocStruct = "bpf_mem_alloc"
+
 // BTF kinds (include/uapi/linux/btf.h) and the bytes each type record
 // carries after its 12-byte header: fixed, and per vlen entry.
 var btfKindExtra = [...]struct{ fixed, perEntry int }{

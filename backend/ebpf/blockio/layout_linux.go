@@ -44,9 +44,6 @@ type kernelInfo struct {
 	memAlloc bool
 }
 
-// memAllocStruct marks a kernel with bpf_mem_alloc (kernelInfo.memAlloc).
-const memAllocStruct = "bpf_mem_alloc"
-
 // kernelFacts reads kernelInfo from kernel BTF. Values not found keep
 // their 6.x defaults; the error says which were missing. It scans the raw
 // BTF (scanBTF), and decodes spec's types only when that scan fails.
