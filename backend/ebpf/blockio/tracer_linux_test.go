@@ -542,9 +542,9 @@ func TestKernelLayoutScan(t *testing.T) {
 }
 
 // TestInFlightMapsAllocatedAsTheyCome: where the kernel has bpf_mem_alloc
-// the in-flight maps are plain hash maps without preallocation (made in
-// about 2 ms instead of 25-54 ms for the bios map), elsewhere (or asked
-// for) the LRU maps of the object.
+// the map of bios in flight is a plain hash map without preallocation
+// (made in about 2 ms instead of 25-54 ms), elsewhere (or asked for) the
+// LRU map of the object; the requests' map stays an LRU map.
 func TestInFlightMapsAllocatedAsTheyCome(t *testing.T) {
 	for _, c := range []struct {
 		memAlloc, lru bool
@@ -567,6 +567,9 @@ func TestInFlightMapsAllocatedAsTheyCome(t *testing.T) {
 		}
 		if n := spec.Maps["bios"].MaxEntries; n != DefaultMaxInFlight {
 			t.Errorf("bios has %d entries, want %d", n, DefaultMaxInFlight)
+		}
+		if m := spec.Maps["rqs"]; m.Type != ebpf.LRUHash {
+			t.Errorf("rqs is a %v, want the LRU map of the object", m.Type)
 		}
 	}
 }
