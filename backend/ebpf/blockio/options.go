@@ -105,7 +105,7 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
-	// inFlightLRU keeps the in-flight maps LRU maps on any kernel (as
+	// inFlightLRU keeps the map of bios in flight an LRU map on any kernel (as
 	// before Linux 6.1), for tests.
 	inFlightLRU bool
 	// KernelTypes is the kernel's BTF as the caller already parsed it

@@ -264,7 +264,7 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 // map: a full plain map would drop an issue time uncounted.
 var inFlightMaps = []string{"bios"}
 
-// allocateAsTheyCome makes the in-flight maps plain hash maps whose
+// allocateAsTheyCome makes inFlightMaps plain hash maps whose
 // entries the kernel allocates as they come, instead of LRU hash maps,
 // which the kernel preallocates whole: creating the 65,536-entry bios
 // map took 25-54 ms on the 2-CPU machine (1.5-2.4 ms unpreallocated),
