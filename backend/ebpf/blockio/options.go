@@ -13,10 +13,10 @@ import (
 // Defaults of [Options]. DefaultMaxInFlight is not smaller because the
 // kernel does not bound the bios in flight below it: each hardware queue
 // of a device holds up to nr_requests requests, each of many merged bios
-// limits: hundreds), plus the split children
-// of larger bios and the bios waiting for a tag; 64 NVMe queues of 1,023
-// requests alone pass it. Allocated as entries come (Linux 6.1+), its
-// size costs nothing until used.
+// (bounded by the size and segment limits: hundreds), plus the split
+// children of larger bios and the bios waiting for a tag; 64 NVMe queues
+// of 1,023 requests alone pass it. Allocated as entries come (Linux
+// 6.1+), its size costs nothing until used.
 const (
 	DefaultBufferSize   = 4 << 20
 	DefaultMaxInFlight  = 65536
