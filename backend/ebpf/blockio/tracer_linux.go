@@ -255,6 +255,11 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	if opts.Stacks == backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = 1
 	}
+	// The inodes traced processes dirtied (an LRU map, preallocated: 2-5
+	// ms to create) are looked up only with the pid filter.
+	if opts.PidFilter == nil {
+		spec.Maps["dirty_inodes"].MaxEntries = 1
+	}
 	return nil
 }
 

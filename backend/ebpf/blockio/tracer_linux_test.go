@@ -573,3 +573,33 @@ func TestInFlightMapsAllocatedAsTheyCome(t *testing.T) {
 		}
 	}
 }
+
+// TestDirtyInodesOnlyFiltered: the map of inodes traced processes dirtied,
+// read only with the pid filter, has one entry without it.
+func TestDirtyInodesOnlyFiltered(t *testing.T) {
+	spec, err := loadBlockio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := spec.Maps["dirty_inodes"].MaxEntries
+	for _, filtered := range []bool{false, true} {
+		spec, err := loadBlockio()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{MaxInFlight: DefaultMaxInFlight, BufferSize: DefaultBufferSize}
+		if filtered {
+			opts.PidFilter = &ebpf.Map{}
+		}
+		if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout()}); err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(1)
+		if filtered {
+			want = full
+		}
+		if n := spec.Maps["dirty_inodes"].MaxEntries; n != want {
+			t.Errorf("filtered %v: dirty_inodes has %d entries, want %d", filtered, n, want)
+		}
+	}
+}
