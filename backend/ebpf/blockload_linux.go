@@ -11,8 +11,7 @@ import (
 
 // blockLoad loads the block programs (blockio.Load) in the background,
 // side by side with the system-call programs: the verifier runs per
-// program, and the block side's own maps (its 64 Ki-entry LRU map of bios
-// in flight takes tens of ms to allocate) are made meanwhile. It starts
+// program, and the block side's own maps are made meanwhile. It starts
 // once the system-call side's maps exist, since it shares them.
 type blockLoad struct {
 	done chan struct{}

@@ -24,47 +24,7 @@ import (
 // Its device and direction come from the queue side, so it shows on the
 // loop device as a write linked to the call that queued it.
 func TestInFlightAtStop(t *testing.T) {
-	testenv.RequirePrivileged(t, "creates loop devices and freezes a file system")
-	outer := newLoop(t, 64<<20, true)
-	backing := filepath.Join(outer.mount, "inner.img")
-	if err := os.WriteFile(backing, make([]byte, 1<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "--find", "--show", backing).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup: %v: %s", err, out)
-	}
-	inner := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", inner).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", inner, err, out)
-		}
-	})
-	var st unix.Stat_t
-	if err := unix.Stat(inner, &st); err != nil {
-		t.Fatal(err)
-	}
-	dev := event.Device{Major: unix.Major(st.Rdev), Minor: unix.Minor(st.Rdev)}
-	fd, err := unix.Open(inner, unix.O_WRONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-
-	if out, err := exec.Command("fsfreeze", "--freeze", outer.mount).CombinedOutput(); err != nil {
-		t.Fatalf("fsfreeze (util-linux): %v: %s", err, out)
-	}
-	thawed := false
-	thaw := func() {
-		if thawed {
-			return
-		}
-		thawed = true
-		if out, err := exec.Command("fsfreeze", "--unfreeze", outer.mount).CombinedOutput(); err != nil {
-			t.Errorf("fsfreeze --unfreeze: %v: %s", err, out)
-		}
-	}
-	t.Cleanup(thaw)
+	dev, fd, thaw := frozenLoop(t)
 
 	r := startTracer(t, Options{})
 	tids := make(chan uint32, 1)
@@ -126,6 +86,98 @@ func TestInFlightAtStop(t *testing.T) {
 	}
 	if counted < 1 {
 		t.Errorf("%q = %d, want >= 1; stats %+v", StatInFlight, counted, r.t.Stats())
+	}
+}
+
+// frozenLoop returns a loop device whose backing file sits on a frozen
+// file system (fsfreeze), opened O_DIRECT for writing: a write to it is
+// queued but cannot complete until thaw (also called at cleanup).
+func frozenLoop(t *testing.T) (dev event.Device, fd int, thaw func()) {
+	t.Helper()
+	testenv.RequirePrivileged(t, "creates loop devices and freezes a file system")
+	outer := newLoop(t, 64<<20, true)
+	backing := filepath.Join(outer.mount, "inner.img")
+	if err := os.WriteFile(backing, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", backing).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup: %v: %s", err, out)
+	}
+	inner := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "-d", inner).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d %s: %v: %s", inner, err, out)
+		}
+	})
+	var st unix.Stat_t
+	if err := unix.Stat(inner, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev = event.Device{Major: unix.Major(st.Rdev), Minor: unix.Minor(st.Rdev)}
+	fd, err = unix.Open(inner, unix.O_WRONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+
+	if out, err := exec.Command("fsfreeze", "--freeze", outer.mount).CombinedOutput(); err != nil {
+		t.Fatalf("fsfreeze (util-linux): %v: %s", err, out)
+	}
+	thawed := false
+	thaw = func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		if out, err := exec.Command("fsfreeze", "--unfreeze", outer.mount).CombinedOutput(); err != nil {
+			t.Errorf("fsfreeze --unfreeze: %v: %s", err, out)
+		}
+	}
+	// Cleanups run last first: thawed before the descriptor is closed
+	// and the loop devices are detached.
+	t.Cleanup(thaw)
+	return dev, fd, thaw
+}
+
+// TestInFlightMapFull: bios queued while the in-flight map is full are
+// counted (StatMapFull), and those tracked are still reported at stop.
+// Eight O_DIRECT writes hang on a loop device over a frozen file system
+// while the map holds four bios: at least four inserts fail. (An LRU map,
+// as before Linux 6.1 and before issue 28, evicts instead: the count
+// stays 0.)
+func TestInFlightMapFull(t *testing.T) {
+	dev, fd, thaw := frozenLoop(t)
+	const maxInFlight, writes = 4, 8
+	r := startTracer(t, Options{MaxInFlight: maxInFlight})
+	done := make(chan error, writes)
+	for i := range writes {
+		go func() {
+			_, err := unix.Pwrite(fd, alignedBuf(4096), int64(i)*8192)
+			done <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	evs := onDev(r.stop(t), dev)
+	thaw()
+	for range writes {
+		if err := <-done; err != nil {
+			t.Fatalf("write after thaw: %v", err)
+		}
+	}
+	st := r.t.Stats()
+	full := st.Get(event.CountLost, StatMapFull)
+	if full < writes-maxInFlight {
+		t.Errorf("%q = %d, want >= %d (%d bios queued, room for %d)", StatMapFull, full, writes-maxInFlight, writes, maxInFlight)
+	}
+	var inFlight int
+	for i := range evs {
+		if e := &evs[i]; e.Op == event.OpBlockWrite && e.Flags&event.FlagNoCompletion != 0 {
+			inFlight++
+		}
+	}
+	if inFlight < 1 || inFlight > maxInFlight {
+		t.Errorf("%d writes reported in flight at stop, want 1 to %d", inFlight, maxInFlight)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 )
 
-// layoutFields are the enumerators kernelLayout reads, and what each sets.
+// layoutFields are the enumerators kernelFacts reads, and what each sets.
 func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 	return map[string]func(v uint64){
 		"REQ_OP_READ":         func(v uint64) { l.Read = uint32(v) },
@@ -29,37 +29,50 @@ func layoutFields(l *OpfLayout, pinned *uint32) map[string]func(v uint64) {
 	}
 }
 
-// kernelLayout reads from kernel BTF how this kernel encodes bi_opf and
-// which bit of bi_flags is BIO_PAGE_PINNED (0xff when the kernel has no
-// such flag: before 6.5). Values not found keep their 6.x defaults; the
-// error says which were missing. It scans the raw BTF (enumValues), and
-// decodes the kernel's types (decoded: a btf.Cache's Kernel, the parse
-// the program loads need, which runs meanwhile) only when that scan
-// fails.
-func kernelLayout(decoded func() (*btf.Spec, error)) (OpfLayout, uint32, error) {
-	l := DefaultOpfLayout()
-	pinned := uint32(0xff)
-	want := layoutFields(&l, &pinned)
+// kernelInfo is what the block tracer reads from the kernel's BTF.
+type kernelInfo struct {
+	// layout is how this kernel encodes bi_opf.
+	layout OpfLayout
+	// pinned is the bit of bi_flags that is BIO_PAGE_PINNED (0xff when
+	// the kernel has no such flag: before 6.5).
+	pinned uint32
+	// memAlloc: the kernel allocates the elements of hash maps without
+	// preallocation with bpf_mem_alloc (struct bpf_mem_alloc, 6.1+),
+	// which is safe in tracing programs in any context; before, the
+	// verifier warned that such maps are unsafe in tracing programs.
+	memAlloc bool
+}
+
+// kernelFacts reads kernelInfo from kernel BTF. Values not found keep
+// their 6.x defaults; the error says which were missing. It reads the raw
+// BTF (rawbtf), and decodes the kernel's types (decoded: a btf.Cache's
+// Kernel, the parse the program loads need, which runs meanwhile) only
+// when that fails.
+func kernelFacts(decoded func() (*btf.Spec, error)) (kernelInfo, error) {
+	k := kernelInfo{layout: DefaultOpfLayout(), pinned: 0xff}
+	want := layoutFields(&k.layout, &k.pinned)
 	names := make(map[string]bool, len(want))
 	for n := range want {
 		names[n] = true
 	}
-	var found map[string]uint64
-	raw, release, err := readKernelBTF()
+	structs := map[string]bool{memAllocStruct: true}
+	var found btfFound
+	s, release, err := rawbtf.Kernel()
 	if err == nil {
-		found, err = enumValues(raw, names)
+		found, err = rawFacts(s, names, structs)
 		release()
 	}
 	if err != nil {
 		spec, derr := decoded()
 		if derr != nil {
-			return l, pinned, fmt.Errorf("kernel BTF: %w", derr)
+			return k, fmt.Errorf("kernel BTF: %w", derr)
 		}
-		if found, err = enumsDecoded(spec, names); err != nil {
-			return l, pinned, err
+		if found, err = decodedBTF(spec, names, structs); err != nil {
+			return k, err
 		}
 	}
-	for n, v := range found {
+	k.memAlloc = found.structs[memAllocStruct]
+	for n, v := range found.enums {
 		if v < 64 {
 			want[n](v)
 			delete(want, n)
@@ -73,32 +86,55 @@ func kernelLayout(decoded func() (*btf.Spec, error)) (OpfLayout, uint32, error) 
 			missing = append(missing, k)
 		}
 		sort.Strings(missing)
-		return l, pinned, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
+		return k, fmt.Errorf("kernel BTF lacks %v; using Linux 6.x values for them", missing)
 	}
-	return l, pinned, nil
+	return k, nil
 }
 
 // vmlinuxBTF is where Linux publishes its BTF.
 const vmlinuxBTF = rawbtf.VmlinuxPath
 
-// readKernelBTF maps the kernel's raw BTF (rawbtf.ReadKernel).
-func readKernelBTF() (raw []byte, release func(), err error) { return rawbtf.ReadKernel() }
+// memAllocStruct marks a kernel with bpf_mem_alloc (Linux 6.1+), which
+// allocates the entries of maps without preallocation safely in tracing
+// programs.
+const memAllocStruct = "bpf_mem_alloc"
 
-// enumValues scans a raw BTF blob for the enumerators named in want
-// (rawbtf: about 1 ms for the kernel's 5 MiB where decoding every type
-// with cilium/ebpf's btf package took 90-440 ms on the 2-vCPU machine).
-func enumValues(raw []byte, want map[string]bool) (map[string]uint64, error) {
-	s, err := rawbtf.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	return s.EnumValues(want)
+// btfFound is what the kernel's BTF says: the values of the enumerators
+// asked for, and which of the structs asked for it has.
+type btfFound struct {
+	enums   map[string]uint64
+	structs map[string]bool
 }
 
-// enumsDecoded finds the enumerators named in want among spec's decoded
-// types (slow: it decodes the types until all are found).
-func enumsDecoded(spec *btf.Spec, want map[string]bool) (map[string]uint64, error) {
-	out := map[string]uint64{}
+// rawFacts reads the enumerators named in enums and which of the structs
+// named in structs exist from the raw BTF s (rawbtf: about 1-3 ms for the
+// kernel's 5 MiB where decoding every type with cilium/ebpf's btf package
+// took 90-440 ms on the 2-vCPU machine, issue 28).
+func rawFacts(s *rawbtf.Spec, enums, structs map[string]bool) (btfFound, error) {
+	out := btfFound{structs: map[string]bool{}}
+	var err error
+	if out.enums, err = s.EnumValues(enums); err != nil {
+		return out, err
+	}
+	for n := range structs {
+		if _, ok := s.ByName(rawbtf.KindStruct, n); ok {
+			out.structs[n] = true
+		}
+	}
+	return out, nil
+}
+
+// decodedBTF finds the enumerators named in enums among spec's decoded
+// types (slow: it decodes the types until all are found), and the structs
+// named in structs.
+func decodedBTF(spec *btf.Spec, enums, structs map[string]bool) (btfFound, error) {
+	out := btfFound{enums: map[string]uint64{}, structs: map[string]bool{}}
+	for n := range structs {
+		var s *btf.Struct
+		if err := spec.TypeByName(n, &s); err == nil {
+			out.structs[n] = true
+		}
+	}
 	for typ, err := range spec.All() {
 		if err != nil {
 			return out, fmt.Errorf("kernel BTF: %w", err)
@@ -108,11 +144,11 @@ func enumsDecoded(spec *btf.Spec, want map[string]bool) (map[string]uint64, erro
 			continue
 		}
 		for _, v := range e.Values {
-			if _, seen := out[v.Name]; want[v.Name] && !seen {
-				out[v.Name] = v.Value
+			if _, seen := out.enums[v.Name]; enums[v.Name] && !seen {
+				out.enums[v.Name] = v.Value
 			}
 		}
-		if len(out) == len(want) {
+		if len(out.enums) == len(enums) {
 			break
 		}
 	}

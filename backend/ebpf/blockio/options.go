@@ -10,7 +10,13 @@ import (
 	"github.com/iotrace/iotrace/event"
 )
 
-// Defaults of [Options].
+// Defaults of [Options]. DefaultMaxInFlight is not smaller because the
+// kernel does not bound the bios in flight below it: each hardware queue
+// of a device holds up to nr_requests requests, each of many merged bios
+// (bounded by the size and segment limits: hundreds), plus the split
+// children of larger bios and the bios waiting for a tag; 64 NVMe queues
+// of 1,023 requests of two bios each pass it. Allocated as entries come
+// (Linux 6.1+), its size costs nothing until used.
 const (
 	DefaultBufferSize   = 4 << 20
 	DefaultMaxInFlight  = 65536
@@ -71,8 +77,11 @@ type Options struct {
 	// BufferSize is the ring buffer size in bytes (rounded up to a power
 	// of two); 0 means DefaultBufferSize.
 	BufferSize int
-	// MaxInFlight bounds the bios tracked between queue and completion
-	// (an LRU map); 0 means DefaultMaxInFlight.
+	// MaxInFlight bounds the bios tracked between queue and completion;
+	// 0 means DefaultMaxInFlight. A bio queued when that many are
+	// tracked is counted (StatMapFull) and not tracked. (Before Linux
+	// 6.1 the map is an LRU map, preallocated, which evicts the oldest
+	// bio instead: its completion then counts under StatNoStart.)
 	MaxInFlight int
 	// PollInterval is how often Run looks at the ring buffer when the
 	// kernel has not woken it (wakeups are batched); 0 means
@@ -102,6 +111,9 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
+	// inFlightLRU keeps the map of bios in flight an LRU map on any kernel (as
+	// before Linux 6.1), for tests.
+	inFlightLRU bool
 	// KernelTypes is the kernel's BTF as the caller already parsed it
 	// (parsing costs tens of ms); nil: parsed here.
 	KernelTypes *btf.Cache

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/internal/bpfload"
@@ -26,7 +27,7 @@ type Tracer struct {
 	filtered bool
 
 	objs blockioObjects
-	// layout is how this kernel encodes bi_opf (kernelLayout).
+	// layout is how this kernel encodes bi_opf (kernelFacts).
 	layout OpfLayout
 	// queueSide feed the in-flight map; doneSide drain it. They are
 	// detached in that order so that bios queued before the stop can
@@ -36,6 +37,8 @@ type Tracer struct {
 	// counts (runs the kernel skipped).
 	attached []attach
 	rd       *ringbuf.Reader
+	// startup times Load's and Attach's phases (counters at Attach's end).
+	startup phases
 
 	dec *Decoder
 
@@ -78,8 +81,43 @@ func Open(opts Options) (*Tracer, error) {
 // Load loads the block programs without attaching them: the slow part of
 // [Open] (the verifier), which a caller can run side by side with loading
 // its own programs. [Tracer.Attach] attaches them; Close releases them.
-// opts.Origin is not used (Attach takes it).
+// opts.Origin is not used (Attach takes it). The completion witness
+// (Options.NoWitness) is made meanwhile and records from then on.
 func Load(opts Options) (*Tracer, error) {
+	// The witness's tracefs instance, its events enabled, took 6-10 ms:
+	// made beside the load, it is off the path from Load to Attach's end.
+	witnessDone := make(chan *witness, 1)
+	var witnessTook time.Duration
+	go func() {
+		var w *witness
+		if !opts.NoWitness {
+			t0 := time.Now()
+			var err error
+			if w, err = openWitness(&opts); err != nil {
+				opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
+			}
+			witnessTook = time.Since(t0)
+		}
+		witnessDone <- w
+	}()
+	t, err := load(opts)
+	w := <-witnessDone
+	if err != nil {
+		if w != nil {
+			_ = w.close()
+		}
+		return nil, err
+	}
+	if w != nil {
+		w.layout = t.layout
+		t.witness = w
+		t.startup.add(phaseWitness, witnessTook)
+	}
+	return t, nil
+}
+
+// load is Load without the witness.
+func load(opts Options) (*Tracer, error) {
 	if opts.BufferSize <= 0 {
 		opts.BufferSize = DefaultBufferSize
 	}
@@ -101,14 +139,15 @@ func Load(opts Options) (*Tracer, error) {
 	if kt == nil {
 		kt = btf.NewCache()
 	}
-	// The layout is read from the raw BTF: the maps are created while the
-	// full parse of the kernel's types, which the programs need, runs.
-	layout, pinned, err := kernelLayout(kt.Kernel)
+	// What is read from the kernel's BTF comes from its raw blob: the maps
+	// are created while the full parse of its types, which the programs
+	// need, runs.
+	info, err := kernelFacts(kt.Kernel)
 	if err != nil {
 		opts.warnf("block I/O: " + err.Error())
 	}
 
-	if err := configure(spec, &opts, pinned); err != nil {
+	if err := configure(spec, &opts, info); err != nil {
 		return nil, err
 	}
 	repl, err := sharedMaps(spec, &opts)
@@ -116,7 +155,7 @@ func Load(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 
-	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: layout}
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: info.layout, startup: phases{prefix: StartupPrefix}}
 	pending, err := bpfload.CreateMaps(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil)
 	if err == nil {
 		if _, kerr := kt.Kernel(); kerr != nil {
@@ -146,17 +185,15 @@ func Load(opts Options) (*Tracer, error) {
 func (t *Tracer) Attach(origin int64) error {
 	opts := &t.opts
 	opts.Origin = origin
-	// The witness first: it records the completion of every bio queued
-	// under the tracer.
-	var err error
-	if !opts.NoWitness {
-		if t.witness, err = openWitness(opts, t.layout); err != nil {
-			opts.warnf("block I/O: no completion witness, completions the kernel does not deliver to BPF programs will have no latency: " + err.Error())
-		}
-	}
+	ph := &t.startup
+	ph.begin()
+	// The witness, made by Load, already records the completion of every
+	// bio queued under the tracer.
 	if err := t.attachPrograms(); err != nil {
 		return err
 	}
+	ph.done(phaseAttach)
+	var err error
 	t.rd, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
 		return fmt.Errorf("blockio: ring buffer reader: %w", err)
@@ -167,12 +204,23 @@ func (t *Tracer) Attach(origin int64) error {
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())
 	}
+	ph.done(phaseReader)
+	t.mu.Lock()
+	ph.addTo(&t.user)
+	t.mu.Unlock()
 	return nil
 }
 
-// configure sets the BPF object's constants and map sizes from opts;
-// pinned is the kernel's BIO_PINNED bit (kernelLayout).
-func configure(spec *ebpf.CollectionSpec, opts *Options, pinned uint32) error {
+// Load's and Attach's phases, timed as counters (StartupPrefix).
+const (
+	phaseWitness = "create the witness (tracefs instance, beside the load)"
+	phaseAttach  = "attach the programs"
+	phaseReader  = "ring buffer reader, devices"
+)
+
+// configure sets the BPF object's constants and maps from opts and what
+// the kernel's BTF says (kernelFacts).
+func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error {
 	set := func(name string, v any) error {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -188,7 +236,7 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, pinned uint32) error {
 		name string
 		v    any
 	}{
-		{"bio_pinned_bit", pinned},
+		{"bio_pinned_bit", info.pinned},
 		{"self_tgid", opts.ExcludePid},
 		{"filter_pids", opts.PidFilter != nil},
 		{"clock_monotonic", opts.Monotonic},
@@ -206,12 +254,47 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, pinned uint32) error {
 	}
 	spec.Maps["events"].MaxEntries = ringSize(opts.BufferSize)
 	spec.Maps["bios"].MaxEntries = uint32(opts.MaxInFlight)
+	if info.memAlloc && !opts.inFlightLRU {
+		allocateAsTheyCome(spec)
+	}
+
 	// A stack-trace map preallocates every bucket (16 MiB): one when no
 	// stacks are taken.
 	if opts.Stacks == backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = 1
 	}
+	// The inodes traced processes dirtied (an LRU map, preallocated: 2-5
+	// ms to create) are looked up only with the pid filter.
+	if opts.PidFilter == nil {
+		spec.Maps["dirty_inodes"].MaxEntries = 1
+	}
 	return nil
+}
+
+// inFlightMaps are the maps allocateAsTheyCome changes: the bios in
+// flight (added at queue, deleted at completion). The requests' issue
+// times (rqs, 16,384 entries of 8 bytes: 4 ms to create) stay an LRU
+// map: a full plain map would drop an issue time uncounted.
+var inFlightMaps = []string{"bios"}
+
+// allocateAsTheyCome makes inFlightMaps plain hash maps whose
+// entries the kernel allocates as they come, instead of LRU hash maps,
+// which the kernel preallocates whole: creating the 65,536-entry bios
+// map took 25-54 ms on the 2-CPU machine (1.5-2.4 ms unpreallocated),
+// the largest part of the block side's load, and the BPF time per bio
+// did not change (2.8-3.0 µs either way, O_DIRECT 4 KiB reads on a
+// loop device). A full plain map also fails the insert, which the
+// programs count (StatMapFull), where an LRU map evicts the oldest
+// entry, a bio maybe still in flight, silently. Left behind entries (a
+// completion the programs did not see) go when their address is queued
+// again (StatUnseen). Only where the kernel allocates them with
+// bpf_mem_alloc (kernelInfo.memAlloc).
+func allocateAsTheyCome(spec *ebpf.CollectionSpec) {
+	for _, name := range inFlightMaps {
+		m := spec.Maps[name]
+		m.Type = ebpf.Hash
+		m.Flags |= unix.BPF_F_NO_PREALLOC
+	}
 }
 
 // sharedMaps returns the maps of the syscall side's that replace the
@@ -258,7 +341,9 @@ func sharedMaps(spec *ebpf.CollectionSpec, opts *Options) (map[string]*ebpf.Map,
 
 // attachPrograms attaches the programs to their tracepoints, the
 // completion side first, the queue side last: no bio is queued under
-// the tracer without its completion being watched too. A tracepoint a
+// the tracer without its completion being watched too. (One after the
+// other: attached from 9 goroutines they took 3.7-9 ms against 2.5-2.9,
+// the kernel registering one tracepoint probe at a time.) A tracepoint a
 // kernel may lack is warned about; any other failure is an error (the
 // caller closes what was attached).
 func (t *Tracer) attachPrograms() error {
@@ -338,50 +423,14 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 	}
 	t.mu.Unlock()
 
-	var (
-		rec      ringbuf.Record
-		r        Record
-		e        event.Event
-		lastDev  event.Device
-		lastLoss uint64
-		nextLoss = time.Now().Add(time.Second)
-	)
-	deliver := func() {
-		if err := r.Decode(rec.RawSample); err != nil {
-			t.mu.Lock()
-			t.user.Add(event.CountLost, StatMalformed, 1)
-			t.mu.Unlock()
-			return
-		}
-		if r.Flags&RecUnseen != 0 {
-			t.unseen(&r, &e, r.DoneTS)
-		} else {
-			t.dec.Event(&r, &e)
-		}
-		if e.Dev != lastDev {
-			t.device(e.Dev, e.Time)
-			lastDev = e.Dev
-		}
-		emit(&e)
-	}
-	// read reads until the ring is empty and deadline passes.
-	read := func(deadline time.Time) error {
-		t.rd.SetDeadline(deadline)
-		for {
-			err := t.rd.ReadInto(&rec)
-			switch {
-			case err == nil:
-				deliver()
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				return nil
-			default:
-				return fmt.Errorf("blockio: read ring buffer: %w", err)
-			}
-		}
-	}
-
+	// Wake the reader as soon as ctx is done, not at its next poll: a
+	// flushed reader returns what the ring holds, then ErrFlushed.
+	unwake := context.AfterFunc(ctx, func() { _ = t.rd.Flush() })
+	defer unwake()
+	s := &runState{t: t, emit: emit}
+	lastLoss, nextLoss := uint64(0), time.Now().Add(time.Second)
 	for ctx.Err() == nil {
-		if err := read(time.Now().Add(t.opts.PollInterval)); err != nil {
+		if err := s.read(time.Now().Add(t.opts.PollInterval)); err != nil {
 			return err
 		}
 		t.drainWitness()
@@ -393,23 +442,67 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 			}
 		}
 	}
+	return t.stop(s)
+}
 
-	// Stop: no new bios; give those in flight up to 200 ms to complete.
+// Stop's phases, timed as counters (StopPrefix).
+const (
+	phaseDetachQueue = "detach the queue side"
+	phaseSettle      = "let bios in flight complete"
+	phaseDrain       = "detach the completion side, drain"
+	phaseInFlight    = "report bios in flight"
+)
+
+// settleMax bounds how long the stop waits for bios in flight to complete.
+const settleMax = 200 * time.Millisecond
+
+// stop ends Run: no new bios; those in flight get up to settleMax to
+// complete (looked for after 1 ms, then at twice the last wait, up to the
+// poll interval), then the completion side is detached, the ring buffer
+// drained, and what is left in the in-flight map is emitted. The witness
+// is read for the last time once nothing it could still see matters: as
+// soon as no bio is in flight (no completion is left to miss), else once
+// the completion side is detached; its tracefs instance is then removed in
+// the background, beside the rest (Close waits for it).
+func (t *Tracer) stop(s *runState) error {
+	ph := newPhases(StopPrefix)
 	closeLinks(t.queueSide)
 	t.queueSide = nil
-	settle := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(settle) && t.inFlight() {
-		if err := read(time.Now().Add(10 * time.Millisecond)); err != nil {
+	ph.done(phaseDetachQueue)
+	settle := time.Now().Add(settleMax)
+	idle := !t.inFlight()
+	for step := time.Millisecond; !idle && time.Now().Before(settle); step = min(2*step, t.opts.PollInterval) {
+		if err := s.read(time.Now().Add(min(step, time.Until(settle)))); err != nil {
 			return err
 		}
+		idle = !t.inFlight()
 	}
+	if idle {
+		t.finishWitness()
+	}
+	ph.done(phaseSettle)
 	closeLinks(t.doneSide)
 	t.doneSide = nil
-	if err := read(time.Now()); err != nil {
+	if err := s.read(time.Now()); err != nil {
 		return err
 	}
+	t.finishWitness()
+	ph.done(phaseDrain)
+	n, err := t.emitInFlight(s)
+	ph.done(phaseInFlight)
+	t.mu.Lock()
+	t.user.Add(event.CountUnpaired, StatInFlight, n)
+	ph.addTo(&t.user)
+	t.kernel = t.kernelStats()
+	t.stopped = true
+	t.mu.Unlock()
+	return err
+}
 
-	// What is left in the in-flight map never completed under the tracer.
+// emitInFlight emits what is left in the in-flight map, which never
+// completed under the tracer (unless the witness saw it complete), and
+// returns how many had no completion.
+func (t *Tracer) emitInFlight(s *runState) (uint64, error) {
 	var (
 		key  uint64
 		info blockioBioInfo
@@ -420,7 +513,8 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		if info.Flags&RecFillOnly != 0 {
 			continue // an untraced process's page-cache read: no event
 		}
-		r = Record{
+		r := &s.r
+		*r = Record{
 			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
 			Sector: info.QueueSector - info.StartSect, Inode: info.Inode, Bytes: info.QueueBytes,
 			Opf: info.Opf, Dev: info.Dev, UStack: info.Ustack, KStack: info.Kstack,
@@ -429,27 +523,64 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 		for i, c := range info.Comm {
 			r.Comm[i] = byte(c)
 		}
-		if !t.unseen(&r, &e, 0) {
+		if !t.unseen(r, &s.e, 0) {
 			n++
 		}
-		emit(&e)
-	}
-	t.mu.Lock()
-	t.user.Add(event.CountUnpaired, StatInFlight, n)
-	t.kernel = t.kernelStats()
-	t.stopped = true
-	var werr error
-	if t.witness != nil {
-		werr = t.witness.close()
-	}
-	t.mu.Unlock()
-	if werr != nil {
-		t.opts.warnf("block I/O: " + werr.Error())
+		s.emit(&s.e)
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("blockio: list bios in flight: %w", err)
+		return n, fmt.Errorf("blockio: list bios in flight: %w", err)
 	}
-	return nil
+	return n, nil
+}
+
+// runState is what Run keeps while it reads: the ring buffer's record,
+// its decoding and the event emitted (both reused), the device last named.
+type runState struct {
+	t       *Tracer
+	emit    func(*event.Event)
+	rec     ringbuf.Record
+	r       Record
+	e       event.Event
+	lastDev event.Device
+}
+
+// read reads records until the ring is empty and deadline has passed,
+// or the reader was flushed (Run's context done) and the ring is empty.
+func (s *runState) read(deadline time.Time) error {
+	s.t.rd.SetDeadline(deadline)
+	for {
+		err := s.t.rd.ReadInto(&s.rec)
+		switch {
+		case err == nil:
+			s.deliver()
+		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			return nil
+		default:
+			return fmt.Errorf("blockio: read ring buffer: %w", err)
+		}
+	}
+}
+
+// deliver decodes the record read and emits its event.
+func (s *runState) deliver() {
+	t, r, e := s.t, &s.r, &s.e
+	if err := r.Decode(s.rec.RawSample); err != nil {
+		t.mu.Lock()
+		t.user.Add(event.CountLost, StatMalformed, 1)
+		t.mu.Unlock()
+		return
+	}
+	if r.Flags&RecUnseen != 0 {
+		t.unseen(r, e, r.DoneTS)
+	} else {
+		t.dec.Event(r, e)
+	}
+	if e.Dev != s.lastDev {
+		t.device(e.Dev, e.Time)
+		s.lastDev = e.Dev
+	}
+	s.emit(e)
 }
 
 // unseen fills e for a bio whose completion no program saw: with the
@@ -458,7 +589,7 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.witness != nil && t.witness.in != nil {
+	if t.witness != nil {
 		if w, ok := t.witness.lookup(r, before); ok {
 			if r.Flags&RecUnseen != 0 {
 				t.unseenFound++
@@ -471,10 +602,20 @@ func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	return false
 }
 
+// finishWitness reads the witness for the last time and starts its
+// removal (witness.finish).
+func (t *Tracer) finishWitness() {
+	t.mu.Lock()
+	if t.witness != nil {
+		t.witness.finish()
+	}
+	t.mu.Unlock()
+}
+
 // drainWitness reads the witness's buffers, so that they do not overrun.
 func (t *Tracer) drainWitness() {
 	t.mu.Lock()
-	if t.witness != nil && t.witness.in != nil {
+	if t.witness != nil {
 		t.witness.drain()
 	}
 	t.mu.Unlock()

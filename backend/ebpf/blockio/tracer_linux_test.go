@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -487,15 +488,19 @@ func TestKernelLayout(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
-	l, pinned, err := kernelLayout(func() (*btf.Spec, error) { return spec, nil })
+	k, err := kernelFacts(func() (*btf.Spec, error) { return spec, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Read != 0 || l.Write != 1 || l.OpMask != 0xff || l.Sync == 0 || l.Preflush == 0 || l.Sync == l.Preflush {
+	if l := k.layout; l.Read != 0 || l.Write != 1 || l.OpMask != 0xff || l.Sync == 0 || l.Preflush == 0 || l.Sync == l.Preflush {
 		t.Errorf("layout %+v", l)
 	}
-	if pinned >= 16 {
+	if k.pinned >= 16 {
 		t.Logf("kernel without BIO_PAGE_PINNED: direct I/O not flagged")
+	}
+	var ma *btf.Struct
+	if has := spec.TypeByName(memAllocStruct, &ma) == nil; k.memAlloc != has {
+		t.Errorf("memAlloc %v, but the kernel's types have struct %s: %v", k.memAlloc, memAllocStruct, has)
 	}
 }
 
@@ -516,19 +521,90 @@ func TestKernelLayoutScan(t *testing.T) {
 	for n := range layoutFields(&l, &pinned) {
 		want[n] = true
 	}
+	structs := map[string]bool{memAllocStruct: true, "bio": true, "no_such_struct_here": true}
 	start := time.Now()
-	got, err := enumValues(raw, want)
+	rs, err := rawbtf.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rawFacts(rs, want, structs)
 	scan := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	dec, err := enumsDecoded(spec, want)
+	dec, err := decodedBTF(spec, want, structs)
 	t.Logf("raw scan %v, decoded %v", scan, time.Since(start))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) < len(want)-2 || !reflect.DeepEqual(got, dec) {
+	if len(got.enums) < len(want)-2 || !reflect.DeepEqual(got, dec) {
 		t.Errorf("scan %v, decoded %v", got, dec)
+	}
+	if !got.structs["bio"] || got.structs["no_such_struct_here"] {
+		t.Errorf("structs %v: want bio, not no_such_struct_here", got.structs)
+	}
+}
+
+// TestInFlightMapsAllocatedAsTheyCome: where the kernel has bpf_mem_alloc
+// the map of bios in flight is a plain hash map without preallocation
+// (made in about 2 ms instead of 25-54 ms), elsewhere (or asked for) the
+// LRU map of the object; the requests' map stays an LRU map.
+func TestInFlightMapsAllocatedAsTheyCome(t *testing.T) {
+	for _, c := range []struct {
+		memAlloc, lru bool
+		want          ebpf.MapType
+	}{{true, false, ebpf.Hash}, {false, false, ebpf.LRUHash}, {true, true, ebpf.LRUHash}} {
+		spec, err := loadBlockio()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{MaxInFlight: DefaultMaxInFlight, BufferSize: DefaultBufferSize, inFlightLRU: c.lru}
+		if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout(), memAlloc: c.memAlloc}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range inFlightMaps {
+			m := spec.Maps[name]
+			noPrealloc := m.Flags&unix.BPF_F_NO_PREALLOC != 0
+			if m.Type != c.want || noPrealloc != (c.want == ebpf.Hash) {
+				t.Errorf("memAlloc %v, LRU asked %v: map %s is a %v with flags %#x, want a %v", c.memAlloc, c.lru, name, m.Type, m.Flags, c.want)
+			}
+		}
+		if n := spec.Maps["bios"].MaxEntries; n != DefaultMaxInFlight {
+			t.Errorf("bios has %d entries, want %d", n, DefaultMaxInFlight)
+		}
+		if m := spec.Maps["rqs"]; m.Type != ebpf.LRUHash {
+			t.Errorf("rqs is a %v, want the LRU map of the object", m.Type)
+		}
+	}
+}
+
+// TestDirtyInodesOnlyFiltered: the map of inodes traced processes dirtied,
+// read only with the pid filter, has one entry without it.
+func TestDirtyInodesOnlyFiltered(t *testing.T) {
+	spec, err := loadBlockio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := spec.Maps["dirty_inodes"].MaxEntries
+	for _, filtered := range []bool{false, true} {
+		spec, err := loadBlockio()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := Options{MaxInFlight: DefaultMaxInFlight, BufferSize: DefaultBufferSize}
+		if filtered {
+			opts.PidFilter = &ebpf.Map{}
+		}
+		if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout()}); err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(1)
+		if filtered {
+			want = full
+		}
+		if n := spec.Maps["dirty_inodes"].MaxEntries; n != want {
+			t.Errorf("filtered %v: dirty_inodes has %d entries, want %d", filtered, n, want)
+		}
 	}
 }

@@ -126,14 +126,20 @@ func opLetter(rwbs []byte) byte {
 	return rwbs[0]
 }
 
-// witnessLog remembers the last completions the witness read, and when
-// its buffer last lost some.
+// witnessLog remembers the last completions the witness read (keep of
+// them), and when its buffer last lost some. Its ring and index grow as
+// completions come, up to keep: allocating them whole (6.7 MiB at
+// DefaultWitnessKeep) took 3-44 ms at start-up on a loaded 2-CPU machine,
+// and a short trace keeps a few.
 type witnessLog struct {
 	formats map[uint16]*witnessFormat
-	ring    []witnessRec
-	next    int
-	full    bool
-	index   sectorIndex
+	keep    int
+	// ring holds the completions kept: it grows until it holds keep,
+	// then next wraps (full) and each completion replaces the oldest.
+	ring  []witnessRec
+	next  int
+	full  bool
+	index sectorIndex
 	// lossAt is the time of the latest page read after a loss: the lost
 	// completions came before it.
 	lossAt uint64
@@ -146,7 +152,26 @@ func newWitnessLog(keep int) *witnessLog {
 	if keep <= 0 {
 		keep = DefaultWitnessKeep
 	}
-	return &witnessLog{formats: map[uint16]*witnessFormat{}, ring: make([]witnessRec, keep), index: newSectorIndex(keep)}
+	return &witnessLog{formats: map[uint16]*witnessFormat{}, keep: keep, index: newSectorIndex()}
+}
+
+// witnessGrowFrom is the ring's first allocation, in completions.
+const witnessGrowFrom = 1024
+
+// slot returns the slot the next completion goes to, growing the ring
+// (and the index) while it holds fewer than keep.
+func (l *witnessLog) slot() int {
+	if l.next < len(l.ring) {
+		return l.next
+	}
+	if len(l.ring) == cap(l.ring) {
+		grown := make([]witnessRec, len(l.ring), min(max(2*cap(l.ring), witnessGrowFrom), l.keep))
+		copy(grown, l.ring)
+		l.ring = grown
+	}
+	l.ring = l.ring[:len(l.ring)+1]
+	l.index.grow(l.ring)
+	return l.next
 }
 
 // addFormat registers an event the instance records.
@@ -174,14 +199,14 @@ func (l *witnessLog) add(ts uint64, rec []byte) {
 		l.malformed++
 		return
 	}
-	slot := int32(l.next)
+	i := l.slot()
 	if l.full {
-		l.oldest = max(l.oldest, l.ring[l.next].ts)
-		l.index.remove(slot, &l.ring[l.next])
+		l.oldest = max(l.oldest, l.ring[i].ts)
+		l.index.remove(int32(i), &l.ring[i])
 	}
-	l.ring[l.next] = r
-	l.index.add(slot, &l.ring[l.next])
-	if l.next++; l.next == len(l.ring) {
+	l.ring[i] = r
+	l.index.add(int32(i), &l.ring[i])
+	if l.next++; l.next == l.keep {
 		l.next, l.full = 0, true
 	}
 }

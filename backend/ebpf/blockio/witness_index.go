@@ -12,10 +12,11 @@ package blockio
 // walks two chains per level. An empty completion (a flush) is filed at
 // level 0 under its sector's bucket; one longer than the last level's
 // buckets (a huge discard) is filed as wide, and every lookup walks the
-// wide ones too. Keys hash into a table of as many chains as the log has
-// slots; a chain is doubly linked through the slots, so the log's
-// overwriting of a slot unlinks it at once. The index holds three int32
-// per slot, whatever the keys.
+// wide ones too. Keys hash into a table of at least as many chains as
+// the log has slots (doubled, and every slot refiled, as the log grows);
+// a chain is doubly linked through the slots, so the log's overwriting of
+// a slot unlinks it at once. The index holds three int32 per slot,
+// whatever the keys.
 type sectorIndex struct {
 	heads      []int32 // first slot of each chain, -1 for none; the last chain is the wide one
 	next, prev []int32 // by slot; -1 ends a chain
@@ -28,16 +29,34 @@ const (
 	noSlot         = -1
 )
 
-func newSectorIndex(slots int) sectorIndex {
-	n := 1
-	for n < slots {
-		n <<= 1
+// indexChains0 is the table's first size in chains (a power of two).
+const indexChains0 = 256
+
+func newSectorIndex() sectorIndex {
+	return sectorIndex{heads: emptyChains(indexChains0)}
+}
+
+// emptyChains returns a table of n chains and the wide one, all empty.
+func emptyChains(n int) []int32 {
+	heads := make([]int32, n+1)
+	for i := range heads {
+		heads[i] = noSlot
 	}
-	x := sectorIndex{heads: make([]int32, n+1), next: make([]int32, slots), prev: make([]int32, slots)}
-	for i := range x.heads {
-		x.heads[i] = noSlot
+	return heads
+}
+
+// grow makes room for the ring's last slot, new and not filed yet; when
+// the ring outgrows the table, the table doubles and the other slots are
+// filed anew.
+func (x *sectorIndex) grow(ring []witnessRec) {
+	x.next = append(x.next, noSlot)
+	x.prev = append(x.prev, noSlot)
+	if n := len(x.heads) - 1; len(ring) > n {
+		x.heads = emptyChains(2 * n)
+		for i := range len(ring) - 1 {
+			x.add(int32(i), &ring[i])
+		}
 	}
-	return x
 }
 
 // chain returns the chain of a key.

@@ -1,6 +1,7 @@
 package blockio
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -31,11 +32,18 @@ func linearFind(l *witnessLog, q witnessQuery) int {
 
 // TestWitnessIndexAgrees: over random completions (small and huge, empty
 // flushes, sectors near bucket edges and near 2^64) and random bios, with
-// the log wrapping many times, the indexed lookup takes the same record
-// as a scan of the whole log.
+// the log growing (its table doubled and refiled) then wrapping many
+// times, the indexed lookup takes the same record as a scan of the whole
+// log.
 func TestWitnessIndexAgrees(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	l, id := testWitnessLog(t, 257)
+	for _, keep := range []int{257, 3000} {
+		t.Run(fmt.Sprint(keep), func(t *testing.T) { indexAgrees(t, keep) })
+	}
+}
+
+func indexAgrees(t *testing.T, keep int) {
+	rng := rand.New(rand.NewPCG(1, uint64(keep)))
+	l, id := testWitnessLog(t, keep)
 	ops := []string{"R", "WS", "FWS", "D", "FF"}
 	sector := func() uint64 {
 		switch rng.IntN(8) {

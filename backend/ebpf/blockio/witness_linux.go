@@ -31,6 +31,10 @@ type witness struct {
 	sysfs     string
 	disks     map[uint32]diskPos
 
+	// removed is closed once the instance finish began removing is
+	// gone (nil: no removal under way).
+	removed chan struct{}
+
 	found      uint64 // completions found
 	miss       [numMisses]uint64
 	lostPages  uint64 // missed events the pages reported
@@ -47,8 +51,8 @@ type diskPos struct {
 }
 
 // openWitness removes the instances of dead iotrace processes, then
-// creates this tracer's.
-func openWitness(opts *Options, layout OpfLayout) (*witness, error) {
+// creates this tracer's. Its layout is the tracer's to set.
+func openWitness(opts *Options) (*witness, error) {
 	if n, err := ftrace.RemoveStale("", witnessPrefix); err != nil {
 		opts.warnf("block I/O: removing stale tracefs instances: " + err.Error())
 	} else if n > 0 {
@@ -69,7 +73,7 @@ func openWitness(opts *Options, layout OpfLayout) (*witness, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &witness{in: in, log: newWitnessLog(opts.WitnessKeep), layout: layout, monotonic: opts.Monotonic,
+	w := &witness{in: in, log: newWitnessLog(opts.WitnessKeep), layout: DefaultOpfLayout(), monotonic: opts.Monotonic,
 		sysfs: opts.Sysfs, disks: map[uint32]diskPos{}, warn: opts.Warn}
 	for _, f := range in.Formats() {
 		if err := w.log.addFormat(f); err != nil {
@@ -84,8 +88,12 @@ func openWitness(opts *Options, layout OpfLayout) (*witness, error) {
 	return w, nil
 }
 
-// drain reads what the instance's buffers hold now.
+// drain reads what the instance's buffers hold now (nothing once
+// finished).
 func (w *witness) drain() {
+	if w.in == nil {
+		return
+	}
 	missed, err := w.in.Read(func(_ int, ts uint64, rec []byte) { w.log.add(ts, rec) })
 	if missed > 0 {
 		w.lostPages += missed
@@ -180,8 +188,35 @@ func readSysfsUint(path string) (uint64, bool) {
 	return v, err == nil
 }
 
-// close removes the instance, keeping what its buffers lost.
+// finish reads the instance's buffers for the last time, keeps what they
+// lost, and removes the instance in the background (close waits for
+// that): removing it waits for the kernel's tracepoint grace periods,
+// 7-34 ms here, while lookups need only what was read. A removal that
+// fails is warned about.
+func (w *witness) finish() {
+	if w.in == nil {
+		return
+	}
+	w.drain()
+	w.dropped = w.in.Dropped()
+	in := w.in
+	w.in = nil
+	w.removed = make(chan struct{})
+	go func() {
+		defer close(w.removed)
+		if err := in.Close(); err != nil && w.warn != nil {
+			w.warn("block I/O: " + err.Error())
+		}
+	}()
+}
+
+// close removes the instance, keeping what its buffers lost, or waits
+// for finish's removal.
 func (w *witness) close() error {
+	if w.removed != nil {
+		<-w.removed
+		return nil
+	}
 	if w.in == nil {
 		return nil
 	}

@@ -203,12 +203,12 @@ func (in *Instance) Dropped() uint64 {
 	return n
 }
 
-// Close disables the events, closes the pipes and removes the instance.
+// Close closes the pipes and removes the instance. Removing it disables
+// its events (the kernel's instance_rmdir: event_trace_del_tracer clears
+// every event of the instance, then waits once for the tracepoints'
+// grace periods), so they are disabled here one by one only when the
+// removal fails, not to leave them recording.
 func (in *Instance) Close() error {
-	for _, ev := range in.enabled {
-		_ = in.write(filepath.Join("events", ev, "enable"), "0")
-	}
-	in.enabled = nil
 	for _, c := range in.cpus {
 		unix.Close(c.fd)
 	}
@@ -217,6 +217,12 @@ func (in *Instance) Close() error {
 		return nil
 	}
 	err := removeDir(in.dir)
+	if err != nil {
+		for _, ev := range in.enabled {
+			_ = in.write(filepath.Join("events", ev, "enable"), "0")
+		}
+	}
+	in.enabled = nil
 	in.dir = ""
 	return err
 }
