@@ -619,6 +619,12 @@ func (r *run) stop(err error, poll time.Duration) error {
 		err = r.letCallsExit(2 * poll)
 	}
 	ph.since("let calls in flight exit", t)
+	// The block tracer drains and stops (waiting for the bios still in
+	// flight) beside the rest of this stop: the calls that queue bios
+	// have ended, or are reported in flight. stopBlock collects it.
+	if r.bt != nil {
+		r.btStop()
+	}
 	t = time.Now()
 	if err == nil {
 		err = r.flushBlocks()
