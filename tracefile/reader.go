@@ -226,7 +226,7 @@ func (r *Reader) next() (*chunk, bool) {
 			if r.resync(off, fmt.Sprintf("chunk length %d runs past the end of the file", length)) {
 				continue
 			}
-			r.damage[len(r.damage)-1].Reason = fmt.Sprintf("truncated: chunk of %d bytes, the file ends %d bytes into it", chunkHeaderSize+length, n)
+			r.damage[len(r.damage)-1].Reason = fmt.Sprintf("truncated: chunk of %d bytes, the file ends %d bytes into it (the recording was cut short while writing it, or its length is damaged)", chunkHeaderSize+length, n)
 			return nil, false
 		}
 		data := w.avail()[:chunkHeaderSize+length]
