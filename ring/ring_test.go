@@ -312,8 +312,8 @@ func TestSaveWhileRecording(t *testing.T) {
 				return
 			default:
 			}
+			sent.Store(i) // before: a save may see it as soon as Event stores it
 			r.Event(ev(i, 3))
-			sent.Store(i)
 		}
 	}()
 	for range 50 {
