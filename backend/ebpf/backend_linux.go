@@ -644,6 +644,9 @@ func (r *run) stop(err error, poll time.Duration) error {
 	for _, rec := range inflight {
 		r.tr.syscall(&rec, false)
 	}
+	if len(inflight) != 0 {
+		r.stats.Add(event.CountUnpaired, statCallsInFlight, uint64(len(inflight)))
+	}
 	if ierr != nil {
 		r.opts.Warnf(ierr.Error())
 		r.stats.Add(event.CountInfo, "system calls in flight at stop not reported: "+ierr.Error(), 1)
@@ -667,6 +670,10 @@ func (r *run) stop(err error, poll time.Duration) error {
 	ph.since("stop block tracing", t)
 	return err
 }
+
+// statCallsInFlight counts the calls reported in flight at stop (their
+// events flagged FlagNoCompletion).
+const statCallsInFlight = "system calls in flight when tracing stopped (entered, no exit)"
 
 // letCallsExit reads the ring buffer while system calls entered before
 // the enter side was detached are still in flight, up to max: the calls

@@ -307,6 +307,9 @@ func TestInFlightAtStop(t *testing.T) {
 	if len(evs) == 0 {
 		t.Fatalf("no read in flight at stop reported for pid %d; events: %d", pid, len(find(sink.events, byPid(pid))))
 	}
+	if n := sink.trailer.Stats.Get(event.CountUnpaired, statCallsInFlight); n < uint64(len(evs)) {
+		t.Errorf("%d reads reported in flight at stop, counted %d", len(evs), n)
+	}
 	e := evs[len(evs)-1]
 	if e.Status != event.StatusUnknown || e.FD != 0 || e.Tid != pid {
 		t.Errorf("in-flight read: status %v fd %d tid %d, want unknown, 0, %d", e.Status, e.FD, e.Tid, pid)
