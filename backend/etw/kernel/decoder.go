@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
@@ -67,7 +68,9 @@ func (t *table) name(class Class, code uint16, name string) {
 	t.names[codeKey{class, code}] = class.String() + "/" + name
 }
 
-var defaultTable = buildTable()
+// defaultTable is built on first use: a Linux command that reads no .etl
+// does not pay for it at start-up (about 1 ms of package init).
+var defaultTable = sync.OnceValue(buildTable)
 
 func buildTable() *table {
 	t := &table{
@@ -93,7 +96,7 @@ func buildTable() *table {
 }
 
 func codeName(c Class, code uint16) string {
-	if n, ok := defaultTable.names[codeKey{c, code}]; ok {
+	if n, ok := defaultTable().names[codeKey{c, code}]; ok {
 		return n[len(c.String())+1:]
 	}
 	return fmt.Sprintf("opcode(%d)", code)
@@ -101,7 +104,7 @@ func codeName(c Class, code uint16) string {
 
 // NativeName returns the name of an event class and code ("FileIo/Read"),
 // or "" when the table does not know it.
-func NativeName(c Class, code uint16) string { return defaultTable.names[codeKey{c, code}] }
+func NativeName(c Class, code uint16) string { return defaultTable().names[codeKey{c, code}] }
 
 func (t *table) lookup(k Key) *spec {
 	if k.Class == ClassUnknown {
@@ -124,7 +127,7 @@ func (t *table) lookup(k Key) *spec {
 
 // Has reports whether a decoder exists for k (including known events that
 // are ignored).
-func Has(k Key) bool { return defaultTable.lookup(k) != nil }
+func Has(k Key) bool { return defaultTable().lookup(k) != nil }
 
 // unknownKey counts records no decoder knows: a kernel group (or class)
 // or a provider, and an opcode or event id with its version.
@@ -175,7 +178,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder with the built-in table.
 func NewDecoder() *Decoder {
-	return &Decoder{t: defaultTable, unknown: make(map[unknownKey]uint64)}
+	return &Decoder{t: defaultTable(), unknown: make(map[unknownKey]uint64)}
 }
 
 // Decode decodes r into ev (which it resets first). ok is false when no

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"sync"
+
 	"github.com/iotrace/iotrace/backend/etw/record"
 	"github.com/iotrace/iotrace/event"
 )
@@ -26,12 +28,12 @@ func NewCodeFilter(keep func(kind Kind, op event.Op) bool) *CodeFilter {
 			f.bits[c][code>>6] |= 1 << (code & 63)
 		}
 	}
-	for pk, s := range defaultTable.exact {
+	for pk, s := range defaultTable().exact {
 		if keep(s.kind, s.op) {
 			set(Class(pk>>40), uint16(pk>>24))
 		}
 	}
-	for ck, s := range defaultTable.ignored {
+	for ck, s := range defaultTable().ignored {
 		if keep(s.kind, s.op) {
 			set(ck.class, ck.code)
 		}
@@ -63,8 +65,9 @@ func CodeOf(r *record.Record) uint16 {
 	return uint16(r.Opcode)
 }
 
-// anyCode holds every (class, code) some decoder (or ignore rule) knows.
-var anyCode = NewCodeFilter(func(Kind, event.Op) bool { return true })
+// anyCode holds every (class, code) some decoder (or ignore rule) knows
+// (built on first use, as defaultTable).
+var anyCode = sync.OnceValue(func() *CodeFilter { return NewCodeFilter(func(Kind, event.Op) bool { return true }) })
 
 // MayDecode reports whether a decoder may know r. It is false only for
 // records Decode certainly counts as unknown (see Decoder.CountUnknown):
@@ -82,5 +85,5 @@ func MayDecodeClass(c Class, r *record.Record) bool {
 		return false
 	}
 	code := CodeOf(r)
-	return code >= 256 || anyCode.Has(c, code)
+	return code >= 256 || anyCode().Has(c, code)
 }

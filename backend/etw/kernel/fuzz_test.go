@@ -9,8 +9,8 @@ import (
 
 // allKeys lists every decoder key in a stable order.
 func allKeys() []Key {
-	keys := make([]Key, 0, len(defaultTable.exact))
-	for pk := range defaultTable.exact {
+	keys := make([]Key, 0, len(defaultTable().exact))
+	for pk := range defaultTable().exact {
 		k := Key{Class: Class(pk >> 40), Code: uint16(pk >> 24), Version: uint16(pk >> 8), PtrSize: uint8(pk)}
 		keys = append(keys, k)
 	}
