@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/iotrace/iotrace/symbolize"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,9 +21,11 @@ import (
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/backend/ebpf/marker"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/symbolize"
 )
 
 // lockedSink serialises the syscall reader and the block tracer, and
@@ -151,6 +152,8 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	kt := btf.NewCache()
 	go warmKernelTypes(kt)
+	kraw := &rawbtf.Shared{}
+	defer kraw.Close()
 	if err := ensureTracefs(opts.Warn); err != nil {
 		return err
 	}
@@ -186,6 +189,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
 		kernelTypes: kt,
+		rawKernel:   kraw,
 	}
 	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
 	ph := &phaseTimer{prefix: startupPrefix}
@@ -199,7 +203,9 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	ls := &lockedSink{s: sink}
 	var blk *blockLoad
 	if wantBlock {
-		blk = startBlockLoad(blockOptions(pr, &opts, ls, lc.wakeupBytes, wantFile, lc.unwind, cmdMode || pidSet != nil))
+		bo := blockOptions(pr, &opts, ls, lc.wakeupBytes, wantFile, lc.unwind, cmdMode || pidSet != nil)
+		bo.RawKernel = kraw
+		blk = startBlockLoad(bo)
 		defer blk.close()
 	}
 	tp := time.Now()

@@ -42,6 +42,9 @@ type loadConfig struct {
 	// kernelTypes is the kernel's BTF, maybe being parsed already
 	// (warmKernelTypes); nil: parsed when first needed.
 	kernelTypes *btf.Cache
+	// rawKernel is the kernel's raw BTF, parsed once for both loaders
+	// (nil: parsed here).
+	rawKernel *rawbtf.Shared
 }
 
 // warmKernelTypes parses the kernel's BTF and builds its name index, the
@@ -149,7 +152,7 @@ func createProbes(cfg loadConfig) (*probes, error) {
 	// from the full parse of the kernel's types that the program loads
 	// need: that one runs meanwhile (warmKernelTypes), and the maps are
 	// created without it.
-	if ks, release, err := rawbtf.Kernel(); err == nil {
+	if ks, release, err := cfg.rawKernel.Get(); err == nil {
 		has := func(tp string) bool { _, ok := ks.ByName(rawbtf.KindTypedef, "btf_trace_"+tp); return ok }
 		p.dio = has("iomap_dio_rw_begin") && has("iomap_dio_rw_queued") && has("iomap_dio_complete")
 		p.tp = readTPLayout(ks)

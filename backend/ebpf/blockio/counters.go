@@ -29,6 +29,7 @@ const (
 	cFillOnly
 	cPCLost
 	cFillUnseen
+	cRqFull
 	numCounters
 )
 
@@ -51,6 +52,10 @@ const (
 	StatChainLong   = "block requests with a bio chain beyond the walk bound"
 	StatCompleted   = "block events"
 	StatDirtyFull   = "block dirtied inodes not remembered"
+	// StatRqFull counts requests issued while the map of requests in
+	// flight was full: their bios' events lack the issue time (split
+	// between queue and device).
+	StatRqFull = "block requests whose issue time was not kept: map full"
 	StatInFlight    = "block bios without completion (in flight at stop)"
 	// StatUnseen counts tracked bios whose completion never reached the
 	// programs (the kernel did not run block_rq_complete's program for
@@ -109,6 +114,7 @@ func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
 	s.Add(event.CountInfo, StatRqNoBio, sum[cRqNoBio])
 	s.Add(event.CountLost, StatMapFull, sum[cMapFull])
 	s.Add(event.CountLost, StatUnseen, sum[cUnseen])
+	s.Add(event.CountLost, StatRqFull, sum[cRqFull])
 	s.Add(event.CountInfo, StatPartial, sum[cPartial])
 	s.Add(event.CountInfo, StatStale, sum[cStale])
 	s.Add(event.CountUnpaired, StatChainLong, sum[cChainLong])

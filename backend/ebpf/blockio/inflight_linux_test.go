@@ -181,6 +181,38 @@ func TestInFlightMapFull(t *testing.T) {
 	}
 }
 
+// TestRequestMapFull: requests issued while the map of their issue
+// times is full are counted (StatRqFull), as bios are by StatMapFull:
+// eight O_DIRECT writes hang on a frozen loop device while the map
+// holds four requests. (The LRU map before issue 28 evicted silently.)
+func TestRequestMapFull(t *testing.T) {
+	dev, fd, thaw := frozenLoop(t)
+	const maxRequests, writes = 4, 8
+	r := startTracer(t, Options{maxRequests: maxRequests})
+	done := make(chan error, writes)
+	for i := range writes {
+		go func() {
+			_, err := unix.Pwrite(fd, alignedBuf(4096), int64(i)*8192)
+			done <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	evs := onDev(r.stop(t), dev)
+	thaw()
+	for range writes {
+		if err := <-done; err != nil {
+			t.Fatalf("write after thaw: %v", err)
+		}
+	}
+	st := r.t.Stats()
+	if full := st.Get(event.CountLost, StatRqFull); full < writes-maxRequests {
+		t.Errorf("%q = %d, want >= %d (%d requests issued, room for %d)", StatRqFull, full, writes-maxRequests, writes, maxRequests)
+	}
+	if len(evs) == 0 {
+		t.Error("no block events on the loop device")
+	}
+}
+
 // TestRecursionMissesReadable: the runs the kernel skips (a program
 // nested on one CPU, e.g. a completion interrupting a completion) are
 // read for every attached program, so such a loss reaches the stats

@@ -48,7 +48,7 @@ type kernelInfo struct {
 // BTF (rawbtf), and decodes the kernel's types (decoded: a btf.Cache's
 // Kernel, the parse the program loads need, which runs meanwhile) only
 // when that fails.
-func kernelFacts(decoded func() (*btf.Spec, error)) (kernelInfo, error) {
+func kernelFacts(raw *rawbtf.Shared, decoded func() (*btf.Spec, error)) (kernelInfo, error) {
 	k := kernelInfo{layout: DefaultOpfLayout(), pinned: 0xff}
 	want := layoutFields(&k.layout, &k.pinned)
 	names := make(map[string]bool, len(want))
@@ -57,7 +57,7 @@ func kernelFacts(decoded func() (*btf.Spec, error)) (kernelInfo, error) {
 	}
 	structs := map[string]bool{memAllocStruct: true}
 	var found btfFound
-	s, release, err := rawbtf.Kernel()
+	s, release, err := raw.Get()
 	if err == nil {
 		found, err = rawFacts(s, names, structs)
 		release()

@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/iotrace/iotrace/backend"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -114,9 +115,15 @@ type Options struct {
 	// inFlightLRU keeps the map of bios in flight an LRU map on any kernel (as
 	// before Linux 6.1), for tests.
 	inFlightLRU bool
+	// maxRequests bounds the requests whose issue time is kept (0: the
+	// object's 16,384), for tests.
+	maxRequests int
 	// KernelTypes is the kernel's BTF as the caller already parsed it
 	// (parsing costs tens of ms); nil: parsed here.
 	KernelTypes *btf.Cache
+	// RawKernel is the kernel's raw BTF as the caller reads it for its own
+	// loader too (one parse for both); nil: read here.
+	RawKernel *rawbtf.Shared
 }
 
 func (o *Options) warnf(msg string) {

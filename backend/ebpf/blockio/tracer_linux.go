@@ -142,7 +142,7 @@ func load(opts Options) (*Tracer, error) {
 	// What is read from the kernel's BTF comes from its raw blob: the maps
 	// are created while the full parse of its types, which the programs
 	// need, runs.
-	info, err := kernelFacts(kt.Kernel)
+	info, err := kernelFacts(opts.RawKernel, kt.Kernel)
 	if err != nil {
 		opts.warnf("block I/O: " + err.Error())
 	}
@@ -254,6 +254,9 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	}
 	spec.Maps["events"].MaxEntries = ringSize(opts.BufferSize)
 	spec.Maps["bios"].MaxEntries = uint32(opts.MaxInFlight)
+	if opts.maxRequests > 0 {
+		spec.Maps["rqs"].MaxEntries = uint32(opts.maxRequests)
+	}
 	if info.memAlloc && !opts.inFlightLRU {
 		allocateAsTheyCome(spec)
 	}
@@ -272,10 +275,13 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 }
 
 // inFlightMaps are the maps allocateAsTheyCome changes: the bios in
-// flight (added at queue, deleted at completion). The requests' issue
-// times (rqs, 16,384 entries of 8 bytes: 4 ms to create) stay an LRU
-// map: a full plain map would drop an issue time uncounted.
-var inFlightMaps = []string{"bios"}
+// flight (added at queue, deleted at completion) and the requests' issue
+// times (added at issue, deleted at the final completion or a requeue;
+// 16,384 entries: 4-5 ms to create as an LRU map). An issue time a full
+// map could not keep is counted (StatRqFull), and its events say they
+// have none; one left behind (a completion not seen) is replaced when its
+// request, a reused struct, is issued again.
+var inFlightMaps = []string{"bios", "rqs"}
 
 // allocateAsTheyCome makes inFlightMaps plain hash maps whose
 // entries the kernel allocates as they come, instead of LRU hash maps,

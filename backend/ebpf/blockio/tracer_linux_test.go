@@ -488,7 +488,7 @@ func TestKernelLayout(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
-	k, err := kernelFacts(func() (*btf.Spec, error) { return spec, nil })
+	k, err := kernelFacts(nil, func() (*btf.Spec, error) { return spec, nil })
 	if err != nil {
 		t.Fatal(err)
 	}

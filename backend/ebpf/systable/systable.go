@@ -2,6 +2,7 @@ package systable
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/iotrace/iotrace/event"
 )
@@ -276,15 +277,17 @@ func Lookup(c Call) *Row {
 }
 
 // ByName returns the call named name, 0 when it is not traced.
-func ByName(name string) Call { return byName[name] }
+func ByName(name string) Call { return byName()[name] }
 
-var byName = func() map[string]Call {
+// byName and numberOf are built on first use, not at every command's
+// start-up.
+var byName = sync.OnceValue(func() map[string]Call {
 	m := make(map[string]Call, len(Table))
 	for i := range Table {
 		m[Table[i].Name] = Call(i + 1)
 	}
 	return m
-}()
+})
 
 func init() {
 	for i := range Table {
@@ -360,7 +363,7 @@ func (r *Row) index() error {
 // Number returns the number of the call on architecture goarch (as
 // runtime.GOARCH names it), false when the call does not exist there.
 func (r *Row) Number(goarch string) (int, bool) {
-	nr, ok := numberOf[goarch][r.Name]
+	nr, ok := numberOf()[goarch][r.Name]
 	return nr, ok
 }
 
@@ -376,10 +379,10 @@ func Name(goarch string, nr int) string {
 
 // ByNumber returns the call number nr is on goarch, 0 when it is not
 // traced.
-func ByNumber(goarch string, nr int) Call { return byName[Name(goarch, nr)] }
+func ByNumber(goarch string, nr int) Call { return byName()[Name(goarch, nr)] }
 
 // numberOf maps each architecture's names to their numbers.
-var numberOf = func() map[string]map[string]int {
+var numberOf = sync.OnceValue(func() map[string]map[string]int {
 	m := make(map[string]map[string]int, len(numbers))
 	for arch, names := range numbers {
 		a := make(map[string]int, len(names))
@@ -391,4 +394,4 @@ var numberOf = func() map[string]map[string]int {
 		m[arch] = a
 	}
 	return m
-}()
+})

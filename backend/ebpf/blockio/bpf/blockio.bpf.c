@@ -166,9 +166,11 @@ struct {
 	__type(value, struct bio_info);
 } bios SEC(".maps");
 
+/* issue times of requests in flight; a plain hash map where the kernel has
+ * bpf_mem_alloc (the loader's allocateAsTheyCome), as bios */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 16384); /* resized by the loader (tests) */
 	__type(key, __u64); /* struct request * */
 	__type(value, __u64); /* issue time */
 } rqs SEC(".maps");
@@ -636,7 +638,8 @@ int block_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 rq = ctx->args[0];
 	__u64 ts = now();
-	bpf_map_update_elem(&rqs, &rq, &ts, BPF_ANY);
+	if (bpf_map_update_elem(&rqs, &rq, &ts, BPF_ANY))
+		count(BC_RQ_FULL);
 	count(BC_ISSUE);
 	return 0;
 }

@@ -77,6 +77,7 @@ enum blk_counter {
 	BC_FILL_ONLY,       /* page-cache reads of untraced processes tracked for provenance only */
 	BC_PC_LOST,         /* page-cache provenance records lost: the syscall ring buffer was full */
 	BC_FILL_UNSEEN,     /* of those, completions never seen */
+	BC_RQ_FULL,         /* requests whose issue time was not kept: map update failed */
 	BC_MAX,
 };
 

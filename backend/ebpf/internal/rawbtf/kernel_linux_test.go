@@ -1,6 +1,9 @@
 package rawbtf
 
-import "testing"
+import (
+	"sync"
+	"testing"
+)
 
 // TestKernel: this kernel's BTF parses, and the tracepoints every kernel
 // iotrace runs on has are found.
@@ -41,4 +44,57 @@ func BenchmarkKernel(b *testing.B) {
 			b.Fatal("no io_uring_complete")
 		}
 	}
+}
+
+// TestShared: two users side by side get one parse; the blob stays mapped
+// until Close and both users' done, in either order.
+func TestShared(t *testing.T) {
+	if _, release, err := Kernel(); err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	} else {
+		release()
+	}
+	k := &Shared{}
+	var wg sync.WaitGroup
+	specs := make([]*Spec, 2)
+	dones := make([]func(), 2)
+	for i := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, done, err := k.Get()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			specs[i], dones[i] = s, done
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if specs[0] != specs[1] {
+		t.Fatal("two parses of the kernel's BTF")
+	}
+	dones[0]()
+	dones[0]() // a second call is harmless
+	k.Close()
+	if k.s == nil {
+		t.Fatal("released while a user still reads it")
+	}
+	if _, ok := specs[1].TracepointArgs("sys_enter"); !ok {
+		t.Error("sys_enter not found after Close")
+	}
+	dones[1]()
+	if k.s != nil || k.release != nil {
+		t.Error("not released when the last user was done")
+	}
+	var nilShared *Shared
+	s, done, err := nilShared.Get()
+	if err != nil || s == nil {
+		t.Fatalf("nil Shared: %v", err)
+	}
+	done()
+	nilShared.Close()
 }
