@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,13 @@ type Header struct {
 	Command string
 	// Tool is the program and version that wrote the trace.
 	Tool string
+	// Layers are the layers the source was set to trace (file system
+	// calls, block I/O): a layer not in it has no events because it was
+	// not traced, not because nothing happened. 0 when the source did not
+	// say (traces written before this field, conversions that cannot
+	// tell): readers then make no claim either way. Trailer.Layers
+	// narrows it.
+	Layers Layers
 }
 
 // Start returns StartWall as a time.Time.
@@ -306,6 +314,60 @@ type Trailer struct {
 	// Stats counts what the source received, lost, left unpaired and
 	// left unresolved.
 	Stats Stats
+	// Layers are the layers traced to the end when fewer than the
+	// header said (a layer whose tracing failed to start after the header
+	// was written); 0: as the header says.
+	Layers Layers
+}
+
+// Layers is a set of layers: bit l for Layer l.
+type Layers uint8
+
+// LayersOf returns the set of ls.
+func LayersOf(ls ...Layer) Layers {
+	var s Layers
+	for _, l := range ls {
+		s = s.With(l)
+	}
+	return s
+}
+
+// With returns s with l added.
+func (s Layers) With(l Layer) Layers {
+	if l >= 8 {
+		return s
+	}
+	return s | 1<<l
+}
+
+// Has reports whether l is in s.
+func (s Layers) Has(l Layer) bool { return l < 8 && s&(1<<l) != 0 }
+
+// String lists the layers ("file,block"), "" for none.
+func (s Layers) String() string {
+	var b strings.Builder
+	for l := Layer(0); l < 8; l++ {
+		if s.Has(l) {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(l.String())
+		}
+	}
+	return b.String()
+}
+
+// TracedLayers are the layers a trace's source traced: the trailer's
+// when it narrows the header's, else the header's; 0 when the trace does
+// not say (t may be nil: a trace without trailer).
+func TracedLayers(h *Header, t *Trailer) Layers {
+	if t != nil && t.Layers != 0 {
+		return t.Layers
+	}
+	if h == nil {
+		return 0
+	}
+	return h.Layers
 }
 
 // CounterKind classifies a Stats counter.

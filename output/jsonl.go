@@ -68,6 +68,28 @@ func (o *jsonObj) strNZ(k, v string) {
 	}
 }
 
+// layers writes a "layers" list ("file", "block") unless s is empty.
+func (o *jsonObj) layers(s event.Layers) {
+	if s == 0 {
+		return
+	}
+	o.key("layers")
+	o.b = append(o.b, '[')
+	n := 0
+	for l := event.Layer(0); l < 8; l++ {
+		if s.Has(l) {
+			if n > 0 {
+				o.b = append(o.b, ',')
+			}
+			o.b = append(o.b, '"')
+			o.b = append(o.b, l.String()...)
+			o.b = append(o.b, '"')
+			n++
+		}
+	}
+	o.b = append(o.b, ']')
+}
+
 func (o *jsonObj) int(k string, v int64) {
 	o.key(k)
 	o.b = strconv.AppendInt(o.b, v, 10)
@@ -198,6 +220,7 @@ func (j *JSONL) Begin(h *event.Header) error {
 	o.intNZ("clock_origin", h.Clock.Origin)
 	o.strNZ("command", h.Command)
 	o.strNZ("tool", h.Tool)
+	o.layers(h.Layers)
 	return j.close(o)
 }
 
@@ -358,6 +381,7 @@ func (j *JSONL) End(t *event.Trailer) error {
 		o.b = append(o.b, '}')
 	}
 	o.b = append(o.b, ']')
+	o.layers(t.Layers)
 	j.out.buf = append(o.b, '}', '\n')
 	return j.out.flush()
 }

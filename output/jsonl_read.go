@@ -78,6 +78,8 @@ type jsonRecord struct {
 	CommandB64  string `json:"command_b64"`
 	Tool        string `json:"tool"`
 	ToolB64     string `json:"tool_b64"`
+	// header and trailer
+	Layers []string `json:"layers"`
 
 	// event
 	ID          idNum    `json:"id"`
@@ -555,6 +557,11 @@ func (r *jsonlReader) trailerRec() error {
 	r.trailer = event.Trailer{End: r.rec.End}
 	r.trailerLine, r.trailerOff = r.line, r.off
 	r.sawEnd = true
+	layers, err := parseLayers(r.rec.Layers)
+	if err != nil {
+		return r.fail("%v", err)
+	}
+	r.trailer.Layers = layers
 	for _, c := range r.rec.Counters {
 		k, err := parseCounterKind(c.Kind)
 		if err != nil {
@@ -735,12 +742,29 @@ func (r *jsonRecord) header() (event.Header, error) {
 	if err != nil {
 		return event.Header{}, err
 	}
+	layers, err := parseLayers(r.Layers)
+	if err != nil {
+		return event.Header{}, err
+	}
 	return event.Header{
 		Source: src, OS: r.OS, OSVersion: r.OSVersion, Hostname: r.Hostname,
 		CPUs: r.CPUs, PointerSize: r.PointerSize, StartWall: r.StartWall,
 		Clock:   event.Clock{Kind: ck, Freq: r.ClockFreq, Origin: r.ClockOrigin},
-		Command: r.Command, Tool: r.Tool,
+		Command: r.Command, Tool: r.Tool, Layers: layers,
 	}, nil
+}
+
+// parseLayers reads a "layers" list ("file", "block").
+func parseLayers(names []string) (event.Layers, error) {
+	var s event.Layers
+	for _, n := range names {
+		l, err := event.ParseLayer(n)
+		if err != nil {
+			return 0, fmt.Errorf("layers: %w", err)
+		}
+		s = s.With(l)
+	}
+	return s, nil
 }
 
 func (r *jsonRecord) event(e *event.Event) error {

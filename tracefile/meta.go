@@ -24,6 +24,7 @@ const (
 	hClockOrigin
 	hCommand
 	hTool
+	hLayers
 )
 
 // Trailer tags.
@@ -32,6 +33,7 @@ const (
 	tEvents
 	tFacts
 	tCounter
+	tLayers
 )
 
 func appendTagged(b []byte, tag uint64, val []byte) []byte {
@@ -67,7 +69,11 @@ func appendHeader(b []byte, h *event.Header) []byte {
 	b = appendTagU(b, hClockFreq, h.Clock.Freq)
 	b = appendTagI(b, hClockOrigin, h.Clock.Origin)
 	b = appendTagS(b, hCommand, h.Command)
-	return appendTagS(b, hTool, h.Tool)
+	b = appendTagS(b, hTool, h.Tool)
+	if h.Layers != 0 {
+		b = appendTagU(b, hLayers, uint64(h.Layers))
+	}
+	return b
 }
 
 // fields calls fn for every tagged field of p.
@@ -116,6 +122,8 @@ func parseHeader(p []byte) (event.Header, error) {
 			h.Command = string(v.b)
 		case hTool:
 			h.Tool = string(v.b)
+		case hLayers:
+			h.Layers = event.Layers(v.uvarint())
 		}
 	})
 	return h, err
@@ -140,6 +148,9 @@ func appendTrailer(b []byte, t *event.Trailer, events, facts uint64) []byte {
 		c = append(c, k.Name...)
 		b = appendTagged(b, tCounter, c)
 	}
+	if t.Layers != 0 {
+		b = appendTagU(b, tLayers, uint64(t.Layers))
+	}
 	return b
 }
 
@@ -163,6 +174,8 @@ func parseTrailer(p []byte) (trailerRec, error) {
 			if v.err == nil {
 				r.t.Stats.Counters = append(r.t.Stats.Counters, event.Counter{Kind: kind, Name: name, Value: val})
 			}
+		case tLayers:
+			r.t.Layers = event.Layers(v.uvarint())
 		}
 	})
 	r.hasCounts = got == 2

@@ -140,7 +140,8 @@ func randomTrace(seed uint64, n int) *synth.Recorded {
 	r := &synth.Recorded{Began: true, Ended: true}
 	r.Header = event.Header{Source: event.Source(u64()), OS: str(), OSVersion: str(), Hostname: str(),
 		CPUs: uint32(u64()), PointerSize: uint8(u64()), StartWall: i64(),
-		Clock: event.Clock{Kind: event.ClockKind(u64()), Freq: u64(), Origin: i64()}, Command: str(), Tool: str()}
+		Clock: event.Clock{Kind: event.ClockKind(u64()), Freq: u64(), Origin: i64()}, Command: str(), Tool: str(),
+		Layers: event.Layers(u64())}
 	for i := 0; i < n; i++ {
 		if rng.IntN(4) == 0 {
 			r.Order = append(r.Order, synth.Item{Kind: synth.ItemFact, Index: len(r.Facts)})
@@ -162,6 +163,7 @@ func randomTrace(seed uint64, n int) *synth.Recorded {
 		})
 	}
 	r.Trailer.End = i64()
+	r.Trailer.Layers = event.Layers(u64())
 	for i := rng.IntN(5); i > 0; i-- {
 		r.Trailer.Stats.Counters = append(r.Trailer.Stats.Counters,
 			event.Counter{Kind: event.CounterKind(u64()), Name: str(), Value: u64()})

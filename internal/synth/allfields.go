@@ -93,6 +93,7 @@ func AllFieldsTrace() *Recorded {
 			Clock:       event.Clock{Kind: event.ClockQPC, Freq: 3_117_777, Origin: -42},
 			Command:     `sh -c "make -j8 && ./run, ok"`,
 			Tool:        "iotrace synth (all fields)",
+			Layers:      event.LayersOf(event.LayerFile, event.LayerBlock),
 		},
 	}
 	spaces := []event.HandleSpace{event.SpaceFD, event.SpaceCwd, event.SpaceFileObject, event.SpaceFileKey}

@@ -148,6 +148,7 @@ func (g *gen) header() event.Header {
 		PointerSize: 8,
 		StartWall:   g.o.StartWall,
 		Tool:        "iotrace synth",
+		Layers:      event.LayersOf(event.LayerFile, event.LayerBlock),
 	}
 	if g.win {
 		h.OSVersion = "10.0.26100"

@@ -175,6 +175,9 @@ func Compare(want, got *Recorded) error {
 	if want.Trailer.End != got.Trailer.End {
 		d.addf("trailer.End: want %d, got %d", want.Trailer.End, got.Trailer.End)
 	}
+	if want.Trailer.Layers != got.Trailer.Layers {
+		d.addf("trailer.Layers: want %v, got %v", want.Trailer.Layers, got.Trailer.Layers)
+	}
 	wc, gc := want.Trailer.Stats.Counters, got.Trailer.Stats.Counters
 	if len(wc) != len(gc) {
 		d.addf("trailer: want %d counters, got %d (want %v, got %v)", len(wc), len(gc), wc, gc)
