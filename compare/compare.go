@@ -189,14 +189,17 @@ type Row struct {
 	// Layer is set for op rows.
 	Layer string `json:"layer,omitempty"`
 	// Only is "a" or "b" when the key is on one side only.
-	Only  string `json:"only,omitempty"`
-	Count Metric `json:"count"`
-	Bytes Metric `json:"bytes"`
-	Time  Metric `json:"time_ns"`
-	P50   Metric `json:"p50_ns"`
-	P90   Metric `json:"p90_ns"`
-	P99   Metric `json:"p99_ns"`
-	Max   Metric `json:"max_ns"`
+	Only string `json:"only,omitempty"`
+	// NotTraced is "a" or "b" on a layer row when that side's source did
+	// not trace the layer: its zeros are not a difference.
+	NotTraced string `json:"not_traced,omitempty"`
+	Count     Metric `json:"count"`
+	Bytes     Metric `json:"bytes"`
+	Time      Metric `json:"time_ns"`
+	P50       Metric `json:"p50_ns"`
+	P90       Metric `json:"p90_ns"`
+	P99       Metric `json:"p99_ns"`
+	Max       Metric `json:"max_ns"`
 	// DiskPerOp is block I/Os caused per operation; HitRatio the share of
 	// reads served from cache. Absent (nil) when a side cannot tell.
 	DiskPerOp *Metric `json:"disk_ios_per_op,omitempty"`
@@ -294,6 +297,12 @@ func totals(a, b *Side) []Row {
 		}
 		r := Row{Key: l + " layer", Layer: l, Count: metric(float64(la.Ops), float64(lb.Ops)),
 			Bytes: metric(float64(la.Bytes), float64(lb.Bytes)), Time: metric(float64(la.Time), float64(lb.Time))}
+		switch {
+		case la.NotTraced:
+			r.NotTraced = "a"
+		case lb.NotTraced:
+			r.NotTraced = "b"
+		}
 		r.Diff = math.Abs(float64(lb.Time) - float64(la.Time))
 		if l == "file" {
 			r.DiskPerOp, r.HitRatio = cacheMetrics(cacheOf(a), cacheOf(b))

@@ -231,3 +231,44 @@ func TestNormalize(t *testing.T) {
 		t.Errorf("%+v %v", m, err)
 	}
 }
+
+// TestLayerNotTracedOnOneSide: a side whose source did not trace block
+// I/O (ptrace, --layer file) is not compared as "no block I/O": its row
+// says which side did not trace it, with no ratio.
+func TestLayerNotTracedOnOneSide(t *testing.T) {
+	a, b := workload("linux"), workload("linux")
+	a.hdr.Layers = event.LayersOf(event.LayerFile)
+	evs := a.evs[:0]
+	for _, e := range a.evs {
+		if e.Layer != event.LayerBlock {
+			evs = append(evs, e)
+		}
+	}
+	a.evs = evs
+	res, err := Compare(context.Background(), a, b, "a.iot", "b.iot", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, r := range res.Totals {
+		if r.Layer == "block" {
+			found = true
+			if r.NotTraced != "a" {
+				t.Errorf("block row: not traced %q, want a", r.NotTraced)
+			}
+		}
+		if r.Layer == "file" && r.NotTraced != "" {
+			t.Errorf("file row: not traced %q", r.NotTraced)
+		}
+	}
+	if !found {
+		t.Fatal("no block row")
+	}
+	var buf bytes.Buffer
+	if err := res.WriteText(&buf, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "block [not traced in A]") {
+		t.Errorf("text does not say block was not traced in A:\n%s", buf.String())
+	}
+}

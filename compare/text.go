@@ -177,6 +177,13 @@ func (t *textWriter) totals(res *Result) {
 	tb := report.Table{Header: []string{"LAYER", "OPS A → B", "", "BYTES A → B", "", "TIME A → B", "", "DISK I/Os PER OP", "CACHE HIT"},
 		Right: []bool{false, true, true, true, true, true, true, true, true}, Indent: "  "}
 	for _, r := range res.Totals {
+		if r.NotTraced != "" {
+			// One side has no events of the layer because it did not
+			// trace it: no ratio.
+			tb.Add(report.Printable(r.Layer)+" [not traced in "+strings.ToUpper(r.NotTraced)+"]", pair(r.Count, report.FormatCount), "",
+				pair(r.Bytes, report.FormatBytes), "", pair(r.Time, report.FormatDuration), "", perOpPair(r.DiskPerOp), pctPair(r.HitRatio))
+			continue
+		}
 		tb.Add(report.Printable(r.Layer), pair(r.Count, report.FormatCount), t.ratioCell(r.Count), pair(r.Bytes, report.FormatBytes), t.ratioCell(r.Bytes),
 			pair(r.Time, report.FormatDuration), t.ratioCell(r.Time), perOpPair(r.DiskPerOp), pctPair(r.HitRatio))
 	}

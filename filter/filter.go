@@ -145,6 +145,23 @@ func New(opts Options) (*Filter, error) {
 	return f, nil
 }
 
+// keptLayers are the layers whose events can pass the filter: those
+// selected, and of those the layers of the ops selected.
+func (f *Filter) keptLayers() event.Layers {
+	kept := ^event.Layers(0)
+	if len(f.opts.Layers) > 0 {
+		kept = event.LayersOf(f.opts.Layers...)
+	}
+	if len(f.opts.Ops) > 0 {
+		var k event.Layers
+		for _, op := range f.opts.Ops {
+			k = k.With(op.Layer())
+		}
+		kept &= k
+	}
+	return kept
+}
+
 // Options returns the options the filter was built from.
 func (f *Filter) Options() Options { return f.opts }
 

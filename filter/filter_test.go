@@ -155,12 +155,48 @@ type collect struct {
 	events  []uint32
 	facts   int
 	trailer event.Trailer
+	header  event.Header
 }
 
-func (c *collect) Begin(*event.Header) error  { return nil }
-func (c *collect) Event(e *event.Event) error { c.events = append(c.events, e.Pid); return nil }
-func (c *collect) Fact(*event.Fact) error     { c.facts++; return nil }
-func (c *collect) End(t *event.Trailer) error { c.trailer = *t; return nil }
+func (c *collect) Begin(h *event.Header) error { c.header = *h; return nil }
+func (c *collect) Event(e *event.Event) error  { c.events = append(c.events, e.Pid); return nil }
+func (c *collect) Fact(*event.Fact) error      { c.facts++; return nil }
+func (c *collect) End(t *event.Trailer) error  { c.trailer = *t; return nil }
+
+// TestSinkNarrowsLayers: the layers a trace says it traced lose those the
+// filter leaves out (--layer, or --op of one layer), in the header and in
+// a trailer that narrows it; a trace that does not say stays silent.
+func TestSinkNarrowsLayers(t *testing.T) {
+	file, both := event.LayersOf(event.LayerFile), event.LayersOf(event.LayerFile, event.LayerBlock)
+	for _, c := range []struct {
+		opts                    Options
+		header, trailer         event.Layers
+		wantHeader, wantTrailer event.Layers
+	}{
+		{Options{Layers: []event.Layer{event.LayerFile}}, both, 0, file, 0},
+		{Options{Ops: []event.Op{event.OpRead}}, both, both, file, file},
+		{Options{Ops: []event.Op{event.OpRead, event.OpBlockRead}}, both, 0, both, 0},
+		{Options{Layers: []event.Layer{event.LayerFile}}, 0, 0, 0, 0},
+		{Options{Pids: []uint32{1}}, both, file, both, file},
+	} {
+		f, err := New(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var col collect
+		s := f.Sink(&col)
+		if err := s.Begin(&event.Header{OS: "linux", Layers: c.header}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.End(&event.Trailer{Layers: c.trailer}); err != nil {
+			t.Fatal(err)
+		}
+		if col.header.Layers != c.wantHeader || col.trailer.Layers != c.wantTrailer {
+			t.Errorf("%+v, header %q, trailer %q: got %q and %q, want %q and %q", c.opts, c.header, c.trailer,
+				col.header.Layers, col.trailer.Layers, c.wantHeader, c.wantTrailer)
+		}
+	}
+}
 
 func TestSinkFollowsChildrenThroughFacts(t *testing.T) {
 	f, err := New(Options{Pids: []uint32{100}, FollowChildren: true})

@@ -28,8 +28,15 @@ func (f *Filter) Sink(next event.Sink) event.Sink {
 }
 
 // Begin implements event.Sink.
+// The header's layers traced lose those the filter leaves out: their
+// events are gone, as if not traced.
 func (s *Sink) Begin(h *event.Header) error {
 	s.f.SetOS(h.OS)
+	if k := s.f.keptLayers(); h.Layers&k != h.Layers {
+		hh := *h
+		hh.Layers &= k
+		return s.next.Begin(&hh)
+	}
 	return s.next.Begin(h)
 }
 
@@ -53,5 +60,6 @@ func (s *Sink) End(t *event.Trailer) error {
 	if s.dropped > 0 {
 		t.Stats.Add(event.CountInfo, FilteredOut, s.dropped)
 	}
+	t.Layers &= s.f.keptLayers()
 	return s.next.End(t)
 }

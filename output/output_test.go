@@ -520,3 +520,32 @@ func TestTextFooterCounters(t *testing.T) {
 		t.Errorf("jsonl lacks the zero counter")
 	}
 }
+
+// TestTextSaysLayersNotTraced: the summary line says which layer the
+// source did not trace, so that no reader takes its absence for no I/O;
+// a trace that does not say gets no such words.
+func TestTextSaysLayersNotTraced(t *testing.T) {
+	for _, c := range []struct {
+		header, trailer event.Layers
+		want            string
+	}{
+		{event.LayersOf(event.LayerFile), 0, "# 1 events (file 1; block not traced) in "},
+		{event.LayersOf(event.LayerFile, event.LayerBlock), event.LayersOf(event.LayerBlock), "# 1 events (file 1; file not traced) in "},
+		{0, 0, "# 1 events (file 1) in "},
+	} {
+		var buf bytes.Buffer
+		s := NewText(&buf, Options{})
+		if err := s.Begin(&event.Header{OS: "linux", Layers: c.header}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Event(&event.Event{Layer: event.LayerFile, Op: event.OpRead, Path: "/a"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.End(&event.Trailer{Layers: c.trailer}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("header %q, trailer %q: no %q in\n%s", c.header, c.trailer, c.want, buf.String())
+		}
+	}
+}

@@ -419,6 +419,21 @@ func (t *Text) End(tr *event.Trailer) error {
 		b = strconv.AppendUint(b, n, 10)
 		sep = ", "
 	}
+	// A layer the source did not trace has no events for that reason.
+	if traced := event.TracedLayers(&t.h, tr); traced != 0 {
+		for _, l := range []event.Layer{event.LayerFile, event.LayerBlock} {
+			if !traced.Has(l) {
+				if sep == " (" {
+					b = append(b, sep...)
+				} else {
+					b = append(b, "; "...)
+				}
+				b = append(b, l.String()...)
+				b = append(b, " not traced"...)
+				sep = ", "
+			}
+		}
+	}
 	if sep == ", " {
 		b = append(b, ')')
 	}

@@ -44,6 +44,10 @@ const (
 	MetaStats = "iotrace.stats"
 	// MetaEnd holds the trailer's end time (ns from the trace start).
 	MetaEnd = "iotrace.end_ns"
+	// MetaLayers holds the layers the trace's source traced ("file,block"),
+	// when the trace says: a layer not in it has no rows because it was
+	// not traced.
+	MetaLayers = "iotrace.layers"
 )
 
 type proc struct {
@@ -85,6 +89,7 @@ type Writer struct {
 	cols   columns
 	all    []column
 	start  int64
+	layers event.Layers // the header's layers traced
 
 	flags map[event.Flags]string // Flags.String, which allocates, once per value
 	procs map[event.ProcessKey]proc
@@ -147,6 +152,7 @@ func micros(ns int64) int64 {
 // Begin implements event.Sink.
 func (w *Writer) Begin(h *event.Header) error {
 	w.start = h.StartWall
+	w.layers = h.Layers
 	c := &w.cols
 	c.host.s, c.os.s, c.osVersion.s = h.Hostname, h.OS, h.OSVersion
 	c.traceID.s = TraceID(h)
@@ -334,11 +340,15 @@ func (w *Writer) End(t *event.Trailer) error {
 	if err != nil {
 		return err
 	}
-	w.f.footer([]format.KeyValue{
+	kv := []format.KeyValue{
 		{Key: MetaSchema, Value: strconv.Itoa(SchemaVersion)},
 		{Key: MetaStats, Value: string(stats)},
 		{Key: MetaEnd, Value: strconv.FormatInt(t.End, 10)},
-	})
+	}
+	if l := event.TracedLayers(&event.Header{Layers: w.layers}, t); l != 0 {
+		kv = append(kv, format.KeyValue{Key: MetaLayers, Value: l.String()})
+	}
+	w.f.footer(kv)
 	if w.f.err != nil {
 		w.err = fmt.Errorf("write parquet footer after %d rows: %w", w.f.rows, w.f.err)
 		return w.err

@@ -83,6 +83,9 @@ func TestEveryField(t *testing.T) {
 	if v, _ := f.Lookup(MetaEnd); v != strconv.FormatInt(tr.Trailer.End, 10) {
 		t.Errorf("end metadata %q, want %d", v, tr.Trailer.End)
 	}
+	if v, _ := f.Lookup(MetaLayers); v != event.TracedLayers(&tr.Header, &tr.Trailer).String() || v == "" {
+		t.Errorf("layers metadata %q, want %q", v, event.TracedLayers(&tr.Header, &tr.Trailer))
+	}
 	v, _ := f.Lookup(MetaStats)
 	var cs []counter
 	if err := json.Unmarshal([]byte(v), &cs); err != nil || len(cs) != len(tr.Trailer.Stats.Counters) {

@@ -273,6 +273,7 @@ func newLayers() *sumList[LayerSummary, string] {
 		d.Time += l.Time
 		d.Failed += l.Failed
 		d.Incomplete += l.Incomplete
+		d.NotTraced = d.NotTraced && l.NotTraced
 	})
 }
 

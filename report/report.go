@@ -139,6 +139,16 @@ func New(opts Options) *Report {
 	return r
 }
 
+// tracedLayers are the layers the trace's source traced, 0 when it does
+// not say.
+func (r *Report) tracedLayers() event.Layers {
+	var t *event.Trailer
+	if r.ended {
+		t = &r.trailer
+	}
+	return event.TracedLayers(&r.hdr, t)
+}
+
 // Began reports whether the stream has begun (a live trace that could not
 // start has nothing to report).
 func (r *Report) Began() bool { return r.began }
@@ -154,6 +164,9 @@ func (r *Report) Begin(h *event.Header) error {
 func (r *Report) End(t *event.Trailer) error {
 	r.trailer.End = t.End
 	r.trailer.Stats.Merge(t.Stats)
+	if t.Layers != 0 {
+		r.trailer.Layers = t.Layers
+	}
 	r.ended = true
 	return nil
 }

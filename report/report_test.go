@@ -36,7 +36,13 @@ func (b *builder) ev(layer event.Layer, op event.Op, pid, tid uint32, t, dur int
 
 func (b *builder) run(t *testing.T, r *Report, trailer event.Trailer) {
 	t.Helper()
-	if err := r.Begin(&event.Header{OS: "linux", Hostname: "box", Source: event.SourceSynthetic, StartWall: 1741944413_000000000}); err != nil {
+	b.runLayers(t, r, 0, trailer)
+}
+
+// runLayers is run with the header saying the layers traced.
+func (b *builder) runLayers(t *testing.T, r *Report, layers event.Layers, trailer event.Trailer) {
+	t.Helper()
+	if err := r.Begin(&event.Header{OS: "linux", Hostname: "box", Source: event.SourceSynthetic, StartWall: 1741944413_000000000, Layers: layers}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range b.facts {
@@ -306,6 +312,72 @@ func TestWarmTraceCache(t *testing.T) {
 	b2.run(t, r2, event.Trailer{End: 1000})
 	if r2.Result().Cache != nil {
 		t.Error("cache section for a trace that does not link reads to disk I/O")
+	}
+}
+
+// TestLayersNotTraced: a layer the trace says its source did not trace
+// is reported as not traced, in the text a dash, not as a row of zeros
+// (the ptrace backend, --layer file); the trailer narrows the header (the
+// block programs failed after the header was written); a trace that does
+// not say makes no claim; a merge keeps the claim only when every trace
+// makes it.
+func TestLayersNotTraced(t *testing.T) {
+	file := event.LayersOf(event.LayerFile)
+	both := event.LayersOf(event.LayerFile, event.LayerBlock)
+	for _, c := range []struct {
+		name            string
+		header, trailer event.Layers
+		want            bool
+	}{{"file only", file, 0, true}, {"narrowed by the trailer", both, file, true}, {"both", both, 0, false}, {"not said", 0, 0, false}} {
+		b := &builder{}
+		b.ev(event.LayerFile, event.OpRead, 101, 101, 0, 10, "/src/a.c", 4096)
+		r := New(Options{TopN: 5})
+		b.runLayers(t, r, c.header, event.Trailer{End: 1000, Layers: c.trailer})
+		res := r.Result()
+		var got, fileNot bool
+		for _, l := range res.Layers {
+			switch l.Layer {
+			case "block":
+				got = l.NotTraced
+			case "file":
+				fileNot = l.NotTraced
+			}
+		}
+		if got != c.want || fileNot {
+			t.Errorf("%s: block not traced %v, file not traced %v; want %v, false", c.name, got, fileNot, c.want)
+		}
+		var text bytes.Buffer
+		if err := res.WriteText(&text, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if note := strings.Contains(text.String(), "block not traced"); note != c.want {
+			t.Errorf("%s: text says block not traced: %v, want %v:\n%s", c.name, note, c.want, text.String())
+		}
+		js, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(js), `"not_traced":true`); has != c.want {
+			t.Errorf("%s: JSON has not_traced: %v, want %v", c.name, has, c.want)
+		}
+	}
+	// Merged: one trace traced block, another did not.
+	var parts []*Result
+	for _, layers := range []event.Layers{file, both} {
+		b := &builder{}
+		b.ev(event.LayerFile, event.OpRead, 101, 101, 0, 10, "/src/a.c", 4096)
+		r := New(Options{TopN: 5})
+		b.runLayers(t, r, layers, event.Trailer{End: 1000})
+		parts = append(parts, r.Result())
+	}
+	m, err := Merge(parts, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range m.Layers {
+		if l.Layer == "block" && l.NotTraced {
+			t.Error("merged: block not traced, yet one of the traces traced it")
+		}
 	}
 }
 

@@ -83,6 +83,10 @@ type LayerSummary struct {
 	Time       uint64 `json:"time_ns"`
 	Failed     uint64 `json:"failed"`
 	Incomplete uint64 `json:"incomplete"`
+	// NotTraced says the trace's source did not trace this layer (its
+	// header or trailer says so): its zeros mean nothing, not "no I/O".
+	// Merged: none of the traces traced it.
+	NotTraced bool `json:"not_traced,omitempty"`
 }
 
 // OpSummary is one op over the whole trace.
@@ -299,13 +303,15 @@ func (r *Report) Result() *Result {
 	res := &Result{Top: r.opts.TopN, Excluded: r.excluded}
 	r.traceInfo(&res.Trace)
 	res.Problems = r.problems()
+	traced := r.tracedLayers()
 	for l := event.LayerFile; l <= event.LayerMarker; l++ {
 		t := r.layers[l]
 		if t.count == 0 && l == event.LayerMarker {
 			continue
 		}
 		res.Layers = append(res.Layers, LayerSummary{Layer: l.String(), Ops: t.count, Bytes: t.bytes,
-			Time: t.time, Failed: t.failed, Incomplete: t.incomplete})
+			Time: t.time, Failed: t.failed, Incomplete: t.incomplete,
+			NotTraced: l != event.LayerMarker && t.count == 0 && traced != 0 && !traced.Has(l)})
 	}
 	for op := range event.NumOps {
 		s := &r.ops[op]

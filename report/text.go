@@ -133,14 +133,22 @@ func (t *textWriter) hosts(res *Result) {
 			}
 			counts[o.Layer] += o.Count
 		}
+		notTraced := map[string]bool{}
 		for _, l := range h.Layers {
 			if l.Layer == "file" {
 				bytes += l.Bytes
 			}
+			notTraced[l.Layer] = l.NotTraced
+		}
+		cell := func(l string, s string) string {
+			if notTraced[l] {
+				return "-"
+			}
+			return s
 		}
 		tb.Add(Printable(h.Host), Printable(h.OS), FormatCount(uint64(h.Traces)), FormatCount(h.Events),
-			FormatCount(counts["file"]), FormatDuration(ops["file"].Quantile(0.99)),
-			FormatCount(counts["block"]), FormatDuration(ops["block"].Quantile(0.99)),
+			cell("file", FormatCount(counts["file"])), cell("file", FormatDuration(ops["file"].Quantile(0.99))),
+			cell("block", FormatCount(counts["block"])), cell("block", FormatDuration(ops["block"].Quantile(0.99))),
 			FormatBytes(bytes), FormatCount(h.Problems))
 	}
 	tb.Write(t.w)
@@ -149,10 +157,19 @@ func (t *textWriter) hosts(res *Result) {
 func (t *textWriter) totals(res *Result) {
 	t.heading("TOTALS")
 	tb := Table{Header: []string{"LAYER", "OPS", "BYTES", "TIME", "FAILED", "INCOMPLETE"}, Right: []bool{false, true, true, true, true, true}, Indent: "  "}
+	var untraced []string
 	for _, l := range res.Layers {
+		if l.NotTraced {
+			tb.Add(Printable(l.Layer), "-", "-", "-", "-", "-")
+			untraced = append(untraced, l.Layer)
+			continue
+		}
 		tb.Add(Printable(l.Layer), FormatCount(l.Ops), FormatBytes(l.Bytes), FormatDuration(l.Time), FormatCount(l.Failed), FormatCount(l.Incomplete))
 	}
 	tb.Write(t.w)
+	if len(untraced) > 0 {
+		fmt.Fprintf(t.w, "  (-: %s not traced by this trace's source)\n", strings.Join(untraced, " and "))
+	}
 }
 
 func (t *textWriter) ops(res *Result) {

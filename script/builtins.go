@@ -183,7 +183,7 @@ func FormatBytes(n int64) string {
 type traceValue struct{ s *Script }
 
 var traceAttrs = []string{
-	"os", "os_version", "hostname", "cpus", "source", "start_wall", "command", "tool",
+	"os", "os_version", "hostname", "cpus", "source", "start_wall", "command", "tool", "layers",
 	"events", "matched", "end", "lost", "unpaired", "unresolved", "dropped",
 }
 
@@ -212,6 +212,16 @@ func (t *traceValue) Attr(name string) (starlark.Value, error) {
 		return starlark.MakeInt64(h.StartWall), nil
 	case "command":
 		return starlark.String(h.Command), nil
+	case "layers":
+		// The layers the source traced ("file", "block"); empty when the
+		// trace does not say.
+		var ls []starlark.Value
+		for _, l := range []event.Layer{event.LayerFile, event.LayerBlock} {
+			if h.Layers.Has(l) {
+				ls = append(ls, starlark.String(l.String()))
+			}
+		}
+		return starlark.NewList(ls), nil
 	case "tool":
 		return starlark.String(h.Tool), nil
 	case "events":

@@ -367,13 +367,13 @@ def on_event(e):
 func TestHelpersAndTrace(t *testing.T) {
 	out := mustRun(t, `
 def on_begin():
-    print(trace.os, trace.hostname, trace.cpus, trace.source)
+    print(trace.os, trace.hostname, trace.cpus, trace.source, trace.layers)
 def on_end():
     print(ms(10), us(2), s(1), ns(5), kib(4), mib(1), gib(1), ms(1.5))
     print(fmt_duration(1500000), fmt_bytes(512), fmt_bytes(1536), fmt_bytes(3 * 1024 * 1024 * 1024))
     print(trace.events, trace.matched, trace.end, now(), trace.lost, args)
 `, Options{Args: map[string]string{"k": "v"}})
-	want := "linux testhost 4 ebpf\n" +
+	want := "linux testhost 4 ebpf [\"file\", \"block\"]\n" +
 		"10000000 2000 1000000000 5 4096 1048576 1073741824 1500000\n" +
 		"1.5ms 512 B 1.5 KiB 3.0 GiB\n" +
 		"50 50 12500000000 12500000000 0 {\"k\": \"v\"}\n"

@@ -239,6 +239,12 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		Command:     strings.Join(opts.Command, " "),
 		Tool:        "iotrace ebpf",
 	}
+	if wantFile {
+		hdr.Layers = hdr.Layers.With(event.LayerFile)
+	}
+	if wantBlock {
+		hdr.Layers = hdr.Layers.With(event.LayerBlock)
+	}
 	if err := ls.Begin(&hdr); err != nil {
 		return err
 	}
@@ -346,7 +352,12 @@ func (r *run) finish(err error) error {
 	if now := int64(bootNanos() - r.origin); now > end {
 		end = now
 	}
-	if eerr := r.sink.End(&event.Trailer{End: end, Stats: r.stats}); err == nil {
+	tr := event.Trailer{End: end, Stats: r.stats}
+	if r.blockErr != nil {
+		// Block I/O was asked for, and could not be traced.
+		tr.Layers = event.LayersOf(event.LayerFile)
+	}
+	if eerr := r.sink.End(&tr); err == nil {
 		err = eerr
 	}
 	return err

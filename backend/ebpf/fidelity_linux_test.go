@@ -136,6 +136,10 @@ func TestUnlinkedDuringTraceIsDeleted(t *testing.T) {
 	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
 		t.Fatal(err)
 	}
+	// The header says block I/O was not traced (report shows it so).
+	if l := event.TracedLayers(&sink.header, sink.trailer); l != event.LayersOf(event.LayerFile) {
+		t.Errorf("layers traced %q, want file", l)
+	}
 	var got []string
 	for _, e := range find(sink.events, byNative("write")) {
 		if strings.HasPrefix(e.Path, f) {
@@ -164,6 +168,9 @@ func TestWritebackNamed(t *testing.T) {
 	}
 	if err := New(Config{MarkerDir: "-"}).Run(context.Background(), opts, sink); err != nil {
 		t.Fatal(err)
+	}
+	if l := event.TracedLayers(&sink.header, sink.trailer); l != event.LayersOf(event.LayerFile, event.LayerBlock) {
+		t.Errorf("layers traced %q, want file,block", l)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(f, &st); err != nil {

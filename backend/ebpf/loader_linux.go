@@ -130,6 +130,28 @@ func ringSize(n int) uint32 {
 	return size
 }
 
+// hasDio reports whether the kernel has iomap's direct I/O tracepoints.
+func hasDio(ks *rawbtf.Spec) bool {
+	has := func(tp string) bool { _, ok := ks.ByName(rawbtf.KindTypedef, "btf_trace_"+tp); return ok }
+	return has("iomap_dio_rw_begin") && has("iomap_dio_rw_queued") && has("iomap_dio_complete")
+}
+
+// absentPrograms are the programs whose tracepoints this kernel lacks (or
+// passes arguments they do not read): neither loaded nor attached.
+func absentPrograms(dio bool, tp tpLayout) []string {
+	var out []string
+	for _, x := range []struct {
+		name    string
+		present bool
+	}{{"dio_begin", dio}, {"dio_queued", dio}, {"dio_complete", dio},
+		{"uring_submit", tp.uringSubmit}, {"uring_complete", tp.uringComplete}, {"pc_evict", tp.evict}} {
+		if !x.present {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 // createProbes reads the BPF object, specialises it with cfg and creates
 // its maps; loadPrograms loads the programs. In between, the block
 // programs, which share these maps, can begin loading (blockload_linux.go).
@@ -153,19 +175,13 @@ func createProbes(cfg loadConfig) (*probes, error) {
 	// need: that one runs meanwhile (warmKernelTypes), and the maps are
 	// created without it.
 	if ks, release, err := cfg.rawKernel.Get(); err == nil {
-		has := func(tp string) bool { _, ok := ks.ByName(rawbtf.KindTypedef, "btf_trace_"+tp); return ok }
-		p.dio = has("iomap_dio_rw_begin") && has("iomap_dio_rw_queued") && has("iomap_dio_complete")
+		p.dio = hasDio(ks)
 		p.tp = readTPLayout(ks)
 		release()
 	}
 	tp := p.tp
-	for name, present := range map[string]bool{
-		"dio_begin": p.dio, "dio_queued": p.dio, "dio_complete": p.dio,
-		"uring_submit": tp.uringSubmit, "uring_complete": tp.uringComplete, "pc_evict": tp.evict,
-	} {
-		if !present {
-			skip[name] = true
-		}
+	for _, name := range absentPrograms(p.dio, tp) {
+		skip[name] = true
 	}
 	// A stack-trace map preallocates its buckets (1 KiB each): one when
 	// no stacks are taken.

@@ -77,7 +77,7 @@ func TestVerifierWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := readTPLayout(ks)
+	tp, dio := readTPLayout(ks), hasDio(ks)
 	release()
 	b2u := map[bool]uint8{false: 0, true: 1}
 	for name, v := range map[string]any{"cfg_cause": uint8(1), "cfg_page_shift": uint32(pageShift()),
@@ -86,10 +86,8 @@ func TestVerifierWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, present := range map[string]bool{"uring_submit": tp.uringSubmit, "uring_complete": tp.uringComplete, "pc_evict": tp.evict} {
-		if !present {
-			delete(spec.Programs, name)
-		}
+	for _, name := range absentPrograms(dio, tp) {
+		delete(spec.Programs, name)
 	}
 	c, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats}})
 	if err != nil {

@@ -99,6 +99,7 @@ func (b *Backend) trace(ctx context.Context, opts backend.Options, sink event.Si
 		Clock:   event.Clock{Kind: event.ClockBoottime, Freq: 1_000_000_000, Origin: int64(origin)},
 		Command: strings.Join(opts.Command, " "),
 		Tool:    "iotrace ptrace (file layer only: no block I/O)",
+		Layers:  event.LayersOf(event.LayerFile),
 	}
 	if err := sink.Begin(&hdr); err != nil {
 		return err

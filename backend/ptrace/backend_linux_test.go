@@ -85,7 +85,7 @@ func TestTraceShell(t *testing.T) {
 	if status != 3 {
 		t.Errorf("exit status %d, want 3", status)
 	}
-	if s.hdr.Source != event.SourcePtrace || !strings.Contains(s.hdr.Tool, "no block I/O") {
+	if s.hdr.Source != event.SourcePtrace || !strings.Contains(s.hdr.Tool, "no block I/O") || s.hdr.Layers != event.LayersOf(event.LayerFile) {
 		t.Errorf("header %+v", s.hdr)
 	}
 	a := filepath.Join(dir, "a")

@@ -33,8 +33,9 @@ func Build() (event.Header, []event.Fact, []event.Event, event.Trailer) {
 	h := event.Header{
 		Source: event.SourceEBPF, OS: "linux", OSVersion: "6.18.0", Hostname: "testhost",
 		CPUs: 4, PointerSize: 8, StartWall: 1_767_225_600_000_000_000,
-		Clock: event.Clock{Kind: event.ClockMonotonic, Freq: 1_000_000_000},
-		Tool:  "iotrace test",
+		Clock:  event.Clock{Kind: event.ClockMonotonic, Freq: 1_000_000_000},
+		Tool:   "iotrace test",
+		Layers: event.LayersOf(event.LayerFile, event.LayerBlock),
 	}
 	sda := event.Device{Major: 8, Minor: 0}
 	nvme := event.Device{Major: 259, Minor: 0}

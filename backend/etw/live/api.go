@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/iotrace/iotrace/backend/etw/ownprovider"
+	"github.com/iotrace/iotrace/event"
 )
 
 // Kernel enable flags (EVENT_TRACE_PROPERTIES.EnableFlags, EVENT_TRACE_FLAG_*).
@@ -25,6 +26,20 @@ const (
 // DefaultFlags are the kernel events a trace session enables.
 const DefaultFlags = FlagFileIO | FlagFileIOInit | FlagDiskIO | FlagDiskIOInit | FlagDiskFileIO |
 	FlagProcess | FlagThread | FlagImageLoad
+
+// tracedLayers are the layers a session with these flags traces: file
+// requests with FileIo's (requests or their ends), block I/O with
+// DiskIo's.
+func tracedLayers(flags uint32) event.Layers {
+	var l event.Layers
+	if flags&(FlagFileIO|FlagFileIOInit) != 0 {
+		l = l.With(event.LayerFile)
+	}
+	if flags&(FlagDiskIO|FlagDiskIOInit) != 0 {
+		l = l.With(event.LayerBlock)
+	}
+	return l
+}
 
 // RundownFlags are the flags of the short rundown session whose stop
 // enumerates every open file (FileRundown events).

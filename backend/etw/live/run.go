@@ -108,6 +108,7 @@ func (r *liveRun) header() {
 		Clock:       event.Clock{Kind: event.ClockQPC, Freq: uint64(freq), Origin: qpc0},
 		Command:     strings.Join(r.opts.Command, " "),
 		Tool:        "iotrace (ETW session " + r.name + ")",
+		Layers:      tracedLayers(r.cfg.Flags),
 	}
 	switch r.cfg.ClockType {
 	case ClockSystemTime:
