@@ -224,6 +224,11 @@ func createProbes(cfg loadConfig) (*probes, error) {
 			return nil, fmt.Errorf("ebpf: set %s: %w", name, err)
 		}
 	}
+	// The page-cache reads in flight per inode (an LRU map: 4-6 ms to
+	// create) link reads to block I/O: only when both layers are traced.
+	if !cfg.cause {
+		spec.Maps["inode_io"].MaxEntries = 1
+	}
 	noPrealloc(spec)
 	p.pending, err = bpfload.CreateMaps(spec, &p.objs, ebpf.CollectionOptions{Cache: p.kernelTypes}, skip)
 	if err != nil {

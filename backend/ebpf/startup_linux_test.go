@@ -132,3 +132,22 @@ func parseVerifierStats(log string) (verifierStats, error) {
 	}
 	return st, nil
 }
+
+// TestInodeIOOnlyWithCause: the map of page-cache reads in flight per
+// inode (an LRU map, preallocated: 4-6 ms to create) is made whole only
+// when reads are linked to block I/O (both layers traced), one entry
+// otherwise.
+func TestInodeIOOnlyWithCause(t *testing.T) {
+	testenv.RequirePrivileged(t, "creates BPF maps")
+	for _, cause := range []bool{false, true} {
+		pr, err := createProbes(loadConfig{cause: cause, ringSize: 1 << 20, attach: attachConfig{file: true, iowait: cause}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := pr.objs.InodeIo.MaxEntries()
+		pr.close()
+		if want := map[bool]uint32{false: 1, true: 16384}[cause]; n != want {
+			t.Errorf("linked to block I/O %v: inode_io has %d entries, want %d", cause, n, want)
+		}
+	}
+}

@@ -271,6 +271,12 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	if opts.PidFilter == nil {
 		spec.Maps["dirty_inodes"].MaxEntries = 1
 	}
+	// The page-cache reads in flight per inode (an LRU map of 16,384
+	// entries: 4-6 ms to create) are read by the system-call programs
+	// only, through Options.InodeIO: without it nobody reads them.
+	if opts.InodeIO == nil {
+		spec.Maps["inode_io"].MaxEntries = 1
+	}
 	return nil
 }
 

@@ -609,3 +609,20 @@ func TestDirtyInodesOnlyFiltered(t *testing.T) {
 		}
 	}
 }
+
+// TestInodeIOOnlyShared: the page-cache reads in flight per inode, read by
+// the system-call programs only, take one entry when that side does not
+// share its map (block I/O traced alone).
+func TestInodeIOOnlyShared(t *testing.T) {
+	spec, err := loadBlockio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{MaxInFlight: DefaultMaxInFlight, BufferSize: DefaultBufferSize}
+	if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := spec.Maps["inode_io"].MaxEntries; n != 1 {
+		t.Errorf("inode_io has %d entries without the system-call side's map, want 1", n)
+	}
+}
