@@ -140,6 +140,29 @@ func frozenLoop(t *testing.T) (dev event.Device, fd int, thaw func()) {
 	return dev, fd, thaw
 }
 
+// hangWrites makes n O_DIRECT writes of 4 KiB (8 KiB apart: no merges)
+// hang on the frozen loop device dev (fd), stops the tracer r while they
+// do, thaws, and returns the events on dev once every write is done.
+func hangWrites(t *testing.T, r *run, dev event.Device, fd int, thaw func(), n int) []event.Event {
+	t.Helper()
+	done := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := unix.Pwrite(fd, alignedBuf(4096), int64(i)*8192)
+			done <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	evs := onDev(r.stop(t), dev)
+	thaw()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatalf("write after thaw: %v", err)
+		}
+	}
+	return evs
+}
+
 // TestInFlightMapFull: bios queued while the in-flight map is full are
 // counted (StatMapFull), and those tracked are still reported at stop.
 // Eight O_DIRECT writes hang on a loop device over a frozen file system
@@ -150,21 +173,7 @@ func TestInFlightMapFull(t *testing.T) {
 	dev, fd, thaw := frozenLoop(t)
 	const maxInFlight, writes = 4, 8
 	r := startTracer(t, Options{MaxInFlight: maxInFlight})
-	done := make(chan error, writes)
-	for i := range writes {
-		go func() {
-			_, err := unix.Pwrite(fd, alignedBuf(4096), int64(i)*8192)
-			done <- err
-		}()
-	}
-	time.Sleep(300 * time.Millisecond)
-	evs := onDev(r.stop(t), dev)
-	thaw()
-	for range writes {
-		if err := <-done; err != nil {
-			t.Fatalf("write after thaw: %v", err)
-		}
-	}
+	evs := hangWrites(t, r, dev, fd, thaw, writes)
 	st := r.t.Stats()
 	full := st.Get(event.CountLost, StatMapFull)
 	if full < writes-maxInFlight {
@@ -189,21 +198,7 @@ func TestRequestMapFull(t *testing.T) {
 	dev, fd, thaw := frozenLoop(t)
 	const maxRequests, writes = 4, 8
 	r := startTracer(t, Options{maxRequests: maxRequests})
-	done := make(chan error, writes)
-	for i := range writes {
-		go func() {
-			_, err := unix.Pwrite(fd, alignedBuf(4096), int64(i)*8192)
-			done <- err
-		}()
-	}
-	time.Sleep(300 * time.Millisecond)
-	evs := onDev(r.stop(t), dev)
-	thaw()
-	for range writes {
-		if err := <-done; err != nil {
-			t.Fatalf("write after thaw: %v", err)
-		}
-	}
+	evs := hangWrites(t, r, dev, fd, thaw, writes)
 	st := r.t.Stats()
 	if full := st.Get(event.CountLost, StatRqFull); full < writes-maxRequests {
 		t.Errorf("%q = %d, want >= %d (%d requests issued, room for %d)", StatRqFull, full, writes-maxRequests, writes, maxRequests)
