@@ -225,8 +225,9 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		}
 	}
 	// The page-cache reads in flight per inode (an LRU map: 4-6 ms to
-	// create) link reads to block I/O: only when both layers are traced.
-	if !cfg.cause {
+	// create) link reads to block I/O and select the evictions recorded:
+	// only when both layers are traced.
+	if !cfg.cause && !cfg.attach.iowait {
 		spec.Maps["inode_io"].MaxEntries = 1
 	}
 	noPrealloc(spec)

@@ -55,8 +55,8 @@ const (
 	// StatRqFull counts requests issued while the map of requests in
 	// flight was full: their bios' events lack the issue time (split
 	// between queue and device).
-	StatRqFull = "block requests whose issue time was not kept: map full"
-	StatInFlight    = "block bios without completion (in flight at stop)"
+	StatRqFull   = "block requests whose issue time was not kept: map full"
+	StatInFlight = "block bios without completion (in flight at stop)"
 	// StatUnseen counts tracked bios whose completion never reached the
 	// programs (the kernel did not run block_rq_complete's program for
 	// it, as seen while another BPF tool attached to the block
