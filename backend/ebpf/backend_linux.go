@@ -21,6 +21,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/blockio"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/phase"
 	"github.com/iotrace/iotrace/backend/ebpf/internal/rawbtf"
 	"github.com/iotrace/iotrace/backend/ebpf/marker"
 	"github.com/iotrace/iotrace/backend/ebpf/procfs"
@@ -135,7 +136,7 @@ type run struct {
 
 	reaper reaper // reap_linux.go
 
-	phases *phaseTimer // startup_linux.go
+	phases *phase.Timer // start-up's, counters at the end of start-up
 	// blk is the block programs' load under way (nil: no block layer).
 	blk *blockLoad
 }
@@ -192,14 +193,14 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		rawKernel:   kraw,
 	}
 	lc.attach = attachConfig{file: wantFile, uring: wantFile && asyncWanted(opts.Ops), iowait: wantFile && wantBlock}
-	ph := &phaseTimer{prefix: startupPrefix}
+	ph := phase.New(startupPrefix)
 	tl := time.Now()
 	pr, err := createProbes(lc)
 	if err != nil {
 		return err
 	}
 	defer pr.close()
-	ph.since("create system-call maps", tl)
+	ph.Since("create system-call maps", tl)
 	ls := &lockedSink{s: sink}
 	var blk *blockLoad
 	if wantBlock {
@@ -212,7 +213,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	if err := pr.loadPrograms(); err != nil {
 		return err
 	}
-	ph.since("load system-call programs", tp)
+	ph.Since("load system-call programs", tp)
 	if pidSet != nil {
 		pids := make([]uint32, 0, len(pidSet))
 		for p := range pidSet {
@@ -372,13 +373,13 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	if err := r.attach(wantFile, wantBlock); err != nil {
 		return err
 	}
-	r.phases.since("attach system-call programs", ta)
+	r.phases.Since("attach system-call programs", ta)
 	// Rundown (name what is open already) while the block programs load:
 	// the table is not touched by anything else until the reader starts.
 	rundownDone := make(chan struct{})
 	go func() {
 		defer close(rundownDone)
-		defer r.phases.since("rundown (/proc)", time.Now())
+		defer r.phases.Since("rundown (/proc)", time.Now())
 		r.rundown(cmdMode, pidSet)
 	}()
 	btCtx, btStop := context.WithCancel(context.Background())
@@ -387,7 +388,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 	if wantBlock {
 		tb := time.Now()
 		err := r.openBlock(wantFile)
-		r.phases.since("wait for and attach block programs", tb)
+		r.phases.Since("wait for and attach block programs", tb)
 		if err != nil {
 			<-rundownDone
 			return err
@@ -402,7 +403,7 @@ func (r *run) trace(ctx context.Context, t0 time.Time, cmdMode, wantFile, wantBl
 		defer ml.Close()
 	}
 	r.stats.Set(event.CountInfo, "startup (load, attach, rundown) µs", uint64(time.Since(t0).Microseconds()))
-	r.phases.addTo(&r.stats)
+	r.phases.AddTo(&r.stats)
 
 	var cmdDone chan struct{}
 	if cmdMode {
@@ -472,13 +473,13 @@ func (r *run) attach(wantFile, wantBlock bool) error {
 // warning (counted) and the trace goes on without it.
 func (r *run) openBlock(wantFile bool) error {
 	bt, err := r.blk.wait()
-	r.phases.add("load block programs (beside the system-call programs)", r.blk.took)
+	r.phases.Add("load block programs (beside the system-call programs)", r.blk.took)
 	if err == nil {
 		ta := time.Now()
 		if err = bt.Attach(int64(r.origin)); err != nil {
 			_ = bt.Close()
 		}
-		r.phases.since("attach block programs", ta)
+		r.phases.Since("attach block programs", ta)
 	}
 	if err != nil {
 		if !wantFile {
@@ -622,41 +623,35 @@ func (r *run) startCommand() (done chan struct{}, exited func(), err error) {
 // flight emitted as such, block tracing stopped. It returns the first
 // error.
 func (r *run) stop(err error, poll time.Duration) error {
-	ph := &phaseTimer{prefix: stopPrefix}
-	defer ph.addTo(&r.stats)
 	pr := r.pr
 	if cs, cerr := pr.counters(); cerr == nil {
 		r.noEnterAtStop, r.stopping = sum(cs[cExitNoEnter]), true
 	}
-	t := time.Now()
+	ph := phase.New(stopPrefix)
+	defer ph.AddTo(&r.stats)
 	pr.detachEnters()
-	ph.since("detach sys_enter", t)
-	t = time.Now()
+	ph.Done("detach sys_enter")
 	if err == nil {
 		err = r.letCallsExit(2 * poll)
 	}
-	ph.since("let calls in flight exit", t)
+	ph.Done("let calls in flight exit")
 	// The block tracer drains and stops (waiting for the bios still in
 	// flight) beside the rest of this stop: the calls that queue bios
 	// have ended, or are reported in flight. stopBlock collects it.
 	if r.bt != nil {
 		r.btStop()
 	}
-	t = time.Now()
 	if err == nil {
 		err = r.flushBlocks()
 	}
-	ph.since("flush block events", t)
-	t = time.Now()
+	ph.Done("flush block events")
 	pr.detach()
-	ph.since("detach the rest", t)
-	t = time.Now()
+	ph.Done("detach the rest")
 	if err == nil {
 		err = r.readFor(0)
 	}
 	r.flushMarks()
-	ph.since("drain", t)
-	t = time.Now()
+	ph.Done("drain")
 	inflight, ierr := pr.inFlight()
 	for _, rec := range inflight {
 		r.tr.syscall(&rec, false)
@@ -679,12 +674,11 @@ func (r *run) stop(err error, poll time.Duration) error {
 		r.opts.Warnf(aerr.Error())
 		r.stats.Add(event.CountInfo, "AIO requests in flight at stop not reported: "+aerr.Error(), 1)
 	}
-	ph.since("calls and requests in flight", t)
-	t = time.Now()
+	ph.Done("calls and requests in flight")
 	if berr := r.stopBlock(); err == nil {
 		err = berr
 	}
-	ph.since("stop block tracing", t)
+	ph.Done("stop block tracing")
 	return err
 }
 

@@ -89,6 +89,14 @@ const (
 	StatMissed = "block tracepoint runs skipped by the kernel (nested on one CPU): "
 )
 
+// Prefixes of the counters that time the tracer's own phases of start-up
+// (Load and Attach) and stop (the end of Run), in µs, under the trace's
+// "startup µs: " and "stop µs: " counters, so that a slow phase shows.
+const (
+	StartupPrefix = "startup µs: block tracer: "
+	StopPrefix    = "stop µs: block tracer: "
+)
+
 // counterStats turns per-CPU kernel counter values (perCPU[cpu][index])
 // into Stats. filtered says whether the pid filter was on, which turns
 // completions of unknown bios from a pairing problem into the expected

@@ -16,6 +16,7 @@ import (
 
 	"github.com/iotrace/iotrace/backend"
 	"github.com/iotrace/iotrace/backend/ebpf/internal/bpfload"
+	"github.com/iotrace/iotrace/backend/ebpf/internal/phase"
 	"github.com/iotrace/iotrace/event"
 )
 
@@ -38,7 +39,7 @@ type Tracer struct {
 	attached []attach
 	rd       *ringbuf.Reader
 	// startup times Load's and Attach's phases (counters at Attach's end).
-	startup phases
+	startup *phase.Timer
 
 	dec *Decoder
 
@@ -111,7 +112,7 @@ func Load(opts Options) (*Tracer, error) {
 	if w != nil {
 		w.layout = t.layout
 		t.witness = w
-		t.startup.add(phaseWitness, witnessTook)
+		t.startup.Add(phaseWitness, witnessTook)
 	}
 	return t, nil
 }
@@ -155,7 +156,7 @@ func load(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 
-	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: info.layout, startup: phases{prefix: StartupPrefix}}
+	t := &Tracer{opts: opts, filtered: opts.PidFilter != nil, layout: info.layout, startup: phase.New(StartupPrefix)}
 	pending, err := bpfload.CreateMaps(spec, &t.objs, ebpf.CollectionOptions{MapReplacements: repl, Cache: kt}, nil)
 	if err == nil {
 		if _, kerr := kt.Kernel(); kerr != nil {
@@ -185,14 +186,14 @@ func load(opts Options) (*Tracer, error) {
 func (t *Tracer) Attach(origin int64) error {
 	opts := &t.opts
 	opts.Origin = origin
-	ph := &t.startup
-	ph.begin()
+	ph := t.startup
+	ph.Begin()
 	// The witness, made by Load, already records the completion of every
 	// bio queued under the tracer.
 	if err := t.attachPrograms(); err != nil {
 		return err
 	}
-	ph.done(phaseAttach)
+	ph.Done(phaseAttach)
 	var err error
 	t.rd, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
@@ -204,9 +205,9 @@ func (t *Tracer) Attach(origin int64) error {
 	if _, err := t.devs.Scan(0); err != nil {
 		opts.warnf("block I/O: list block devices: " + err.Error())
 	}
-	ph.done(phaseReader)
+	ph.Done(phaseReader)
 	t.mu.Lock()
-	ph.addTo(&t.user)
+	ph.AddTo(&t.user)
 	t.mu.Unlock()
 	return nil
 }
@@ -477,10 +478,10 @@ const settleMax = 200 * time.Millisecond
 // the completion side is detached; its tracefs instance is then removed in
 // the background, beside the rest (Close waits for it).
 func (t *Tracer) stop(s *runState) error {
-	ph := newPhases(StopPrefix)
+	ph := phase.New(StopPrefix)
 	closeLinks(t.queueSide)
 	t.queueSide = nil
-	ph.done(phaseDetachQueue)
+	ph.Done(phaseDetachQueue)
 	settle := time.Now().Add(settleMax)
 	idle := !t.inFlight()
 	for step := time.Millisecond; !idle && time.Now().Before(settle); step = min(2*step, t.opts.PollInterval) {
@@ -492,19 +493,19 @@ func (t *Tracer) stop(s *runState) error {
 	if idle {
 		t.finishWitness()
 	}
-	ph.done(phaseSettle)
+	ph.Done(phaseSettle)
 	closeLinks(t.doneSide)
 	t.doneSide = nil
 	if err := s.read(time.Now()); err != nil {
 		return err
 	}
 	t.finishWitness()
-	ph.done(phaseDrain)
+	ph.Done(phaseDrain)
 	n, err := t.emitInFlight(s)
-	ph.done(phaseInFlight)
+	ph.Done(phaseInFlight)
 	t.mu.Lock()
 	t.user.Add(event.CountUnpaired, StatInFlight, n)
-	ph.addTo(&t.user)
+	ph.AddTo(&t.user)
 	t.kernel = t.kernelStats()
 	t.stopped = true
 	t.mu.Unlock()
