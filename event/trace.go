@@ -323,6 +323,10 @@ type Trailer struct {
 // Layers is a set of layers: bit l for Layer l.
 type Layers uint8
 
+// LayersNone says that neither file nor block I/O was traced (0 says
+// nothing): every layer filtered out, or the only one traced failed.
+const LayersNone = Layers(1 << LayerUnknown)
+
 // LayersOf returns the set of ls.
 func LayersOf(ls ...Layer) Layers {
 	var s Layers
@@ -343,8 +347,12 @@ func (s Layers) With(l Layer) Layers {
 // Has reports whether l is in s.
 func (s Layers) Has(l Layer) bool { return l < 8 && s&(1<<l) != 0 }
 
-// String lists the layers ("file,block"), "" for none.
+// String lists the layers ("file,block"): "none" for LayersNone, "" for
+// 0.
 func (s Layers) String() string {
+	if s == LayersNone {
+		return "none"
+	}
 	var b strings.Builder
 	for l := Layer(0); l < 8; l++ {
 		if s.Has(l) {

@@ -168,6 +168,7 @@ func (c *collect) End(t *event.Trailer) error  { c.trailer = *t; return nil }
 // a trailer that narrows it; a trace that does not say stays silent.
 func TestSinkNarrowsLayers(t *testing.T) {
 	file, both := event.LayersOf(event.LayerFile), event.LayersOf(event.LayerFile, event.LayerBlock)
+	block := event.LayersOf(event.LayerBlock)
 	for _, c := range []struct {
 		opts                    Options
 		header, trailer         event.Layers
@@ -178,6 +179,10 @@ func TestSinkNarrowsLayers(t *testing.T) {
 		{Options{Ops: []event.Op{event.OpRead, event.OpBlockRead}}, both, 0, both, 0},
 		{Options{Layers: []event.Layer{event.LayerFile}}, 0, 0, 0, 0},
 		{Options{Pids: []uint32{1}}, both, file, both, file},
+		// All said traced filtered out: none, not "not said"; a trailer
+		// narrowing to a layer filtered out says none too.
+		{Options{Layers: []event.Layer{event.LayerBlock}}, file, 0, event.LayersNone, 0},
+		{Options{Layers: []event.Layer{event.LayerBlock}}, both, file, block, event.LayersNone},
 	} {
 		f, err := New(c.opts)
 		if err != nil {

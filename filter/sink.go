@@ -32,9 +32,9 @@ func (f *Filter) Sink(next event.Sink) event.Sink {
 // events are gone, as if not traced.
 func (s *Sink) Begin(h *event.Header) error {
 	s.f.SetOS(h.OS)
-	if k := s.f.keptLayers(); h.Layers&k != h.Layers {
+	if n := narrow(h.Layers, s.f.keptLayers()); n != h.Layers {
 		hh := *h
-		hh.Layers &= k
+		hh.Layers = n
 		return s.next.Begin(&hh)
 	}
 	return s.next.Begin(h)
@@ -60,6 +60,18 @@ func (s *Sink) End(t *event.Trailer) error {
 	if s.dropped > 0 {
 		t.Stats.Add(event.CountInfo, FilteredOut, s.dropped)
 	}
-	t.Layers &= s.f.keptLayers()
+	t.Layers = narrow(t.Layers, s.f.keptLayers())
 	return s.next.End(t)
+}
+
+// narrow keeps of the layers said traced those kept; none kept is said as
+// event.LayersNone, not 0 (which says nothing).
+func narrow(said, kept event.Layers) event.Layers {
+	if said == 0 {
+		return 0
+	}
+	if n := said & kept; n != 0 {
+		return n
+	}
+	return event.LayersNone
 }

@@ -759,6 +759,9 @@ func parseLayers(names []string) (event.Layers, error) {
 	var s event.Layers
 	for _, n := range names {
 		l, err := event.ParseLayer(n)
+		if n == "unknown" { // event.LayersNone
+			l, err = event.LayerUnknown, nil
+		}
 		if err != nil {
 			return 0, fmt.Errorf("layers: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/synth"
 )
 
 // sample is a small trace: header, facts, a file read that caused a block
@@ -546,6 +547,33 @@ func TestTextSaysLayersNotTraced(t *testing.T) {
 		}
 		if !strings.Contains(buf.String(), c.want) {
 			t.Errorf("header %q, trailer %q: no %q in\n%s", c.header, c.trailer, c.want, buf.String())
+		}
+	}
+}
+
+// TestJSONLLayersRoundTrip: the layers traced, "none" included, come back
+// from jsonl as written, in the header and in the trailer.
+func TestJSONLLayersRoundTrip(t *testing.T) {
+	for _, c := range []struct{ header, trailer event.Layers }{
+		{event.LayersOf(event.LayerFile, event.LayerBlock), event.LayersOf(event.LayerFile)},
+		{event.LayersNone, 0},
+		{0, event.LayersNone},
+	} {
+		var buf bytes.Buffer
+		j := NewJSONL(&buf)
+		if err := j.Begin(&event.Header{OS: "linux", Layers: c.header}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.End(&event.Trailer{Layers: c.trailer}); err != nil {
+			t.Fatal(err)
+		}
+		rec := synth.NewRecorder()
+		if err := ReadJSONL(context.Background(), &buf, "t.jsonl", rec); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.Trace()
+		if got.Header.Layers != c.header || got.Trailer.Layers != c.trailer {
+			t.Errorf("wrote %q and %q, read %q and %q", c.header, c.trailer, got.Header.Layers, got.Trailer.Layers)
 		}
 	}
 }
