@@ -90,6 +90,9 @@ func TestShared(t *testing.T) {
 	if k.s != nil || k.release != nil {
 		t.Error("not released when the last user was done")
 	}
+	if _, _, err := k.Get(); err == nil {
+		t.Error("Get after Close and release: no error")
+	}
 	var nilShared *Shared
 	s, done, err := nilShared.Get()
 	if err != nil || s == nil {

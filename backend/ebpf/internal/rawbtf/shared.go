@@ -1,6 +1,9 @@
 package rawbtf
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // Shared is the kernel's BTF parsed once for several users that run side
 // by side (the system-call and block loaders at start-up). The zero value
@@ -24,6 +27,9 @@ func (k *Shared) Get() (s *Spec, done func(), err error) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.closed {
+		return nil, nil, errors.New("kernel BTF: read after its release")
+	}
 	if !k.parsed {
 		k.parsed = true
 		k.s, k.release, k.err = Kernel()
