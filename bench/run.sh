@@ -30,7 +30,9 @@ for c in strace bpftrace go gcc perf; do
 done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-go build -o "$out/iotrace" ./cmd/iotrace
+# Built as README builds it: without cgo (a static binary; no dynamic
+# loader in its start-up).
+CGO_ENABLED=0 go build -o "$out/iotrace" ./cmd/iotrace
 go build -o "$out/syscall-bench" ./bench/syscall
 extra=()
 [[ -n ${STACKS_ONLY:-} ]] && extra+=(-stacks-only)

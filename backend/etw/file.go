@@ -3,6 +3,7 @@ package etw
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/iotrace/iotrace/backend/etw/etl"
 	"github.com/iotrace/iotrace/backend/etw/record"
@@ -29,13 +30,13 @@ func ReadFile(ctx context.Context, path string, opts Options, sink event.Sink) e
 // that the second pass of Run wants only the records a decoder may know,
 // so that the buffers the first pass caches hold only those.
 func FileRecords(r *etl.Reader) Records {
-	r.Compact(decodable)
+	r.Compact(decodable())
 	return &fileRecords{r: r}
 }
 
 // decodable selects the records the second pass wants (secondWants): the
-// others are only counted, by kind.
-var decodable = etl.NewSelection(secondWants)
+// others are only counted, by kind. Built on first use.
+var decodable = sync.OnceValue(func() *etl.Selection { return etl.NewSelection(secondWants) })
 
 type fileRecords struct {
 	r     *etl.Reader
@@ -61,7 +62,7 @@ func (f *fileRecords) EachKept(ctx context.Context, keep func(*record.Record) bo
 
 // EachDecodable implements decodableRecords.
 func (f *fileRecords) EachDecodable(ctx context.Context, fn func(*record.Record) error, undecodable func(*record.Record, uint64)) error {
-	st, err := f.r.ReadSelected(ctx, decodable, undecodable, fn)
+	st, err := f.r.ReadSelected(ctx, decodable(), undecodable, fn)
 	f.stats = st
 	return err
 }

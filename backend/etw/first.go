@@ -3,6 +3,7 @@ package etw
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/iotrace/iotrace/backend/etw/internal/modident"
 	"github.com/iotrace/iotrace/backend/etw/internal/stackjoin"
@@ -61,25 +62,30 @@ func newFirstPass(stacks *stackjoin.Joiner, mods *modident.Modules) firstPass {
 
 // firstFacts holds the events the first pass decodes: those that carry
 // facts (names, processes, threads, images, disks, volumes, the header)
-// and the Creates and Closes that bind FILE_OBJECTs.
-var firstFacts = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	switch k {
-	case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
-		kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
-		kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
-		kernel.KindOwnVolume:
-		return true
-	case kernel.KindFileRequest:
-		return op == event.OpOpen || op == event.OpClose
-	}
-	return false
+// and the Creates and Closes that bind FILE_OBJECTs. Built on first use,
+// as the decoder table it reads is, not in every command's start-up.
+var firstFacts = sync.OnceValue(func() *kernel.CodeFilter {
+	return kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
+		switch k {
+		case kernel.KindTraceHeader, kernel.KindFileName, kernel.KindFileNameDelete, kernel.KindFileRundown,
+			kernel.KindProcess, kernel.KindThread, kernel.KindImage, kernel.KindPhysicalDisk,
+			kernel.KindLogicalDisk, kernel.KindComputer, kernel.KindVolumeMapping, kernel.KindSystemPaths,
+			kernel.KindOwnVolume:
+			return true
+		case kernel.KindFileRequest:
+			return op == event.OpOpen || op == event.OpClose
+		}
+		return false
+	})
 })
 
 // firstCounted holds the events the first pass only counts, undecoded:
 // OpEnds (requests then wait for them) and DiskIo Inits (disk I/O can
 // then be linked to requests).
-var firstCounted = kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
-	return k == kernel.KindFileOpEnd || k == kernel.KindDiskInit
+var firstCounted = sync.OnceValue(func() *kernel.CodeFilter {
+	return kernel.NewCodeFilter(func(k kernel.Kind, op event.Op) bool {
+		return k == kernel.KindFileOpEnd || k == kernel.KindDiskInit
+	})
 })
 
 // firstUse is what the first pass does with a record.
@@ -100,9 +106,9 @@ func useOf(r *record.Record, c kernel.Class, code uint16) firstUse {
 		return useStack
 	case (c == kernel.ClassImageID || c == kernel.ClassOwn) && takenFirstClass(c, r):
 		return useTaken
-	case firstFacts.Has(c, code):
+	case firstFacts().Has(c, code):
 		return useDecode
-	case firstCounted.Has(c, code):
+	case firstCounted().Has(c, code):
 		return useCount
 	}
 	return useNone
