@@ -117,7 +117,7 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 	// in 2 MiB faults instead of 4 KiB ones where the kernel allows
 	// (package hugeheap). Where it does not, nothing changes, so its
 	// result is not shown.
-	_, _ = hugeheap.Advise(liveHeapAdvised)
+	_, _, _ = hugeheap.Advise(liveHeapAdvised)
 	// A kernel session outlives a process that quits without its clean
 	// stop (Windows).
 	defer interrupt.OnQuit(ctx, live.StopActive)()

@@ -3,54 +3,58 @@ package hugeheap
 import (
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Advise asks for huge pages for the Go heap's mapping that a new block of
-// size bytes lands in (the block is dropped: the collector takes it back
-// and the mapping stays advised), when the kernel's policy is madvise.
-// Under "always" the heap has them already, under "never" none can be
-// had: Result says so. An error is one of reading the policy or the maps,
-// or of madvise itself; nothing is changed then.
-func Advise(size int) (Result, error) {
-	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if os.IsNotExist(err) {
-		return Result{Why: "this kernel has no transparent huge pages"}, nil
+// Advise asks for huge pages for the Go heap's pages where a block of
+// size bytes lay, allocated and dropped at once, and returns when the
+// collector has freed it: the heap's next pages are taken from there, the
+// lowest free ones. The block is never touched. The kernel's policy is not
+// read: under "always" the heap has huge pages anyway, under "never" the
+// advice does nothing. It returns the range advised.
+func Advise(size int) (lo, hi uintptr, err error) {
+	if size < hugePage {
+		return 0, 0, nil
 	}
-	if err != nil {
-		return Result{}, err
-	}
-	mode, err := parseMode(b)
-	if err != nil {
-		return Result{}, err
-	}
-	r := Result{Mode: mode}
-	if mode != ModeMadvise {
-		r.Why = "the kernel's policy is " + string(mode)
-		return r, nil
-	}
-	block := make([]byte, size)
-	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(block))))
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return Result{}, err
-	}
-	lo, hi, err := mappingOf(maps, addr)
-	if err != nil {
-		return Result{}, err
-	}
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(gc)
+	cycles := gc[0].Value.Uint64()
+	// Allocated and dropped by a goroutine that ends at once, so that no
+	// stack holds the block when the cycle its allocation starts marks:
+	// kept only as a number, it is freed in that cycle.
+	addr := make(chan uintptr)
+	go func() {
+		b := make([]byte, size)
+		addr <- uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	}()
+	lo = <-addr
+	hi = lo + uintptr(size)
+	// Whole 2 MiB pages only: a partial one would be split off with the
+	// mapping's other pages, which stay as they are.
+	lo = (lo + hugePage - 1) &^ (hugePage - 1)
+	hi &^= hugePage - 1
 	// The range is the runtime's, not a slice of ours: the raw call.
-	if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(lo), uintptr(hi-lo), unix.MADV_HUGEPAGE); e != 0 {
-		return Result{}, &os.SyscallError{Syscall: "madvise", Err: e}
+	if _, _, e := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE); e != 0 {
+		return 0, 0, &os.SyscallError{Syscall: "madvise", Err: e}
 	}
-	runtime.KeepAlive(block)
-	// Collected now, the block's pages are the heap's lowest free ones,
-	// and what start-up allocates next goes there; left to the next
-	// cycle, the heap grows past it first.
-	block = nil
-	runtime.GC()
-	r.Lo, r.Hi = lo, hi
-	return r, nil
+	// Wait for that cycle (about a millisecond on a small heap, with this
+	// goroutine's processor left to it). A cycle already running when
+	// the block came marked it as new: it survives that one, and the
+	// next would come only when the heap had doubled past it; then one
+	// is forced.
+	for {
+		metrics.Read(gc)
+		if gc[0].Value.Uint64() > cycles {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	if gc[1].Value.Uint64() >= uint64(size) {
+		runtime.GC()
+	}
+	return lo, hi, nil
 }
