@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/iotrace/iotrace/internal/bytesize"
-	"github.com/iotrace/iotrace/internal/hugeheap"
 
 	"github.com/spf13/cobra"
 
@@ -87,11 +86,6 @@ func runLive(ctx context.Context, opts backend.Options, sink event.Sink) error {
 	return runLiveTo(ctx, opts, sink, os.Stderr)
 }
 
-// liveHeapAdvised is how much of the heap's address space a live trace's
-// start-up asks huge pages for: about what the eBPF backend's start-up
-// touches (32 MiB gave the fewest faults of 16, 32, 64 and 128).
-const liveHeapAdvised = 32 << 20
-
 func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stderr io.Writer) error {
 	if err := checkLiveOptions(opts); err != nil {
 		return err
@@ -113,11 +107,8 @@ func runLiveTo(ctx context.Context, opts backend.Options, sink event.Sink, stder
 	if err != nil {
 		return err
 	}
-	// Start-up grows the heap fast (the kernel's BTF, the BPF objects):
-	// in 2 MiB faults instead of 4 KiB ones where the kernel allows
-	// (package hugeheap). Where it does not, nothing changes, so its
-	// result is not shown.
-	_, _, _ = hugeheap.Advise(liveHeapAdvised)
+	sink, restore := startupMemory(sink)
+	defer restore()
 	// A kernel session outlives a process that quits without its clean
 	// stop (Windows).
 	defer interrupt.OnQuit(ctx, live.StopActive)()
