@@ -115,4 +115,10 @@ func TestFakeTree(t *testing.T) {
 	if _, ok := fs.Snapshot(78); ok {
 		t.Error("snapshot of a missing process")
 	}
+	// Only the descriptors kept are read.
+	var asked []int32
+	only4, ok := fs.SnapshotFDs(77, func(fd int32) bool { asked = append(asked, fd); return fd == 4 })
+	if !ok || len(only4.FDs) != 1 || only4.FDs[4].Path != "pipe:[99]" || len(asked) != 2 {
+		t.Errorf("SnapshotFDs keeping fd 4: %+v (asked about %v)", only4.FDs, asked)
+	}
 }
