@@ -162,9 +162,7 @@ const (
 	blockioMapUnwindRows               = "unwind_rows"
 	blockioMapUnwindRules              = "unwind_rules"
 	blockioMapUstacks                  = "ustacks"
-	blockioProgBlockBioBackmerge       = "block_bio_backmerge"
 	blockioProgBlockBioComplete        = "block_bio_complete"
-	blockioProgBlockBioFrontmerge      = "block_bio_frontmerge"
 	blockioProgBlockBioQueue           = "block_bio_queue"
 	blockioProgBlockBioRemap           = "block_bio_remap"
 	blockioProgBlockRqComplete         = "block_rq_complete"
@@ -228,9 +226,7 @@ type blockioSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockioProgramSpecs struct {
-	BlockBioBackmerge       *ebpf.ProgramSpec `ebpf:"block_bio_backmerge"`
 	BlockBioComplete        *ebpf.ProgramSpec `ebpf:"block_bio_complete"`
-	BlockBioFrontmerge      *ebpf.ProgramSpec `ebpf:"block_bio_frontmerge"`
 	BlockBioQueue           *ebpf.ProgramSpec `ebpf:"block_bio_queue"`
 	BlockBioRemap           *ebpf.ProgramSpec `ebpf:"block_bio_remap"`
 	BlockRqComplete         *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
@@ -358,9 +354,7 @@ type blockioVariables struct {
 //
 // It can be passed to loadBlockioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockioPrograms struct {
-	BlockBioBackmerge       *ebpf.Program `ebpf:"block_bio_backmerge"`
 	BlockBioComplete        *ebpf.Program `ebpf:"block_bio_complete"`
-	BlockBioFrontmerge      *ebpf.Program `ebpf:"block_bio_frontmerge"`
 	BlockBioQueue           *ebpf.Program `ebpf:"block_bio_queue"`
 	BlockBioRemap           *ebpf.Program `ebpf:"block_bio_remap"`
 	BlockRqComplete         *ebpf.Program `ebpf:"block_rq_complete"`
@@ -372,9 +366,7 @@ type blockioPrograms struct {
 
 func (p *blockioPrograms) Close() error {
 	return _BlockioClose(
-		p.BlockBioBackmerge,
 		p.BlockBioComplete,
-		p.BlockBioFrontmerge,
 		p.BlockBioQueue,
 		p.BlockBioRemap,
 		p.BlockRqComplete,

@@ -14,7 +14,6 @@ const (
 	cMapFull
 	cSplit
 	cSplitOrphan
-	cMerge
 	cRemap
 	cIssue
 	cRequeue
@@ -115,7 +114,6 @@ func counterStats(perCPU [][numCounters]uint64, filtered bool) event.Stats {
 	s.Add(event.CountInfo, StatCompleted, sum[cCompleted])
 	s.Add(event.CountInfo, StatQueued, sum[cQueued])
 	s.Add(event.CountInfo, StatSplit, sum[cSplit])
-	s.Add(event.CountInfo, StatMerge, sum[cMerge])
 	s.Add(event.CountInfo, StatRemap, sum[cRemap])
 	s.Add(event.CountInfo, StatIssue, sum[cIssue])
 	s.Add(event.CountInfo, StatRequeue, sum[cRequeue])

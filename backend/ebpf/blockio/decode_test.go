@@ -357,3 +357,30 @@ func TestRawStack(t *testing.T) {
 		t.Error("a trace stack ID taken for raw IDs")
 	}
 }
+
+// TestMergesFromRecords: bios sharing a request's address and issue time
+// joined one request (a merge each after the first); the same address
+// issued again is another request; bio-based completions (no request) and
+// bios never issued are no merges; records of two requests interleaved
+// (two CPUs completing) are told apart.
+func TestMergesFromRecords(t *testing.T) {
+	d := NewDecoder(DefaultOpfLayout(), 0)
+	var e event.Event
+	see := func(rq, issue uint64, flags uint16) {
+		d.Event(&Record{Bio: 1, Rq: rq, IssueTS: issue, QueueTS: 1, DoneTS: 9, Flags: flags}, &e)
+	}
+	see(0xa000, 100, 0)
+	see(0xa000, 100, 0) // merged
+	see(0xa000, 100, 0) // merged
+	see(0xa000, 200, 0) // the request struct reused: a new request
+	see(0xb000, 150, 0)
+	see(0xa000, 200, 0) // merged, after a record of another request
+	see(0xb000, 150, 0) // merged
+	see(0, 0, RecBioDone)
+	see(0, 0, RecBioDone)
+	see(0xc000, 0, RecNoIssue)
+	see(0xc000, 0, RecNoIssue)
+	if got := d.Merges(); got != 4 {
+		t.Fatalf("Merges = %d, want 4", got)
+	}
+}

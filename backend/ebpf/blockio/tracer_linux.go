@@ -366,8 +366,6 @@ func (t *Tracer) attachPrograms() error {
 		{name: "block_bio_complete", prog: p.BlockBioComplete, optional: true},
 		{name: "block_rq_issue", prog: p.BlockRqIssue},
 		{name: "block_rq_requeue", prog: p.BlockRqRequeue, optional: true},
-		{name: "block_bio_backmerge", prog: p.BlockBioBackmerge, optional: true},
-		{name: "block_bio_frontmerge", prog: p.BlockBioFrontmerge, optional: true},
 		{name: "block_bio_remap", prog: p.BlockBioRemap, optional: true},
 		{name: "block_split", prog: p.BlockSplit, queue: true},
 		{name: "block_bio_queue", prog: p.BlockBioQueue, queue: true},
@@ -723,6 +721,9 @@ func (t *Tracer) Stats() event.Stats {
 		s.Merge(t.kernelStats())
 	}
 	s.Merge(t.user)
+	if t.dec != nil {
+		s.Add(event.CountInfo, StatMerge, t.dec.Merges())
+	}
 	return s
 }
 

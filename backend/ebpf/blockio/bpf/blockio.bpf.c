@@ -587,20 +587,6 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tracepoint/block_bio_backmerge")
-int block_bio_backmerge(struct bpf_raw_tracepoint_args *ctx)
-{
-	count(BC_MERGE);
-	return 0;
-}
-
-SEC("raw_tracepoint/block_bio_frontmerge")
-int block_bio_frontmerge(struct bpf_raw_tracepoint_args *ctx)
-{
-	count(BC_MERGE);
-	return 0;
-}
-
 SEC("raw_tracepoint/block_bio_remap")
 int block_bio_remap(struct bpf_raw_tracepoint_args *ctx)
 {

@@ -62,7 +62,6 @@ enum blk_counter {
 	BC_MAP_FULL,        /* bios not tracked: in-flight map update failed */
 	BC_SPLIT,           /* split children tracked */
 	BC_SPLIT_ORPHAN,    /* split children whose parent was not tracked */
-	BC_MERGE,           /* bios merged into an existing request */
 	BC_REMAP,           /* bios remapped (partition, device-mapper) */
 	BC_ISSUE,           /* requests issued */
 	BC_REQUEUE,         /* requests requeued */
