@@ -340,7 +340,8 @@ func (p *probes) attach(ac attachConfig) error {
 		p.others = append(p.others, l)
 	}
 	if ac.file {
-		n := 0
+		var nrs, cookies []uint64
+		var names []string
 		for c := systable.Call(1); c <= systable.Calls(); c++ {
 			row := systable.Lookup(c)
 			if async(row) {
@@ -357,13 +358,15 @@ func (p *probes) attach(ac attachConfig) error {
 				p.missing = append(p.missing, row.Name+" (no such system call on "+runtime.GOARCH+")")
 				continue
 			}
-			if err := p.objs.SysKinds.Put(uint32(nr), cookie(c)); err != nil {
-				return fmt.Errorf("ebpf: enable %s (nr %d): %w", row.Name, nr, err)
-			}
-			n++
+			nrs = append(nrs, uint64(nr))
+			cookies = append(cookies, cookie(c))
+			names = append(names, row.Name)
 		}
-		if n == 0 {
+		if len(nrs) == 0 {
 			return fmt.Errorf("ebpf: no system call to trace on %s: %w", runtime.GOARCH, backend.ErrNotSupported)
+		}
+		if err := p.enableCalls(names, nrs, cookies); err != nil {
+			return err
 		}
 		// Exit first, so that every enter recorded finds its exit.
 		for _, x := range []struct {
@@ -441,6 +444,26 @@ func (p *probes) detach() {
 	closeLinks(p.others)
 	closeLinks(p.exits)
 	p.enters, p.others, p.exits = nil, nil, nil
+}
+
+// enableCalls writes the descriptors of the system calls traced into
+// sys_kinds: in one batch (one bpf(2) call for the ~120 entries, not one
+// each), or one by one where the kernel has no batch operations on
+// arrays (before 5.6).
+func (p *probes) enableCalls(names []string, nrs, cookies []uint64) error {
+	keys := make([]uint32, len(nrs))
+	for i, nr := range nrs {
+		keys[i] = uint32(nr)
+	}
+	if _, err := p.objs.SysKinds.BatchUpdate(keys, cookies, nil); err == nil {
+		return nil
+	}
+	for i, k := range keys {
+		if err := p.objs.SysKinds.Put(k, cookies[i]); err != nil {
+			return fmt.Errorf("ebpf: enable %s (nr %d): %w", names[i], k, err)
+		}
+	}
+	return nil
 }
 
 // closeLinks closes ls concurrently: each detach waits for an RCU grace
