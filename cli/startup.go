@@ -38,6 +38,11 @@ func startupMemory(sink event.Sink) (event.Sink, func()) {
 		return sink, func() {}
 	}
 	prev := debug.SetGCPercent(startupGCPercent)
+	if prev == startupGCPercent {
+		// Another live start-up of this process set it (tests run
+		// several): its restore is the one that counts.
+		return sink, func() {}
+	}
 	var once sync.Once
 	restore := func() { once.Do(func() { debug.SetGCPercent(prev) }) }
 	return beginHook{Sink: sink, begin: restore}, restore

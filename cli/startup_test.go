@@ -34,6 +34,12 @@ func TestStartupMemory(t *testing.T) {
 	if p := gcPercent(); p != startupGCPercent {
 		t.Fatalf("during start-up: GOGC %d, want %d", p, startupGCPercent)
 	}
+	// A second start-up meanwhile leaves the target to the first's restore.
+	other, restoreOther := startupMemory(inner)
+	restoreOther()
+	if p := gcPercent(); p != startupGCPercent || other != event.Sink(inner) {
+		t.Fatalf("a second start-up: GOGC %d after its restore (want %d), sink wrapped: %v", p, startupGCPercent, other != event.Sink(inner))
+	}
 	if err := sink.Begin(&event.Header{}); err != nil || inner.begun != 1 {
 		t.Fatalf("Begin: %v, passed on %d times", err, inner.begun)
 	}
