@@ -20,7 +20,8 @@
 #   iotrace record, record --layer file and trace against perf trace,
 #   bpftrace and strace, whole process and until the command ran; with
 #   BASE, that binary's record too, and the ratio to it)
-# The block I/O benchmark is bench/block/run.sh.
+# The block I/O benchmark is bench/block/run.sh; the time of each BPF
+# program per run (the kernel's accounting) is bench/progtime.sh.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 N=${N:-2000000}
