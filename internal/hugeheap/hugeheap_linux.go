@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// settleWait bounds the wait for the cycle that frees the block.
+const settleWait = 20 * time.Millisecond
+
 // Advise asks for huge pages for the Go heap's pages where a block of
 // size bytes lay, allocated and dropped at once, and returns when the
 // collector has freed it: the heap's next pages are taken from there, the
@@ -42,14 +45,21 @@ func Advise(size int) (lo, hi uintptr, err error) {
 		return 0, 0, &os.SyscallError{Syscall: "madvise", Err: e}
 	}
 	// Wait for that cycle (about a millisecond on a small heap, with this
-	// goroutine's processor left to it). A cycle already running when
+	// goroutine's processor left to it), at most settleWait: with the
+	// collector off (GOGC=off) none comes. A cycle already running when
 	// the block came marked it as new: it survives that one, and the
-	// next would come only when the heap had doubled past it; then one
-	// is forced.
+	// next would come only when the heap had doubled past it. In either
+	// case one is forced (the live heap at start-up is a few MiB, so one
+	// as large as the block means the block is in it).
+	deadline := time.Now().Add(settleWait)
 	for {
 		metrics.Read(gc)
 		if gc[0].Value.Uint64() > cycles {
 			break
+		}
+		if time.Now().After(deadline) {
+			runtime.GC()
+			return lo, hi, nil
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

@@ -3,8 +3,11 @@ package hugeheap
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAdviseMarksTheHeap checks in the kernel's own account of the
@@ -46,5 +49,25 @@ func TestAdviseMarksTheHeap(t *testing.T) {
 func TestAdviseSmall(t *testing.T) {
 	if lo, hi, err := Advise(hugePage - 1); lo != 0 || hi != 0 || err != nil {
 		t.Fatalf("Advise(2 MiB - 1) = %#x, %#x, %v; want nothing", lo, hi, err)
+	}
+}
+
+// TestAdviseCollectorOff: with the collector off (GOGC=off) no cycle
+// frees the block by itself; Advise still returns, at once, and the block
+// is freed (a forced cycle).
+func TestAdviseCollectorOff(t *testing.T) {
+	prev := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(prev)
+	start := time.Now()
+	if _, _, err := Advise(32 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Advise took %v with the collector off", d)
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if n := live[0].Value.Uint64(); n >= 32<<20 {
+		t.Errorf("live heap %d bytes after Advise: the block was not freed", n)
 	}
 }
