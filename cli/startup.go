@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/hugeheap"
@@ -26,35 +27,49 @@ const (
 	startupGCPercent = 400
 )
 
+// statStartupMemory counts, in the trace's own counters beside the
+// backend's start-up phases, the time startupMemory took (the wait for the
+// collector to free hugeheap's block, at most 20 ms), which comes before
+// the backend starts its own clock.
+const statStartupMemory = "startup µs: heap: huge pages asked, collector target set (before the backend)"
+
 // startupMemory sets the start-up memory policy and returns sink wrapped
-// so that its Begin restores the collector's target, and a restore to
-// call when the backend returns (Begin may never come: an error before).
-// The huge page advice stays: it is bounded (package hugeheap).
+// so that its Begin restores the collector's target and its End counts
+// the time this took (statStartupMemory), and a restore to call when the
+// backend returns (Begin may never come: an error before). The huge page
+// advice stays: it is bounded (package hugeheap).
 func startupMemory(sink event.Sink) (event.Sink, func()) {
+	t0 := time.Now()
 	// Where the kernel gives no huge pages nothing changes, so the
 	// advice's result is not shown.
 	_, _, _ = hugeheap.Advise(liveHeapAdvised)
-	if os.Getenv("GOGC") != "" {
-		return sink, func() {}
-	}
-	prev := debug.SetGCPercent(startupGCPercent)
-	if prev == startupGCPercent {
-		// Another live start-up of this process set it (tests run
+	restore := func() {}
+	if os.Getenv("GOGC") == "" {
+		prev := debug.SetGCPercent(startupGCPercent)
+		if prev != startupGCPercent {
+			var once sync.Once
+			restore = func() { once.Do(func() { debug.SetGCPercent(prev) }) }
+		}
+		// Else another live start-up of this process set it (tests run
 		// several): its restore is the one that counts.
-		return sink, func() {}
 	}
-	var once sync.Once
-	restore := func() { once.Do(func() { debug.SetGCPercent(prev) }) }
-	return beginHook{Sink: sink, begin: restore}, restore
+	return startupSink{Sink: sink, begin: restore, took: time.Since(t0)}, restore
 }
 
-// beginHook is a sink that calls begin before passing Begin on.
-type beginHook struct {
+// startupSink is a sink that calls begin before passing Begin on and adds
+// statStartupMemory to the trailer.
+type startupSink struct {
 	event.Sink
 	begin func()
+	took  time.Duration
 }
 
-func (b beginHook) Begin(h *event.Header) error {
-	b.begin()
-	return b.Sink.Begin(h)
+func (s startupSink) Begin(h *event.Header) error {
+	s.begin()
+	return s.Sink.Begin(h)
+}
+
+func (s startupSink) End(t *event.Trailer) error {
+	t.Stats.Add(event.CountInfo, statStartupMemory, uint64(s.took.Microseconds()))
+	return s.Sink.End(t)
 }
