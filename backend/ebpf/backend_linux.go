@@ -91,6 +91,10 @@ type run struct {
 	origin uint64
 	stats  event.Stats
 
+	// in merges the ring buffer's records with the per-CPU slots' (nil:
+	// no slots, records go to the tracker as read; intake.go).
+	in *intake
+
 	// blocks hands block events to the reader goroutine (handover_linux.go).
 	blocks *blockHandover
 	// bt traces block I/O (nil: not traced, or stopped); btDone has its
@@ -251,6 +255,19 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph, blk: blk}
 	r.tr = newTracker(ls, origin, fs)
+	if pr.slots != nil {
+		// A release can be long behind a slow sink: the block events
+		// queued meanwhile are taken every 256 records, as the ring
+		// buffer's reader takes them (readAvailable).
+		var n int
+		r.in = newIntake(pr.slots, func(b []byte) error {
+			err := r.tr.handle(b)
+			if n++; n&255 == 0 && r.blocks.halfFull() {
+				r.blocks.take(r.tr)
+			}
+			return err
+		})
+	}
 	if cmdMode {
 		r.tr.launches(self)
 	}
@@ -317,6 +334,9 @@ func selectPids(fs *procfs.FS, opts backend.Options, self uint32) map[uint32]boo
 // the first error.
 func (r *run) finish(err error) error {
 	r.tr.stats(&r.stats)
+	if r.in != nil {
+		r.in.stats(&r.stats)
+	}
 	r.unwindStats(&r.stats)
 	r.reaper.stats(&r.stats)
 	if cs, cerr := r.pr.counters(); cerr == nil {
@@ -650,6 +670,9 @@ func (r *run) stop(err error, poll time.Duration) error {
 	if err == nil {
 		err = r.readFor(0)
 	}
+	if err == nil {
+		err = sinkNil(r.pump(true))
+	}
 	r.flushMarks()
 	ph.Done("drain")
 	inflight, ierr := pr.inFlight()
@@ -800,18 +823,21 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		err := rd.ReadInto(&rec)
 		switch {
 		case err == nil:
-			if herr := r.tr.handle(rec.RawSample); herr != nil {
+			if herr := r.ingest(rec.RawSample); herr != nil {
 				return nil // the sink failed; Run reports it
 			}
-			if n&4095 != 0 && !r.blocks.halfFull() {
+			if n&4095 != 0 && !r.blocks.halfFull() && (r.in == nil || !r.in.kicked) {
 				continue
 			}
 		case woken(err):
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
+		if err := r.pump(false); err != nil {
+			return sinkNil(err)
+		}
 		if err := r.flushBlocks(); err != nil {
-			return err
+			return sinkNil(err)
 		}
 		rd.SetDeadline(time.Now().Add(poll))
 		r.flushMarks()
@@ -866,15 +892,51 @@ func (r *run) readFor(d time.Duration) error {
 		err := rd.ReadInto(&rec)
 		switch {
 		case err == nil:
-			if herr := r.tr.handle(rec.RawSample); herr != nil {
+			if herr := r.ingest(rec.RawSample); herr != nil {
 				return nil
 			}
 		case woken(err):
-			return nil
+			return sinkNil(r.pump(false))
 		default:
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
 	}
+}
+
+// ingest takes a record read from the ring buffer: to the intake, or
+// with no per-CPU slots straight to the tracker.
+func (r *run) ingest(b []byte) error {
+	if r.in == nil {
+		return r.tr.handle(b)
+	}
+	r.in.ring(b)
+	return nil
+}
+
+// pump reads the ring buffer's records available now, then hands the
+// tracker, in time order, the records of the ring buffer and of every
+// CPU's slots written before now less holdBack (all: every record
+// there). Without slots it does nothing.
+func (r *run) pump(all bool) error {
+	if r.in == nil {
+		return nil
+	}
+	upTo := bootNanos() - holdBack
+	if err := r.readAvailable(); err != nil {
+		return err
+	}
+	if all {
+		upTo = ^uint64(0)
+	}
+	return r.in.release(upTo)
+}
+
+// sinkNil turns errSink into nil: the sink's error is Run's to report.
+func sinkNil(err error) error {
+	if errors.Is(err, errSink) {
+		return nil
+	}
+	return err
 }
 
 // woken reports whether a read ended because its deadline passed or the

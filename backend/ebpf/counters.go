@@ -32,6 +32,7 @@ const (
 	cLostStack
 	cLostPC
 	cLostUStackCopy
+	cSlotsFull
 	numCounters
 )
 
@@ -62,6 +63,7 @@ var counterDesc = [numCounters]struct {
 	cLostStack:      {event.CountUnresolved, "user stacks sent inline lost: ring buffer full (their events have no user stack)", false},
 	cLostPC:         {event.CountLost, "page-cache eviction records lost: ring buffer full (reads of those pages may be misclassified)", false},
 	cLostUStackCopy: {event.CountUnresolved, "user stack copies lost: ring buffer full (their events have no user stack)", false},
+	cSlotsFull:      {event.CountInfo, "system-call records sent through the ring buffer: their CPU's slots full (the reader behind)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.

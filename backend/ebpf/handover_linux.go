@@ -147,7 +147,14 @@ func (r *run) flushBlocks() error {
 		return nil
 	}
 	n := len(r.blocks.waiting)
-	if err := r.readAvailable(); err != nil {
+	// With per-CPU slots, the records held for their order are handed
+	// over too: the process facts the waiting events need may be among
+	// them.
+	read := r.readAvailable
+	if r.in != nil {
+		read = func() error { return sinkNil(r.pump(true)) }
+	}
+	if err := read(); err != nil {
 		return err
 	}
 	r.blocks.release(r.tr, n)
@@ -165,7 +172,7 @@ func (r *run) readAvailable() error {
 		err := rd.ReadInto(&rec)
 		switch {
 		case err == nil:
-			if herr := r.tr.handle(rec.RawSample); herr != nil {
+			if herr := r.ingest(rec.RawSample); herr != nil {
 				return nil
 			}
 			left -= 8 + (len(rec.RawSample)+7)&^7 // header and padded sample

@@ -153,6 +153,51 @@ type iotracePathRec struct {
 	Path  [4096]int8
 }
 
+type iotraceSlot struct {
+	_     structs.HostLayout
+	State uint64
+	Rec   struct {
+		_ structs.HostLayout
+		H struct {
+			_    structs.HostLayout
+			Type uint8
+			Pad  uint8
+			Kind uint16
+			Cpu  uint32
+			Time uint64
+		}
+		Id       uint64
+		Dur      uint64
+		Pid      uint32
+		Tid      uint32
+		Ret      int64
+		Args     [6]uint64
+		Size     uint64
+		Pos      int64
+		Ino      uint64
+		Dev      uint32
+		Fflags   uint32
+		NrBios   uint32
+		Sflags   uint32
+		BioBytes uint64
+		Comm     [16]int8
+		Ustack   int32
+		Kstack   int32
+	}
+}
+
+type iotraceSlotHead struct {
+	_    structs.HostLayout
+	Head uint64
+	Tail uint64
+}
+
+type iotraceSlotTail struct {
+	_    structs.HostLayout
+	Tail uint64
+	Pad  [7]uint64
+}
+
 type iotraceStackRec struct {
 	_ structs.HostLayout
 	H struct {
@@ -296,6 +341,9 @@ const (
 	iotraceMapPids               = "pids"
 	iotraceMapRb                 = "rb"
 	iotraceMapSeq                = "seq"
+	iotraceMapSlotHeads          = "slot_heads"
+	iotraceMapSlotTails          = "slot_tails"
+	iotraceMapSlots              = "slots"
 	iotraceMapStackScratch       = "stack_scratch"
 	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
@@ -332,7 +380,9 @@ const (
 	iotraceVarCfgFollowSelf      = "cfg_follow_self"
 	iotraceVarCfgPageShift       = "cfg_page_shift"
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
+	iotraceVarCfgSlotShift       = "cfg_slot_shift"
 	iotraceVarCfgStacks          = "cfg_stacks"
+	iotraceVarCfgTso             = "cfg_tso"
 	iotraceVarCfgUnwind          = "cfg_unwind"
 	iotraceVarCfgUringCqe        = "cfg_uring_cqe"
 	iotraceVarCfgWakeupBytes     = "cfg_wakeup_bytes"
@@ -417,6 +467,9 @@ type iotraceMapSpecs struct {
 	Pids              *ebpf.MapSpec `ebpf:"pids"`
 	Rb                *ebpf.MapSpec `ebpf:"rb"`
 	Seq               *ebpf.MapSpec `ebpf:"seq"`
+	SlotHeads         *ebpf.MapSpec `ebpf:"slot_heads"`
+	SlotTails         *ebpf.MapSpec `ebpf:"slot_tails"`
+	Slots             *ebpf.MapSpec `ebpf:"slots"`
 	StackScratch      *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks            *ebpf.MapSpec `ebpf:"stacks"`
 	SysKinds          *ebpf.MapSpec `ebpf:"sys_kinds"`
@@ -442,7 +495,9 @@ type iotraceVariableSpecs struct {
 	CfgFollowSelf      *ebpf.VariableSpec `ebpf:"cfg_follow_self"`
 	CfgPageShift       *ebpf.VariableSpec `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
+	CfgSlotShift       *ebpf.VariableSpec `ebpf:"cfg_slot_shift"`
 	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
+	CfgTso             *ebpf.VariableSpec `ebpf:"cfg_tso"`
 	CfgUnwind          *ebpf.VariableSpec `ebpf:"cfg_unwind"`
 	CfgUringCqe        *ebpf.VariableSpec `ebpf:"cfg_uring_cqe"`
 	CfgWakeupBytes     *ebpf.VariableSpec `ebpf:"cfg_wakeup_bytes"`
@@ -482,6 +537,9 @@ type iotraceMaps struct {
 	Pids              *ebpf.Map `ebpf:"pids"`
 	Rb                *ebpf.Map `ebpf:"rb"`
 	Seq               *ebpf.Map `ebpf:"seq"`
+	SlotHeads         *ebpf.Map `ebpf:"slot_heads"`
+	SlotTails         *ebpf.Map `ebpf:"slot_tails"`
+	Slots             *ebpf.Map `ebpf:"slots"`
 	StackScratch      *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks            *ebpf.Map `ebpf:"stacks"`
 	SysKinds          *ebpf.Map `ebpf:"sys_kinds"`
@@ -509,6 +567,9 @@ func (m *iotraceMaps) Close() error {
 		m.Pids,
 		m.Rb,
 		m.Seq,
+		m.SlotHeads,
+		m.SlotTails,
+		m.Slots,
 		m.StackScratch,
 		m.Stacks,
 		m.SysKinds,
@@ -535,7 +596,9 @@ type iotraceVariables struct {
 	CfgFollowSelf      *ebpf.Variable `ebpf:"cfg_follow_self"`
 	CfgPageShift       *ebpf.Variable `ebpf:"cfg_page_shift"`
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
+	CfgSlotShift       *ebpf.Variable `ebpf:"cfg_slot_shift"`
 	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
+	CfgTso             *ebpf.Variable `ebpf:"cfg_tso"`
 	CfgUnwind          *ebpf.Variable `ebpf:"cfg_unwind"`
 	CfgUringCqe        *ebpf.Variable `ebpf:"cfg_uring_cqe"`
 	CfgWakeupBytes     *ebpf.Variable `ebpf:"cfg_wakeup_bytes"`

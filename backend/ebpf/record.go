@@ -19,6 +19,7 @@ const (
 	recExecMaps   = 8
 	recStack      = 9
 	recUStackCopy = 11
+	recKick       = 12 // wakes the reader: the per-CPU slots are filling (no data)
 	recPageCache  = 10 // page-cache provenance (provenance.go)
 )
 

@@ -43,6 +43,8 @@ func TestMain(m *testing.M) {
 		workloadMetaPath()
 	case "newcalls":
 		workloadNewCalls()
+	case "migrate":
+		workloadMigrate()
 	case "gowrite":
 		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:

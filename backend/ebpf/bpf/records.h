@@ -25,6 +25,7 @@ enum rec_type {
 	REC_STACK = 9,   /* --stacks: a stack sent inline, its stacks-map bucket held another */
 	REC_PAGECACHE = 10, /* page-cache provenance: a fill queued or done, pages evicted (pagecache.h) */
 	REC_USTACK_COPY = 11, /* --stacks: registers and user stack, for user space to walk (unwind.h) */
+	REC_KICK = 12,   /* no data: wakes the reader, the per-CPU slots are filling (struct kick_rec) */
 };
 
 /* struct syscall_rec.sflags */
@@ -259,7 +260,13 @@ enum counter {
 	C_LOST_STACK,       /* inline stacks lost: ring buffer full */
 	C_LOST_PC,          /* page-cache eviction records lost: ring buffer full */
 	C_LOST_USTACK_COPY, /* user stack copies lost: ring buffer full */
+	C_SLOTS_FULL,       /* syscall records sent to rb: the CPU's record slots full */
 	C_MAX,
+};
+
+/* struct kick_rec: the whole of a REC_KICK record. */
+struct kick_rec {
+	struct rec_hdr h;
 };
 
 /* Layouts the Go decoder (record.go) relies on. */
