@@ -255,19 +255,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 	}
 	r := &run{b: b, opts: opts, sink: ls, pr: pr, fs: fs, origin: origin, wakeupBytes: lc.wakeupBytes, phases: ph, blk: blk}
 	r.tr = newTracker(ls, origin, fs)
-	if pr.slots != nil {
-		// A release can be long behind a slow sink: the block events
-		// queued meanwhile are taken every 256 records, as the ring
-		// buffer's reader takes them (readAvailable).
-		var n int
-		r.in = newIntake(pr.slots, func(b []byte) error {
-			err := r.tr.handle(b)
-			if n++; n&255 == 0 && r.blocks.halfFull() {
-				r.blocks.take(r.tr)
-			}
-			return err
-		})
-	}
+	r.in = r.intake()
 	if cmdMode {
 		r.tr.launches(self)
 	}
@@ -901,6 +889,24 @@ func (r *run) readFor(d time.Duration) error {
 			return fmt.Errorf("ebpf: read ring buffer: %w", err)
 		}
 	}
+}
+
+// intake returns the merge of the ring buffer's records and the per-CPU
+// slots' (nil without slots). A release can be long behind a slow sink:
+// the block events queued meanwhile are taken every 256 records, as the
+// ring buffer's reader takes them (readAvailable).
+func (r *run) intake() *intake {
+	if r.pr.slots == nil {
+		return nil
+	}
+	var n int
+	return newIntake(r.pr.slots, func(b []byte) error {
+		err := r.tr.handle(b)
+		if n++; n&255 == 0 && r.blocks.halfFull() {
+			r.blocks.take(r.tr)
+		}
+		return err
+	})
 }
 
 // ingest takes a record read from the ring buffer: to the intake, or

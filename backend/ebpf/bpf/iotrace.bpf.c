@@ -222,8 +222,8 @@ struct {
  * on x86 (whose stores are seen in order), published with a plain store
  * too; the reader's position is read only when the writer's copy of it
  * says the ring is full. A record that finds its CPU's ring full goes to
- * rb (counted): the ring is kept small enough to stay in the CPU's cache,
- * rb absorbs a reader that falls behind. The reader (package backend/ebpf/slots) reads
+ * rb (counted): the rings stay small (4,096 slots at most: memory and
+ * start-up), rb absorbs a reader that falls behind. The reader (package backend/ebpf/slots) reads
  * the slots in place, woken by a REC_KICK in rb every quarter ring, and
  * merges them with rb's records by time (package backend/ebpf/reorder).
  *
@@ -646,12 +646,14 @@ static __always_inline struct slot *slot_reserve(__u32 cpu, __u64 *pos)
 			if (p - h->tail >= n)
 				return NULL;
 		}
-		if (__sync_val_compare_and_swap(&h->head, p, p + 1) != p)
-			continue; /* another writer on this CPU took p */
+		/* looked up before p is taken: a position taken is always
+		 * published (the reader waits at one that is not) */
 		__u32 idx = (cpu << shift) + (__u32)(p & (n - 1));
 		struct slot *s = bpf_map_lookup_elem(&slots, &idx);
 		if (!s)
-			return NULL; /* p stays unpublished: the reader stops at it (never: idx < the map's size) */
+			return NULL;
+		if (__sync_val_compare_and_swap(&h->head, p, p + 1) != p)
+			continue; /* another writer on this CPU took p */
 		/* every quarter ring, wake the reader */
 		if (!(p & ((n >> 2) - 1))) {
 			struct kick_rec k = { .h = { .type = REC_KICK, .cpu = cpu } };
