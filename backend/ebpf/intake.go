@@ -30,33 +30,21 @@ const (
 // slots); source 1+cpu the slots of cpu, read in place and freed once
 // handed over.
 type intake struct {
-	sl        *slots.Reader
-	queue     reorder.Queue
-	mg        *reorder.Merger
-	handle    func([]byte) error
-	kicked    bool   // a REC_KICK came: a CPU's slots are filling
-	fromSlots uint64 // records handed over from the slots
+	sl     *slots.Reader
+	queue  reorder.Queue
+	mg     *reorder.Merger
+	handle func([]byte) error
+	kicked bool // a REC_KICK came: a CPU's slots are filling
 }
 
 func newIntake(sl *slots.Reader, handle func([]byte) error) *intake {
 	in := &intake{sl: sl, handle: handle}
 	srcs := []reorder.Source{&in.queue}
 	for cpu := range sl.Layout().CPUs {
-		srcs = append(srcs, counted{sl.CPU(cpu), &in.fromSlots})
+		srcs = append(srcs, sl.CPU(cpu))
 	}
 	in.mg = reorder.New(recordTime, srcs...)
 	return in
-}
-
-// counted is a CPU's slots, counting the records popped.
-type counted struct {
-	slots.CPU
-	n *uint64
-}
-
-func (c counted) Pop() {
-	c.CPU.Pop()
-	*c.n++
 }
 
 // recordTime is the time a record was written, by its header: a system
@@ -97,7 +85,7 @@ func (in *intake) release(upTo uint64) error {
 
 // stats adds the intake's counters to s.
 func (in *intake) stats(s *event.Stats) {
-	s.Add(event.CountInfo, statFromSlots, in.fromSlots)
+	s.Add(event.CountInfo, statFromSlots, in.sl.Read())
 	if n := in.mg.Late(); n != 0 {
 		s.Add(event.CountInfo, statLate, n)
 	}

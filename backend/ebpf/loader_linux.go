@@ -139,8 +139,8 @@ func ringSize(n int) uint32 {
 // ringBytes on ncpu CPUs: as many records per CPU as the ring buffer
 // holds per CPU, 2^10 to 2^12 (1,024 records: 176 KiB a CPU; 4,096:
 // 704 KiB). More did not make the system-call path faster (16,384 against
-// 4,096: 0.97x, within the noise) and cost start-up time (the kernel
-// zeroes the array as it creates it): a record that finds its CPU's slots
+// 4,096: 0.97x, within the noise) and costs memory (the kernel zeroes the
+// array as it creates it, start-up time too): a record that finds its CPU's slots
 // full goes through the ring buffer, which absorbs a reader that falls
 // behind. The reader is woken every quarter of a CPU's slots.
 func slotShift(ringBytes, ncpu int) uint {
@@ -167,12 +167,14 @@ func mapSlots(data, tails *ebpf.Map, l slots.Layout) (*slots.Reader, [][]byte, e
 		}
 	}
 	page := os.Getpagesize()
+	// The slots are only read here; the tails are written.
 	for _, x := range []struct {
 		m    *ebpf.Map
 		size int
-	}{{data, l.Size()}, {tails, l.TailsSize()}} {
+		prot int
+	}{{data, l.Size(), unix.PROT_READ}, {tails, l.TailsSize(), unix.PROT_READ | unix.PROT_WRITE}} {
 		size := (x.size + page - 1) &^ (page - 1)
-		mem, err := unix.Mmap(x.m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		mem, err := unix.Mmap(x.m.FD(), 0, size, x.prot, unix.MAP_SHARED)
 		if err != nil {
 			unmap()
 			return nil, nil, fmt.Errorf("ebpf: map the record slots (%d bytes): %w", size, err)

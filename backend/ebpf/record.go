@@ -19,8 +19,8 @@ const (
 	recExecMaps   = 8
 	recStack      = 9
 	recUStackCopy = 11
-	recKick       = 12 // wakes the reader: the per-CPU slots are filling (no data)
 	recPageCache  = 10 // page-cache provenance (provenance.go)
+	recKick       = 12 // wakes the reader: the per-CPU slots are filling (no data; taken by the intake)
 )
 
 // Syscall record flags (enum sys_flags).

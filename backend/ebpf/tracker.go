@@ -262,7 +262,6 @@ func (t *tracker) handle(b []byte) error {
 			if err = t.pcr.decode(b); err == nil {
 				t.pc.record(&t.pcr)
 			}
-		case recKick: // taken by the intake; nothing to decode
 		case recAIO:
 			if err = t.aio.decode(b); err == nil {
 				unreaped := t.aio.AFlags&afUnreaped != 0

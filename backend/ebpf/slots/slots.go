@@ -13,8 +13,9 @@
 // writes the record and publishes it by setting the slot's state to p+1.
 // The reader hands over the record at its tail while the state says it
 // is published, then moves its tail on; it writes its tail where the
-// writer looks (Tails) every 256 records and at Flush. The reader never
-// writes a slot: its cache lines only travel from the writer's CPU.
+// writer looks (the tails array) every 256 records and at Flush. The
+// reader never writes a slot (the loader maps them read-only): their
+// cache lines only travel from the writer's CPU.
 //
 // Written here, not taken from a library: the layout is this project's own
 // and the reader is a few lines over memory the loader maps.
@@ -87,6 +88,15 @@ func New(mem, tails []byte, l Layout) (*Reader, error) {
 
 // Layout returns the reader's layout.
 func (r *Reader) Layout() Layout { return r.l }
+
+// Read returns the records read (popped) so far, on every CPU.
+func (r *Reader) Read() uint64 {
+	var n uint64
+	for _, t := range r.tails {
+		n += t
+	}
+	return n
+}
 
 // Peek returns the record at cpu's tail when it is published (false:
 // none yet). It stays valid, and its slot the reader's, until Pop.

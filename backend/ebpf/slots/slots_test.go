@@ -82,6 +82,9 @@ func TestDrainInOrderEveryLap(t *testing.T) {
 			}
 		}
 	}
+	if n := r.Read(); n != 100 {
+		t.Fatalf("Read = %d, want 100", n)
+	}
 }
 
 func TestFullRingLosesTheNewRecordNotAnOldOne(t *testing.T) {
