@@ -3,8 +3,10 @@
 # Builds iotrace and the harness (bench/syscall), then runs 2M pread64 of
 # 4 KiB from an mlock'ed cached file bare, under the count-only BPF floors,
 # under `iotrace record`, under strace -f and under bpftrace printing each
-# event, interleaved round by round, and prints ns per call, the added ns
-# per call and the target ratios; then the start-up time and the cost on an
+# event, interleaved round by round with a bare run between every two
+# (the workload on the last CPU, the tracers' processes on the others),
+# and prints ns per call, the added ns per call (each run against the bare
+# runs on either side of it, medians) and the target ratios; then the start-up time and the cost on an
 # untraced system call; then the user-stack benchmark (unwind tables
 # against the frame-pointer walk and bpftrace's ustack on a C program with
 # and without frame pointers, trace size against perf --call-graph dwarf,

@@ -45,6 +45,7 @@ func main() {
 	noStacks := flag.Bool("no-stacks", false, "leave out the user-stack modes and benchmark")
 	startupOnly := flag.Bool("startup-only", false, "run the start-up comparison only")
 	nStacks := flag.Int("n-stacks", 200_000, "preads per run of the user-stack benchmark")
+	pin := flag.Bool("pin", true, "pread64 and getppid tables: the workload on the last CPU, the tracers' processes on the others (with 2 CPUs or more)")
 	flag.Parse()
 	if *iotrace == "" {
 		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
@@ -58,7 +59,7 @@ func main() {
 		return
 	}
 	if !*stacksOnly {
-		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks); err != nil {
+		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks, *pin); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -163,7 +164,14 @@ type mode struct {
 	run func(wl []string) ([]byte, error)
 	ns  []float64
 	cpu []float64
+	// add and addCPU are each run's time per call less the bare runs'
+	// just before and just after it (their mean): the cost it adds.
+	add, addCPU []float64
 }
+
+// added returns the mode's added wall and CPU ns per call: the medians
+// of its runs' paired differences with the bare runs around them.
+func (m *mode) added() (wall, cpu float64) { return median(m.add), median(m.addCPU) }
 
 // harness is what the parts of the benchmark share: the binaries, the
 // data file, the floor programs, the call counts, and what iotrace
@@ -174,6 +182,11 @@ type harness struct {
 	n, nStrace, nBpftrace          int
 	rounds                         int
 	noStacks                       bool // leave out the --stacks modes
+	// wlCPU is the CPU the workload is pinned to and toolCPUs the CPUs
+	// of the tracers' processes (-pin); wlCPU -1: not pinned.
+	wlCPU    int
+	toolCPUs string
+	taskset  string // its full path
 	// Events iotrace record reported recorded and lost, without and with
 	// --stacks user.
 	recorded, lost, stackRecorded, stackLost uint64
@@ -181,7 +194,7 @@ type harness struct {
 
 // run runs the benchmark's parts: pread64 under every mode, then the cost
 // on an untraced call, then the start-up time.
-func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks bool) error {
+func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks, pin bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -192,7 +205,10 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks bool)
 	}
 	defer os.RemoveAll(dir)
 	h := &harness{iotrace: iotrace, base: base, self: self, dir: dir, file: filepath.Join(dir, "data"),
-		n: n, nStrace: nStrace, nBpftrace: nBpftrace, rounds: rounds, noStacks: noStacks}
+		n: n, nStrace: nStrace, nBpftrace: nBpftrace, rounds: rounds, noStacks: noStacks, wlCPU: -1}
+	if pin {
+		h.pinCPUs()
+	}
 	if err := os.WriteFile(h.file, bytes.Repeat([]byte{1}, 1<<20), 0o644); err != nil {
 		return err
 	}
@@ -215,7 +231,52 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks bool)
 
 // workload is the command line of the workload kind making n calls.
 func (h *harness) workload(kind string, n int) []string {
-	return []string{h.self, "workload", kind, strconv.Itoa(n), h.file}
+	wl := []string{h.self, "workload", kind, strconv.Itoa(n), h.file}
+	if h.wlCPU >= 0 {
+		wl = append([]string{h.taskset, "-c", strconv.Itoa(h.wlCPU)}, wl...)
+	}
+	return wl
+}
+
+// pinCPUs puts the workload on the last CPU this process may use and the
+// tracers' processes (iotrace's reader, strace, bpftrace) on the others,
+// when there are two or more: where the scheduler puts a tracer's
+// process (on the workload's CPU or not) is then not part of the figure,
+// and the workload's CPU time is its own. The floors have no process.
+func (h *harness) pinCPUs() {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 {
+		return
+	}
+	// By its full path: bpftrace -c refuses a name found twice in PATH
+	// (/bin and /usr/bin, one directory).
+	ts, err := exec.LookPath("taskset")
+	if err != nil {
+		fmt.Printf("no taskset: nothing pinned\n\n")
+		return
+	}
+	if ts, err = filepath.EvalSymlinks(ts); err != nil {
+		return
+	}
+	h.taskset = ts
+	var cpus []string
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, strconv.Itoa(c))
+		}
+	}
+	h.wlCPU, _ = strconv.Atoi(cpus[len(cpus)-1])
+	h.toolCPUs = strings.Join(cpus[:len(cpus)-1], ",")
+	fmt.Printf("pread64 and getppid tables: the workload on CPU %d, the tracers' processes on CPU %s (-pin=false: neither pinned)\n\n", h.wlCPU, h.toolCPUs)
+}
+
+// tool is the command running a tracer's process, on the tool CPUs when
+// pinned.
+func (h *harness) tool(name string, args ...string) *exec.Cmd {
+	if h.wlCPU < 0 {
+		return exec.Command(name, args...)
+	}
+	return exec.Command(h.taskset, append([]string{"-c", h.toolCPUs, name}, args...)...)
 }
 
 // plain runs a command without tracing.
@@ -225,7 +286,7 @@ func plain(args []string) ([]byte, error) { return exec.Command(args[0], args[1:
 // adds the events its summary line reports recorded and lost.
 func (h *harness) record(extra []string, a []string, rec, lost *uint64) ([]byte, error) {
 	args := append(append([]string{"record", "-o", filepath.Join(h.dir, "t.iot")}, extra...), "--")
-	out, err := exec.Command(h.iotrace, append(args, a...)...).CombinedOutput()
+	out, err := h.tool(h.iotrace, append(args, a...)...).CombinedOutput()
 	if m := lostRe.FindSubmatch(out); m != nil {
 		ev, _ := strconv.ParseUint(string(m[1]), 10, 64)
 		l, _ := strconv.ParseUint(string(m[2]), 10, 64)
@@ -245,7 +306,7 @@ func (h *harness) record(extra []string, a []string, rec, lost *uint64) ([]byte,
 func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 	bpftrace := func(out, prog string) func(a []string) ([]byte, error) {
 		return func(a []string) ([]byte, error) {
-			cmd := exec.Command("bpftrace", "-o", filepath.Join(h.dir, out), "-e", prog, "-c", strings.Join(a, " "))
+			cmd := h.tool("bpftrace", "-o", filepath.Join(h.dir, out), "-e", prog, "-c", strings.Join(a, " "))
 			return cmd.CombinedOutput()
 		}
 	}
@@ -257,7 +318,7 @@ func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 			return h.record(nil, a, &h.recorded, &h.lost)
 		}},
 		{name: "strace -f -o /dev/null", n: h.nStrace, run: func(a []string) ([]byte, error) {
-			return exec.Command("strace", append([]string{"-f", "-o", "/dev/null"}, a...)...).CombinedOutput()
+			return h.tool("strace", append([]string{"-f", "-o", "/dev/null"}, a...)...).CombinedOutput()
 		}},
 		{name: "bpftrace printf per event", n: h.nBpftrace, run: bpftrace("bpftrace.out",
 			`tracepoint:syscalls:sys_exit_pread64 /pid == cpid/ { printf("%d %d %s %d\n", pid, tid, comm, args->ret); }`)},
@@ -273,7 +334,7 @@ func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 	if h.base != "" {
 		baseMode = &mode{name: "iotrace record (file + block), -base binary", n: h.n, run: func(a []string) ([]byte, error) {
 			args := append([]string{"record", "-o", filepath.Join(h.dir, "b.iot"), "--"}, a...)
-			out, err := exec.Command(h.base, args...).CombinedOutput()
+			out, err := h.tool(h.base, args...).CombinedOutput()
 			if err == nil && lostRe.FindSubmatch(out) == nil {
 				err = fmt.Errorf("no summary line from the -base iotrace record:\n%s", out)
 			}
@@ -285,26 +346,55 @@ func (h *harness) preadModes() (modes []*mode, baseMode *mode) {
 }
 
 // measure runs the workload kind under every mode, the modes interleaved
-// round by round, and keeps each run's time per call. A run that fails is
-// reported and left out; with strict, output without a time is an error,
-// else it is left out too.
+// round by round, with a bare run (modes[0]) before the first and after
+// each other mode, and keeps each run's time per call and the cost it
+// adds over the bare runs on either side of it. Pairing each run with the
+// bare runs next to it, seconds apart, is what makes the added cost
+// measurable on a shared machine: the bare time drifts by more than a
+// floor's cost between runs a round apart (the median of bare runs taken
+// across rounds once came out above a floor's median, an added cost of
+// -11 ns). A run that fails is reported and left out (with its pair);
+// with strict, output without a time is an error, else it is left out
+// too.
 func (h *harness) measure(modes []*mode, kind string, strict bool) error {
+	bare := modes[0]
+	one := func(m *mode) (ns, cpu float64, ok bool, err error) {
+		out, err := m.run(h.workload(kind, m.n))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
+			return 0, 0, false, nil
+		}
+		ns, err = parseNs(out)
+		if err != nil {
+			if strict {
+				return 0, 0, false, fmt.Errorf("%s: %w", m.name, err)
+			}
+			return 0, 0, false, nil
+		}
+		cpu = parseCPU(out)
+		m.ns = append(m.ns, ns)
+		m.cpu = append(m.cpu, cpu)
+		return ns, cpu, true, nil
+	}
 	for r := 0; r < h.rounds; r++ {
-		for _, m := range modes {
-			out, err := m.run(h.workload(kind, m.n))
+		bns, bcpu, bok, err := one(bare)
+		if err != nil {
+			return err
+		}
+		for _, m := range modes[1:] {
+			ns, cpu, ok, err := one(m)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", m.name, err, out)
-				continue
+				return err
 			}
-			ns, err := parseNs(out)
+			ans, acpu, aok, err := one(bare)
 			if err != nil {
-				if strict {
-					return fmt.Errorf("%s: %w", m.name, err)
-				}
-				continue
+				return err
 			}
-			m.ns = append(m.ns, ns)
-			m.cpu = append(m.cpu, parseCPU(out))
+			if ok && bok && aok {
+				m.add = append(m.add, ns-(bns+ans)/2)
+				m.addCPU = append(m.addCPU, cpu-(bcpu+acpu)/2)
+			}
+			bns, bcpu, bok = ans, acpu, aok
 		}
 	}
 	return nil
@@ -313,11 +403,9 @@ func (h *harness) measure(modes []*mode, kind string, strict bool) error {
 // printPread prints the pread64 table and the ratios the targets are
 // stated in (and, with -base, this iotrace against the other).
 func (h *harness) printPread(modes []*mode, baseMode *mode) {
-	bare := median(modes[0].ns)
-	bareCPU := median(modes[0].cpu)
-	addCPU := func(m *mode) float64 { return median(m.cpu) - bareCPU }
-	add := func(m *mode) float64 { return median(m.ns) - bare }
-	fmt.Printf("pread64 4 KiB from an mlock'ed cached file, %d rounds, medians\n\n", h.rounds)
+	addCPU := func(m *mode) float64 { _, c := m.added(); return c }
+	add := func(m *mode) float64 { w, _ := m.added(); return w }
+	fmt.Printf("pread64 4 KiB from an mlock'ed cached file, %d rounds, medians; added: each run less the bare runs just before and after it\n\n", h.rounds)
 	fmt.Printf("| %-38s | %9s | %8s | %8s | %10s | %10s |\n", "mode", "calls", "wall ns", "added", "cpu ns", "added cpu")
 	fmt.Printf("|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 40), strings.Repeat("-", 11), strings.Repeat("-", 10), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 12))
 	for _, m := range modes {
@@ -355,14 +443,14 @@ func (h *harness) untraced() {
 		{name: "per-syscall tracepoints on pread64", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("tp", a) }},
 		{name: "raw sys_enter/sys_exit, array filter", n: h.n, run: func(a []string) ([]byte, error) { return h.floor.under("raw", a) }},
 		{name: "iotrace record (file + block)", n: h.n, run: func(a []string) ([]byte, error) {
-			return exec.Command(h.iotrace, append([]string{"record", "-o", filepath.Join(h.dir, "u.iot"), "--"}, a...)...).CombinedOutput()
+			return h.tool(h.iotrace, append([]string{"record", "-o", filepath.Join(h.dir, "u.iot"), "--"}, a...)...).CombinedOutput()
 		}},
 	}
 	_ = h.measure(un, "getppid", false)
-	ubare, ucpu := median(un[0].ns), median(un[0].cpu)
 	for _, m := range un {
+		w, c := m.added()
 		fmt.Printf("| %-38s | wall %6.0f ns/call (%+5.0f) | cpu %6.0f ns/call (%+5.0f) |\n",
-			m.name, median(m.ns), median(m.ns)-ubare, median(m.cpu), median(m.cpu)-ucpu)
+			m.name, median(m.ns), w, median(m.cpu), c)
 	}
 }
 

@@ -638,6 +638,8 @@ enum bench_switch_bits {
 	BENCH_NO_CLOCK = 1,    /* no clock read at enter or exit (times are wrong) */
 	BENCH_NO_OUTPUT = 2,   /* the record written to one scratch value, never sent */
 	BENCH_NO_PREFETCH = 4, /* no slot prefetch at enter */
+	BENCH_PLAIN_HEAD = 8,  /* the slot's position taken by a plain store, not a CAS (unsafe when a call is preempted there) */
+	BENCH_BODY = 16,       /* sys_enter and sys_exit return once the call is found traced: nothing recorded */
 };
 
 #ifdef IOTRACE_BENCH_SWITCHES
@@ -705,7 +707,9 @@ static __always_inline struct slot *slot_reserve(__u32 cpu, __u64 *pos)
 		struct slot *s = bpf_map_lookup_elem(&slots, &idx);
 		if (!s)
 			return NULL;
-		if (__sync_val_compare_and_swap(&h->head, p, p + 1) != p)
+		if (bench_switch(BENCH_PLAIN_HEAD))
+			h->head = p + 1;
+		else if (__sync_val_compare_and_swap(&h->head, p, p + 1) != p)
 			continue; /* another writer on this CPU took p */
 		/* every quarter ring, wake the reader */
 		if (!(p & ((n >> 2) - 1))) {
@@ -832,7 +836,7 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
 	__u64 cookie = syscall_desc(nr);
-	if (!cookie)
+	if (!cookie || bench_switch(BENCH_BODY))
 		return 0;
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
@@ -962,7 +966,7 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	__u64 cookie = syscall_desc(exit_nr(regs));
-	if (!cookie)
+	if (!cookie || bench_switch(BENCH_BODY))
 		return 0;
 	if (CK_ASYNC(cookie)) {
 		async_exit(cookie, ret);
