@@ -35,8 +35,12 @@ func CreateMaps(spec *ebpf.CollectionSpec, objs any, opts ebpf.CollectionOptions
 	if kt == nil {
 		kt = btf.NewCache()
 	}
-	mapsOnly := spec.Copy()
-	mapsOnly.Programs = nil
+	// Shallow, without the programs: NewCollectionWithOptions copies each
+	// map spec before it changes it. The deep copy this was (every
+	// program's instructions and the object's BTF, dropped at once) was
+	// 2.6 % of `record -- /bin/true`'s CPU samples; the whole process's
+	// time did not move measurably (1.01x in 31 pairs).
+	mapsOnly := &ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
 	all, err := ebpf.NewCollectionWithOptions(mapsOnly, ebpf.CollectionOptions{MapReplacements: opts.MapReplacements, Cache: kt})
 	if err != nil {
 		return nil, err
