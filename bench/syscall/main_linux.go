@@ -81,7 +81,7 @@ func runStartupOnly(iotrace, base string, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := runStartupTools(iotrace, base, dir, max(rounds, 7)); err != nil {
+	if err := runStartupTools(iotrace, base, dir, max(rounds, 15)); err != nil {
 		return err
 	}
 	return printStartup()
@@ -223,7 +223,7 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks, pin 
 	}
 	h.printPread(modes, baseMode)
 	h.untraced()
-	if err := runStartupTools(iotrace, base, dir, max(rounds, 7)); err != nil {
+	if err := runStartupTools(iotrace, base, dir, max(rounds, 15)); err != nil {
 		return fmt.Errorf("start-up: %w", err)
 	}
 	return printStartup()

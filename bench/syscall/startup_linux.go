@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,33 @@ type tool struct {
 	// argv runs cmd under the tool.
 	argv func(cmd []string) []string
 	// wall and toExec are ms per run: the whole process, and from its
-	// start until the command's exec (the command prints the time).
+	// start until the command's exec (the command prints the time); NaN
+	// for a run that failed, so that round r is index r of every tool.
 	wall, toExec []float64
+}
+
+// pairRatio is the median over rounds of a[r] / b[r] (rounds where both
+// ran): each tool against the other in the same round, seconds apart, so
+// that the machine's drift across rounds cancels.
+func pairRatio(a, b []float64) float64 {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if !math.IsNaN(a[i]) && !math.IsNaN(b[i]) && b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	return median(r)
+}
+
+// medianRun is the median of the runs that did not fail.
+func medianRun(v []float64) float64 {
+	var ok []float64
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			ok = append(ok, x)
+		}
+	}
+	return median(ok)
 }
 
 var epochNsRe = regexp.MustCompile(`(?m)^(\d{19})$`)
@@ -70,6 +96,8 @@ func runStartupTools(iotrace, base, dir string, rounds int) error {
 			wall := time.Since(start)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", t.name, err, b)
+				t.wall = append(t.wall, math.NaN())
+				t.toExec = append(t.toExec, math.NaN())
 				continue
 			}
 			m := epochNsRe.FindSubmatch(b)
@@ -81,21 +109,21 @@ func runStartupTools(iotrace, base, dir string, rounds int) error {
 			t.toExec = append(t.toExec, float64(ns-start.UnixNano())/1e6)
 		}
 	}
-	fmt.Printf("\nstart-up, whole process, `TOOL -- /bin/date +%%s%%N`, %d rounds interleaved, medians\n\n", rounds)
+	fmt.Printf("\nstart-up, whole process, `TOOL -- /bin/date +%%s%%N`, %d rounds interleaved, medians; ratios: medians of the rounds' ratios\n\n", rounds)
 	fmt.Printf("| %-30s | %12s | %22s |\n", "tool", "wall ms", "until the command ran ms")
 	fmt.Printf("|%s|%s|%s|\n", strings.Repeat("-", 32), strings.Repeat("-", 14), strings.Repeat("-", 24))
 	for _, t := range tools {
-		fmt.Printf("| %-30s | %12.0f | %22.0f |\n", t.name, median(t.wall), median(t.toExec))
+		fmt.Printf("| %-30s | %12.0f | %22.0f |\n", t.name, medianRun(t.wall), medianRun(t.toExec))
 	}
 	pt := tools[3]
 	for _, io := range tools[:3] {
 		fmt.Printf("%s / perf trace: whole process %.2f, until the command ran %.2f (target <= 1)\n",
-			io.name, median(io.wall)/median(pt.wall), median(io.toExec)/median(pt.toExec))
+			io.name, pairRatio(io.wall, pt.wall), pairRatio(io.toExec, pt.toExec))
 	}
 	if base != "" {
 		b := tools[len(tools)-1]
 		fmt.Printf("iotrace record / -base iotrace record (file + block): whole process %.2f, until the command ran %.2f\n",
-			median(tools[0].wall)/median(b.wall), median(tools[0].toExec)/median(b.toExec))
+			pairRatio(tools[0].wall, b.wall), pairRatio(tools[0].toExec, b.toExec))
 	}
 	return nil
 }
