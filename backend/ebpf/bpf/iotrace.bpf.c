@@ -733,13 +733,12 @@ static __always_inline bool slot_candidate(__u64 cookie)
 
 /* slot_prefetch loads, at a call's enter, the lines of the slot its
  * record will most likely take at exit (this CPU's head), so that they
- * are in this CPU's cache by then. Measured on a 2-vCPU KVM guest, 40
- * alternated chunks of pread64 with the prefetch switched at run time:
- * 57 ns less per call. The slot was last written a lap ago and read by
- * the reader since, so a store at exit missed; with PTI the return to
- * user space waits for it. Loads only: the slot may still be the
- * reader's, and another call on this CPU may take it first (then the
- * loads were only wasted). */
+ * are in this CPU's cache by then: the slot was last written a lap ago
+ * and read by the reader since. Measured in place (bench/inplace,
+ * BENCH_NO_PREFETCH) on a 2-vCPU KVM guest: 11 to 69 ns less per call in
+ * four runs, never more. Loads only: the slot may still be the reader's,
+ * and another call on this CPU may take it first (then the loads were
+ * only wasted). */
 static __always_inline void slot_prefetch(__u32 cpu)
 {
 	__u32 zero = 0;
