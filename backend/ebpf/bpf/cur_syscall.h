@@ -65,11 +65,7 @@ struct {
  * when a read that slept for I/O and queued nothing ends
  * (SF_WAITED_IO). Shared like cur_syscall (owned by the syscall object,
  * replaced into the block object). An LRU map: an inode evicted while its
- * bios are in flight loses only that evidence. An entry matters only
- * while a read that may have waited for it runs (microseconds to
- * milliseconds), so 4096 inodes is far more than 4096 files read at once
- * need; the kernel preallocates an LRU map's entries, 0.6 ms to create
- * against 3.8 ms for 16384 (issue 28's start-up). */
+ * bios are in flight loses only that evidence. */
 struct inode_io_key {
 	__u64 ino;
 	__u32 dev; /* kernel dev_t of the inode's file system */
@@ -84,7 +80,7 @@ struct inode_io {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, struct inode_io_key);
 	__type(value, struct inode_io);
 } inode_io SEC(".maps");
