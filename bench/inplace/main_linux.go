@@ -53,16 +53,16 @@ func run(chunk, rounds, cpu int, file string, switches []string) error {
 			return fmt.Errorf("pin to CPU %d: %w", cpu, err)
 		}
 	}
-	m, err := switchMap()
-	if err != nil {
-		return err
-	}
-	defer m.Close()
 	f, err := dataFile(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	m, err := switchMap()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
 	fd := int(f.Fd())
 	buf := make([]byte, 4096)
 	read := func(n int) (float64, error) {
@@ -136,7 +136,17 @@ func switchMap() (*ebpf.Map, error) {
 // dataFile opens name, or makes a 4 MiB file and reads it once (cached).
 func dataFile(name string) (*os.File, error) {
 	if name != "" {
-		return os.Open(name)
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		// Shorter, the reads past its end would read nothing and time
+		// no copy at all.
+		if st, err := f.Stat(); err != nil || st.Size() < fileSize {
+			f.Close()
+			return nil, fmt.Errorf("data file %s: want a file of at least %d bytes", name, fileSize)
+		}
+		return f, nil
 	}
 	dir, err := os.MkdirTemp("", "inplace")
 	if err != nil {
