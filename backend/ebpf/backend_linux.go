@@ -499,6 +499,7 @@ func (r *run) openBlock(wantFile bool) error {
 		return nil
 	}
 	r.bt = bt
+	r.tr.pc.fillDone = bt.FillDone
 	for _, f := range bt.Facts() {
 		f := f
 		_ = r.sink.Fact(&f)

@@ -146,6 +146,32 @@ func sumProvenance(t *testing.T, reads []event.Event) provSums {
 	return p
 }
 
+// logOnFailure, if the test has failed, logs the trace's counters and,
+// for the first read of file ino whose provenance does not add up, the
+// file's block reads around it, so that a failure says which evidence
+// was missing or late.
+func logOnFailure(t *testing.T, s *memSink, reads []event.Event, ino uint64) {
+	t.Helper()
+	if !t.Failed() || s.trailer == nil {
+		return
+	}
+	for _, c := range s.trailer.Stats.Sorted() {
+		t.Logf("trace counter: %s: %s = %d", c.Kind, c.Name, c.Value)
+	}
+	for _, r := range reads {
+		if r.Bytes <= 0 || r.ReadKnown() == uint64(r.Bytes) {
+			continue
+		}
+		t.Logf("read at offset %d: %d-%d ns", r.Offset, r.Time, r.End())
+		for _, b := range s.events {
+			if b.Layer == event.LayerBlock && b.Inode == ino && b.End() > r.Time-50_000_000 && b.Time < r.End()+50_000_000 {
+				t.Logf("  block %s of %d bytes, cause %#x: %d-%d ns", b.Op, b.Size, b.Cause, b.Time, b.End())
+			}
+		}
+		return
+	}
+}
+
 // TestProvenanceColdWarm: cat reads a cold 32 MiB file (none of it
 // resident, checked with mincore), then again warm (all of it resident,
 // pinned). Every read's four parts add up to its bytes; cold, at least
@@ -167,8 +193,14 @@ func TestProvenanceColdWarm(t *testing.T) {
 	cold.logUnseen(t)
 	reads := find(cold.events, byNative("read"), byPath(f))
 	p := sumProvenance(t, reads)
+	defer logOnFailure(t, cold, reads, ino)
 	fromDisk := p.ahead + p.disk + p.waited
 	t.Logf("cold: %d reads, %d bytes: cached %d, read-ahead %d, disk %d, waited %d", len(reads), p.bytes, p.cached, p.ahead, p.disk, p.waited)
+	if cold.trailer != nil {
+		if n := cold.trailer.Stats.Get(event.CountInfo, StatWitnessedFills); n != 0 {
+			t.Logf("%d fills no program saw complete, timed from the witness", n)
+		}
+	}
 	if p.bytes != 32<<20 || fromDisk*100 < p.bytes*95 {
 		t.Errorf("cold read: %d of %d bytes from disk, want at least 95 %%", fromDisk, p.bytes)
 	}
@@ -192,8 +224,10 @@ func TestProvenanceColdWarm(t *testing.T) {
 	if caused != biosBytes || biosBytes < fromDisk {
 		t.Errorf("cat's reads caused %d bytes of block reads, the file's block reads carry %d, %d bytes came from disk", caused, biosBytes, fromDisk)
 	}
-	if res, size := resident(t, f); res != size {
-		t.Fatalf("after the cold read %d of %d bytes resident", res, size)
+	// Resident afterwards: the read brought it in (a few pages may have
+	// been reclaimed since, by DAMON or another test's pressure).
+	if res, size := resident(t, f); res*100 < size*99 {
+		t.Fatalf("after the cold read %d of %d bytes resident, want at least 99 %%", res, size)
 	}
 	if rc := reportOf(t, cold).Cache; rc == nil || !rc.Provenance || rc.BytesReadahead+rc.BytesDisk+rc.BytesWaited < fromDisk {
 		t.Errorf("cold report cache %+v, want provenance with %d bytes from disk", rc, fromDisk)

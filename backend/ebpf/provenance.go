@@ -19,6 +19,11 @@ import (
 // byte ranges those fills brought in, per file, and classifies each read
 // by the ranges it returned (classify).
 
+// StatWitnessedFills counts the page-cache fills whose completion no
+// program saw, timed from the block tracer's witness when a read returned
+// their pages (info).
+const StatWitnessedFills = "page-cache fills no program saw complete, timed from the kernel's trace buffer for a read of their pages"
+
 // pcRec is struct pc_rec.
 type pcRec struct {
 	Kind, Flags uint16
@@ -29,6 +34,8 @@ type pcRec struct {
 	Bytes       uint32
 	Dev         uint32
 	PidStatus   uint32
+	Bdev        uint32 // PC_QUEUE: the bio's block device
+	Sector      uint64 // PC_QUEUE: its first sector on Bdev
 }
 
 // pc_rec kinds and flags (bpf/pagecache.h).
@@ -42,7 +49,7 @@ const (
 	pcfUntraced  = 1 << 2
 	pcfUnseen    = 1 << 3
 
-	pcRecSize = 64
+	pcRecSize = 72
 )
 
 func (r *pcRec) decode(b []byte) error {
@@ -58,6 +65,8 @@ func (r *pcRec) decode(b []byte) error {
 	r.Bytes = le.Uint32(b[48:])
 	r.Dev = le.Uint32(b[52:])
 	r.PidStatus = le.Uint32(b[56:])
+	r.Bdev = le.Uint32(b[60:])
+	r.Sector = le.Uint64(b[64:])
 	return nil
 }
 
@@ -69,9 +78,15 @@ type pcFile struct {
 
 // fill is one bio's fill of a file range.
 type fill struct {
-	bio   uint64
-	pid   uint32 // submitter's tgid
-	cause uint64 // raw ID of the system call that queued it, 0 when none
+	bio    uint64
+	pid    uint32 // submitter's tgid
+	cause  uint64 // raw ID of the system call that queued it, 0 when none
+	queued uint64 // time of its queue record
+	// where the bio lies (its last queue record: a split's parent keeps
+	// the remainder), for the witness (FillDone)
+	bdev   uint32
+	bytes  uint32
+	sector uint64
 	// done is the completion time, 0 while in flight; with unseen, only
 	// a bound: it completed by then.
 	done      uint64
@@ -79,7 +94,15 @@ type fill struct {
 	failed    bool
 	noncontig bool
 	untraced  bool
+	// witnessed: done came from the block tracer's witness (FillDone)
+	// before the completion record, which no program wrote in time.
+	witnessed bool
 }
+
+// FillDone gives the completion time of a page-cache fill whose
+// completion record has not come; ok is false when not known
+// (blockio.Tracer.FillDone).
+type FillDone func(q blockio.FillQuery) (done uint64, ok bool)
 
 // piece is the part [off, end) of a file that fill f brought in.
 type piece struct {
@@ -107,10 +130,14 @@ type pageCache struct {
 	files    map[pcFile]*pcFileState
 	inflight map[uint64]*fill // by bio, until PC_DONE
 	npieces  int
+	// fillDone, when set, times a fill whose completion record is late
+	// (classify).
+	fillDone FillDone
 
 	// Counters (Stats).
 	forgotten, unknownBytes, pendingBytes, noncontigBytes uint64
 	orphanDone, decodeErrs, dropped                       uint64
+	witnessedFills                                        uint64
 }
 
 // maxInflight bounds the fills awaiting their completion record (the
@@ -133,11 +160,12 @@ func (pc *pageCache) record(r *pcRec) {
 				pc.dropped += uint64(len(pc.inflight))
 				clear(pc.inflight)
 			}
-			f = &fill{bio: r.Bio, pid: r.PidStatus, cause: r.Cause}
+			f = &fill{bio: r.Bio, pid: r.PidStatus, cause: r.Cause, queued: r.Time}
 			pc.inflight[r.Bio] = f
 		}
 		f.noncontig = r.Flags&pcfNonContig != 0
 		f.untraced = r.Flags&pcfUntraced != 0
+		f.bdev, f.bytes, f.sector = r.Bdev, r.Bytes, r.Sector
 		pc.put(pcFile{r.Dev, r.Ino}, r.Off, r.Off+uint64(r.Bytes), f)
 	case pcDone:
 		f := pc.inflight[r.Bio]
@@ -146,6 +174,9 @@ func (pc *pageCache) record(r *pcRec) {
 			return
 		}
 		delete(pc.inflight, r.Bio)
+		if f.witnessed && r.Flags&pcfUnseen != 0 {
+			return // the witness's time is the completion's; this one a bound
+		}
 		f.done = r.Time
 		f.unseen = r.Flags&pcfUnseen != 0
 		f.failed = !f.unseen && r.PidStatus != 0
@@ -241,8 +272,10 @@ type readProvenance struct {
 // classify says where bytes [off, off+n) of file k, returned by the read
 // id (raw syscall ID) of process pid that ran from t0 to t1 (boot ns),
 // came from, and marks the pieces this process has now read as cached
-// for its later reads.
-func (pc *pageCache) classify(k pcFile, off, n uint64, pid uint32, id, t0 uint64) readProvenance {
+// for its later reads. A fill whose completion record has not come
+// completed before t1 all the same (the read returned its pages): its
+// time is asked of fillDone.
+func (pc *pageCache) classify(k pcFile, off, n uint64, pid uint32, id, t0, t1 uint64) readProvenance {
 	var rp readProvenance
 	end := off + n
 	fs := pc.files[k]
@@ -271,20 +304,28 @@ func (pc *pageCache) classify(k pcFile, off, n uint64, pid uint32, id, t0 uint64
 		l := hi - lo
 		f := p.f
 		mine := f.pid == pid && !f.untraced
+		if f.done == 0 && !f.noncontig && (f.cause != id || id == 0) && pc.fillDone != nil {
+			q := blockio.FillQuery{Bio: f.bio, Ino: k.ino, InoDev: k.dev, Dev: f.bdev, Sector: f.sector, Bytes: f.bytes, After: f.queued, Before: t1}
+			if done, ok := pc.fillDone(q); ok {
+				f.done, f.witnessed = done, true
+				pc.witnessedFills++
+			}
+		}
 		switch {
 		case f.noncontig:
 			rp.unknown += l
 			pc.noncontigBytes += l
+		case f.failed:
+			rp.unknown += l
+		case f.cause == id && id != 0:
+			// Its own I/O, whenever the completion's record comes.
+			rp.disk += l
+			consumed = append(consumed, [2]uint64{lo, hi})
 		case f.done == 0:
 			// Returned, yet its completion never came before the read's
 			// record: the completion was not seen.
 			rp.unknown += l
 			pc.pendingBytes += l
-		case f.failed:
-			rp.unknown += l
-		case f.cause == id && id != 0:
-			rp.disk += l
-			consumed = append(consumed, [2]uint64{lo, hi})
 		case f.unseen && f.done > t0:
 			rp.unknown += l // completed by done: before or during the read, not known which
 		case f.done > t0:
@@ -321,6 +362,9 @@ func (pc *pageCache) classify(k pcFile, off, n uint64, pid uint32, id, t0 uint64
 func (pc *pageCache) stats(s *event.Stats) {
 	if pc.pendingBytes != 0 {
 		s.Add(event.CountUnresolved, "read bytes not classified: the completion of the disk read that brought them in was not seen", pc.pendingBytes)
+	}
+	if pc.witnessedFills != 0 {
+		s.Add(event.CountInfo, StatWitnessedFills, pc.witnessedFills)
 	}
 	if pc.noncontigBytes != 0 {
 		s.Add(event.CountUnresolved, "read bytes not classified: their disk read was not one contiguous range of the file", pc.noncontigBytes)
@@ -368,7 +412,7 @@ func (t *tracker) readProvenance(e *event.Event, r *syscallRec) {
 		t.pcUnclassified[pcNoOffset]++
 		return
 	default:
-		rp := t.pc.classify(pcFile{r.Dev, r.Ino}, uint64(e.Offset), n, r.Pid, r.ID, r.Time)
+		rp := t.pc.classify(pcFile{r.Dev, r.Ino}, uint64(e.Offset), n, r.Pid, r.ID, r.Time, r.Time+r.Dur)
 		e.ReadCached, e.ReadAhead, e.ReadDisk, e.ReadWaited = rp.cached, rp.ahead, rp.disk, rp.waited
 		e.ReadAheadFrom = blockio.SyscallID(rp.aheadFrom)
 	}

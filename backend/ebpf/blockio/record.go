@@ -20,6 +20,7 @@ const (
 	RecPartial    = 1 << 6  // its request completed in several steps
 	RecDirtyMatch = 1 << 7  // kept by the pid filter through a dirtied inode
 	RecSplitOrph  = 1 << 8  // split child whose parent was never seen
+	RecInodeRead  = 1 << 9  // a page-cache read (in the in-flight map only; records leave it out)
 	RecWorker     = 1 << 10 // queued by an io_uring worker for the thread in Tid (no Comm: the tracker names it)
 	RecUnseen     = 1 << 11 // its completion never reached the programs: sent when its address was reused
 	RecRemapped   = 1 << 12 // moved to another device or sector after its queue (md, dm in place)

@@ -49,11 +49,14 @@ type Tracer struct {
 	// the programs reported unseen (StatUnseen counts the rest).
 	witness     *witness
 	unseenFound uint64
-	devs        *Devices
-	user        event.Stats // counters kept in user space
-	kernel      event.Stats // last kernel counter snapshot, once detached
-	stopped     bool
-	closed      bool
+	// answers are the completions FillDone took from the witness, and
+	// those unseen took since, by bio.
+	answers fillAnswers
+	devs    *Devices
+	user    event.Stats // counters kept in user space
+	kernel  event.Stats // last kernel counter snapshot, once detached
+	stopped bool
+	closed  bool
 }
 
 // attach is one program and its tracepoint.
@@ -525,15 +528,7 @@ func (t *Tracer) emitInFlight(s *runState) (uint64, error) {
 			continue // an untraced process's page-cache read: no event
 		}
 		r := &s.r
-		*r = Record{
-			Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
-			Sector: info.QueueSector - info.StartSect, Inode: info.Inode, Bytes: info.QueueBytes,
-			Opf: info.Opf, Dev: info.Dev, UStack: info.Ustack, KStack: info.Kstack,
-			InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
-		}
-		for i, c := range info.Comm {
-			r.Comm[i] = byte(c)
-		}
+		*r = recordOf(key, &info)
 		if !t.unseen(r, &s.e, 0) {
 			n++
 		}
@@ -543,6 +538,20 @@ func (t *Tracer) emitInFlight(s *runState) (uint64, error) {
 		return n, fmt.Errorf("blockio: list bios in flight: %w", err)
 	}
 	return n, nil
+}
+
+// recordOf is the record of a bio still in the in-flight map.
+func recordOf(key uint64, info *blockioBioInfo) Record {
+	r := Record{
+		Bio: key, QueueTS: info.QueueTs, Cause: info.Cause,
+		Sector: info.QueueSector - info.StartSect, Inode: info.Inode, Bytes: info.QueueBytes,
+		Opf: info.Opf, Dev: info.Dev, UStack: info.Ustack, KStack: info.Kstack,
+		InoDev: info.InoDev, Pid: info.Pid, Tid: info.Tid, CPU: info.Cpu, Flags: info.Flags,
+	}
+	for i, c := range info.Comm {
+		r.Comm[i] = byte(c)
+	}
+	return r
 }
 
 // runState is what Run keeps while it reads: the ring buffer's record,
@@ -600,17 +609,43 @@ func (s *runState) deliver() {
 func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.witness != nil {
-		if w, ok := t.witness.lookup(r, before); ok {
-			if r.Flags&RecUnseen != 0 {
-				t.unseenFound++
-			}
-			t.dec.Witnessed(r, w, e)
-			return true
+	w, ok := t.answers.take(r.Bio, r.QueueTS)
+	if !ok && t.witness != nil {
+		if w, ok = t.witness.lookup(r, before); ok && r.Inode != 0 && t.layout.Op(r.Opf, r.Bytes) == event.OpBlockRead {
+			t.answers.put(r.Bio, fillAnswer{ino: r.Inode, inoDev: r.InoDev, queueTS: r.QueueTS, w: w})
 		}
+	}
+	if ok {
+		if r.Flags&RecUnseen != 0 {
+			t.unseenFound++
+		}
+		t.dec.Witnessed(r, w, e)
+		return true
 	}
 	t.dec.InFlight(r, e)
 	return false
+}
+
+// FillDone returns when q's fill completed, when no program saw it
+// complete and the witness did; ok is false otherwise (a completion the
+// programs saw, whose record has not come yet, included). Safe to call
+// from another goroutine than Run's.
+func (t *Tracer) FillDone(q FillQuery) (uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.witness == nil || t.closed {
+		return 0, false
+	}
+	if ts, ok := t.answers.of(&q); ok {
+		return ts, true
+	}
+	r := Record{Bio: q.Bio, QueueTS: q.After, Sector: q.Sector, Bytes: q.Bytes, Dev: q.Dev, Inode: q.Ino, InoDev: q.InoDev} // Opf 0: a read
+	w, ok := t.witness.lookup(&r, q.Before)
+	if !ok {
+		return 0, false
+	}
+	t.answers.put(q.Bio, fillAnswer{ino: q.Ino, inoDev: q.InoDev, queueTS: q.After, w: w})
+	return w.ts, true
 }
 
 // finishWitness reads the witness for the last time and starts its

@@ -2215,7 +2215,8 @@ int pc_evict(__u64 *ctx)
 	r->bytes = 1U << (cfg_page_shift + order);
 	r->cause = 0;
 	r->pid = 0;
-	r->pad = 0;
+	r->bdev = 0;
+	r->sector = 0;
 	bpf_ringbuf_submit(r, wakeup_flags());
 	return 0;
 }

@@ -51,11 +51,13 @@ struct pc_rec {
 	__u32 bytes;  /* PC_QUEUE, PC_EVICT: length of the range */
 	__u32 dev;    /* kernel dev_t of the file's file system (s_dev) */
 	__u32 pid;    /* PC_QUEUE: submitter's tgid; PC_DONE: blk_status_t */
-	__u32 pad;
+	__u32 bdev;   /* PC_QUEUE: kernel dev_t of the bio's block device (0 for PC_EVICT) */
+	__u64 sector; /* PC_QUEUE: the bio's first sector, relative to bdev: the completion
+	               * witness finds it by this when no program saw it complete */
 };
 
 #define PC_REC_TYPE 10 /* REC_PAGECACHE in records.h */
 
-_Static_assert(sizeof(struct pc_rec) == 64, "pc_rec size");
+_Static_assert(sizeof(struct pc_rec) == 72, "pc_rec size");
 
 #endif /* IOTRACE_PAGECACHE_H */

@@ -339,7 +339,8 @@ static __always_inline void pc_send(__u8 kind, __u16 flags, __u64 key, struct bi
 	r->bytes = bi->queue_bytes;
 	r->cause = cause;
 	r->pid = kind == PC_QUEUE ? bi->pid : status;
-	r->pad = 0;
+	r->bdev = bi->dev;
+	r->sector = bi->queue_sector - bi->start_sect;
 	__u64 wake = bpf_ringbuf_query(&pc_ring, BPF_RB_AVAIL_DATA) >= pc_wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(r, wake);
 }
