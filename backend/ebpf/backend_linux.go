@@ -807,7 +807,8 @@ func (r *run) rundown(cmdMode bool, pidSet map[uint32]bool) {
 func (r *run) read(poll time.Duration, stop func() bool) error {
 	var rec ringbuf.Record
 	rd := r.pr.rd
-	rd.SetDeadline(time.Now().Add(poll))
+	deadline := time.Now().Add(poll)
+	rd.SetDeadline(deadline)
 	for n := 1; ; n++ {
 		err := rd.ReadInto(&rec)
 		switch {
@@ -815,7 +816,10 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 			if herr := r.ingest(rec.RawSample); herr != nil {
 				return nil // the sink failed; Run reports it
 			}
-			if n&4095 != 0 && !r.blocks.halfFull() && (r.in == nil || !r.in.kicked) {
+			// While the reader polls, the slots' writers do not wake it:
+			// a ring buffer never empty must not keep it from them.
+			if n&4095 != 0 && !r.blocks.halfFull() && (r.in == nil || !r.in.kicked) &&
+				(n&63 != 0 || r.in == nil || !r.in.polling || time.Now().Before(deadline)) {
 				continue
 			}
 		case woken(err):
@@ -828,7 +832,15 @@ func (r *run) read(poll time.Duration, stop func() bool) error {
 		if err := r.flushBlocks(); err != nil {
 			return sinkNil(err)
 		}
-		rd.SetDeadline(time.Now().Add(poll))
+		now := time.Now()
+		wait := poll
+		if r.in != nil {
+			wait = r.in.wait(now, poll)
+		}
+		deadline = now.Add(wait)
+		// The reader waits whole milliseconds, rounded down: a deadline
+		// less than 1 ms away returns at once (a 1 ms poll spun).
+		rd.SetDeadline(deadline.Add(time.Millisecond - 1))
 		r.flushMarks()
 		if stop() {
 			r.checkLoss(true)

@@ -193,9 +193,10 @@ type iotraceSlotHead struct {
 }
 
 type iotraceSlotTail struct {
-	_    structs.HostLayout
-	Tail uint64
-	Pad  [7]uint64
+	_       structs.HostLayout
+	Tail    uint64
+	Polling uint64
+	Pad     [6]uint64
 }
 
 type iotraceStackRec struct {

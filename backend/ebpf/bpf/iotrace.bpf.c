@@ -226,8 +226,8 @@ struct {
  * rb (counted): the rings stay small (4,096 slots at most: memory), rb
  * absorbs a reader that falls behind. The reader (package
  * backend/ebpf/slots) reads the slots in place, woken by a REC_KICK in rb
- * every quarter ring, and merges them with rb's records by time (package
- * backend/ebpf/reorder).
+ * every quarter ring (unless it says it polls, while they fill), and
+ * merges them with rb's records by time (package backend/ebpf/reorder).
  *
  * A CPU's slots are a ring: position p is slot p mod n. A slot's state is
  * p + 1 once the record of position p is in it (0 at creation, an older
@@ -250,10 +250,16 @@ struct {
 	__type(value, struct slot);
 } slots SEC(".maps");
 
-/* The reader's position in each CPU's slots, one cache line per CPU. */
+/* The reader's position in each CPU's slots, one cache line per CPU,
+ * and whether it polls: while the slots fill it looks at them on a timer
+ * and sets polling, and the writers then do not wake it unless three
+ * quarters of the ring wait for it (a poll late). A writer that skips its kick as the
+ * reader stops polling wakes it at the next quarter ring: the ring holds
+ * four. */
 struct slot_tail {
 	__u64 tail;
-	__u64 pad[7];
+	__u64 polling;
+	__u64 pad[6];
 };
 
 struct {
@@ -711,10 +717,21 @@ static __always_inline struct slot *slot_reserve(__u32 cpu, __u64 *pos)
 			h->head = p + 1;
 		else if (__sync_val_compare_and_swap(&h->head, p, p + 1) != p)
 			continue; /* another writer on this CPU took p */
-		/* every quarter ring, wake the reader */
+		/* every quarter ring, wake the reader, unless it polls and
+		 * less than three quarters wait for it (the hold-back of the
+		 * merge and a poll keep about half the ring at 1 call a µs;
+		 * more: a poll came late) */
 		if (!(p & ((n >> 2) - 1))) {
-			struct kick_rec k = { .h = { .type = REC_KICK, .cpu = cpu } };
-			bpf_ringbuf_output(&rb, &k, sizeof(k), BPF_RB_FORCE_WAKEUP);
+			struct slot_tail *t = bpf_map_lookup_elem(&slot_tails, &cpu);
+			bool kick = true;
+			if (t) {
+				h->tail = *(volatile __u64 *)&t->tail;
+				kick = !*(volatile __u64 *)&t->polling || p - h->tail >= n - (n >> 2);
+			}
+			if (kick) {
+				struct kick_rec k = { .h = { .type = REC_KICK, .cpu = cpu } };
+				bpf_ringbuf_output(&rb, &k, sizeof(k), BPF_RB_FORCE_WAKEUP);
+			}
 		}
 		*pos = p;
 		return s;

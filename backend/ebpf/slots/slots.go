@@ -14,6 +14,8 @@
 // The reader hands over the record at its tail while the state says it
 // is published, then moves its tail on; it writes its tail where the
 // writer looks (the tails array) every 256 records and at Flush. The
+// writer wakes the reader every quarter ring unless the reader says, next
+// to its tail, that it polls (SetPolling). The
 // reader never writes a slot (the loader maps them read-only): their
 // cache lines only travel from the writer's CPU.
 //
@@ -33,6 +35,10 @@ const StateSize = 8
 // TailStride is the bytes from one CPU's tail to the next (a cache line
 // each: struct slot_tail).
 const TailStride = 64
+
+// pollingOffset is where, in a CPU's tail line, the reader says it polls
+// (struct slot_tail's polling).
+const pollingOffset = 8
 
 // Layout is how the slots lie in the mapped array.
 type Layout struct {
@@ -122,6 +128,18 @@ func (r *Reader) Pop(cpu int) {
 func (r *Reader) Flush() {
 	for cpu := range r.tails {
 		r.publish(cpu)
+	}
+}
+
+// SetPolling tells the writers of every CPU whether the reader polls the
+// slots on a timer (then they do not wake it).
+func (r *Reader) SetPolling(on bool) {
+	v := uint64(0)
+	if on {
+		v = 1
+	}
+	for cpu := range r.tails {
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.tailMem[cpu*TailStride+pollingOffset])), v)
 	}
 }
 

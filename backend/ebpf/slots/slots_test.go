@@ -172,3 +172,34 @@ func TestNewRefusesBadLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestSetPolling: the reader's polling word is the second of each CPU's
+// tail line (struct slot_tail), apart from its tail.
+func TestSetPolling(t *testing.T) {
+	l := Layout{CPUs: 3, Shift: 4, Stride: 16, Record: 8}
+	mem, tails := newMem(l.Size()), newMem(l.TailsSize())
+	r, err := New(mem, tails, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := func(cpu, i int) uint64 {
+		return binary.LittleEndian.Uint64(tails[cpu*TailStride+8*i:])
+	}
+	r.Pop(1)
+	r.Flush()
+	r.SetPolling(true)
+	for cpu := range l.CPUs {
+		if word(cpu, 1) != 1 {
+			t.Errorf("CPU %d: polling word %d, want 1", cpu, word(cpu, 1))
+		}
+	}
+	if word(1, 0) != 1 || word(0, 0) != 0 {
+		t.Errorf("tails %d and %d, want 0 and 1 (untouched by SetPolling)", word(0, 0), word(1, 0))
+	}
+	r.SetPolling(false)
+	for cpu := range l.CPUs {
+		if word(cpu, 1) != 0 {
+			t.Errorf("CPU %d: polling word %d after SetPolling(false)", cpu, word(cpu, 1))
+		}
+	}
+}
