@@ -18,6 +18,10 @@
 # of a change, side by side: e.g. page-cache provenance, docs/benchmarks.md).
 #   STACKS_ONLY=1 sudo bash bench/run.sh   (the user-stack benchmark alone)
 #   NO_STACKS=1 sudo bash bench/run.sh     (everything but the user stacks)
+#   KEEP_BUSY=1 sudo bash bench/run.sh     (the per-call tables with the
+#   tracers' CPUs kept from idling in every mode: a spinner at SCHED_IDLE
+#   on each; an idle sibling vCPU slows the workload's, and only iotrace's
+#   runs keep one busy, with its reader)
 #   STARTUP_ONLY=1 sudo bash bench/run.sh  (the start-up comparison alone:
 #   iotrace record, record --layer file and trace against perf trace,
 #   bpftrace and strace, whole process and until the command ran; with
@@ -41,4 +45,5 @@ extra=()
 [[ -n ${STACKS_ONLY:-} ]] && extra+=(-stacks-only)
 [[ -n ${NO_STACKS:-} ]] && extra+=(-no-stacks)
 [[ -n ${STARTUP_ONLY:-} ]] && extra+=(-startup-only)
+[[ -n ${KEEP_BUSY:-} ]] && extra+=(-keep-busy)
 "$out/syscall-bench" -iotrace "$out/iotrace" -rounds "$ROUNDS" -n "$N" ${BASE:+-base "$BASE"} "${extra[@]}"

@@ -35,6 +35,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "workload" {
 		os.Exit(workload(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "spin" {
+		os.Exit(spin())
+	}
 	n := flag.Int("n", 2_000_000, "preads per run (bare, floors, iotrace)")
 	nStrace := flag.Int("n-strace", 20_000, "preads per strace run")
 	nBpftrace := flag.Int("n-bpftrace", 200_000, "preads per bpftrace run")
@@ -46,6 +49,7 @@ func main() {
 	startupOnly := flag.Bool("startup-only", false, "run the start-up comparison only")
 	nStacks := flag.Int("n-stacks", 200_000, "preads per run of the user-stack benchmark")
 	pin := flag.Bool("pin", true, "pread64 and getppid tables: the workload on the last CPU, the tracers' processes on the others (with 2 CPUs or more)")
+	keepBusy := flag.Bool("keep-busy", false, "pread64 and getppid tables, with -pin: keep the tracers' CPUs from idling (a spinner at SCHED_IDLE on each) in every mode")
 	flag.Parse()
 	if *iotrace == "" {
 		fmt.Fprintln(os.Stderr, "usage: syscall -iotrace PATH [-n N] [-rounds R] (see bench/run.sh)")
@@ -59,7 +63,7 @@ func main() {
 		return
 	}
 	if !*stacksOnly {
-		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks, *pin); err != nil {
+		if err := run(*iotrace, *base, *n, *nStrace, *nBpftrace, *rounds, *noStacks, *pin, *keepBusy); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -194,7 +198,7 @@ type harness struct {
 
 // run runs the benchmark's parts: pread64 under every mode, then the cost
 // on an untraced call, then the start-up time.
-func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks, pin bool) error {
+func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks, pin, keepBusy bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -217,12 +221,20 @@ func run(iotrace, base string, n, nStrace, nBpftrace, rounds int, noStacks, pin 
 	}
 	defer h.floor.Close()
 
+	stop := func() {}
+	if keepBusy {
+		if stop, err = h.keepBusy(); err != nil {
+			return err
+		}
+	}
 	modes, baseMode := h.preadModes()
 	if err := h.measure(modes, "pread", true); err != nil {
+		stop()
 		return err
 	}
 	h.printPread(modes, baseMode)
 	h.untraced()
+	stop()
 	if err := runStartupTools(iotrace, base, dir, max(rounds, 15)); err != nil {
 		return fmt.Errorf("start-up: %w", err)
 	}
@@ -268,6 +280,51 @@ func (h *harness) pinCPUs() {
 	h.wlCPU, _ = strconv.Atoi(cpus[len(cpus)-1])
 	h.toolCPUs = strings.Join(cpus[:len(cpus)-1], ",")
 	fmt.Printf("pread64 and getppid tables: the workload on CPU %d, the tracers' processes on CPU %s (-pin=false: neither pinned)\n\n", h.wlCPU, h.toolCPUs)
+}
+
+// keepBusy keeps the tracers' CPUs from idling while the per-call tables
+// run (-keep-busy, with -pin): one spinning process at SCHED_IDLE on each,
+// which any other task preempts at once. On a virtual machine an idle
+// sibling vCPU can slow the workload's CPU: measured 2026-11-29 on a
+// 2-vCPU guest, a bare pread64 took 829-967 ns with CPU 0 idle against
+// 720-739 with such a spinner there, and its process was charged 8-9 %
+// less CPU than its wall time. iotrace's reader keeps that CPU busy in its
+// runs only, the floors (no process) and the bare runs leave it idle: by
+// default the modes are measured in two states of the machine, with it
+// all in one (docs/benchmarks.md). The returned function stops the
+// spinners.
+func (h *harness) keepBusy() (func(), error) {
+	if h.wlCPU < 0 {
+		return func() {}, nil
+	}
+	var cmds []*exec.Cmd
+	stop := func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+	for _, cpu := range strings.Split(h.toolCPUs, ",") {
+		c := exec.Command(h.taskset, "-c", cpu, h.self, "spin")
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, fmt.Errorf("spinner on CPU %s: %w", cpu, err)
+		}
+		cmds = append(cmds, c)
+	}
+	fmt.Printf("the tracers' CPUs kept from idling by a spinner at SCHED_IDLE each (-pin)\n\n")
+	return stop, nil
+}
+
+// spin runs at SCHED_IDLE until killed (keepBusy).
+func spin() int {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "sched_setattr SCHED_IDLE:", err)
+		return 1
+	}
+	for {
+	}
 }
 
 // tool is the command running a tracer's process, on the tool CPUs when
