@@ -173,7 +173,19 @@ func formatForExt(path string) string {
 // A failed write makes finish return a *writeError, which a command
 // reports (exit 1) rather than the reading error it caused.
 func openOutput(path string, stdin io.Reader, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
-	limit := outputLimit(stdin, inputs)
+	return openOutputLimit(path, stdin, stdout, outputLimit(stdin, inputs), inputs...)
+}
+
+// openLiveOutput is openOutput for a command that traces live (trace,
+// serve, run without an input): no output limit, since no trace file
+// bounds what it may write; inputs (its script) are still never written
+// over.
+func openLiveOutput(path string, stdin io.Reader, stdout io.Writer, inputs ...string) (io.Writer, func(keep bool) error, error) {
+	return openOutputLimit(path, stdin, stdout, 0, inputs...)
+}
+
+// openOutputLimit is openOutput with the output's limit (0: none).
+func openOutputLimit(path string, stdin io.Reader, stdout io.Writer, limit int64, inputs ...string) (io.Writer, func(keep bool) error, error) {
 	if isStdout(path) {
 		w := &errWriter{w: stdout, limit: limit}
 		return w, func(bool) error {

@@ -20,8 +20,12 @@ const (
 )
 
 // outputLimit returns the most bytes a command reading inputs may write,
-// or 0 (no limit) when the size of an input is not known (a pipe).
+// or 0 (no limit) when the size of an input is not known (a pipe), or
+// there is none.
 func outputLimit(stdin io.Reader, inputs []string) int64 {
+	if len(inputs) == 0 {
+		return 0
+	}
 	var total int64
 	for _, in := range inputs {
 		var st fs.FileInfo

@@ -143,7 +143,11 @@ func runScript(cmd *cobra.Command, path string, command []string, rf runFlags) e
 		}
 		defer in.Close()
 	}
-	out, closeOut, err := openOutput(rf.output, cmd.InOrStdin(), cmd.OutOrStdout(), rf.input, path)
+	openOut := openOutput
+	if live {
+		openOut = openLiveOutput
+	}
+	out, closeOut, err := openOut(rf.output, cmd.InOrStdin(), cmd.OutOrStdout(), rf.input, path)
 	if err != nil {
 		return err
 	}

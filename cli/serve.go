@@ -238,7 +238,7 @@ func loadServeScript(cmd *cobra.Command, sf serveFlags, stop func()) (*script.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	out, closeOut, err := openOutput(sf.scriptOutput, cmd.InOrStdin(), cmd.OutOrStdout(), sf.script)
+	out, closeOut, err := openLiveOutput(sf.scriptOutput, cmd.InOrStdin(), cmd.OutOrStdout(), sf.script)
 	if err != nil {
 		return nil, nil, err
 	}

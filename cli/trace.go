@@ -49,7 +49,7 @@ signal N killed it), like strace. Otherwise the trace runs until Ctrl-C or
 			}
 			st := newLiveStatus(cmd, live.quiet, command, isStdout(out.path))
 			defer st.done()
-			w, closeOut, err := openOutput(out.path, nil, cmd.OutOrStdout())
+			w, closeOut, err := openLiveOutput(out.path, nil, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
