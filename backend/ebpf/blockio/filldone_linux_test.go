@@ -15,7 +15,8 @@ import (
 // asked as page-cache provenance asks (the fill's device, sector, size,
 // queue and the read's end), finds its completion in the witness, inside
 // that window, and gives the same answer again; the bio's event at stop
-// takes that completion (its latency), not another.
+// takes that completion (its latency), not another, and is counted once;
+// FillDone's questions are not counted as completions not found.
 func TestFillDone(t *testing.T) {
 	loop := newLoop(t, 16<<20, true)
 	path := filepath.Join(loop.mount, "data")
@@ -99,5 +100,14 @@ func TestFillDone(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no event of the bio queued at %d", q.After)
+	}
+	// Counted once, with its event; FillDone's own asking (the other
+	// file's query found nothing) is no bio without completion.
+	stats := r.t.Stats()
+	if n := stats.Get(event.CountInfo, StatWitnessed); n == 0 {
+		t.Errorf("%q = 0, want the bio counted: %+v", StatWitnessed, stats.Sorted())
+	}
+	if n := stats.Get(event.CountInfo, witnessMissNames[missNoRecord]); n != 0 {
+		t.Errorf("%q = %d: FillDone's questions counted as completions not found", witnessMissNames[missNoRecord], n)
 	}
 }

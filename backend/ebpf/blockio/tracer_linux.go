@@ -610,7 +610,9 @@ func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w, ok := t.answers.take(r.Bio, r.QueueTS)
-	if !ok && t.witness != nil {
+	if ok && t.witness != nil {
+		t.witness.found++ // taken from it by FillDone, uncounted there
+	} else if !ok && t.witness != nil {
 		if w, ok = t.witness.lookup(r, before); ok && r.Inode != 0 && t.layout.Op(r.Opf, r.Bytes) == event.OpBlockRead {
 			t.answers.put(r.Bio, fillAnswer{ino: r.Inode, inoDev: r.InoDev, queueTS: r.QueueTS, w: w})
 		}
@@ -640,8 +642,8 @@ func (t *Tracer) FillDone(q FillQuery) (uint64, bool) {
 		return ts, true
 	}
 	r := Record{Bio: q.Bio, QueueTS: q.After, Sector: q.Sector, Bytes: q.Bytes, Dev: q.Dev, Inode: q.Ino, InoDev: q.InoDev} // Opf 0: a read
-	w, ok := t.witness.lookup(&r, q.Before)
-	if !ok {
+	w, miss := t.witness.find(&r, q.Before)
+	if miss != missNone {
 		return 0, false
 	}
 	t.answers.put(q.Bio, fillAnswer{ino: q.Ino, inoDev: q.InoDev, queueTS: q.After, w: w})

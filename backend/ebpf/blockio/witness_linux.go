@@ -127,9 +127,21 @@ func (w *witness) now() uint64 {
 // that completion came before r's loss was found, so it is in the buffer
 // by now.
 func (w *witness) lookup(r *Record, before uint64) (witnessRec, bool) {
+	rec, miss := w.find(r, before)
+	if miss != missNone {
+		w.miss[miss]++
+		return rec, false
+	}
+	w.found++
+	return rec, true
+}
+
+// find is lookup without counting: a page-cache fill's completion looked
+// up for provenance (Tracer.FillDone) may have been seen by the programs,
+// its record late.
+func (w *witness) find(r *Record, before uint64) (witnessRec, witnessMiss) {
 	if r.Flags&RecRemapped != 0 {
-		w.miss[missRemapped]++
-		return witnessRec{}, false
+		return witnessRec{}, missRemapped
 	}
 	w.drain()
 	if before == 0 {
@@ -145,13 +157,7 @@ func (w *witness) lookup(r *Record, before uint64) (witnessRec, bool) {
 		after:  r.QueueTS,
 		before: before,
 	}
-	rec, miss := w.log.find(q)
-	if miss != missNone {
-		w.miss[miss]++
-		return rec, false
-	}
-	w.found++
-	return rec, true
+	return w.log.find(q)
 }
 
 // disk returns where dev lies: itself from sector 0, or, for a partition,
