@@ -25,10 +25,30 @@ func populate(b []byte) (stop func()) {
 				return
 			default:
 			}
-			if unix.Madvise(b[off:min(off+populateStep, len(b))], unix.MADV_POPULATE_WRITE) != nil {
+			if !populateStepOf(b[off:min(off+populateStep, len(b))]) {
 				return
 			}
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// populateStepOf backs one step. A signal interrupts MADV_POPULATE_WRITE
+// (EINTR), and Go's runtime signals its threads (preemption, the
+// collector): under load a step was interrupted and the rest of the arena
+// was left to the page faults of the filling ring. The step is tried
+// again then; false: the kernel cannot populate (too old, or out of
+// memory).
+func populateStepOf(b []byte) bool {
+	for range 1000 {
+		switch err := unix.Madvise(b, unix.MADV_POPULATE_WRITE); err {
+		case nil:
+			return true
+		case unix.EINTR, unix.EAGAIN:
+			continue
+		default:
+			return false
+		}
+	}
+	return false
 }
