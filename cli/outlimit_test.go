@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // TestOutputLimitOnlyForTraceInputs: a command reading a trace may write
@@ -13,7 +15,7 @@ import (
 // no trace to bound it: it writes past that, into a file or standard
 // output, and its script is still not written over.
 func TestOutputLimitOnlyForTraceInputs(t *testing.T) {
-	dir := t.TempDir()
+	dir := testenv.TempDir(t)
 	in := filepath.Join(dir, "small.iot")
 	if err := os.WriteFile(in, make([]byte, 10), 0o600); err != nil {
 		t.Fatal(err)
