@@ -609,11 +609,15 @@ func (s *runState) deliver() {
 func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w, ok := t.answers.take(r.Bio, r.QueueTS)
-	if ok && t.witness != nil {
-		t.witness.found++ // taken from it by FillDone, uncounted there
-	} else if !ok && t.witness != nil {
-		if w, ok = t.witness.lookup(r, before); ok && r.Inode != 0 && t.layout.Op(r.Opf, r.Bytes) == event.OpBlockRead {
+	var (
+		w  witnessRec
+		ok bool
+	)
+	if t.witness != nil {
+		if w, ok = t.answers.take(r.Bio, r.QueueTS); ok {
+			t.witness.found++ // FillDone took it from the witness uncounted
+		} else if w, ok = t.witness.lookup(r, before); ok && r.Inode != 0 && t.layout.Op(r.Opf, r.Bytes) == event.OpBlockRead {
+			// A page-cache read: a read of its pages may still ask.
 			t.answers.put(r.Bio, fillAnswer{ino: r.Inode, inoDev: r.InoDev, queueTS: r.QueueTS, w: w})
 		}
 	}

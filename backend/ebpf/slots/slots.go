@@ -15,9 +15,9 @@
 // is published, then moves its tail on; it writes its tail where the
 // writer looks (the tails array) every 256 records and at Flush. The
 // writer wakes the reader every quarter ring unless the reader says, next
-// to its tail, that it polls (SetPolling). The
-// reader never writes a slot (the loader maps them read-only): their
-// cache lines only travel from the writer's CPU.
+// to its tail, that it polls (SetPolling). The reader never writes a slot
+// (the loader maps them read-only): their cache lines only travel from
+// the writer's CPU.
 //
 // Written here, not taken from a library: the layout is this project's own
 // and the reader is a few lines over memory the loader maps.
