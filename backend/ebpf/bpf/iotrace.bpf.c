@@ -497,14 +497,22 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
  * issue 28). Loads through a read-only pointer are the same loads. */
 #define UNTRUSTED(p) ((typeof(p))bpf_rdonly_cast((p), bpf_core_type_id_kernel(typeof(*(p)))))
 
-/* fd_file returns the struct file of fd in the current task, or NULL. The
- * task's fields are plain loads (a BTF pointer); only the fd array entry,
- * at a variable index, needs bpf_probe_read_kernel. */
-static __always_inline struct file *fd_file(__s64 fd)
+/* A kernel type whose only member is one pointer: an entry of the fd array
+ * read through it is a plain load (see fd_file). */
+struct llist_node {
+	struct llist_node *next;
+} __attribute__((preserve_access_index));
+
+/* fd_file returns the struct file of fd in task t, or NULL. Every load is a
+ * plain one through a read-only pointer, the fd array's entry too: the
+ * entry's address, at a variable index, is cast to a one-pointer type.
+ * (bpf_probe_read_kernel there cost about 20 ns a call: a helper call and
+ * copy_from_kernel_nofault.) */
+static __always_inline struct file *fd_file(struct task_struct *task, __s64 fd)
 {
 	if (fd < 0)
 		return NULL;
-	struct task_struct *t = UNTRUSTED(bpf_get_current_task_btf());
+	struct task_struct *t = UNTRUSTED(task);
 	struct files_struct *files = t->files;
 	if (!files)
 		return NULL;
@@ -513,17 +521,17 @@ static __always_inline struct file *fd_file(__s64 fd)
 		return NULL;
 	if ((__u64)fd >= fdt->max_fds)
 		return NULL;
-	struct file **fds = fdt->fd;
-	struct file *f = NULL;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	struct llist_node *e = bpf_rdonly_cast(&fdt->fd[fd], bpf_core_type_id_kernel(struct llist_node));
+	struct file *f = (struct file *)e->next;
 	if (!f)
 		return NULL;
 	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
 }
 
-static __always_inline void file_info(struct inflight *v, __s64 fd, bool pos)
+/* file_info fills v's file fields from fd of task (the current one). */
+static __always_inline void file_info(struct task_struct *task, struct inflight *v, __s64 fd, bool pos)
 {
-	struct file *f = fd_file(fd);
+	struct file *f = fd_file(task, fd);
 	if (!f)
 		return;
 	struct inode *ino = f->f_inode;
@@ -854,14 +862,14 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	__u64 cookie = syscall_desc(nr);
 	if (!cookie || bench_switch(BENCH_BODY))
 		return 0;
-	__u64 pt = bpf_get_current_pid_tgid();
-	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	/* the IDs from the task's fields: two loads, not a helper call */
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid, tid = task->pid;
 
 	/* A thread with storage was wanted at its first traced call, and
 	 * stays wanted while it lives (a process leaves the pid filter when
 	 * its last thread exits); only a comm filter can change its mind
 	 * (exec, PR_SET_NAME). Storage is made only for wanted threads. */
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct thread_state *st = thread_state(task, 0);
 	if ((!st || cfg_filter_comm) && !want(tgid))
 		return 0;
@@ -887,6 +895,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 			return 0;
 	}
 
+	/* The clock first: its read (rdtsc behind a fence, on x86) waits for
+	 * the loads before it, and file_info's may miss the cache. */
+	__u64 ts = bench_switch(BENCH_NO_CLOCK) ? 1 : bpf_ktime_get_boot_ns();
 	if (!st)
 		st = thread_state(task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
@@ -894,6 +905,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	}
 	struct inflight *v = &st->call;
+	v->ts = ts;
 	v->args[0] = a[0];
 	v->args[1] = a[1];
 	v->args[2] = a[2];
@@ -946,10 +958,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		bool pos = true;
 		if ((cookie & CK_POS_ARG) && (__s64)a[3] != -1)
 			pos = false;
-		file_info(v, (__s64)a[0], pos);
+		file_info(task, v, (__s64)a[0], pos);
 	}
-
-	v->ts = bench_switch(BENCH_NO_CLOCK) ? 1 : bpf_ktime_get_boot_ns();
 
 	__u32 p0 = CK_PATH0(cookie), p1 = CK_PATH1(cookie);
 	if (p0 != NO_ARG) {
@@ -988,9 +998,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		async_exit(cookie, ret);
 		return 0;
 	}
-	__u64 pt = bpf_get_current_pid_tgid();
-	__u32 tgid = pt >> 32, tid = (__u32)pt;
-	struct thread_state *st = thread_state(bpf_get_current_task_btf(), 0);
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid, tid = task->pid;
+	struct thread_state *st = thread_state(task, 0);
 	struct inflight *v = st ? &st->call : NULL;
 	if (!v || !v->kind) {
 		/* Anonymous mmaps and fcntls other than dups are skipped at
@@ -1075,7 +1085,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->bio_bytes = 0;
 	if ((cookie & CK_NEWFD) && ret >= 0) {
 		struct inflight tmp = {};
-		file_info(&tmp, ret, false);
+		file_info(task, &tmp, ret, false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
 		r->fflags = tmp.fflags;
@@ -1086,13 +1096,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		bpf_probe_read_user(fds, sizeof(fds), (const void *)arg(v->args, CK_PAIR_ARG(cookie)));
 		r->size = (__u64)(__u32)fds[0] | (__u64)(__u32)fds[1] << 32;
 		struct inflight tmp = {};
-		file_info(&tmp, fds[0], false);
+		file_info(task, &tmp, fds[0], false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
 		r->fflags = tmp.fflags;
 		sflags |= tmp.sflags;
 		struct inflight tmp1 = {};
-		file_info(&tmp1, fds[1], false);
+		file_info(task, &tmp1, fds[1], false);
 		r->pos = (__s64)tmp1.ino;
 	}
 	if (cfg_cause) {
@@ -1110,7 +1120,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 					fi.ino = v->ino;
 					fi.dev = v->dev;
 				} else {
-					file_info(&fi, (__s64)v->args[0], false);
+					file_info(task, &fi, (__s64)v->args[0], false);
 				}
 				struct inode_io_key k = { .ino = fi.ino, .dev = fi.dev };
 				struct inode_io *io = fi.ino ? bpf_map_lookup_elem(&inode_io, &k) : NULL;
@@ -1518,7 +1528,7 @@ int uring_submit(__u64 *ctx)
 		v.uflags |= UF_FIXED; /* a registered file's index, not a descriptor */
 	} else {
 		struct inflight fi = {};
-		file_info(&fi, v.fd, false);
+		file_info(bpf_get_current_task_btf(), &fi, v.fd, false);
 		if (fi.sflags & SF_HAVE_FILE) {
 			v.ino = fi.ino;
 			v.dev = fi.dev;
@@ -1876,7 +1886,7 @@ static long aio_submit_one(__u32 i, void *data)
 		v.nbytes = size;
 	}
 	struct inflight fi = {};
-	file_info(&fi, v.fd, false);
+	file_info(bpf_get_current_task_btf(), &fi, v.fd, false);
 	if (fi.sflags & SF_HAVE_FILE) {
 		v.fflags = fi.fflags;
 		v.ino = fi.ino;
