@@ -55,3 +55,23 @@ func TestPairRatio(t *testing.T) {
 		t.Errorf("medianRun = %v, want 2", got)
 	}
 }
+
+// TestOrderRunsTheBaseBesideItsPeer: -base's mode runs next to this
+// build's record in every round, after it in even rounds and before it in
+// odd ones; the other modes keep their order.
+func TestOrderRunsTheBaseBesideItsPeer(t *testing.T) {
+	bare, a, io, b := &mode{name: "bare"}, &mode{name: "a"}, &mode{name: "io"}, &mode{name: "b"}
+	base := &mode{name: "base", beside: io}
+	modes := []*mode{bare, a, io, b, base}
+	names := func(ms []*mode) (s string) {
+		for _, m := range ms {
+			s += m.name + " "
+		}
+		return s
+	}
+	for r, want := range []string{"a io base b ", "a base io b ", "a io base b "} {
+		if got := names(order(modes, r)); got != want {
+			t.Errorf("round %d: %q, want %q", r, got, want)
+		}
+	}
+}
