@@ -235,7 +235,8 @@ func (t *tracker) mmap(c *call) {
 // cloexec reports whether the call gave its new descriptor close-on-exec.
 func (t *tracker) cloexec(c *call) bool {
 	row := c.row
-	return row.CloexecBit != 0 && uint32(c.r.Args[row.CloexecArg])&row.CloexecBit != 0
+	return row.Flags&systable.AlwaysCloexec != 0 ||
+		row.CloexecBit != 0 && uint32(c.r.Args[row.CloexecArg])&row.CloexecBit != 0
 }
 
 // newFD binds a new descriptor without a path to the name the kernel
@@ -244,6 +245,11 @@ func (t *tracker) newFD(c *call) {
 	t.decode(c)
 	e, r := c.e, c.r
 	if !c.ok {
+		t.emit(e)
+		return
+	}
+	if c.row.Flags&systable.ReusesFD0 != 0 && int32(r.Args[0]) != -1 {
+		t.fdEvent(e, r, int32(r.Args[0]), c.ts) // changed, not made
 		t.emit(e)
 		return
 	}

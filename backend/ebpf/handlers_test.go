@@ -79,3 +79,55 @@ func TestMemfdNameIsNoPath(t *testing.T) {
 		t.Errorf("memfd_create's name counted as %d relative paths with an unknown base directory", tr.cwdUnknown)
 	}
 }
+
+// TestDescriptorsWithoutAPath: the calls that make a descriptor with no
+// path name it as /proc/PID/fd does, with its close-on-exec flag from
+// the row (pidfd_open: always); signalfd on an existing descriptor
+// changes it and makes none: its name and flag stay.
+func TestDescriptorsWithoutAPath(t *testing.T) {
+	s := &memSink{}
+	tr := newTestTracker(s)
+	feed := func(b []byte) {
+		t.Helper()
+		if err := tr.handle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pid, sfdCloexec = 44, 0o2000000
+	feed(forkRecord(1500, 1, pid, 1400, 0, "sh"))
+	feed(sysRecord(sc("pidfd_open"), 1, 2000, 10, pid, pid, 5, [6]uint64{1, 0}, "app"))
+	feed(sysRecord(sc("signalfd4"), 2, 2100, 10, pid, pid, 6, [6]uint64{^uint64(0), 0xbeef, 8, 0}, "app"))
+	feed(sysRecord(sc("signalfd4"), 3, 2200, 10, pid, pid, 6, [6]uint64{6, 0xbeef, 8, sfdCloexec}, "app"))
+	feed(sysRecord(sc("timerfd_create"), 4, 2300, 10, pid, pid, 7, [6]uint64{1, sfdCloexec}, "app"))
+	feed(sysRecord(sc("epoll_create1"), 5, 2400, 10, pid, pid, 8, [6]uint64{0}, "app"))
+	feed(sysRecord(sc("inotify_init1"), 6, 2500, 10, pid, pid, 9, [6]uint64{0}, "app"))
+	feed(sysRecord(sc("perf_event_open"), 7, 2600, 10, pid, pid, 10, [6]uint64{0xcafe, 0, ^uint64(0), ^uint64(0), 0}, "app"))
+	feed(sysRecord(sc("read"), 8, 2700, 10, pid, pid, 8, [6]uint64{7, 0, 8}, "app"))
+	want := []struct {
+		fd   int32
+		path string
+	}{{5, "anon_inode:[pidfd]"}, {6, "anon_inode:[signalfd]"}, {6, "anon_inode:[signalfd]"}, {7, "anon_inode:[timerfd]"},
+		{8, "anon_inode:[eventpoll]"}, {9, "anon_inode:inotify"}, {10, "anon_inode:[perf_event]"}, {7, "anon_inode:[timerfd]"}}
+	if len(s.events) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(s.events), len(want), s.events)
+	}
+	for i, w := range want {
+		if e := s.events[i]; e.FD != w.fd || e.Path != w.path {
+			t.Errorf("event %d (%s): fd %d %q, want %d %q", i, e.Native, e.FD, e.Path, w.fd, w.path)
+		}
+	}
+	// After an exec, the close-on-exec descriptors are gone: pidfd_open's
+	// (always) and timerfd_create's (TFD_CLOEXEC); the signalfd keeps its
+	// flag from signalfd4(-1, …, 0), not the ignored flags of the change.
+	feed(execRecord(3000, pid, "/bin/other", "other\x00", "other"))
+	n := len(s.events)
+	for i, fd := range []uint64{5, 6, 7, 8} {
+		feed(sysRecord(sc("read"), uint64(10+i), 3100+uint64(i), 10, pid, pid, -11, [6]uint64{fd, 0, 8}, "other"))
+	}
+	got := s.events[n:]
+	for i, w := range []string{"", "anon_inode:[signalfd]", "", "anon_inode:[eventpoll]"} {
+		if i >= len(got) || got[i].Path != w {
+			t.Errorf("read of fd %d after exec: %+v, want path %q", 5+i, got[min(i, len(got)-1)], w)
+		}
+	}
+}

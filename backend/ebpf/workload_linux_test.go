@@ -43,6 +43,8 @@ func TestMain(m *testing.M) {
 		workloadMetaPath()
 	case "newcalls":
 		workloadNewCalls()
+	case "anonfd":
+		workloadAnonFDs()
 	case "migrate":
 		workloadMigrate()
 	case "gowrite":

@@ -94,6 +94,12 @@ const (
 	// NullPath: a NULL Path means the call acts on DirFD itself
 	// (utimensat).
 	NullPath
+	// AlwaysCloexec: the new descriptor has close-on-exec whatever the
+	// arguments (pidfd_open).
+	AlwaysCloexec
+	// ReusesFD0: an Args[0] other than -1 is an existing descriptor the
+	// call changes, and returns (signalfd): no new descriptor then.
+	ReusesFD0
 )
 
 // Handler names what a call does beyond what its roles say: the special

@@ -4,8 +4,10 @@ import "github.com/iotrace/iotrace/event"
 
 // Close-on-exec flags of the calls that make descriptors.
 const (
-	oCloexec   = 0o2000000 // O_CLOEXEC, also SOCK_CLOEXEC and EFD_CLOEXEC
-	mfdCloexec = 1         // MFD_CLOEXEC
+	oCloexec          = 0o2000000 // O_CLOEXEC, also SOCK_, EFD_, TFD_, SFD_, EPOLL_ and IN_CLOEXEC
+	mfdCloexec        = 1         // MFD_CLOEXEC
+	fanCloexec        = 1         // FAN_CLOEXEC
+	perfFlagFDCloexec = 1 << 3    // PERF_FLAG_FD_CLOEXEC
 )
 
 // Table is every traced system call, one row each, by family. A call's
@@ -141,6 +143,17 @@ var Table = []Row{
 	// Descriptors without a path.
 	{Name: "eventfd", Op: event.OpOpen, Args: []Arg{Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[eventfd]"},
 	{Name: "eventfd2", Op: event.OpOpen, Args: []Arg{Other, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[eventfd]", CloexecArg: 1, CloexecBit: oCloexec},
+	{Name: "timerfd_create", Op: event.OpOpen, Args: []Arg{Other, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[timerfd]", CloexecArg: 1, CloexecBit: oCloexec},
+	{Name: "signalfd", Op: event.OpOpen, Args: []Arg{Other, Other, Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames | ReusesFD0, NewName: "anon_inode:[signalfd]"},
+	{Name: "signalfd4", Op: event.OpOpen, Args: []Arg{Other, Other, Other, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames | ReusesFD0, NewName: "anon_inode:[signalfd]", CloexecArg: 3, CloexecBit: oCloexec},
+	{Name: "epoll_create", Op: event.OpOpen, Args: []Arg{Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[eventpoll]"},
+	{Name: "epoll_create1", Op: event.OpOpen, Args: []Arg{Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[eventpoll]", CloexecArg: 0, CloexecBit: oCloexec},
+	{Name: "inotify_init", Op: event.OpOpen, Args: []Arg{}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:inotify"},
+	{Name: "inotify_init1", Op: event.OpOpen, Args: []Arg{Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:inotify", CloexecArg: 0, CloexecBit: oCloexec},
+	{Name: "fanotify_init", Op: event.OpOpen, Args: []Arg{Info, Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[fanotify]", CloexecArg: 0, CloexecBit: fanCloexec},
+	{Name: "pidfd_open", Op: event.OpOpen, Args: []Arg{Other, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames | AlwaysCloexec, NewName: "anon_inode:[pidfd]"},
+	{Name: "userfaultfd", Op: event.OpOpen, Args: []Arg{Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[userfaultfd]", CloexecArg: 0, CloexecBit: oCloexec},
+	{Name: "perf_event_open", Op: event.OpOpen, Args: []Arg{Other, Other, Other, Other, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "anon_inode:[perf_event]", CloexecArg: 4, CloexecBit: perfFlagFDCloexec},
 	{Name: "memfd_create", Op: event.OpOpen, Args: []Arg{FDLabel, Info}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "memfd:%s", CloexecArg: 1, CloexecBit: mfdCloexec},
 	{Name: "socket", Op: event.OpOpen, Args: []Arg{Info, Other, Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "socket:[%d]", CloexecArg: 1, CloexecBit: oCloexec},
 	{Name: "accept", Op: event.OpOpen, Args: []Arg{FD, Other, Other}, Ret: RetFD, Kernel: ReadNewFile, Do: DoNewFD, Flags: KeepNames, NewName: "socket:[%d]"},

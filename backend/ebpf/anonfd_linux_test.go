@@ -1,0 +1,140 @@
+package ebpf
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotrace/iotrace/event"
+	"github.com/iotrace/iotrace/internal/testenv"
+)
+
+// anonCalls are the calls of workload "anonfd", in order: each makes a
+// descriptor with no path, which /proc/PID/fd shows as "anon_inode:…".
+var anonCalls = []string{
+	"timerfd_create", "signalfd4", "epoll_create1", "inotify_init1",
+	"pidfd_open", "userfaultfd", "perf_event_open", "fanotify_init",
+}
+
+// uffdUserModeOnly is UFFD_USER_MODE_ONLY (include/uapi/linux/userfaultfd.h).
+const uffdUserModeOnly = 1
+
+// Workload "anonfd": each call of anonCalls, the name /proc/self/fd shows
+// for its descriptor, and an 8-byte read of it (which may fail: the
+// descriptor's name is what counts); then signalfd4 on the signalfd made,
+// which changes it. It reports "CALL FD NAME" per call (FD -errno and
+// NAME "-" when the call failed: a container may refuse fanotify).
+// Expectations in TestAnonDescriptors.
+func workloadAnonFDs() {
+	runtime.LockOSThread()
+	say("ready")
+	waitLine()
+	var mask unix.Sigset_t
+	mask.Val[0] = 1 << (unix.SIGUSR1 - 1)
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+	makers := []func() (int, error){
+		func() (int, error) { return unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK) },
+		func() (int, error) { return unix.Signalfd(-1, &mask, unix.SFD_CLOEXEC|unix.SFD_NONBLOCK) },
+		func() (int, error) { return unix.EpollCreate1(unix.EPOLL_CLOEXEC) },
+		func() (int, error) { return unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK) },
+		func() (int, error) { return unix.PidfdOpen(os.Getpid(), 0) },
+		func() (int, error) {
+			r, _, e := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|unix.O_NONBLOCK|uffdUserModeOnly, 0, 0)
+			if e != 0 {
+				return -1, e
+			}
+			return int(r), nil
+		},
+		func() (int, error) { return unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC) },
+		func() (int, error) {
+			return unix.FanotifyInit(unix.FAN_CLOEXEC|unix.FAN_CLASS_NOTIF|unix.FAN_NONBLOCK, unix.O_RDONLY)
+		},
+	}
+	var res []string
+	buf := make([]byte, 8)
+	sfd := -1
+	for i, mk := range makers {
+		fd, err := mk()
+		if err != nil {
+			errno, _ := err.(unix.Errno)
+			res = append(res, fmt.Sprintf("%s %d -", anonCalls[i], -int(errno)))
+			continue
+		}
+		name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		must(err)
+		res = append(res, fmt.Sprintf("%s %d %s", anonCalls[i], fd, name))
+		_, _ = unix.Read(fd, buf)
+		if anonCalls[i] == "signalfd4" {
+			sfd = fd
+		}
+	}
+	if sfd >= 0 {
+		mask.Val[0] |= 1 << (unix.SIGUSR2 - 1)
+		_, err := unix.Signalfd(sfd, &mask, 0)
+		must(err)
+	}
+	say("done " + strings.Join(res, " "))
+	waitLine()
+}
+
+// TestAnonDescriptors: each call that makes a descriptor with no path
+// (anonCalls) is traced and names the descriptor as /proc/PID/fd does, so
+// that its reads are named from the call, not later from /proc (which
+// cannot name them once the process is gone); signalfd4 on an existing
+// signalfd is that descriptor's event, not a new one.
+func TestAnonDescriptors(t *testing.T) {
+	testenv.RequirePrivileged(t, "loads BPF programs")
+	wpid, sink, line, stop := traceWorkload(t, "anonfd", t.TempDir())
+	fields := strings.Fields(strings.TrimPrefix(line, "done "))
+	if !strings.HasPrefix(line, "done ") || len(fields) != 3*len(anonCalls) {
+		t.Fatalf("workload: %q", line)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	evs, w := sink.events, byPid(wpid)
+	for i := 0; i < len(fields); i += 3 {
+		call, name := fields[i], fields[i+2]
+		fd, err := strconv.Atoi(fields[i+1])
+		if err != nil {
+			t.Fatalf("workload: %q: %v", line, err)
+		}
+		t.Run(call, func(t *testing.T) {
+			made := find(evs, w, byNative(call))
+			if len(made) == 0 {
+				t.Fatalf("no %s event", call)
+			}
+			e := made[0]
+			if fd < 0 {
+				if e.Status == event.StatusOK || e.Code != uint32(-fd) {
+					t.Errorf("%s: %v code %d, the workload saw errno %d", call, e.Status, e.Code, -fd)
+				}
+				return
+			}
+			if e.Op != event.OpOpen || e.FD != int32(fd) || e.Path != name || e.Status != event.StatusOK {
+				t.Errorf("%s: %v fd %d %q %v, want open fd %d %q", call, e.Op, e.FD, e.Path, e.Status, fd, name)
+			}
+			r := one(t, call+" read", evs, w, byNative("read"), byFD(int32(fd)))
+			if r.Path != name || r.Flags&event.FlagPathLate != 0 {
+				t.Errorf("read of %s's descriptor: %q (flags %v), want %q from the call", call, r.Path, r.Flags, name)
+			}
+			if call == "signalfd4" {
+				if len(made) != 2 {
+					t.Fatalf("%d signalfd4 events, want 2", len(made))
+				}
+				if c := made[1]; c.FD != int32(fd) || c.Path != name || c.Status != event.StatusOK {
+					t.Errorf("signalfd4 on fd %d: fd %d %q %v, want the same descriptor %q", fd, c.FD, c.Path, c.Status, name)
+				}
+			}
+		})
+	}
+	checkResolved(t, sink)
+}
