@@ -40,7 +40,9 @@ func workloadAnonFDs() {
 	mask.Val[0] = 1 << (unix.SIGUSR1 - 1)
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
 	makers := []func() (int, error){
-		func() (int, error) { return unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK) },
+		func() (int, error) {
+			return unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
+		},
 		func() (int, error) { return unix.Signalfd(-1, &mask, unix.SFD_CLOEXEC|unix.SFD_NONBLOCK) },
 		func() (int, error) { return unix.EpollCreate1(unix.EPOLL_CLOEXEC) },
 		func() (int, error) { return unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK) },
