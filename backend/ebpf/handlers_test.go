@@ -2,18 +2,23 @@ package ebpf
 
 import "testing"
 
+// feeder returns a function handing records to tr, failing t on an error.
+func feeder(t *testing.T, tr *tracker) func(b []byte) {
+	return func(b []byte) {
+		t.Helper()
+		if err := tr.handle(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // pathTracker is a tracker whose process 42 works in /data and has fd 5
 // open on the directory /data/dir.
 func pathTracker(t *testing.T) (*tracker, *memSink, func(b []byte)) {
 	t.Helper()
 	s := &memSink{}
 	tr := newTestTracker(s)
-	feed := func(b []byte) {
-		t.Helper()
-		if err := tr.handle(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	feed := feeder(t, tr)
 	const pid = 42
 	feed(forkRecord(1500, 1, pid, 1400, 0, "sh"))
 	feed(pathRecord(sc("chdir"), 1, pid, 0, "/data"))
@@ -86,13 +91,7 @@ func TestMemfdNameIsNoPath(t *testing.T) {
 // changes it and makes none: its name and flag stay.
 func TestDescriptorsWithoutAPath(t *testing.T) {
 	s := &memSink{}
-	tr := newTestTracker(s)
-	feed := func(b []byte) {
-		t.Helper()
-		if err := tr.handle(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	feed := feeder(t, newTestTracker(s))
 	const pid, sfdCloexec = 44, 0o2000000
 	feed(forkRecord(1500, 1, pid, 1400, 0, "sh"))
 	feed(sysRecord(sc("pidfd_open"), 1, 2000, 10, pid, pid, 5, [6]uint64{1, 0}, "app"))
