@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +91,17 @@ func TestInFlightAtStop(t *testing.T) {
 	}
 }
 
+// frozenMaxSeconds bounds how long frozenLoop's file system stays frozen
+// if the test process dies without thawing it.
+const frozenMaxSeconds = 120
+
+// stopWatchdog kills a watchdog started in its own session, its sleep
+// too (the session's process group).
+func stopWatchdog(c *exec.Cmd) {
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	_ = c.Wait()
+}
+
 // frozenLoop returns a loop device whose backing file sits on a frozen
 // file system (fsfreeze), opened O_DIRECT for writing: a write to it is
 // queued but cannot complete until thaw (also called at cleanup).
@@ -121,7 +134,16 @@ func frozenLoop(t *testing.T) (dev event.Device, fd int, thaw func()) {
 	}
 	t.Cleanup(func() { unix.Close(fd) })
 
+	// A watchdog in its own session thaws the file system if this process
+	// dies frozen (a SIGKILL, go test's -timeout): no cleanup runs then,
+	// and the machine's writers to it would hang in D state.
+	watchdog := exec.Command("sh", "-c", `sleep "$1"; fsfreeze --unfreeze "$2"`, "thaw", strconv.Itoa(frozenMaxSeconds), outer.mount)
+	watchdog.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := watchdog.Start(); err != nil {
+		t.Fatalf("the thaw watchdog: %v", err)
+	}
 	if out, err := exec.Command("fsfreeze", "--freeze", outer.mount).CombinedOutput(); err != nil {
+		stopWatchdog(watchdog)
 		t.Fatalf("fsfreeze (util-linux): %v: %s", err, out)
 	}
 	thawed := false
@@ -130,6 +152,7 @@ func frozenLoop(t *testing.T) (dev event.Device, fd int, thaw func()) {
 			return
 		}
 		thawed = true
+		stopWatchdog(watchdog)
 		if out, err := exec.Command("fsfreeze", "--unfreeze", outer.mount).CombinedOutput(); err != nil {
 			t.Errorf("fsfreeze --unfreeze: %v: %s", err, out)
 		}

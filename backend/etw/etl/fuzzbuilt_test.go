@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iotrace/iotrace/backend/etw/record"
+	"github.com/iotrace/iotrace/internal/testenv"
 )
 
 // choices hands out the bytes of a fuzz input as the choices of a
@@ -114,6 +115,7 @@ func FuzzBuiltFile(f *testing.F) {
 		file := builtFile(data)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
+		defer testenv.FailHung("reading a built .etl file")()
 		for _, order := range []Order{OrderTime, OrderFile} {
 			r, err := NewReader(bytes.NewReader(file), int64(len(file)), Options{Order: order})
 			if err != nil {
