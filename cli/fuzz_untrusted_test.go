@@ -49,7 +49,7 @@ func FuzzReadUntrusted(f *testing.F) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		stop := testenv.FailHung("print and report of a fuzzed trace")
+		defer testenv.FailHung("print and report of a fuzzed trace")()
 		for _, cmd := range [][]string{
 			{"print", "--stacks", "--symbols", syms, trace},
 			{"report", "--stacks", "--symbols", syms, trace},
@@ -58,7 +58,6 @@ func FuzzReadUntrusted(f *testing.F) {
 				t.Errorf("%s: exit %d: %s", cmd[0], code, errOut)
 			}
 		}
-		stop()
 		runtime.ReadMemStats(&after)
 		if n := after.TotalAlloc - before.TotalAlloc; n > fuzzMaxAlloc {
 			t.Errorf("reading allocated %d MB", n>>20)

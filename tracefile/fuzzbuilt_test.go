@@ -142,11 +142,10 @@ func FuzzBuiltChunk(f *testing.F) {
 		file := builtChunk(t, data)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		stop := testenv.FailHung("reading a built .iot chunk")
+		defer testenv.FailHung("reading a built .iot chunk")()
 		if r, err := NewReader(bytes.NewReader(file)); err == nil {
 			_ = r.Run(context.Background(), discardSink{})
 		}
-		stop()
 		runtime.ReadMemStats(&after)
 		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(8*len(file)+4<<20); got > limit {
 			t.Fatalf("a %d-byte file allocated %d bytes (limit %d)", len(file), got, limit)

@@ -110,17 +110,21 @@ func TestAnonDescriptors(t *testing.T) {
 			t.Fatalf("workload: %q: %v", line, err)
 		}
 		t.Run(call, func(t *testing.T) {
+			// The workload's own call: the Go runtime may make one
+			// too (its poller's epoll_create1), with another result.
 			made := find(evs, w, byNative(call))
-			if len(made) == 0 {
-				t.Fatalf("no %s event", call)
-			}
-			e := made[0]
 			if fd < 0 {
-				if e.Status == event.StatusOK || e.Code != uint32(-fd) {
-					t.Errorf("%s: %v code %d, the workload saw errno %d", call, e.Status, e.Code, -fd)
+				failed := find(made, func(e *event.Event) bool { return e.Status != event.StatusOK })
+				if len(failed) == 0 || failed[0].Code != uint32(-fd) {
+					t.Errorf("%s: %+v, the workload saw errno %d", call, failed, -fd)
 				}
 				return
 			}
+			made = find(made, byFD(int32(fd)))
+			if len(made) == 0 {
+				t.Fatalf("no %s event with fd %d", call, fd)
+			}
+			e := made[0]
 			if e.Op != event.OpOpen || e.FD != int32(fd) || e.Path != name || e.Status != event.StatusOK {
 				t.Errorf("%s: %v fd %d %q %v, want open fd %d %q", call, e.Op, e.FD, e.Path, e.Status, fd, name)
 			}
