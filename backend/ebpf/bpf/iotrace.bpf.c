@@ -895,8 +895,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 			return 0;
 	}
 
-	/* The clock first: its read (rdtsc behind a fence, on x86) waits for
-	 * the loads before it, and file_info's may miss the cache. */
+	/* The call's start, read before the file's fields are looked up
+	 * (as early as its filters allow; no faster or slower measured). */
 	__u64 ts = bench_switch(BENCH_NO_CLOCK) ? 1 : bpf_ktime_get_boot_ns();
 	if (!st)
 		st = thread_state(task, BPF_LOCAL_STORAGE_GET_F_CREATE);
