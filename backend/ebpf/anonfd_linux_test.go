@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotrace/iotrace/backend/ebpf/procfs"
 	"github.com/iotrace/iotrace/event"
 	"github.com/iotrace/iotrace/internal/testenv"
 )
@@ -29,8 +30,9 @@ const uffdUserModeOnly = 1
 // Workload "anonfd": each call of anonCalls, the name /proc/self/fd shows
 // for its descriptor, and an 8-byte read of it (which may fail: the
 // descriptor's name is what counts); then signalfd4 on the signalfd made,
-// which changes it. It reports "CALL FD NAME" per call (FD -errno and
-// NAME "-" when the call failed: a container may refuse fanotify).
+// which changes it. It reports "CALL FD NAME FLAGS" per call, FLAGS in
+// octal as /proc/self/fdinfo shows them (FD -errno, NAME "-" and FLAGS 0
+// when the call failed: a container may refuse fanotify).
 // Expectations in TestAnonDescriptors.
 func workloadAnonFDs() {
 	runtime.LockOSThread()
@@ -59,23 +61,41 @@ func workloadAnonFDs() {
 			return unix.FanotifyInit(unix.FAN_CLOEXEC|unix.FAN_CLASS_NOTIF|unix.FAN_NONBLOCK, unix.O_RDONLY)
 		},
 	}
-	var res []string
+	var made, res []string
+	var fds []int
 	buf := make([]byte, 8)
 	sfd := -1
 	for i, mk := range makers {
 		fd, err := mk()
 		if err != nil {
 			errno, _ := err.(unix.Errno)
-			res = append(res, fmt.Sprintf("%s %d -", anonCalls[i], -int(errno)))
+			made = append(made, fmt.Sprintf("%s %d -", anonCalls[i], -int(errno)))
+			fds = append(fds, -1)
 			continue
 		}
 		name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 		must(err)
-		res = append(res, fmt.Sprintf("%s %d %s", anonCalls[i], fd, name))
+		made = append(made, fmt.Sprintf("%s %d %s", anonCalls[i], fd, name))
+		fds = append(fds, fd)
 		_, _ = unix.Read(fd, buf)
 		if anonCalls[i] == "signalfd4" {
 			sfd = fd
 		}
+	}
+	// Their flags, once all are made: a descriptor of fdinfo opened
+	// between two calls would take the number of the next one.
+	for i, fd := range fds {
+		if fd < 0 {
+			res = append(res, made[i]+" 0")
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+		must(err)
+		flags, ok := procfs.FDInfoFlags(info)
+		if !ok {
+			must(fmt.Errorf("no flags in fdinfo: %q", info))
+		}
+		res = append(res, fmt.Sprintf("%s %o", made[i], flags))
 	}
 	if sfd >= 0 {
 		mask.Val[0] |= 1 << (unix.SIGUSR2 - 1)
@@ -95,7 +115,7 @@ func TestAnonDescriptors(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	wpid, sink, line, stop := traceWorkload(t, "anonfd", t.TempDir())
 	fields := strings.Fields(strings.TrimPrefix(line, "done "))
-	if !strings.HasPrefix(line, "done ") || len(fields) != 3*len(anonCalls) {
+	if !strings.HasPrefix(line, "done ") || len(fields) != 4*len(anonCalls) {
 		t.Fatalf("workload: %q", line)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -103,11 +123,12 @@ func TestAnonDescriptors(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	evs, w := sink.events, byPid(wpid)
-	for i := 0; i < len(fields); i += 3 {
+	for i := 0; i < len(fields); i += 4 {
 		call, name := fields[i], fields[i+2]
 		fd, err := strconv.Atoi(fields[i+1])
-		if err != nil {
-			t.Fatalf("workload: %q: %v", line, err)
+		flags, err2 := strconv.ParseUint(fields[i+3], 8, 32)
+		if err != nil || err2 != nil {
+			t.Fatalf("workload: %q: %v %v", line, err, err2)
 		}
 		t.Run(call, func(t *testing.T) {
 			// The workload's own call: the Go runtime may make one
@@ -127,6 +148,9 @@ func TestAnonDescriptors(t *testing.T) {
 			e := made[0]
 			if e.Op != event.OpOpen || e.FD != int32(fd) || e.Path != name || e.Status != event.StatusOK {
 				t.Errorf("%s: %v fd %d %q %v, want open fd %d %q", call, e.Op, e.FD, e.Path, e.Status, fd, name)
+			}
+			if e.OpenFlags != uint32(flags) {
+				t.Errorf("%s: open flags %#o, /proc/self/fdinfo says %#o", call, e.OpenFlags, flags)
 			}
 			r := one(t, call+" read", evs, w, byNative("read"), byFD(int32(fd)))
 			if r.Path != name || r.Flags&event.FlagPathLate != 0 {

@@ -265,7 +265,24 @@ func (t *tracker) newFD(c *call) {
 		}
 	}
 	e.Path = name
+	t.newFlags(c)
 	t.bind(c, fdtable.FD{Path: name, Cloexec: t.cloexec(c)})
+}
+
+// newFlags gives the event of a call that made a descriptor without a
+// path the descriptor's flags as the kernel keeps them (its file's
+// f_flags: O_RDWR, O_NONBLOCK…), with O_CLOEXEC when it has close-on-exec:
+// the call's arguments say none of the access mode, which 0 would show
+// as O_RDONLY. A pair's are its first descriptor's. Left 0 when the
+// tracer could not read the file.
+func (t *tracker) newFlags(c *call) {
+	if c.r.SFlags&sfHaveFile == 0 {
+		return
+	}
+	c.e.OpenFlags = c.r.FFlags &^ oCloexec
+	if t.cloexec(c) {
+		c.e.OpenFlags |= oCloexec
+	}
 }
 
 // fdPair binds the two new descriptors of a pipe or socketpair: FD and
@@ -278,6 +295,7 @@ func (t *tracker) fdPair(c *call) {
 		return
 	}
 	cloexec := t.cloexec(c)
+	t.newFlags(c)
 	fd0, fd1 := int32(uint32(r.Size)), int32(uint32(r.Size>>32))
 	ino0, ino1 := r.Ino, uint64(r.Pos)
 	if r.SFlags&sfHaveFile == 0 {

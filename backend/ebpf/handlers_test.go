@@ -102,11 +102,17 @@ func TestDescriptorsWithoutAPath(t *testing.T) {
 	feed(sysRecord(sc("inotify_init1"), 6, 2500, 10, pid, pid, 9, [6]uint64{0}, "app"))
 	feed(sysRecord(sc("perf_event_open"), 7, 2600, 10, pid, pid, 10, [6]uint64{0xcafe, 0, ^uint64(0), ^uint64(0), 0}, "app"))
 	feed(sysRecord(sc("read"), 8, 2700, 10, pid, pid, 8, [6]uint64{7, 0, 8}, "app"))
+	// The kernel's flags of the new file, when the tracer read it.
+	rec := sysRecord(sc("userfaultfd"), 9, 2800, 10, pid, pid, 11, [6]uint64{sfdCloexec | 1}, "app")
+	le.PutUint32(rec[124:], 0o4000) // f_flags: O_RDONLY|O_NONBLOCK
+	le.PutUint32(rec[132:], sfHaveFile)
+	feed(rec)
 	want := []struct {
 		fd   int32
 		path string
 	}{{5, "anon_inode:[pidfd]"}, {6, "anon_inode:[signalfd]"}, {6, "anon_inode:[signalfd]"}, {7, "anon_inode:[timerfd]"},
-		{8, "anon_inode:[eventpoll]"}, {9, "anon_inode:inotify"}, {10, "anon_inode:[perf_event]"}, {7, "anon_inode:[timerfd]"}}
+		{8, "anon_inode:[eventpoll]"}, {9, "anon_inode:inotify"}, {10, "anon_inode:[perf_event]"}, {7, "anon_inode:[timerfd]"},
+		{11, "anon_inode:[userfaultfd]"}}
 	if len(s.events) != len(want) {
 		t.Fatalf("%d events, want %d: %+v", len(s.events), len(want), s.events)
 	}
@@ -114,6 +120,12 @@ func TestDescriptorsWithoutAPath(t *testing.T) {
 		if e := s.events[i]; e.FD != w.fd || e.Path != w.path {
 			t.Errorf("event %d (%s): fd %d %q, want %d %q", i, e.Native, e.FD, e.Path, w.fd, w.path)
 		}
+	}
+	if f := s.events[8].OpenFlags; f != 0o4000|sfdCloexec {
+		t.Errorf("userfaultfd: open flags %#o, want the file's O_NONBLOCK and O_CLOEXEC (%#o)", f, 0o4000|sfdCloexec)
+	}
+	if f := s.events[3].OpenFlags; f != 0 {
+		t.Errorf("timerfd_create, its file not read: open flags %#o, want 0", f)
 	}
 	// After an exec, the close-on-exec descriptors are gone: pidfd_open's
 	// (always) and timerfd_create's (TFD_CLOEXEC); the signalfd keeps its

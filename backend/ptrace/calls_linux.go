@@ -144,11 +144,15 @@ func (t *tracer) exit(th *thread, now uint64) {
 			ino1, _, ok1 := fdFile(t.proc, th.tid, fd1)
 			if ok0 && ok1 {
 				sc.HaveFile, sc.Ino, sc.Dev, sc.Pos = true, ino0, dev, int64(ino1)
+				sc.FFlags, _ = fdFlags(t.proc, th.tid, fd0)
 			}
 		}
 	}
 	if row.Kernel&systable.ReadNewFile != 0 && sc.Ret >= 0 {
 		sc.Ino, sc.Dev, sc.HaveFile = fdFile(t.proc, th.tid, int32(sc.Ret))
+		if sc.HaveFile && row.Do == systable.DoNewFD {
+			sc.FFlags, _ = fdFlags(t.proc, th.tid, int32(sc.Ret)) // the descriptor's flags (no path, no flag arguments)
+		}
 	}
 	t.emit(th, true, now)
 }

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iotrace/iotrace/backend/ebpf/procfs"
 )
 
 // Reading a stopped tracee: its registers through PTRACE_GET_SYSCALL_INFO,
@@ -141,6 +143,18 @@ func fdPos(proc string, tid int, fd int32) (int64, bool) {
 	}
 	p, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 	return p, err == nil
+}
+
+// fdFlags returns the open flags of descriptor fd of tid as the kernel
+// keeps them (/proc/TID/fdinfo/FD), less O_CLOEXEC, which fdinfo adds
+// for close-on-exec: the file's f_flags, as the eBPF backend reads them.
+func fdFlags(proc string, tid int, fd int32) (uint32, bool) {
+	b, err := os.ReadFile(proc + "/" + strconv.Itoa(tid) + "/fdinfo/" + strconv.Itoa(int(fd)))
+	if err != nil {
+		return 0, false
+	}
+	f, ok := procfs.FDInfoFlags(b)
+	return f &^ unix.O_CLOEXEC, ok
 }
 
 // fdFile returns the inode and the kernel's dev_t of the file behind
