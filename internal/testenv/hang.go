@@ -9,8 +9,8 @@ import (
 
 // DefaultHangLimit is how long a fuzz input may run before FailHung calls
 // it a hang, unless IOTRACE_FUZZ_HANG_LIMIT (a time.Duration) says
-// otherwise: CI's short fuzz runs set 5 s, so that a hang that starts up
-// to 5 s before their end is still written down.
+// otherwise: CI's fuzz runs set a third of their time (5 s of 15), so that
+// a hang that starts before their last third is still written down.
 const DefaultHangLimit = 10 * time.Second
 
 // FailHung, while fuzzing (-test.fuzz set), crashes the process when stop
