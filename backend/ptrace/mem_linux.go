@@ -129,10 +129,15 @@ func iovSum(tid int, addr uint64, cnt uint64) (sum uint64, partial bool) {
 	return sum, partial
 }
 
+// fdInfo reads /proc/TID/fdinfo/FD.
+func fdInfo(proc string, tid int, fd int32) ([]byte, error) {
+	return os.ReadFile(proc + "/" + strconv.Itoa(tid) + "/fdinfo/" + strconv.Itoa(int(fd)))
+}
+
 // fdPos returns the file position of descriptor fd of tid
 // (/proc/TID/fdinfo/FD).
 func fdPos(proc string, tid int, fd int32) (int64, bool) {
-	b, err := os.ReadFile(proc + "/" + strconv.Itoa(tid) + "/fdinfo/" + strconv.Itoa(int(fd)))
+	b, err := fdInfo(proc, tid, fd)
 	if err != nil {
 		return 0, false
 	}
@@ -149,7 +154,7 @@ func fdPos(proc string, tid int, fd int32) (int64, bool) {
 // keeps them (/proc/TID/fdinfo/FD), less O_CLOEXEC, which fdinfo adds
 // for close-on-exec: the file's f_flags, as the eBPF backend reads them.
 func fdFlags(proc string, tid int, fd int32) (uint32, bool) {
-	b, err := os.ReadFile(proc + "/" + strconv.Itoa(tid) + "/fdinfo/" + strconv.Itoa(int(fd)))
+	b, err := fdInfo(proc, tid, fd)
 	if err != nil {
 		return 0, false
 	}
