@@ -131,6 +131,9 @@ func load(opts Options) (*Tracer, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	if opts.SweepAge == 0 {
+		opts.SweepAge = DefaultSweepAge
+	}
 	if opts.Sysfs == "" {
 		opts.Sysfs = "/sys"
 	}
@@ -442,18 +445,19 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 	unwake := context.AfterFunc(ctx, func() { _ = t.rd.Flush() })
 	defer unwake()
 	s := &runState{t: t, emit: emit}
-	lastLoss, nextLoss := uint64(0), time.Now().Add(time.Second)
+	lastLoss, nextTick := uint64(0), time.Now().Add(time.Second)
 	for ctx.Err() == nil {
 		if err := s.read(time.Now().Add(t.opts.PollInterval)); err != nil {
 			return err
 		}
 		t.drainWitness()
-		if now := time.Now(); now.After(nextLoss) {
-			nextLoss = now.Add(time.Second)
+		if now := time.Now(); now.After(nextTick) {
+			nextTick = now.Add(time.Second)
 			if lost := t.lost(); lost > lastLoss {
 				t.opts.warnf(fmt.Sprintf("block I/O: ring buffer full, %d block events lost so far", lost))
 				lastLoss = lost
 			}
+			t.sweep()
 		}
 	}
 	return t.stop(s)
