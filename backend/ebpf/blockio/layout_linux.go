@@ -36,11 +36,6 @@ type kernelInfo struct {
 	// pinned is the bit of bi_flags that is BIO_PAGE_PINNED (0xff when
 	// the kernel has no such flag: before 6.5).
 	pinned uint32
-	// memAlloc: the kernel allocates the elements of hash maps without
-	// preallocation with bpf_mem_alloc (struct bpf_mem_alloc, 6.1+),
-	// which is safe in tracing programs in any context; before, the
-	// verifier warned that such maps are unsafe in tracing programs.
-	memAlloc bool
 }
 
 // kernelFacts reads kernelInfo from kernel BTF. Values not found keep
@@ -55,11 +50,10 @@ func kernelFacts(raw *rawbtf.Shared, decoded func() (*btf.Spec, error)) (kernelI
 	for n := range want {
 		names[n] = true
 	}
-	structs := map[string]bool{memAllocStruct: true}
-	var found btfFound
+	var found map[string]uint64
 	s, release, err := raw.Get()
 	if err == nil {
-		found, err = rawFacts(s, names, structs)
+		found, err = s.EnumValues(names)
 		release()
 	}
 	if err != nil {
@@ -67,12 +61,11 @@ func kernelFacts(raw *rawbtf.Shared, decoded func() (*btf.Spec, error)) (kernelI
 		if derr != nil {
 			return k, fmt.Errorf("kernel BTF: %w", derr)
 		}
-		if found, err = decodedBTF(spec, names, structs); err != nil {
+		if found, err = decodedEnums(spec, names); err != nil {
 			return k, err
 		}
 	}
-	k.memAlloc = found.structs[memAllocStruct]
-	for n, v := range found.enums {
+	for n, v := range found {
 		if v < 64 {
 			want[n](v)
 			delete(want, n)
@@ -94,47 +87,13 @@ func kernelFacts(raw *rawbtf.Shared, decoded func() (*btf.Spec, error)) (kernelI
 // vmlinuxBTF is where Linux publishes its BTF.
 const vmlinuxBTF = rawbtf.VmlinuxPath
 
-// memAllocStruct marks a kernel with bpf_mem_alloc (Linux 6.1+), which
-// allocates the entries of maps without preallocation safely in tracing
-// programs.
-const memAllocStruct = "bpf_mem_alloc"
-
-// btfFound is what the kernel's BTF says: the values of the enumerators
-// asked for, and which of the structs asked for it has.
-type btfFound struct {
-	enums   map[string]uint64
-	structs map[string]bool
-}
-
-// rawFacts reads the enumerators named in enums and which of the structs
-// named in structs exist from the raw BTF s (rawbtf: about 1-3 ms for the
-// kernel's 5 MiB where decoding every type with cilium/ebpf's btf package
-// took 90-440 ms on the 2-vCPU machine, issue 28).
-func rawFacts(s *rawbtf.Spec, enums, structs map[string]bool) (btfFound, error) {
-	out := btfFound{structs: map[string]bool{}}
-	var err error
-	if out.enums, err = s.EnumValues(enums); err != nil {
-		return out, err
-	}
-	for n := range structs {
-		if _, ok := s.ByName(rawbtf.KindStruct, n); ok {
-			out.structs[n] = true
-		}
-	}
-	return out, nil
-}
-
-// decodedBTF finds the enumerators named in enums among spec's decoded
-// types (slow: it decodes the types until all are found), and the structs
-// named in structs.
-func decodedBTF(spec *btf.Spec, enums, structs map[string]bool) (btfFound, error) {
-	out := btfFound{enums: map[string]uint64{}, structs: map[string]bool{}}
-	for n := range structs {
-		var s *btf.Struct
-		if err := spec.TypeByName(n, &s); err == nil {
-			out.structs[n] = true
-		}
-	}
+// decodedEnums finds the enumerators named in enums among spec's decoded
+// types (slow: it decodes the types until all are found; the raw BTF's
+// EnumValues, about 1-3 ms for the kernel's 5 MiB, is what kernelFacts
+// tries first: decoding every type with cilium/ebpf's btf package took
+// 90-440 ms on the 2-vCPU machine, issue 28).
+func decodedEnums(spec *btf.Spec, enums map[string]bool) (map[string]uint64, error) {
+	out := map[string]uint64{}
 	for typ, err := range spec.All() {
 		if err != nil {
 			return out, fmt.Errorf("kernel BTF: %w", err)
@@ -144,11 +103,11 @@ func decodedBTF(spec *btf.Spec, enums, structs map[string]bool) (btfFound, error
 			continue
 		}
 		for _, v := range e.Values {
-			if _, seen := out.enums[v.Name]; enums[v.Name] && !seen {
-				out.enums[v.Name] = v.Value
+			if _, seen := out[v.Name]; enums[v.Name] && !seen {
+				out[v.Name] = v.Value
 			}
 		}
-		if len(out.enums) == len(enums) {
+		if len(out) == len(enums) {
 			break
 		}
 	}

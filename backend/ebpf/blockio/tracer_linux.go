@@ -264,8 +264,8 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	if opts.maxRequests > 0 {
 		spec.Maps["rqs"].MaxEntries = uint32(opts.maxRequests)
 	}
-	if info.memAlloc && !opts.inFlightLRU {
-		allocateAsTheyCome(spec)
+	if !opts.inFlightLRU {
+		preallocatePlain(spec)
 	}
 
 	// A stack-trace map preallocates every bucket (16 MiB): one when no
@@ -287,32 +287,37 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	return nil
 }
 
-// inFlightMaps are the maps allocateAsTheyCome changes: the bios in
-// flight (added at queue, deleted at completion) and the requests' issue
-// times (added at issue, deleted at the final completion or a requeue;
-// 16,384 entries: 4-5 ms to create as an LRU map). An issue time a full
-// map could not keep is counted (StatRqFull), and its events say they
-// have none; one left behind (a completion not seen) is replaced when its
-// request, a reused struct, is issued again.
+// inFlightMaps are the maps preallocatePlain changes: the bios in flight
+// (added at queue, deleted at completion) and the requests' issue times
+// (added at issue, deleted at the final completion or a requeue). An
+// issue time a full map could not keep is counted (StatRqFull), and its
+// events say they have none; one left behind (a completion not seen) is
+// replaced when its request, a reused struct, is issued again.
 var inFlightMaps = []string{"bios", "rqs"}
 
-// allocateAsTheyCome makes inFlightMaps plain hash maps whose
-// entries the kernel allocates as they come, instead of LRU hash maps,
-// which the kernel preallocates whole: creating the 65,536-entry bios
-// map took 25-54 ms on the 2-CPU machine (1.5-2.4 ms unpreallocated),
-// the largest part of the block side's load, and the BPF time per bio
-// did not change (2.8-3.0 µs either way, O_DIRECT 4 KiB reads on a
-// loop device). A full plain map also fails the insert, which the
-// programs count (StatMapFull), where an LRU map evicts the oldest
-// entry, a bio maybe still in flight, silently. Left behind entries (a
-// completion the programs did not see) go when their address is queued
-// again (StatUnseen). Only where the kernel allocates them with
-// bpf_mem_alloc (kernelInfo.memAlloc).
-func allocateAsTheyCome(spec *ebpf.CollectionSpec) {
+// preallocatePlain makes inFlightMaps plain hash maps, preallocated,
+// instead of the object's LRU hash maps. A full plain map fails the
+// insert, which the programs count (StatMapFull, StatRqFull), where an
+// LRU map evicts the oldest entry, a bio maybe still in flight, silently.
+// Left behind entries (a completion the programs did not see) go when
+// their address is queued again (StatUnseen) or by the sweep.
+//
+// Preallocated, not allocated as entries come (BPF_F_NO_PREALLOC, as
+// from issue 28 until 2026-11-29): the kernel allocates those with
+// bpf_mem_alloc, which frees entries after an RCU Tasks Trace grace
+// period, and a bio is freed on the CPU that completes it, not the one
+// that queued it, so the frees spill over and keep such grace periods
+// running as long as disks are busy. Meanwhile every system call tracepoint
+// (they are faultable: their probes run under rcu_read_lock_trace) ends
+// through rcu_read_unlock_trace_special: 1.0-1.4 % of a traced pread64
+// loop's CPU with O_DIRECT writes beside it, 0 preallocated (perf, 2-vCPU
+// machine). Creating the 65,536-entry bios map preallocated takes
+// 3.1-3.5 ms there against 0.6 ms.
+func preallocatePlain(spec *ebpf.CollectionSpec) {
 	for _, name := range inFlightMaps {
 		m := spec.Maps[name]
 		m.Type = ebpf.Hash
-		m.Flags |= unix.BPF_F_NO_PREALLOC
+		m.Flags &^= unix.BPF_F_NO_PREALLOC
 	}
 }
 

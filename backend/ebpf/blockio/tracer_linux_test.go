@@ -499,10 +499,6 @@ func TestKernelLayout(t *testing.T) {
 	if k.pinned >= 16 {
 		t.Logf("kernel without BIO_PAGE_PINNED: direct I/O not flagged")
 	}
-	var ma *btf.Struct
-	if has := spec.TypeByName(memAllocStruct, &ma) == nil; k.memAlloc != has {
-		t.Errorf("memAlloc %v, but the kernel's types have struct %s: %v", k.memAlloc, memAllocStruct, has)
-	}
 }
 
 // TestKernelLayoutScan: the raw scan of the kernel's BTF finds what
@@ -522,53 +518,47 @@ func TestKernelLayoutScan(t *testing.T) {
 	for n := range layoutFields(&l, &pinned) {
 		want[n] = true
 	}
-	structs := map[string]bool{memAllocStruct: true, "bio": true, "no_such_struct_here": true}
 	start := time.Now()
 	rs, err := rawbtf.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := rawFacts(rs, want, structs)
+	got, err := rs.EnumValues(want)
 	scan := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	dec, err := decodedBTF(spec, want, structs)
+	dec, err := decodedEnums(spec, want)
 	t.Logf("raw scan %v, decoded %v", scan, time.Since(start))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.enums) < len(want)-2 || !reflect.DeepEqual(got, dec) {
+	if len(got) < len(want)-2 || !reflect.DeepEqual(got, dec) {
 		t.Errorf("scan %v, decoded %v", got, dec)
-	}
-	if !got.structs["bio"] || got.structs["no_such_struct_here"] {
-		t.Errorf("structs %v: want bio, not no_such_struct_here", got.structs)
 	}
 }
 
-// TestInFlightMapsAllocatedAsTheyCome: where the kernel has bpf_mem_alloc
-// the map of bios in flight is a plain hash map without preallocation
-// (made in about 2 ms instead of 25-54 ms), elsewhere (or asked for) the
-// LRU map of the object; the requests' map goes with it.
-func TestInFlightMapsAllocatedAsTheyCome(t *testing.T) {
+// TestInFlightMapsPreallocated: the map of bios in flight and the
+// requests' are plain hash maps, preallocated (preallocatePlain says
+// why), or the object's LRU maps when asked (inFlightLRU).
+func TestInFlightMapsPreallocated(t *testing.T) {
 	for _, c := range []struct {
-		memAlloc, lru bool
-		want          ebpf.MapType
-	}{{true, false, ebpf.Hash}, {false, false, ebpf.LRUHash}, {true, true, ebpf.LRUHash}} {
+		lru  bool
+		want ebpf.MapType
+	}{{false, ebpf.Hash}, {true, ebpf.LRUHash}} {
 		spec, err := loadBlockio()
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts := Options{MaxInFlight: DefaultMaxInFlight, BufferSize: DefaultBufferSize, inFlightLRU: c.lru}
-		if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout(), memAlloc: c.memAlloc}); err != nil {
+		if err := configure(spec, &opts, kernelInfo{layout: DefaultOpfLayout()}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range inFlightMaps {
 			m := spec.Maps[name]
-			noPrealloc := m.Flags&unix.BPF_F_NO_PREALLOC != 0
-			if m.Type != c.want || noPrealloc != (c.want == ebpf.Hash) {
-				t.Errorf("memAlloc %v, LRU asked %v: map %s is a %v with flags %#x, want a %v", c.memAlloc, c.lru, name, m.Type, m.Flags, c.want)
+			if m.Type != c.want || m.Flags&unix.BPF_F_NO_PREALLOC != 0 {
+				t.Errorf("LRU asked %v: map %s is a %v with flags %#x, want a %v, preallocated", c.lru, name, m.Type, m.Flags, c.want)
 			}
 		}
 		if n := spec.Maps["bios"].MaxEntries; n != DefaultMaxInFlight {

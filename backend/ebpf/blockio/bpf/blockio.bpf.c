@@ -166,8 +166,8 @@ struct {
 	__type(value, struct bio_info);
 } bios SEC(".maps");
 
-/* issue times of requests in flight; a plain hash map where the kernel has
- * bpf_mem_alloc (the loader's allocateAsTheyCome), as bios */
+/* issue times of requests in flight; made a plain hash map, preallocated,
+ * by the loader (preallocatePlain), as bios */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384); /* resized by the loader (tests) */
