@@ -340,9 +340,10 @@ const unseenN = 32
 // come out while the tracer runs, once the witness has their completion
 // (the sweep), not only when their address is reused or at stop: a live
 // reader (serve's metrics) counts them then. Reads from 8 threads at
-// once leave several addresses unreused when the disk goes quiet.
+// once leave several addresses unreused when the disk goes quiet. The
+// sweep lists the map 4 bios a call here, so the listing takes many.
 func TestUnseenSweptWhileTracing(t *testing.T) {
-	loop, fd, r, _ := missingRuns(t, Options{SweepAge: 100 * time.Millisecond})
+	loop, fd, r, _ := missingRuns(t, Options{SweepAge: 100 * time.Millisecond, sweepBatch: 4})
 	r.t.doneSide[0].Close() // completions no longer reach the tracer
 	const threads, each = 8, 4
 	tids := make(chan uint32, threads)

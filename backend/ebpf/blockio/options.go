@@ -124,6 +124,9 @@ type Options struct {
 	// maxRequests bounds the requests whose issue time is kept (0: the
 	// object's 16,384), for tests.
 	maxRequests int
+	// sweepBatch is how many bios one listing call of the sweep reads
+	// (0: defaultSweepBatch), for tests.
+	sweepBatch int
 	// KernelTypes is the kernel's BTF as the caller already parsed it
 	// (parsing costs tens of ms); nil: parsed here.
 	KernelTypes *btf.Cache

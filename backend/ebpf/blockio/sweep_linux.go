@@ -1,6 +1,10 @@
 package blockio
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+
 	"github.com/cilium/ebpf"
 
 	"github.com/iotrace/iotrace/event"
@@ -32,7 +36,7 @@ type forgetArgs struct {
 // sweep ends the bios queued more than Options.SweepAge ago whose
 // completion the witness has and no program saw.
 func (t *Tracer) sweep() {
-	if t.witness == nil || t.objs.ForgetBio == nil || t.opts.SweepAge < 0 {
+	if t.witness == nil || t.objs.ForgetBio == nil || t.opts.SweepAge < 0 || t.sweepFailed {
 		return
 	}
 	now := t.witness.now()
@@ -40,19 +44,11 @@ func (t *Tracer) sweep() {
 	if now < age+sweepMargin {
 		return
 	}
-	var (
-		key  uint64
-		info blockioBioInfo
-		old  []Record
-	)
-	it := t.objs.Bios.Iterate()
-	for len(old) < maxSweep && it.Next(&key, &info) {
-		if info.QueueTs != 0 && info.QueueTs <= now-age {
-			old = append(old, recordOf(key, &info))
-		}
+	old, err := t.oldBios(now - age)
+	if err != nil {
+		t.stopSweeping(err)
+		return
 	}
-	// An error ends the listing early (the map changes under it): the
-	// next sweep sees the rest.
 	var n uint64
 	for i := range old {
 		r := &old[i]
@@ -61,7 +57,7 @@ func (t *Tracer) sweep() {
 		}
 		ret, err := t.objs.ForgetBio.Run(&ebpf.RunOptions{Context: forgetArgs{Bio: r.Bio, QueueTS: r.QueueTS}})
 		if err != nil {
-			t.opts.warnf("block I/O: end a bio whose completion no program saw: " + err.Error())
+			t.stopSweeping(err)
 			return
 		}
 		if ret == 1 {
@@ -73,6 +69,46 @@ func (t *Tracer) sweep() {
 		t.user.Add(event.CountInfo, StatSwept, n)
 		t.mu.Unlock()
 	}
+}
+
+// stopSweeping warns that the sweep failed and turns it off: the bios it
+// would have ended come when their address is reused, or at stop.
+func (t *Tracer) stopSweeping(err error) {
+	t.sweepFailed = true
+	t.opts.warnf("block I/O: completions no program saw will come late (when the bio's address is reused, or at stop): " + err.Error())
+}
+
+// defaultSweepBatch is how many bios one system call lists
+// (BPF_MAP_LOOKUP_BATCH): a map with thousands in flight is read in a few
+// calls, not two per bio.
+const defaultSweepBatch = 256
+
+// oldBios lists the bios queued at or before upTo, at most maxSweep
+// (those of untraced processes' page-cache reads too: forget_bio tells
+// the page-cache side).
+func (t *Tracer) oldBios(upTo uint64) ([]Record, error) {
+	batch := cmp.Or(t.opts.sweepBatch, defaultSweepBatch)
+	keys := make([]uint64, batch)
+	vals := make([]blockioBioInfo, batch)
+	var (
+		cur ebpf.MapBatchCursor
+		old []Record
+	)
+	for len(old) < maxSweep {
+		n, err := t.objs.Bios.BatchLookup(&cur, keys, vals, nil)
+		for i := range n {
+			if v := &vals[i]; v.QueueTs != 0 && v.QueueTs <= upTo {
+				old = append(old, recordOf(keys[i], v))
+			}
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break // the end
+		}
+		if err != nil {
+			return old, fmt.Errorf("list the bios in flight: %w", err)
+		}
+	}
+	return old, nil
 }
 
 // answer takes r's completion from the witness, completed before time

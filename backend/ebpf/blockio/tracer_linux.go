@@ -40,6 +40,8 @@ type Tracer struct {
 	rd       *ringbuf.Reader
 	// startup times Load's and Attach's phases (counters at Attach's end).
 	startup *phase.Timer
+	// sweepFailed: the sweep failed once and is off (sweep_linux.go).
+	sweepFailed bool
 
 	dec *Decoder
 
