@@ -306,6 +306,14 @@ func runWorkload(t *testing.T, link, file string, n int) int {
 //   - a script's exported metric (biolatency.star's count and sum) as
 //     the built-in ones.
 //
+// One exception to "exactly": a block completion the kernel ran no BPF
+// program for (docs/block.md) is taken from the kernel's trace buffer
+// when its bio's memory is queued again, or at stop, so its event may
+// come after the window (CI saw 15 of 257 writes do so). The workload's
+// events flagged ftrace-completion are those that may: each count may
+// lack them (late), and the quantiles over the counters' difference are
+// compared exactly only when there are none.
+//
 // The series are created by a first, smaller run of the workload before
 // the period: Prometheus's increase() cannot count what a series held at
 // its first scrape. A series made during the period (an op the warm-up
@@ -373,9 +381,10 @@ func TestPrometheus(t *testing.T) {
 			evs = append(evs, e)
 		}
 	}
-	checkPromCounters(t, classic, w, ops)
-	checkPromQuantiles(t, classic, native, w, ops["block/bread"], evs)
-	checkPromScript(t, classic, w, ops, evs)
+	late := lateEvents(evs)
+	checkPromCounters(t, classic, w, ops, late)
+	checkPromQuantiles(t, classic, native, w, ops["block/bread"], evs, late["block/bread"])
+	checkPromScript(t, classic, w, ops, evs, late)
 }
 
 // checkServed checks what the running serve answers: /healthz says it
@@ -405,15 +414,41 @@ func (w promWindow) rng() string { return fmt.Sprintf("[%dms]", w.t1.Sub(w.t0).M
 // offset is the window's length as a PromQL offset.
 func (w promWindow) offset() string { return fmt.Sprintf("offset %dms", w.t1.Sub(w.t0).Milliseconds()) }
 
+// lateEvents counts, by "layer/op", the events that may come after the
+// window: block events whose completion no program saw (flagged
+// ftrace-completion), and all of them under "block".
+func lateEvents(evs []event.Event) map[string]int {
+	late := map[string]int{}
+	for _, e := range evs {
+		if e.Layer == event.LayerBlock && e.Flags&event.FlagFtraceCompletion != 0 {
+			late["block/"+e.Op.String()]++
+			late["block"]++
+		}
+	}
+	return late
+}
+
+// checkCount checks a count over w against the recording's: exactly, but
+// for up to late events that may have come after the window.
+func checkCount(t *testing.T, what string, got float64, want, late int) {
+	t.Helper()
+	if got > float64(want) || got < float64(want-late) {
+		t.Errorf("%s: %v in Prometheus between the start and the end, the recording %d (%d of them may come late)", what, got, want, late)
+	} else if got != float64(want) {
+		t.Logf("%s: %v in Prometheus, the recording %d: %d came after the window (completions no program saw)", what, got, want, want-int(got))
+	}
+}
+
 // checkIncrease checks an increase() over w against the exact count: at
-// least it (up to rounding), at most it extrapolated over 3 scrape
-// intervals.
-func (w promWindow) checkIncrease(t *testing.T, what string, got, want float64) {
+// least it (up to rounding; less up to late events that may have come
+// after the window), at most it extrapolated over 3 scrape intervals.
+func (w promWindow) checkIncrease(t *testing.T, what string, got, want float64, late int) {
 	t.Helper()
 	win := w.t1.Sub(w.t0).Seconds()
 	hi := want * win / (win - 3*promScrape.Seconds())
-	if math.IsNaN(got) || got < want*(1-1e-9) || got > hi {
-		t.Errorf("%s: Prometheus %v, report %v (want %v to %.6g)", what, got, want, want, hi)
+	lo := (want - float64(late)) * (1 - 1e-9)
+	if math.IsNaN(got) || got < lo || got > hi {
+		t.Errorf("%s: Prometheus %v, report %v (want %v to %.6g)", what, got, want, lo, hi)
 		return
 	}
 	t.Logf("%s: Prometheus %.6g, report %.6g (×%.3f)", what, got, want, got/want)
@@ -421,27 +456,25 @@ func (w promWindow) checkIncrease(t *testing.T, what string, got, want float64) 
 
 // checkPromCounters compares the operations and bytes by layer and op:
 // exact differences, and increase().
-func checkPromCounters(t *testing.T, p *prometheus, w promWindow, ops map[string]report.OpSummary) {
+func checkPromCounters(t *testing.T, p *prometheus, w promWindow, ops map[string]report.OpSummary, late map[string]int) {
 	q := `sum by (layer, op) (iotrace_operations_total{comm="promwl",layer=~"file|block"})`
 	end, start := p.values(t, q, w.t1, "layer", "op"), p.values(t, q, w.t0, "layer", "op")
 	for k, o := range ops {
-		if got := end[k] - start[k]; got != float64(o.Count) {
-			t.Errorf("%s: %v operations in Prometheus between the start and the end, report %d", k, got, o.Count)
-		}
+		checkCount(t, k+" operations", end[k]-start[k], int(o.Count), late[k])
 	}
 	inc := p.values(t, `sum by (layer, op) (increase(iotrace_operations_total{comm="promwl",layer=~"file|block"}`+w.rng()+`))`, w.t1, "layer", "op")
 	for k, o := range ops {
 		if _, old := start[k]; old {
-			w.checkIncrease(t, "increase(operations) "+k, inc[k], float64(o.Count))
+			w.checkIncrease(t, "increase(operations) "+k, inc[k], float64(o.Count), late[k])
 		}
 	}
 	wb := p.values(t, `sum by (comm) (increase(iotrace_bytes_total{op="write",layer="file"}`+w.rng()+`))`, w.t1, "comm")
-	w.checkIncrease(t, "increase(bytes written by promwl)", wb["promwl"], float64(ops["file/write"].Bytes))
+	w.checkIncrease(t, "increase(bytes written by promwl)", wb["promwl"], float64(ops["file/write"].Bytes), 0)
 }
 
 // checkPromQuantiles compares the p99 block read latency per device with
 // the recording's and the report's.
-func checkPromQuantiles(t *testing.T, classic, native *prometheus, w promWindow, bread report.OpSummary, evs []event.Event) {
+func checkPromQuantiles(t *testing.T, classic, native *prometheus, w promWindow, bread report.OpSummary, evs []event.Event, late int) {
 	sel := `{comm="promwl",layer="block",op="bread"}`
 	var lat []float64
 	for _, e := range evs {
@@ -457,7 +490,7 @@ func checkPromQuantiles(t *testing.T, classic, native *prometheus, w promWindow,
 	}
 	want := float64(bread.Latency.P99) / 1e9
 	for dev, v := range pc {
-		if x, r := exact[dev], bucketQuantile(0.99, metrics.LatencyBuckets, lat); math.Abs(x-r) > 1e-9*r {
+		if x, r := exact[dev], bucketQuantile(0.99, metrics.LatencyBuckets, lat); late == 0 && math.Abs(x-r) > 1e-9*r {
 			t.Errorf("p99 of %s over the counters' difference: Prometheus %v, the recording in the same buckets %v", dev, x, r)
 		}
 		// increase() extrapolates each bucket's series on its own (the
@@ -478,7 +511,7 @@ func checkPromQuantiles(t *testing.T, classic, native *prometheus, w promWindow,
 // the recording's block I/O: its histogram (every block I/O with a
 // completion, in µs) counts them and has their p99, its sum the block
 // reads' latency.
-func checkPromScript(t *testing.T, p *prometheus, w promWindow, ops map[string]report.OpSummary, evs []event.Event) {
+func checkPromScript(t *testing.T, p *prometheus, w promWindow, ops map[string]report.OpSummary, evs []event.Event, late map[string]int) {
 	var usecs []float64
 	for _, e := range evs {
 		if e.Layer == event.LayerBlock && e.Flags&event.FlagNoCompletion == 0 {
@@ -487,15 +520,17 @@ func checkPromScript(t *testing.T, p *prometheus, w promWindow, ops map[string]r
 	}
 	end := p.values(t, `sum(iotrace_script_lat_usecs_count)`, w.t1)
 	start := p.values(t, `sum(iotrace_script_lat_usecs_count)`, w.t0)
-	if got := end[""] - start[""]; got != float64(len(usecs)) {
-		t.Errorf("iotrace_script_lat_usecs_count: %v between the start and the end, the recording %d", got, len(usecs))
-	}
+	checkCount(t, "iotrace_script_lat_usecs_count", end[""]-start[""], len(usecs), late["block"])
 	sc := p.values(t, `sum(increase(iotrace_script_lat_usecs_count`+w.rng()+`))`, w.t1)
-	w.checkIncrease(t, "increase(iotrace_script_lat_usecs_count)", sc[""], float64(len(usecs)))
-	st := p.values(t, `sum by (op) (increase(iotrace_script_total_ns_total{op="bread"}`+w.rng()+`))`, w.t1, "op")
-	w.checkIncrease(t, "increase(iotrace_script_total_ns_total{op=bread})", st["bread"], float64(ops["block/bread"].Time))
+	w.checkIncrease(t, "increase(iotrace_script_lat_usecs_count)", sc[""], float64(len(usecs)), late["block"])
+	if late["block"] == 0 {
+		// A late event's time is missing from the window's sum, by an
+		// amount the count does not bound.
+		st := p.values(t, `sum by (op) (increase(iotrace_script_total_ns_total{op="bread"}`+w.rng()+`))`, w.t1, "op")
+		w.checkIncrease(t, "increase(iotrace_script_total_ns_total{op=bread})", st["bread"], float64(ops["block/bread"].Time), 0)
+	}
 	exact := p.values(t, `histogram_quantile(0.99, sum by (le) (iotrace_script_lat_usecs_bucket - iotrace_script_lat_usecs_bucket `+w.offset()+`))`, w.t1)
-	if x, r := exact[""], bucketQuantile(0.99, metrics.Log2Buckets(), usecs); math.IsNaN(x) || math.Abs(x-r) > 1e-9*r {
+	if x, r := exact[""], bucketQuantile(0.99, metrics.Log2Buckets(), usecs); late["block"] == 0 && (math.IsNaN(x) || math.Abs(x-r) > 1e-9*r) {
 		t.Errorf("biolatency p99 over the counters' difference: Prometheus %v µs, the recording in the same buckets %v µs", x, r)
 	} else {
 		t.Logf("biolatency p99: %.1f µs", x)

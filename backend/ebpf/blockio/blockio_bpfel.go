@@ -169,7 +169,6 @@ const (
 	blockioProgBlockRqIssue            = "block_rq_issue"
 	blockioProgBlockRqRequeue          = "block_rq_requeue"
 	blockioProgBlockSplit              = "block_split"
-	blockioProgForgetBio               = "forget_bio"
 	blockioProgWritebackMarkInodeDirty = "writeback_mark_inode_dirty"
 	blockioVarBioPinnedBit             = "bio_pinned_bit"
 	blockioVarClockMonotonic           = "clock_monotonic"
@@ -234,7 +233,6 @@ type blockioProgramSpecs struct {
 	BlockRqIssue            *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
 	BlockRqRequeue          *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
 	BlockSplit              *ebpf.ProgramSpec `ebpf:"block_split"`
-	ForgetBio               *ebpf.ProgramSpec `ebpf:"forget_bio"`
 	WritebackMarkInodeDirty *ebpf.ProgramSpec `ebpf:"writeback_mark_inode_dirty"`
 }
 
@@ -363,7 +361,6 @@ type blockioPrograms struct {
 	BlockRqIssue            *ebpf.Program `ebpf:"block_rq_issue"`
 	BlockRqRequeue          *ebpf.Program `ebpf:"block_rq_requeue"`
 	BlockSplit              *ebpf.Program `ebpf:"block_split"`
-	ForgetBio               *ebpf.Program `ebpf:"forget_bio"`
 	WritebackMarkInodeDirty *ebpf.Program `ebpf:"writeback_mark_inode_dirty"`
 }
 
@@ -376,7 +373,6 @@ func (p *blockioPrograms) Close() error {
 		p.BlockRqIssue,
 		p.BlockRqRequeue,
 		p.BlockSplit,
-		p.ForgetBio,
 		p.WritebackMarkInodeDirty,
 	)
 }

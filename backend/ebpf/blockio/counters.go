@@ -56,10 +56,6 @@ const (
 	// between queue and device).
 	StatRqFull   = "block requests whose issue time was not kept: map full"
 	StatInFlight = "block bios without completion (in flight at stop)"
-	// StatSwept counts the bios whose completion no program saw and the
-	// witness did, ended while tracing (the sweep) rather than when
-	// their address was reused or at stop; StatWitnessed counts them too.
-	StatSwept = "block completions not seen by the programs, found in the kernel's trace buffer while tracing"
 	// StatUnseen counts tracked bios whose completion never reached the
 	// programs (the kernel did not run block_rq_complete's program for
 	// it, as seen while another BPF tool attached to the block

@@ -58,19 +58,12 @@ func (m *fillAnswers) put(bio uint64, a fillAnswer) {
 // whose completion came after that queue (an address is reused only
 // after its bio completed), given for that bio's queue or later.
 func (m fillAnswers) take(bio, queueTS uint64) (witnessRec, bool) {
-	if !m.has(bio, queueTS) {
+	a, ok := m[bio]
+	if !ok || a.w.ts <= queueTS || a.queueTS < queueTS {
 		return witnessRec{}, false
 	}
-	a := m[bio]
 	delete(m, bio)
 	return a.w, true
-}
-
-// has reports whether take would return an answer for bio queued at
-// queueTS.
-func (m fillAnswers) has(bio, queueTS uint64) bool {
-	a, ok := m[bio]
-	return ok && a.w.ts > queueTS && a.queueTS >= queueTS
 }
 
 // of returns the answer for q's bio, if it was a fill of q's file queued

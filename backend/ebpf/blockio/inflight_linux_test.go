@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,13 +25,10 @@ import (
 // blocks on the freeze, so the bio outlives the trace deterministically.
 // Its device and direction come from the queue side, so it shows on the
 // loop device as a write linked to the call that queued it.
-//
-// The sweep runs meanwhile (a bio is looked at 1 ms after its queue) and
-// must leave it in flight: the witness has no completion for it.
 func TestInFlightAtStop(t *testing.T) {
 	dev, fd, thaw := frozenLoop(t)
 
-	r := startTracer(t, Options{SweepAge: time.Millisecond})
+	r := startTracer(t, Options{})
 	tids := make(chan uint32, 1)
 	start := make(chan struct{})
 	done := make(chan error, 1)
@@ -50,8 +46,8 @@ func TestInFlightAtStop(t *testing.T) {
 	causeMap{r.t}.enter(t, tid, 201)
 	close(start)
 	// The write is queued within microseconds; it cannot complete while
-	// the outer file system is frozen. Run sweeps once a second.
-	time.Sleep(1300 * time.Millisecond)
+	// the outer file system is frozen.
+	time.Sleep(300 * time.Millisecond)
 	select {
 	case err := <-done:
 		t.Fatalf("the write completed on a frozen backing file system: %v", err)
@@ -335,81 +331,6 @@ func TestUnseenCompletionsNoWitness(t *testing.T) {
 }
 
 const unseenN = 32
-
-// TestUnseenSweptWhileTracing: the bios whose completion no program saw
-// come out while the tracer runs, once the witness has their completion
-// (the sweep), not only when their address is reused or at stop: a live
-// reader (serve's metrics) counts them then. Reads from 8 threads at
-// once leave several addresses unreused when the disk goes quiet. The
-// sweep lists the map 4 bios a call here, so the listing takes many.
-func TestUnseenSweptWhileTracing(t *testing.T) {
-	loop, fd, r, _ := missingRuns(t, Options{SweepAge: 100 * time.Millisecond, sweepBatch: 4})
-	r.t.doneSide[0].Close() // completions no longer reach the tracer
-	const threads, each = 8, 4
-	tids := make(chan uint32, threads)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for th := range threads {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			tids <- uint32(unix.Gettid())
-			buf := alignedBuf(4096)
-			for i := range each {
-				if _, err := unix.Pread(fd, buf, int64(th*each+i)*8192); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(tids)
-	ours := map[uint32]bool{}
-	for tid := range tids {
-		ours[tid] = true
-	}
-	// Every read shows before the stop: swept within a second of
-	// SweepAge.
-	var evs []event.Event
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r.mu.Lock()
-		evs = evs[:0]
-		for _, e := range r.events {
-			if e.Dev == loop.dev && ours[e.Tid] {
-				evs = append(evs, e)
-			}
-		}
-		r.mu.Unlock()
-		if len(evs) >= threads*each || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	live := r.t.Stats()
-	swept := live.Get(event.CountInfo, StatSwept)
-	r.stop(t)
-	seen := map[uint64]int{}
-	for i := range evs {
-		e := &evs[i]
-		seen[e.Sector]++
-		if e.Op != event.OpBlockRead || e.Size != 4096 || e.Flags&event.FlagFtraceCompletion == 0 || e.Flags&event.FlagNoCompletion != 0 ||
-			e.Duration <= 0 || e.Duration > int64(elapsed) {
-			t.Errorf("%s: want a 4096-byte read with its completion from the kernel's trace buffer, latency in (0, %v]", describe(e), elapsed)
-		}
-	}
-	if len(evs) != threads*each || len(seen) != threads*each {
-		t.Errorf("%d events at %d sectors before the stop, want %d at as many", len(evs), len(seen), threads*each)
-	}
-	if swept == 0 {
-		t.Errorf("%q = 0: no bio was left for the sweep", StatSwept)
-	}
-	// (The stats count the whole system's bios, whose completions the
-	// programs miss too now: writeback queued just before the stop may
-	// complete after it, in flight at stop.)
-	t.Logf("%d bios swept, %d reads", swept, threads*each)
-}
 
 // unseenReads makes unseenN reads whose completions the programs do not
 // see and checks that each shows once, a 4096-byte read; it returns the

@@ -22,7 +22,6 @@ const (
 	DefaultBufferSize   = 4 << 20
 	DefaultMaxInFlight  = 65536
 	DefaultPollInterval = 10 * time.Millisecond
-	DefaultSweepAge     = time.Second
 )
 
 // Options configure a [Tracer]. The zero value traces every bio on the
@@ -113,20 +112,12 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
-	// SweepAge is how long a bio stays in flight before Run, once a
-	// second, looks for its completion in the witness: one found there
-	// is emitted then, not when its address is reused or at stop
-	// (sweep_linux.go). 0 means DefaultSweepAge; negative, no sweep.
-	SweepAge time.Duration
 	// inFlightLRU keeps the map of bios in flight an LRU map on any kernel (as
 	// before Linux 6.1), for tests.
 	inFlightLRU bool
 	// maxRequests bounds the requests whose issue time is kept (0: the
 	// object's 16,384), for tests.
 	maxRequests int
-	// sweepBatch is how many bios one listing call of the sweep reads
-	// (0: defaultSweepBatch), for tests.
-	sweepBatch int
 	// KernelTypes is the kernel's BTF as the caller already parsed it
 	// (parsing costs tens of ms); nil: parsed here.
 	KernelTypes *btf.Cache

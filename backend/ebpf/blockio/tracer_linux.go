@@ -40,8 +40,6 @@ type Tracer struct {
 	rd       *ringbuf.Reader
 	// startup times Load's and Attach's phases (counters at Attach's end).
 	startup *phase.Timer
-	// sweepFailed: the sweep failed once and is off (sweep_linux.go).
-	sweepFailed bool
 
 	dec *Decoder
 
@@ -132,9 +130,6 @@ func load(opts Options) (*Tracer, error) {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
-	}
-	if opts.SweepAge == 0 {
-		opts.SweepAge = DefaultSweepAge
 	}
 	if opts.Sysfs == "" {
 		opts.Sysfs = "/sys"
@@ -302,7 +297,7 @@ var inFlightMaps = []string{"bios", "rqs"}
 // insert, which the programs count (StatMapFull, StatRqFull), where an
 // LRU map evicts the oldest entry, a bio maybe still in flight, silently.
 // Left behind entries (a completion the programs did not see) go when
-// their address is queued again (StatUnseen) or by the sweep.
+// their address is queued again (StatUnseen), or at stop.
 //
 // Preallocated, not allocated as entries come (BPF_F_NO_PREALLOC, as
 // from issue 28 until 2026-11-29): the kernel allocates those with
@@ -452,19 +447,18 @@ func (t *Tracer) Run(ctx context.Context, emit func(*event.Event)) error {
 	unwake := context.AfterFunc(ctx, func() { _ = t.rd.Flush() })
 	defer unwake()
 	s := &runState{t: t, emit: emit}
-	lastLoss, nextTick := uint64(0), time.Now().Add(time.Second)
+	lastLoss, nextLoss := uint64(0), time.Now().Add(time.Second)
 	for ctx.Err() == nil {
 		if err := s.read(time.Now().Add(t.opts.PollInterval)); err != nil {
 			return err
 		}
 		t.drainWitness()
-		if now := time.Now(); now.After(nextTick) {
-			nextTick = now.Add(time.Second)
+		if now := time.Now(); now.After(nextLoss) {
+			nextLoss = now.Add(time.Second)
 			if lost := t.lost(); lost > lastLoss {
 				t.opts.warnf(fmt.Sprintf("block I/O: ring buffer full, %d block events lost so far", lost))
 				lastLoss = lost
 			}
-			t.sweep()
 		}
 	}
 	return t.stop(s)

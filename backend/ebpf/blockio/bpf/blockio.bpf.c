@@ -833,27 +833,3 @@ int block_bio_complete(struct bpf_raw_tracepoint_args *ctx)
 		emit(&w, bio, BPF_CORE_READ(bio, bi_iter.bi_sector), BPF_CORE_READ(bio, bi_iter.bi_size));
 	return 0;
 }
-
-/* ---- run by user space (BPF_PROG_TEST_RUN) ---- */
-
-/* A bio user space found in flight after the completion witness saw it
- * complete: no program saw its completion. */
-struct forget_args {
-	__u64 bio;      /* its key */
-	__u64 queue_ts; /* its entry's queue time, as user space read it */
-};
-
-/* Forgets a bio whose completion no program saw, as the next queue of its
- * address would (forget_unseen), if its entry is still the one user space
- * read: its record goes out while tracing, not when the address is reused
- * or at stop. Returns 1 when it did. */
-SEC("syscall")
-int forget_bio(struct forget_args *a)
-{
-	__u64 key = a->bio;
-	struct bio_info *bi = bpf_map_lookup_elem(&bios, &key);
-	if (!bi || bi->queue_ts != a->queue_ts)
-		return 0;
-	forget_unseen(key);
-	return 1;
-}
