@@ -190,8 +190,7 @@ func hangWrites(t *testing.T, r *run, dev event.Device, fd int, thaw func(), n i
 // counted (StatMapFull), and those tracked are still reported at stop.
 // Eight O_DIRECT writes hang on a loop device over a frozen file system
 // while the map holds four bios: at least four inserts fail. (An LRU map,
-// as before Linux 6.1 and before issue 28, evicts instead: the count
-// stays 0.)
+// as before issue 28, evicts instead: the count stays 0.)
 func TestInFlightMapFull(t *testing.T) {
 	dev, fd, thaw := frozenLoop(t)
 	const maxInFlight, writes = 4, 8

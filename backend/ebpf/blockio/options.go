@@ -80,9 +80,9 @@ type Options struct {
 	BufferSize int
 	// MaxInFlight bounds the bios tracked between queue and completion;
 	// 0 means DefaultMaxInFlight. A bio queued when that many are
-	// tracked is counted (StatMapFull) and not tracked. (Before Linux
-	// 6.1 the map is an LRU map, preallocated, which evicts the oldest
-	// bio instead: its completion then counts under StatNoStart.)
+	// tracked is counted (StatMapFull) and not tracked. (The object's
+	// LRU map, which the loader replaces, would evict the oldest bio
+	// instead: its completion would count under StatNoStart.)
 	MaxInFlight int
 	// PollInterval is how often Run looks at the ring buffer when the
 	// kernel has not woken it (wakeups are batched); 0 means
@@ -112,8 +112,8 @@ type Options struct {
 	// (0: 1024).
 	WitnessKeep     int
 	WitnessBufferKB int
-	// inFlightLRU keeps the map of bios in flight an LRU map on any kernel (as
-	// before Linux 6.1), for tests.
+	// inFlightLRU keeps the map of bios in flight the object's LRU map
+	// (as before issue 28), for tests.
 	inFlightLRU bool
 	// maxRequests bounds the requests whose issue time is kept (0: the
 	// object's 16,384), for tests.
