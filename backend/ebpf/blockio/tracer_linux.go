@@ -600,6 +600,7 @@ func (s *runState) deliver() {
 		t.unseen(r, e, r.DoneTS)
 	} else {
 		t.dec.Event(r, e)
+		t.saw(r)
 	}
 	if e.Dev != s.lastDev {
 		t.device(e.Dev, e.Time)
@@ -635,6 +636,15 @@ func (t *Tracer) unseen(r *Record, e *event.Event, before uint64) bool {
 	}
 	t.dec.InFlight(r, e)
 	return false
+}
+
+// saw tells the witness of a completion the programs saw.
+func (t *Tracer) saw(r *Record) {
+	t.mu.Lock()
+	if t.witness != nil {
+		t.witness.saw(r)
+	}
+	t.mu.Unlock()
 }
 
 // FillDone returns when q's fill completed, when no program saw it

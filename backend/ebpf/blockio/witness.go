@@ -32,6 +32,10 @@ const (
 	// lost (overwritten before read): bios completing then cannot be
 	// looked up.
 	StatWitnessLost = "block completion witness: kernel trace buffer events lost"
+	// StatWitnessSeenDropped counts completions the programs saw whose
+	// witness records could not be set aside (too many waited for a
+	// read): a bio no program saw complete could take one of those.
+	StatWitnessSeenDropped = "block completion witness: completions the programs saw, not set aside (backlog full)"
 	// StatWitnessMalformed counts pages or records of the instance that
 	// did not decode.
 	StatWitnessMalformed = "block completion witness: malformed trace pages"
@@ -146,6 +150,90 @@ type witnessLog struct {
 	// oldest is the time of the oldest completion overwritten in ring.
 	oldest    uint64
 	malformed uint64
+	// pending are completions the programs saw, waiting for the log to
+	// have read past them (settle); seenDropped counts those that found
+	// it full (their witness records stay open to an unseen bio).
+	pending     []seenRec
+	seenDropped uint64
+}
+
+// The completions the programs saw. Two bios of one disk and direction
+// ending at one sector can be in flight at once (every empty preflush
+// ends at its disk's sector 0; overlapping direct I/O), and the witness
+// search matches by disk, direction, end sector and time: a bio no
+// program saw complete must not take the completion of one they did. So
+// the witness record of each completion the programs saw is taken for
+// it. Its record reaches user space before the witness's (Run reads the
+// ring, then drains the instance), so it waits in pending until a read
+// of the instance that began after its time (settle).
+
+// seenRec is a completion a program saw: its bio's disk, the sector the
+// completion covers (the bio's last; its first for an empty bio), its
+// direction (opLetter) and the program's time.
+type seenRec struct {
+	ts     uint64
+	sector uint64
+	dev    uint32
+	op     byte
+}
+
+const (
+	// seenSlack bounds how long before a program's time the witness's
+	// probe, which runs first on the same CPU, recorded that completion.
+	seenSlack = 1_000_000 // ns
+	// maxSeenPending bounds the completions waiting for a read.
+	maxSeenPending = 1 << 16
+)
+
+// saw notes a completion the programs saw.
+func (l *witnessLog) saw(s seenRec) {
+	if len(l.pending) >= maxSeenPending {
+		l.seenDropped++
+		return
+	}
+	l.pending = append(l.pending, s)
+}
+
+// settle takes the witness records of the pending completions older than
+// readAt, the time a read of the instance began: each has been read by
+// then (if the instance kept it).
+func (l *witnessLog) settle(readAt uint64) {
+	keep := l.pending[:0]
+	for _, s := range l.pending {
+		if s.ts >= readAt {
+			keep = append(keep, s)
+			continue
+		}
+		l.takeSeen(s)
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+}
+
+// takeSeen takes the witness record of s: the latest of its disk and
+// direction covering s's sector at most seenSlack before s's time (taken
+// already when another bio of the same request came first).
+func (l *witnessLog) takeSeen(s seenRec) {
+	best := -1
+	l.index.each(s.dev, s.op, s.sector, func(i int32) {
+		r := &l.ring[i]
+		if r.dev != s.dev || r.op != s.op || r.ts > s.ts || s.ts-r.ts > seenSlack {
+			return
+		}
+		if r.nr == 0 {
+			if r.sector != s.sector {
+				return
+			}
+		} else if s.sector < r.sector || s.sector >= r.sector+uint64(r.nr) {
+			return
+		}
+		if best < 0 || r.ts > l.ring[best].ts {
+			best = int(i)
+		}
+	})
+	if best >= 0 {
+		l.ring[best].used = true
+	}
 }
 
 func newWitnessLog(keep int) *witnessLog {

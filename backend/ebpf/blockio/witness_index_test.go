@@ -124,3 +124,20 @@ func BenchmarkWitnessFind(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWitnessSeen: setting aside the witness record of a completion
+// the programs saw (saw, then settle), in a full log: the cost the reader
+// pays per block event.
+func BenchmarkWitnessSeen(b *testing.B) {
+	l, id := testWitnessLog(&testing.T{}, DefaultWitnessKeep)
+	for i := range uint64(DefaultWitnessKeep) {
+		l.add(i+1, rqCompleteRecord(id, 1, (i*8)%(1<<24), 8, 0, "R"))
+	}
+	for i := range b.N {
+		j := uint64(i % DefaultWitnessKeep)
+		l.saw(seenRec{ts: j + 2, sector: (j*8)%(1<<24) + 7, dev: 1, op: 'R'})
+		if len(l.pending) == 64 {
+			l.settle(^uint64(0))
+		}
+	}
+}

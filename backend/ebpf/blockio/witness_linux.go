@@ -92,8 +92,11 @@ func openWitness(opts *Options) (*witness, error) {
 // finished).
 func (w *witness) drain() {
 	if w.in == nil {
+		w.log.settle(math.MaxUint64) // all the instance gave is read
 		return
 	}
+	readAt := w.now()
+	defer w.log.settle(readAt)
 	missed, err := w.in.Read(func(_ int, ts uint64, rec []byte) { w.log.add(ts, rec) })
 	if missed > 0 {
 		w.lostPages += missed
@@ -120,6 +123,18 @@ func (w *witness) now() uint64 {
 		return math.MaxUint64
 	}
 	return uint64(ts.Nano())
+}
+
+// saw notes r, a completion the programs saw: its witness record is
+// taken for it once read (witnessLog.settle).
+func (w *witness) saw(r *Record) {
+	pos := w.disk(r.Dev)
+	at := r.Sector + pos.start // the sector the completion covers: the bio's last, or its first when empty
+	if end := at + uint64(r.Bytes>>9); end > at {
+		at = end - 1
+	}
+	var buf [8]byte
+	w.log.saw(seenRec{ts: r.DoneTS, sector: at, dev: pos.disk, op: opLetter(w.layout.RWBS(buf[:0], r.Opf))})
 }
 
 // lookup finds the completion of r, a bio no program saw complete, before
@@ -236,6 +251,9 @@ func (w *witness) close() error {
 func (w *witness) stats() event.Stats {
 	var s event.Stats
 	s.Add(event.CountInfo, StatWitnessed, w.found)
+	if w.log.seenDropped != 0 {
+		s.Add(event.CountInfo, StatWitnessSeenDropped, w.log.seenDropped)
+	}
 	s.Add(event.CountInfo, StatWitnessLost, max(w.lostPages, w.dropped))
 	s.Add(event.CountInfo, StatWitnessMalformed, w.log.malformed+w.readErrors)
 	for i := missNoRecord; i < numMisses; i++ {

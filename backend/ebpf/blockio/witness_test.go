@@ -93,6 +93,62 @@ func TestWitnessFind(t *testing.T) {
 	}
 }
 
+// TestWitnessSeenNotTaken: a completion the programs saw is no unseen
+// bio's. Two empty preflushes end at the disk's sector 0: the first
+// completes under the programs' eyes, after the second was queued; the
+// second's completion is missed. The second must get its own completion,
+// not the first's, as it did before the programs' completions were set
+// aside. A merged request the programs saw is set aside once for each of
+// its bios; a completion seen further back than seenSlack, or newer than
+// the last read, sets nothing aside.
+func TestWitnessSeenNotTaken(t *testing.T) {
+	l, id := testWitnessLog(t, 64)
+	const disk = 252 << 20
+	add := func(ts uint64, sector uint64, nr uint32, rwbs string) {
+		l.add(ts, rqCompleteRecord(id, disk, sector, nr, 0, rwbs))
+	}
+	add(1_000, 0, 0, "FWS")       // preflush 1, seen by the programs at 1_002
+	add(2_000, 0, 0, "FWS")       // preflush 2, missed
+	add(3_000, 992, 32, "WS")     // a merged request, seen for its bios ending at 1007 and 1023
+	add(4_000, 2000, 8, "WS")     // seen 2 ms later: beyond seenSlack, not set aside
+	add(1_500_000, 5000, 8, "WS") // seen at 1_500_001, after the read that began at 1_500_000
+	l.saw(seenRec{ts: 1_002, sector: 0, dev: disk, op: 'W'})
+	l.saw(seenRec{ts: 3_001, sector: 1007, dev: disk, op: 'W'})
+	l.saw(seenRec{ts: 3_001, sector: 1023, dev: disk, op: 'W'})
+	l.saw(seenRec{ts: 4_000 + seenSlack + 1, sector: 2007, dev: disk, op: 'W'})
+	l.saw(seenRec{ts: 1_500_001, sector: 5007, dev: disk, op: 'W'})
+	l.settle(1_500_000)
+	if len(l.pending) != 1 || l.pending[0].ts != 1_500_001 {
+		t.Errorf("pending %+v, want the completion seen after the read began", l.pending)
+	}
+
+	flush := witnessQuery{dev: disk, sector: 0, bytes: 0, op: 'W', after: 500, before: 3_000_000}
+	if r, miss := l.find(flush); miss != missNone || r.ts != 2_000 {
+		t.Errorf("the missed preflush: %+v, %v; want its own completion at 2000, not the seen one at 1000", r, miss)
+	}
+	if r, miss := l.find(witnessQuery{dev: disk, sector: 1016, bytes: 4096, op: 'W', after: 500, before: 3_000_000}); miss != missNoRecord {
+		t.Errorf("a bio inside the seen merged request: %+v, %v; want no record", r, miss)
+	}
+	if r, miss := l.find(witnessQuery{dev: disk, sector: 2000, bytes: 4096, op: 'W', after: 500, before: 3_000_000}); miss != missNone || r.ts != 4_000 {
+		t.Errorf("a completion seen beyond seenSlack: %+v, %v; want it left open", r, miss)
+	}
+	l.settle(2_000_000)
+	if len(l.pending) != 0 {
+		t.Errorf("pending %+v after a later read", l.pending)
+	}
+	if _, miss := l.find(witnessQuery{dev: disk, sector: 5000, bytes: 4096, op: 'W', after: 500, before: 3_000_000}); miss != missNoRecord {
+		t.Errorf("a completion seen, set aside at the next read: %v", miss)
+	}
+
+	// A full backlog is counted, not grown.
+	for range maxSeenPending + 3 {
+		l.saw(seenRec{ts: 5_000_000, dev: disk, op: 'W'})
+	}
+	if len(l.pending) != maxSeenPending || l.seenDropped != 3 {
+		t.Errorf("backlog %d, dropped %d; want %d and 3", len(l.pending), l.seenDropped, maxSeenPending)
+	}
+}
+
 // TestWitnessKeep: a bio queued before the oldest completion overwritten
 // is reported as beyond the witness's memory, not as missing.
 func TestWitnessKeep(t *testing.T) {
