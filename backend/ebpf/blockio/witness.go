@@ -167,14 +167,11 @@ type witnessLog struct {
 // ring, then drains the instance), so it waits in pending until a read
 // of the instance that began after its time (settle).
 
-// seenRec is a completion a program saw: its bio's disk, the sector the
-// completion covers (the bio's last; its first for an empty bio), its
-// direction (opLetter) and the program's time.
+// seenRec is a completion a program saw: its bio (q's time bounds are
+// unused) and the program's time.
 type seenRec struct {
-	ts     uint64
-	sector uint64
-	dev    uint32
-	op     byte
+	q  witnessQuery
+	ts uint64
 }
 
 const (
@@ -211,20 +208,17 @@ func (l *witnessLog) settle(readAt uint64) {
 }
 
 // takeSeen takes the witness record of s: the latest of its disk and
-// direction covering s's sector at most seenSlack before s's time (taken
+// direction that ends s's bio at most seenSlack before s's time (taken
 // already when another bio of the same request came first).
 func (l *witnessLog) takeSeen(s seenRec) {
+	at, ok := s.q.last()
+	if !ok {
+		return
+	}
 	best := -1
-	l.index.each(s.dev, s.op, s.sector, func(i int32) {
+	l.index.each(s.q.dev, s.q.op, at, func(i int32) {
 		r := &l.ring[i]
-		if r.dev != s.dev || r.op != s.op || r.ts > s.ts || s.ts-r.ts > seenSlack {
-			return
-		}
-		if r.nr == 0 {
-			if r.sector != s.sector {
-				return
-			}
-		} else if s.sector < r.sector || s.sector >= r.sector+uint64(r.nr) {
+		if r.ts > s.ts || s.ts-r.ts > seenSlack || !r.ends(&s.q) {
 			return
 		}
 		if best < 0 || r.ts > l.ring[best].ts {
@@ -312,6 +306,31 @@ type witnessQuery struct {
 	before uint64 // its loss was found then: its completion came earlier
 }
 
+// last returns the sector a completion must cover to end q: its last, or
+// its own for an empty bio (a preflush); false for a bio past the last
+// sector (damage).
+func (q *witnessQuery) last() (uint64, bool) {
+	if q.bytes == 0 {
+		return q.sector, true
+	}
+	end := q.sector + uint64(q.bytes>>9)
+	return end - 1, end != 0
+}
+
+// ends reports whether r is a completion of q's disk and direction that
+// covers q's last sector (for an empty q, an empty completion at its
+// sector).
+func (r *witnessRec) ends(q *witnessQuery) bool {
+	if r.dev != q.dev || r.op != q.op {
+		return false
+	}
+	if q.bytes == 0 {
+		return r.nr == 0 && r.sector == q.sector
+	}
+	end := q.sector + uint64(q.bytes>>9)
+	return r.sector < end && r.sector+uint64(r.nr) >= end
+}
+
 // find returns the earliest completion of q's disk and direction in
 // (after, before) that ends q: it covers q's last sector (q's first, for
 // an empty bio, a preflush). The record is taken: no other bio gets it.
@@ -319,25 +338,14 @@ func (l *witnessLog) find(q witnessQuery) (witnessRec, witnessMiss) {
 	if q.after != 0 && q.after < l.oldest {
 		return witnessRec{}, missOld
 	}
-	end := q.sector + uint64(q.bytes>>9)
-	at := q.sector // the sector a completion must cover: q's last, or q's own for an empty bio
-	if q.bytes != 0 {
-		if end == 0 {
-			return witnessRec{}, missNoRecord
-		}
-		at = end - 1
+	at, ok := q.last()
+	if !ok {
+		return witnessRec{}, missNoRecord
 	}
 	best := -1
 	l.index.each(q.dev, q.op, at, func(i int32) {
 		r := &l.ring[i]
-		if r.used || r.dev != q.dev || r.op != q.op || r.ts <= q.after || r.ts >= q.before {
-			return
-		}
-		if q.bytes == 0 {
-			if r.nr != 0 || r.sector != q.sector {
-				return
-			}
-		} else if r.sector >= end || r.sector+uint64(r.nr) < end {
+		if r.used || r.ts <= q.after || r.ts >= q.before || !r.ends(&q) {
 			return
 		}
 		if best < 0 || r.ts < l.ring[best].ts {

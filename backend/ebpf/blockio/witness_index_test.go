@@ -135,7 +135,7 @@ func BenchmarkWitnessSeen(b *testing.B) {
 	}
 	for i := range b.N {
 		j := uint64(i % DefaultWitnessKeep)
-		l.saw(seenRec{ts: j + 2, sector: (j*8)%(1<<24) + 7, dev: 1, op: 'R'})
+		l.saw(seenRec{q: witnessQuery{dev: 1, sector: (j * 8) % (1 << 24), bytes: 4096, op: 'R'}, ts: j + 2})
 		if len(l.pending) == 64 {
 			l.settle(^uint64(0))
 		}

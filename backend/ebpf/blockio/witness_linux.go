@@ -127,15 +127,7 @@ func (w *witness) now() uint64 {
 
 // saw notes r, a completion the programs saw: its witness record is
 // taken for it once read (witnessLog.settle).
-func (w *witness) saw(r *Record) {
-	pos := w.disk(r.Dev)
-	at := r.Sector + pos.start // the sector the completion covers: the bio's last, or its first when empty
-	if end := at + uint64(r.Bytes>>9); end > at {
-		at = end - 1
-	}
-	var buf [8]byte
-	w.log.saw(seenRec{ts: r.DoneTS, sector: at, dev: pos.disk, op: opLetter(w.layout.RWBS(buf[:0], r.Opf))})
-}
+func (w *witness) saw(r *Record) { w.log.saw(seenRec{q: w.query(r), ts: r.DoneTS}) }
 
 // lookup finds the completion of r, a bio no program saw complete, before
 // time before (the tracer's clock; 0: now). It drains the instance first:
@@ -162,17 +154,17 @@ func (w *witness) find(r *Record, before uint64) (witnessRec, witnessMiss) {
 	if before == 0 {
 		before = w.now()
 	}
+	q := w.query(r)
+	q.after, q.before = r.QueueTS, before
+	return w.log.find(q)
+}
+
+// query is r's bio as the instance records it: on its disk (a partition's
+// sectors moved by its start), its direction as a letter.
+func (w *witness) query(r *Record) witnessQuery {
 	pos := w.disk(r.Dev)
 	var buf [8]byte
-	q := witnessQuery{
-		dev:    pos.disk,
-		sector: r.Sector + pos.start,
-		bytes:  r.Bytes,
-		op:     opLetter(w.layout.RWBS(buf[:0], r.Opf)),
-		after:  r.QueueTS,
-		before: before,
-	}
-	return w.log.find(q)
+	return witnessQuery{dev: pos.disk, sector: r.Sector + pos.start, bytes: r.Bytes, op: opLetter(w.layout.RWBS(buf[:0], r.Opf))}
 }
 
 // disk returns where dev lies: itself from sector 0, or, for a partition,

@@ -112,11 +112,11 @@ func TestWitnessSeenNotTaken(t *testing.T) {
 	add(3_000, 992, 32, "WS")     // a merged request, seen for its bios ending at 1007 and 1023
 	add(4_000, 2000, 8, "WS")     // seen 2 ms later: beyond seenSlack, not set aside
 	add(1_500_000, 5000, 8, "WS") // seen at 1_500_001, after the read that began at 1_500_000
-	l.saw(seenRec{ts: 1_002, sector: 0, dev: disk, op: 'W'})
-	l.saw(seenRec{ts: 3_001, sector: 1007, dev: disk, op: 'W'})
-	l.saw(seenRec{ts: 3_001, sector: 1023, dev: disk, op: 'W'})
-	l.saw(seenRec{ts: 4_000 + seenSlack + 1, sector: 2007, dev: disk, op: 'W'})
-	l.saw(seenRec{ts: 1_500_001, sector: 5007, dev: disk, op: 'W'})
+	l.saw(seenRec{q: witnessQuery{dev: disk, sector: 0, bytes: 0, op: 'W'}, ts: 1_002})
+	l.saw(seenRec{q: witnessQuery{dev: disk, sector: 1000, bytes: 4096, op: 'W'}, ts: 3_001})
+	l.saw(seenRec{q: witnessQuery{dev: disk, sector: 1016, bytes: 4096, op: 'W'}, ts: 3_001})
+	l.saw(seenRec{q: witnessQuery{dev: disk, sector: 2000, bytes: 4096, op: 'W'}, ts: 4_000 + seenSlack + 1})
+	l.saw(seenRec{q: witnessQuery{dev: disk, sector: 5000, bytes: 4096, op: 'W'}, ts: 1_500_001})
 	l.settle(1_500_000)
 	if len(l.pending) != 1 || l.pending[0].ts != 1_500_001 {
 		t.Errorf("pending %+v, want the completion seen after the read began", l.pending)
@@ -142,7 +142,7 @@ func TestWitnessSeenNotTaken(t *testing.T) {
 
 	// A full backlog is counted, not grown.
 	for range maxSeenPending + 3 {
-		l.saw(seenRec{ts: 5_000_000, dev: disk, op: 'W'})
+		l.saw(seenRec{q: witnessQuery{dev: disk, op: 'W'}, ts: 5_000_000})
 	}
 	if len(l.pending) != maxSeenPending || l.seenDropped != 3 {
 		t.Errorf("backlog %d, dropped %d; want %d and 3", len(l.pending), l.seenDropped, maxSeenPending)
