@@ -9,6 +9,9 @@ const (
 	// DefaultPollInterval is how often the reader drains the ring buffer
 	// when the kernel has not woken it (wakeups are batched).
 	DefaultPollInterval = 10 * time.Millisecond
+	// DefaultThreadSlots is how many threads keep their state in the
+	// BPF programs' array of thread slots (152 bytes each).
+	DefaultThreadSlots = 8192
 )
 
 // Config tunes the backend beyond backend.Options. The zero value uses
@@ -30,6 +33,11 @@ type Config struct {
 	// UnwindCacheDir is where unwind tables are cached across runs (by
 	// build ID); "" means unwind.DefaultCacheDir(), "-" no cache.
 	UnwindCacheDir string
+	// ThreadSlots is the number of threads whose state the BPF programs
+	// keep in an array, the fast place (a power of two; 0 means
+	// DefaultThreadSlots); the others keep it in task-local storage
+	// (bpf/cur_syscall.h).
+	ThreadSlots int
 }
 
 // Backend traces file system calls (and block I/O) on Linux with eBPF. It

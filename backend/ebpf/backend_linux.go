@@ -193,6 +193,7 @@ func (b *Backend) Run(ctx context.Context, opts backend.Options, sink event.Sink
 		wakeupBytes: uint64(rs) / uint64(frac),
 		stacks:      opts.Stacks,
 		unwind:      opts.Stacks&backend.StacksUser != 0 && opts.StackWalk == backend.WalkTables && runtime.GOARCH == "amd64",
+		threadSlots: b.cfg.ThreadSlots,
 		kernelTypes: kt,
 		rawKernel:   kraw,
 	}

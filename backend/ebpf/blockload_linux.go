@@ -52,7 +52,8 @@ func (b *blockLoad) close() {
 }
 
 // blockOptions are the block tracer's options: linked to the traced
-// system calls through cur_syscall (and sharing their ring buffer for
+// system calls through the threads' states (cur_syscall, thread_slots;
+// and sharing their ring buffer for
 // page-cache records) when they are traced too, to their stack and
 // unwind maps with --stacks, to their pid filter when the trace is
 // filtered. Origin is set at attach.
@@ -68,7 +69,7 @@ func blockOptions(pr *probes, opts *backend.Options, sink *lockedSink, wakeupByt
 	}
 	o := &pr.objs
 	if wantFile {
-		bo.CurSyscall = o.CurSyscall
+		bo.CurSyscall, bo.ThreadSlots = o.CurSyscall, o.ThreadSlots
 		bo.InodeIO = o.InodeIo
 		bo.PageCache, bo.PageCacheWakeup = o.Rb, wakeupBytes
 	}

@@ -33,6 +33,7 @@ const (
 	cLostPC
 	cLostUStackCopy
 	cSlotsFull
+	cStateStorage
 	numCounters
 )
 
@@ -49,7 +50,7 @@ var counterDesc = [numCounters]struct {
 	cExitNoEnter:    {event.CountUnpaired, "syscall exits without their enter (started before tracing)", false},
 	cEnterNoExit:    {event.CountUnpaired, "syscalls without exit (thread exited inside)", false},
 	cKindMismatch:   {event.CountUnpaired, "syscall exits of another syscall than entered", false},
-	cInflightFull:   {event.CountLost, "syscall events lost: no task storage for the thread (memory)", false},
+	cInflightFull:   {event.CountLost, "syscall events lost: no state for the thread (its slot taken, no task storage: memory)", false},
 	cPathRetry:      {event.CountInfo, "paths not resident at enter, read at exit", false},
 	cPathFailed:     {event.CountUnresolved, "paths unreadable at enter and exit", false},
 	cURingNoSubmit:  {event.CountUnpaired, "io_uring completions without submission", false},
@@ -64,6 +65,7 @@ var counterDesc = [numCounters]struct {
 	cLostPC:         {event.CountLost, "page-cache eviction records lost: ring buffer full (reads of those pages may be misclassified)", false},
 	cLostUStackCopy: {event.CountUnresolved, "user stack copies lost: ring buffer full (their events have no user stack)", false},
 	cSlotsFull:      {event.CountInfo, "system-call records sent through the ring buffer: their CPU's slots full (the reader behind)", false},
+	cStateStorage:   {event.CountInfo, "threads whose state went to task storage, not a thread slot (the slot another thread's, an exec by a non-leader thread, or an asynchronous request first)", false},
 }
 
 // addCounters adds the per-CPU kernel counters vals[counter][cpu] to s.

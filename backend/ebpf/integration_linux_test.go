@@ -280,8 +280,7 @@ func TestFileSyscalls(t *testing.T) {
 }
 
 // TestInFlightAtStop: a system call still blocked when tracing stops is
-// reported (from the threads' task-local storage, through the task
-// iterator) as an event without a result, flagged FlagNoCompletion.
+// reported (from the threads' states, through the task iterator) as an event without a result, flagged FlagNoCompletion.
 func TestInFlightAtStop(t *testing.T) {
 	testenv.RequirePrivileged(t, "loads BPF programs")
 	cmd := exec.Command("sh", "-c", "echo ready; read line")

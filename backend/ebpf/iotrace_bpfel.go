@@ -227,6 +227,15 @@ type iotraceSyscallState struct {
 	Call [112]uint8
 }
 
+type iotraceThreadSlot struct {
+	_     structs.HostLayout
+	Tid   uint32
+	Pad   uint32
+	Start uint64
+	St    iotraceSyscallState
+	Pad2  [40]uint8
+}
+
 type iotraceUnwindFile struct {
 	_     structs.HostLayout
 	Size  uint64
@@ -348,6 +357,7 @@ const (
 	iotraceMapStackScratch       = "stack_scratch"
 	iotraceMapStacks             = "stacks"
 	iotraceMapSysKinds           = "sys_kinds"
+	iotraceMapThreadSlots        = "thread_slots"
 	iotraceMapUnwindFiles        = "unwind_files"
 	iotraceMapUnwindFrames       = "unwind_frames"
 	iotraceMapUnwindRows         = "unwind_rows"
@@ -383,6 +393,7 @@ const (
 	iotraceVarCfgSelfTgid        = "cfg_self_tgid"
 	iotraceVarCfgSlotShift       = "cfg_slot_shift"
 	iotraceVarCfgStacks          = "cfg_stacks"
+	iotraceVarCfgThreadSlotMask  = "cfg_thread_slot_mask"
 	iotraceVarCfgTso             = "cfg_tso"
 	iotraceVarCfgUnwind          = "cfg_unwind"
 	iotraceVarCfgUringCqe        = "cfg_uring_cqe"
@@ -474,6 +485,7 @@ type iotraceMapSpecs struct {
 	StackScratch      *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks            *ebpf.MapSpec `ebpf:"stacks"`
 	SysKinds          *ebpf.MapSpec `ebpf:"sys_kinds"`
+	ThreadSlots       *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles       *ebpf.MapSpec `ebpf:"unwind_files"`
 	UnwindFrames      *ebpf.MapSpec `ebpf:"unwind_frames"`
 	UnwindRows        *ebpf.MapSpec `ebpf:"unwind_rows"`
@@ -498,6 +510,7 @@ type iotraceVariableSpecs struct {
 	CfgSelfTgid        *ebpf.VariableSpec `ebpf:"cfg_self_tgid"`
 	CfgSlotShift       *ebpf.VariableSpec `ebpf:"cfg_slot_shift"`
 	CfgStacks          *ebpf.VariableSpec `ebpf:"cfg_stacks"`
+	CfgThreadSlotMask  *ebpf.VariableSpec `ebpf:"cfg_thread_slot_mask"`
 	CfgTso             *ebpf.VariableSpec `ebpf:"cfg_tso"`
 	CfgUnwind          *ebpf.VariableSpec `ebpf:"cfg_unwind"`
 	CfgUringCqe        *ebpf.VariableSpec `ebpf:"cfg_uring_cqe"`
@@ -544,6 +557,7 @@ type iotraceMaps struct {
 	StackScratch      *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks            *ebpf.Map `ebpf:"stacks"`
 	SysKinds          *ebpf.Map `ebpf:"sys_kinds"`
+	ThreadSlots       *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles       *ebpf.Map `ebpf:"unwind_files"`
 	UnwindFrames      *ebpf.Map `ebpf:"unwind_frames"`
 	UnwindRows        *ebpf.Map `ebpf:"unwind_rows"`
@@ -574,6 +588,7 @@ func (m *iotraceMaps) Close() error {
 		m.StackScratch,
 		m.Stacks,
 		m.SysKinds,
+		m.ThreadSlots,
 		m.UnwindFiles,
 		m.UnwindFrames,
 		m.UnwindRows,
@@ -599,6 +614,7 @@ type iotraceVariables struct {
 	CfgSelfTgid        *ebpf.Variable `ebpf:"cfg_self_tgid"`
 	CfgSlotShift       *ebpf.Variable `ebpf:"cfg_slot_shift"`
 	CfgStacks          *ebpf.Variable `ebpf:"cfg_stacks"`
+	CfgThreadSlotMask  *ebpf.Variable `ebpf:"cfg_thread_slot_mask"`
 	CfgTso             *ebpf.Variable `ebpf:"cfg_tso"`
 	CfgUnwind          *ebpf.Variable `ebpf:"cfg_unwind"`
 	CfgUringCqe        *ebpf.Variable `ebpf:"cfg_uring_cqe"`

@@ -37,6 +37,9 @@ type loadConfig struct {
 	wakeupBytes uint64
 	stacks      backend.Stacks
 	unwind      bool // user stacks walked by unwind tables (bpf/unwind.h)
+	// threadSlots is the size of the array of thread slots (a power of
+	// two; 0: DefaultThreadSlots).
+	threadSlots int
 	// attach is what will be attached: the programs nothing attaches
 	// are not loaded.
 	attach attachConfig
@@ -80,7 +83,8 @@ func unusedPrograms(ac attachConfig) map[string]bool {
 // probes are the loaded programs and maps and the links attaching them.
 type probes struct {
 	objs iotraceObjects
-	// enters, exits and others are detached in that order at the end.
+	// enters, others and exits are detached in that order at the end
+	// (detachEnters, detach).
 	enters, exits, others []link.Link
 	rd                    *ringbuf.Reader
 	// slots reads the per-CPU record slots (nil: none, every record
@@ -267,6 +271,17 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		spec.Maps["slots"].MaxEntries = uint32(slotLayout.Size() / slotStride)
 		spec.Maps["slot_tails"].MaxEntries = uint32(p.ncpu)
 	}
+	slotsN := cfg.threadSlots
+	if slotsN == 0 {
+		slotsN = DefaultThreadSlots
+	}
+	if slotsN < 0 || slotsN > 1<<20 || slotsN&(slotsN-1) != 0 {
+		return nil, fmt.Errorf("ebpf: %d thread slots: want a power of two up to %d", slotsN, 1<<20)
+	}
+	if !cfg.attach.file {
+		slotsN = 1 // nothing takes a slot
+	}
+	spec.Maps["thread_slots"].MaxEntries = uint32(slotsN)
 	b2u := func(b bool) uint8 {
 		if b {
 			return 1
@@ -274,21 +289,22 @@ func createProbes(cfg loadConfig) (*probes, error) {
 		return 0
 	}
 	for name, v := range map[string]any{
-		"cfg_self_tgid":     cfg.selfTgid,
-		"cfg_filter_pids":   b2u(cfg.filterPids),
-		"cfg_follow_forks":  b2u(cfg.followForks),
-		"cfg_follow_self":   b2u(cfg.followSelf),
-		"cfg_filter_comm":   b2u(len(cfg.comms) > 0),
-		"cfg_cause":         b2u(cfg.cause),
-		"cfg_wakeup_bytes":  cfg.wakeupBytes,
-		"cfg_stacks":        uint8(cfg.stacks), // STACKS_USER | STACKS_KERNEL: TestStacksBits
-		"cfg_page_shift":    uint32(pageShift()),
-		"cfg_unwind":        b2u(cfg.unwind),
-		"unwind_page_shift": pageShift(),
-		"cfg_uring_cqe":     b2u(tp.uringCQE),
-		"cfg_evict_page":    b2u(tp.evictPage),
-		"cfg_slot_shift":    uint32(slotLayout.Shift),
-		"cfg_tso":           b2u(runtime.GOARCH == "amd64" || runtime.GOARCH == "386"),
+		"cfg_self_tgid":        cfg.selfTgid,
+		"cfg_filter_pids":      b2u(cfg.filterPids),
+		"cfg_follow_forks":     b2u(cfg.followForks),
+		"cfg_follow_self":      b2u(cfg.followSelf),
+		"cfg_filter_comm":      b2u(len(cfg.comms) > 0),
+		"cfg_cause":            b2u(cfg.cause),
+		"cfg_wakeup_bytes":     cfg.wakeupBytes,
+		"cfg_stacks":           uint8(cfg.stacks), // STACKS_USER | STACKS_KERNEL: TestStacksBits
+		"cfg_page_shift":       uint32(pageShift()),
+		"cfg_unwind":           b2u(cfg.unwind),
+		"unwind_page_shift":    pageShift(),
+		"cfg_uring_cqe":        b2u(tp.uringCQE),
+		"cfg_evict_page":       b2u(tp.evictPage),
+		"cfg_slot_shift":       uint32(slotLayout.Shift),
+		"cfg_tso":              b2u(runtime.GOARCH == "amd64" || runtime.GOARCH == "386"),
+		"cfg_thread_slot_mask": uint32(slotsN - 1),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -618,9 +634,10 @@ func aioRecOf(v *iotraceAioRec) (aioRec, error) {
 }
 
 // inFlight returns the syscalls entered and not exited, as records
-// without a result. The in-flight state is task-local storage, which user
-// space cannot iterate: a task iterator program (dump_inflight) writes one
-// inflight_dump per thread with a call in flight.
+// without a result. The in-flight state is in thread slots or task-local
+// storage, which user space cannot tell apart or iterate: a task iterator
+// program (dump_inflight) writes one inflight_dump per thread with a call
+// in flight.
 func (p *probes) inFlight() ([]syscallRec, error) {
 	l, err := link.AttachIter(link.IterOptions{Program: p.objs.DumpInflight})
 	if err != nil {

@@ -27,6 +27,7 @@ const (
 	ckPosArg  = 1 << 38 // preadv2/pwritev2: the offset args[3] == -1 means the file position
 	ckPair    = 1 << 39 // at exit, the int[2] at args[pair] holds two new descriptors
 	ckRead    = 1 << 40 // a read of fd args[0]: may have waited for I/O in flight (every OpRead)
+	ckExec    = 1 << 43 // execve, execveat: a non-leader thread's state goes to task storage first
 
 	ckPairArg      = 1 << ckPairShift
 	ckAsync        = 1 << ckAsyncShift
@@ -52,6 +53,7 @@ var descC = []struct{ name, def, doc string }{
 	{"CK_PAIR", bit(ckPair), "at exit, the int[2] at args[CK_PAIR_ARG] holds two new descriptors: size = fd0 | fd1 << 32, ino/dev = fd0's inode, pos = fd1's inode"},
 	{"CK_PAIR_ARG(c)", fmt.Sprintf("(((c) >> %d) & 0xf)", ckPairShift), "the argument of CK_PAIR's int[2]"},
 	{"CK_READ", bit(ckRead), "a read of fd args[0] (see SF_WAITED_IO)"},
+	{"CK_EXEC", bit(ckExec), "execve, execveat: a non-leader thread's state moves to its task storage (it takes the leader's ID)"},
 	{"CK_ASYNC(c)", fmt.Sprintf("(((c) >> %d) & 3)", ckAsyncShift), "io_submit, io_getevents/io_pgetevents, io_uring_enter: no event of their own, handled in \"Asynchronous requests\""},
 	{"ASYNC_SUBMIT", fmt.Sprint(asyncSubmit), "io_submit"},
 	{"ASYNC_REAP", fmt.Sprint(asyncReap), "io_getevents, io_pgetevents"},
@@ -120,6 +122,9 @@ func cookie(c systable.Call) uint64 {
 	}
 	if row.Op == event.OpRead {
 		ck |= ckRead
+	}
+	if row.Op == event.OpExec {
+		ck |= ckExec
 	}
 	return ck
 }

@@ -47,6 +47,8 @@ func TestMain(m *testing.M) {
 		workloadAnonFDs()
 	case "migrate":
 		workloadMigrate()
+	case "threads":
+		workloadThreads()
 	case "gowrite":
 		must(stackOuter(os.Getenv("IOTRACE_WORKLOAD_FILE")))
 	default:

@@ -101,6 +101,15 @@ type blockioSyscallState struct {
 	Call  [112]uint8
 }
 
+type blockioThreadSlot struct {
+	_     structs.HostLayout
+	Tid   uint32
+	Pad   uint32
+	Start uint64
+	St    blockioSyscallState
+	Pad2  [40]uint8
+}
+
 type blockioUnwindFile struct {
 	_     structs.HostLayout
 	Size  uint64
@@ -157,6 +166,7 @@ const (
 	blockioMapPidFilter                = "pid_filter"
 	blockioMapRqs                      = "rqs"
 	blockioMapStacks                   = "stacks"
+	blockioMapThreadSlots              = "thread_slots"
 	blockioMapUnwindFiles              = "unwind_files"
 	blockioMapUnwindFrames             = "unwind_frames"
 	blockioMapUnwindRows               = "unwind_rows"
@@ -171,6 +181,7 @@ const (
 	blockioProgBlockSplit              = "block_split"
 	blockioProgWritebackMarkInodeDirty = "writeback_mark_inode_dirty"
 	blockioVarBioPinnedBit             = "bio_pinned_bit"
+	blockioVarCfgThreadSlotMask        = "cfg_thread_slot_mask"
 	blockioVarClockMonotonic           = "clock_monotonic"
 	blockioVarFilterPids               = "filter_pids"
 	blockioVarPageShift                = "page_shift"
@@ -250,6 +261,7 @@ type blockioMapSpecs struct {
 	PidFilter    *ebpf.MapSpec `ebpf:"pid_filter"`
 	Rqs          *ebpf.MapSpec `ebpf:"rqs"`
 	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
+	ThreadSlots  *ebpf.MapSpec `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.MapSpec `ebpf:"unwind_files"`
 	UnwindFrames *ebpf.MapSpec `ebpf:"unwind_frames"`
 	UnwindRows   *ebpf.MapSpec `ebpf:"unwind_rows"`
@@ -261,18 +273,19 @@ type blockioMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockioVariableSpecs struct {
-	BioPinnedBit    *ebpf.VariableSpec `ebpf:"bio_pinned_bit"`
-	ClockMonotonic  *ebpf.VariableSpec `ebpf:"clock_monotonic"`
-	FilterPids      *ebpf.VariableSpec `ebpf:"filter_pids"`
-	PageShift       *ebpf.VariableSpec `ebpf:"page_shift"`
-	PcRecords       *ebpf.VariableSpec `ebpf:"pc_records"`
-	PcWakeupBytes   *ebpf.VariableSpec `ebpf:"pc_wakeup_bytes"`
-	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
-	StackMode       *ebpf.VariableSpec `ebpf:"stack_mode"`
-	UnusedBlockRec  *ebpf.VariableSpec `ebpf:"unused_block_rec"`
-	UnwindMode      *ebpf.VariableSpec `ebpf:"unwind_mode"`
-	UnwindPageShift *ebpf.VariableSpec `ebpf:"unwind_page_shift"`
-	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	BioPinnedBit      *ebpf.VariableSpec `ebpf:"bio_pinned_bit"`
+	CfgThreadSlotMask *ebpf.VariableSpec `ebpf:"cfg_thread_slot_mask"`
+	ClockMonotonic    *ebpf.VariableSpec `ebpf:"clock_monotonic"`
+	FilterPids        *ebpf.VariableSpec `ebpf:"filter_pids"`
+	PageShift         *ebpf.VariableSpec `ebpf:"page_shift"`
+	PcRecords         *ebpf.VariableSpec `ebpf:"pc_records"`
+	PcWakeupBytes     *ebpf.VariableSpec `ebpf:"pc_wakeup_bytes"`
+	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StackMode         *ebpf.VariableSpec `ebpf:"stack_mode"`
+	UnusedBlockRec    *ebpf.VariableSpec `ebpf:"unused_block_rec"`
+	UnwindMode        *ebpf.VariableSpec `ebpf:"unwind_mode"`
+	UnwindPageShift   *ebpf.VariableSpec `ebpf:"unwind_page_shift"`
+	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // blockioObjects contains all objects after they have been loaded into the kernel.
@@ -305,6 +318,7 @@ type blockioMaps struct {
 	PidFilter    *ebpf.Map `ebpf:"pid_filter"`
 	Rqs          *ebpf.Map `ebpf:"rqs"`
 	Stacks       *ebpf.Map `ebpf:"stacks"`
+	ThreadSlots  *ebpf.Map `ebpf:"thread_slots"`
 	UnwindFiles  *ebpf.Map `ebpf:"unwind_files"`
 	UnwindFrames *ebpf.Map `ebpf:"unwind_frames"`
 	UnwindRows   *ebpf.Map `ebpf:"unwind_rows"`
@@ -324,6 +338,7 @@ func (m *blockioMaps) Close() error {
 		m.PidFilter,
 		m.Rqs,
 		m.Stacks,
+		m.ThreadSlots,
 		m.UnwindFiles,
 		m.UnwindFrames,
 		m.UnwindRows,
@@ -336,18 +351,19 @@ func (m *blockioMaps) Close() error {
 //
 // It can be passed to loadBlockioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockioVariables struct {
-	BioPinnedBit    *ebpf.Variable `ebpf:"bio_pinned_bit"`
-	ClockMonotonic  *ebpf.Variable `ebpf:"clock_monotonic"`
-	FilterPids      *ebpf.Variable `ebpf:"filter_pids"`
-	PageShift       *ebpf.Variable `ebpf:"page_shift"`
-	PcRecords       *ebpf.Variable `ebpf:"pc_records"`
-	PcWakeupBytes   *ebpf.Variable `ebpf:"pc_wakeup_bytes"`
-	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
-	StackMode       *ebpf.Variable `ebpf:"stack_mode"`
-	UnusedBlockRec  *ebpf.Variable `ebpf:"unused_block_rec"`
-	UnwindMode      *ebpf.Variable `ebpf:"unwind_mode"`
-	UnwindPageShift *ebpf.Variable `ebpf:"unwind_page_shift"`
-	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
+	BioPinnedBit      *ebpf.Variable `ebpf:"bio_pinned_bit"`
+	CfgThreadSlotMask *ebpf.Variable `ebpf:"cfg_thread_slot_mask"`
+	ClockMonotonic    *ebpf.Variable `ebpf:"clock_monotonic"`
+	FilterPids        *ebpf.Variable `ebpf:"filter_pids"`
+	PageShift         *ebpf.Variable `ebpf:"page_shift"`
+	PcRecords         *ebpf.Variable `ebpf:"pc_records"`
+	PcWakeupBytes     *ebpf.Variable `ebpf:"pc_wakeup_bytes"`
+	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
+	StackMode         *ebpf.Variable `ebpf:"stack_mode"`
+	UnusedBlockRec    *ebpf.Variable `ebpf:"unused_block_rec"`
+	UnwindMode        *ebpf.Variable `ebpf:"unwind_mode"`
+	UnwindPageShift   *ebpf.Variable `ebpf:"unwind_page_shift"`
+	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // blockioPrograms contains all programs after they have been loaded into the kernel.

@@ -6,7 +6,8 @@
 // hooks raw tracepoints: block_bio_queue records the submitter (pid, tid,
 // comm, CPU), the queue time, the inode whose page cache the bio carries
 // and, when the thread is inside a traced syscall, that syscall's ID
-// (shared map cur_syscall); block_split gives a split child its parent's
+// (the thread's state, in the shared maps thread_slots or cur_syscall);
+// block_split gives a split child its parent's
 // record (the parent is bi_private); block_rq_issue stamps the request;
 // block_rq_complete walks rq->bio, bi_next... and sends one record per bio;
 // block_bio_complete does the same for bio-based devices (device-mapper,
@@ -15,7 +16,7 @@
 //
 // The Go API, used by the eBPF backend (package backend/ebpf):
 //
-//	t, err := blockio.Open(blockio.Options{Origin: o, CurSyscall: m, PidFilter: p, ExcludePid: self})
+//	t, err := blockio.Open(blockio.Options{Origin: o, CurSyscall: m, ThreadSlots: s, PidFilter: p, ExcludePid: self})
 //	defer t.Close()
 //	err = t.Run(ctx, func(e *event.Event) { ... }) // until ctx is done
 //	facts := t.Facts()                              // FactDevice: names of devices

@@ -35,11 +35,15 @@ type Options struct {
 	// the clock of the syscall records.
 	Monotonic bool
 
-	// CurSyscall is the syscall side's cur_syscall map (task-local
-	// storage, layout in backend/ebpf/bpf/cur_syscall.h). With it, each bio records the ID
-	// of the syscall its thread was in as its Cause, and adds itself to
-	// that syscall's nr_bios/bio_bytes. Without it, causes are absent.
-	CurSyscall *ebpf.Map
+	// CurSyscall and ThreadSlots are the syscall side's cur_syscall
+	// (task-local storage) and thread_slots (an array, a power of two in
+	// size) maps, where each thread keeps its state (layouts in
+	// backend/ebpf/bpf/cur_syscall.h): both or neither. With them, each
+	// bio records the ID of the syscall its thread was in as its Cause,
+	// and adds itself to that syscall's nr_bios/bio_bytes. Without them,
+	// causes are absent.
+	CurSyscall  *ebpf.Map
+	ThreadSlots *ebpf.Map
 	// InodeIO is the syscall side's inode_io map (LRU hash, layout in
 	// backend/ebpf/bpf/cur_syscall.h): page-cache read bios in flight and
 	// queued per file, which tells a read that waited for I/O in flight

@@ -251,6 +251,7 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 		{"pc_wakeup_bytes", max(opts.PageCacheWakeup, 4096)},
 		{"unwind_mode", opts.Unwind != nil},
 		{"unwind_page_shift", unwindPageShift(opts.Unwind)},
+		{"cfg_thread_slot_mask", threadSlotMask(opts.ThreadSlots)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return err
@@ -270,6 +271,11 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 	if opts.Stacks == backend.StacksNone {
 		spec.Maps["stacks"].MaxEntries = 1
 	}
+	// Without the syscall side's thread slots the object's own are
+	// never written: one.
+	if opts.ThreadSlots == nil {
+		spec.Maps["thread_slots"].MaxEntries = 1
+	}
 	// The inodes traced processes dirtied (an LRU map, preallocated: 2-5
 	// ms to create) are looked up only with the pid filter.
 	if opts.PidFilter == nil {
@@ -282,6 +288,15 @@ func configure(spec *ebpf.CollectionSpec, opts *Options, info kernelInfo) error 
 		spec.Maps["inode_io"].MaxEntries = 1
 	}
 	return nil
+}
+
+// threadSlotMask is the index mask of the array of thread slots m (its
+// size, a power of two, less 1; 0 without it).
+func threadSlotMask(m *ebpf.Map) uint32 {
+	if m == nil || m.MaxEntries() == 0 {
+		return 0
+	}
+	return m.MaxEntries() - 1
 }
 
 // inFlightMaps are the maps preallocatePlain changes: the bios in flight
@@ -323,8 +338,16 @@ func preallocatePlain(spec *ebpf.CollectionSpec) {
 // and PidFilter), each checked to be the map the programs expect.
 func sharedMaps(spec *ebpf.CollectionSpec, opts *Options) (map[string]*ebpf.Map, error) {
 	repl := map[string]*ebpf.Map{}
+	// A thread's state is in one of the two: both or neither.
+	if (opts.CurSyscall == nil) != (opts.ThreadSlots == nil) {
+		return nil, errors.New("blockio: Options.CurSyscall and Options.ThreadSlots go together (a thread's state is in one or the other)")
+	}
+	if m := opts.ThreadSlots; m != nil && m.MaxEntries()&(m.MaxEntries()-1) != 0 {
+		return nil, fmt.Errorf("blockio: Options.ThreadSlots has %d entries, want a power of two", m.MaxEntries())
+	}
 	// The syscall side's maps, shared (layouts in backend/ebpf/bpf/cur_syscall.h).
-	shared := []sharedMap{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
+	shared := []sharedMap{{"cur_syscall", "CurSyscall", "struct syscall_state", opts.CurSyscall},
+		{"thread_slots", "ThreadSlots", "struct thread_slot", opts.ThreadSlots}, {"inode_io", "InodeIO", "struct inode_io", opts.InodeIO},
 		{"stacks", "StackMap", "a stack-trace map", opts.StackMap}}
 	if u := opts.Unwind; u != nil {
 		shared = append(shared, []sharedMap{{"unwind_files", "Unwind.Files", "struct unwind_file by struct unwind_file_key", u.Files},

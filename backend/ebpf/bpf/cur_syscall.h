@@ -4,9 +4,9 @@
  * iotrace.bpf.c) and the block programs (engineer D, blockio) to link a
  * bio to the system call that queued it.
  *
- * Protocol (the map is task-local storage: one value per thread, found
- * from the task itself in a few instructions, freed by the kernel when the
- * thread exits, so nothing per thread is left behind or capped):
+ * Protocol (one value per thread, in a slot of thread_slots or in the
+ * task-local storage cur_syscall: see syscall_state_of below; freed when
+ * the thread exits, so nothing per thread is left behind or capped):
  *   - sys_enter of a traced syscall sets the current thread's cause to
  *     {id, 0, 0, 0} (id: the syscall event's ID, bit 63 clear, never 0).
  *     The value is created at the thread's first traced call and
@@ -20,9 +20,9 @@
  *   - sys_exit reads nr_bios/bio_bytes into the syscall record
  *     (CausedIOs/CausedBytes) and sets id to 0.
  *
- * The map is defined (and owned) by the syscall object; the block object
- * declares the same map and the loader replaces it with the syscall
- * object's map (cilium/ebpf CollectionOptions.MapReplacements), so both
+ * The maps are defined (and owned) by the syscall object; the block object
+ * declares the same maps and the loader replaces them with the syscall
+ * object's maps (cilium/ebpf CollectionOptions.MapReplacements), so both
  * definitions below must stay identical. Include this header once per
  * object, after vmlinux-free type definitions (__u32/__u64) and
  * bpf_helpers.h.
@@ -57,6 +57,63 @@ struct {
 	__type(key, int);                 /* a pidfd, from user space */
 	__type(value, struct syscall_state);
 } cur_syscall SEC(".maps");
+
+/* Where a thread's struct syscall_state lives. The system-call programs
+ * look it up at both ends of every traced call, so its first home is a
+ * slot of thread_slots, an array indexed by the thread's ID: a lookup
+ * there is a few inlined instructions, where bpf_task_storage_get is a
+ * helper call behind a recursion guard (28 ns a traced call more,
+ * measured in place). A thread takes its slot at its first traced call (sys_enter, by
+ * compare-and-swap on tid) and frees it when it exits (sched_process_exit);
+ * a thread whose slot another live thread holds keeps its state in
+ * cur_syscall instead, as does every thread that got its state elsewhere
+ * (the asynchronous paths create it there). A slot names its thread by ID
+ * and start time, so a slot whose thread's exit went unseen never passes
+ * for a later thread given that ID. A non-leader thread that execs takes
+ * the leader's ID and start time: sched_process_exec moves its state.
+ * Only the system-call object takes and frees slots; the block object
+ * only looks them up (syscall_state_of), through the same map. */
+#define THREAD_SLOTS 8192 /* the map's size; the loader may set a smaller power of two */
+
+struct thread_slot {
+	__u32 tid;   /* the thread holding the slot; 0: free */
+	__u32 pad;
+	__u64 start; /* its start_boottime */
+	struct syscall_state st;
+	__u8 pad2[40]; /* to three cache lines (the array mapped: values page-aligned), so two threads' slots share none */
+};
+_Static_assert(sizeof(struct thread_slot) == 192, "struct thread_slot fills three cache lines");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, THREAD_SLOTS);
+	__type(key, __u32);
+	__type(value, struct thread_slot);
+} thread_slots SEC(".maps");
+
+/* thread_slots' size less 1, set by the loader (a power of two less 1). */
+volatile const __u32 cfg_thread_slot_mask = THREAD_SLOTS - 1;
+
+struct task_struct;
+
+/* thread_slot returns the slot of the thread with ID tid (maybe another
+ * thread's, or free). */
+static __always_inline struct thread_slot *thread_slot(__u32 tid)
+{
+	__u32 i = tid & cfg_thread_slot_mask;
+	return bpf_map_lookup_elem(&thread_slots, &i);
+}
+
+/* syscall_state_of returns the state of thread t, whose ID is tid and
+ * start time start, or NULL when it has none. */
+static __always_inline struct syscall_state *syscall_state_of(struct task_struct *t, __u32 tid, __u64 start)
+{
+	struct thread_slot *s = thread_slot(tid);
+	if (s && tid && s->tid == tid && s->start == start)
+		return &s->st;
+	return bpf_task_storage_get(&cur_syscall, t, 0, 0);
+}
 
 /* Page-cache read I/O per file, for telling a read that waited for I/O
  * already in flight (read-ahead, or another reader's) from a cache hit.

@@ -8,8 +8,9 @@
  * loader from backend/ebpf/systable, says which are traced, which
  * arguments are paths and what else to read (sys_desc.h); the rest return
  * after one array lookup.
- * sys_enter stores the arguments in task-local storage (inflight, created
- * at the thread's first traced call, reused in place, freed with the
+ * sys_enter stores the arguments in the thread's state (inflight, in its
+ * slot of thread_slots or its task-local storage: cur_syscall.h; made at
+ * the thread's first traced call, reused in place, freed with the
  * thread); sys_exit
  * sends one struct syscall_rec with both ends. Path arguments are read at enter and sent ahead in a
  * struct path_rec; a path whose page is not resident at enter is read
@@ -299,10 +300,11 @@ struct inflight {
 	__u32 comm_sent; /* the thread's comm went out in a record (cleared on exec and rename) */
 };
 
-/* The system call in flight on each thread lives in the thread's
- * task-local storage (cur_syscall, see cur_syscall.h), next to the cause
- * counters the block programs update: created at the thread's first traced
- * call, reused in place (kind 0: none in flight), freed with the thread. */
+/* The system call in flight on each thread lives in the thread's state
+ * (a slot of thread_slots or its task-local storage, see cur_syscall.h),
+ * next to the cause counters the block programs update: made at the
+ * thread's first traced call, reused in place (kind 0: none in flight),
+ * freed with the thread. */
 _Static_assert(sizeof(struct inflight) == SYSCALL_PRIVATE_SIZE, "struct inflight must fill syscall_state.call");
 
 struct thread_state {
@@ -311,9 +313,74 @@ struct thread_state {
 };
 _Static_assert(sizeof(struct thread_state) == sizeof(struct syscall_state), "thread_state is syscall_state");
 
-static __always_inline struct thread_state *thread_state(struct task_struct *t, __u64 flags)
+/* thread_state returns thread t's state, NULL when it has none. */
+static __always_inline struct thread_state *thread_state(struct task_struct *t)
 {
-	return bpf_task_storage_get(&cur_syscall, t, 0, flags);
+	return (struct thread_state *)syscall_state_of(t, t->pid, t->start_boottime);
+}
+
+static __always_inline void count(__u32 idx);
+
+/* thread_state_new makes the state of thread t, which has none: in its
+ * slot when claim and the slot is free, else in its task-local storage.
+ * A free slot is clean (thread_slot_release): the slot is published, its
+ * start time written, last. NULL when neither could be had (memory). */
+static __always_inline struct thread_state *thread_state_new(struct task_struct *t, bool claim)
+{
+	__u32 tid = t->pid;
+	struct thread_slot *s = claim ? thread_slot(tid) : NULL;
+	if (s && tid && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0) {
+		asm volatile("" ::: "memory");
+		s->start = t->start_boottime;
+		return (struct thread_state *)&s->st;
+	}
+	count(C_STATE_STORAGE);
+	return bpf_task_storage_get(&cur_syscall, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* thread_slot_release cleans and frees slot s, held by the current
+ * thread (which exits, or execs as a non-leader thread). */
+static __always_inline void thread_slot_release(struct thread_slot *s)
+{
+	struct thread_state *st = (struct thread_state *)&s->st;
+	s->start = 0;
+	st->cause.id = 0;
+	st->cause.nr_bios = 0;
+	st->cause.submitter = 0;
+	st->cause.bio_bytes = 0;
+	st->call.kind = 0;
+	st->call.comm_sent = 0;
+	__sync_lock_test_and_set(&s->tid, 0); /* after the other stores */
+}
+
+/* thread_state_unslot moves the state of the current thread t, ID tid,
+ * from its slot, when it holds one, to its task-local storage: a
+ * non-leader thread about to exec, which will take the leader's ID and
+ * start time (the kernel's de_thread) while its task (the key of task
+ * storage) stays. Its execve pairs and stays the cause of its block I/O,
+ * exec fails or not. NULL when the storage could not be had (memory: the
+ * slot is kept). */
+static __always_inline struct thread_state *thread_state_unslot(struct task_struct *t, __u32 tid, struct thread_state *st)
+{
+	struct thread_slot *s = thread_slot(tid);
+	if (!s || s->tid != tid || s->start != t->start_boottime)
+		return st; /* not in a slot */
+	struct thread_state *n = bpf_task_storage_get(&cur_syscall, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!n)
+		return st;
+	count(C_STATE_STORAGE);
+	*n = *st;
+	thread_slot_release(s);
+	return n;
+}
+
+/* thread_slot_free frees the slot of an exiting thread, ID tid and start
+ * time start, when it holds one. */
+static __always_inline void thread_slot_free(__u32 tid, __u64 start)
+{
+	struct thread_slot *s = thread_slot(tid);
+	if (s && s->tid == tid && s->start == start)
+		thread_slot_release(s);
 }
 
 struct {
@@ -870,7 +937,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	 * stays wanted while it lives (a process leaves the pid filter when
 	 * its last thread exits); only a comm filter can change its mind
 	 * (exec, PR_SET_NAME). Storage is made only for wanted threads. */
-	struct thread_state *st = thread_state(task, 0);
+	struct thread_state *st = thread_state(task);
 	if ((!st || cfg_filter_comm) && !want(tgid))
 		return 0;
 	if (compat(regs))
@@ -898,8 +965,13 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	/* The call's start, read before the file's fields are looked up
 	 * (as early as its filters allow; no faster or slower measured). */
 	__u64 ts = bench_switch(BENCH_NO_CLOCK) ? 1 : bpf_ktime_get_boot_ns();
+	/* A non-leader thread's exec takes the leader's ID: its state must
+	 * not be in a slot, found by ID (thread_state_unslot). */
+	bool exec_nonleader = (cookie & CK_EXEC) && tid != tgid;
 	if (!st)
-		st = thread_state(task, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		st = thread_state_new(task, !exec_nonleader);
+	else if (exec_nonleader)
+		st = thread_state_unslot(task, tid, st);
 	if (!st) {
 		count(C_INFLIGHT_FULL);
 		return 0;
@@ -1000,7 +1072,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = task->tgid, tid = task->pid;
-	struct thread_state *st = thread_state(task, 0);
+	struct thread_state *st = thread_state(task);
 	struct inflight *v = st ? &st->call : NULL;
 	if (!v || !v->kind) {
 		/* Anonymous mmaps and fcntls other than dups are skipped at
@@ -1165,7 +1237,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		return 0;
 	if (!BPF_CORE_READ_BITFIELD(prev, in_iowait))
 		return 0;
-	struct thread_state *st = thread_state(prev, 0);
+	struct thread_state *st = thread_state(prev);
 	if (st && st->call.kind)
 		st->call.sflags |= SF_IOWAIT;
 	return 0;
@@ -1178,7 +1250,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 SEC("tp_btf/task_rename")
 int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
 {
-	struct thread_state *st = thread_state(task, 0);
+	struct thread_state *st = thread_state(task);
 	if (st)
 		st->call.comm_sent = 0;
 	return 0;
@@ -1287,12 +1359,13 @@ int BPF_PROG(sched_exec, struct task_struct *p, int old_pid, struct linux_binprm
 {
 	__u32 tgid = p->tgid;
 
-	/* A non-leader thread that execs takes over the leader's pid; its
-	 * in-flight execve stays in its task-local storage and pairs. */
+	/* A non-leader thread that execs takes over the leader's ID and
+	 * start time; its state, with its execve in flight, is in its
+	 * task-local storage (sys_enter moved it there) and pairs. */
 	if (!want(tgid))
 		return 0;
 
-	struct thread_state *ts = thread_state(p, 0);
+	struct thread_state *ts = thread_state(p);
 	if (ts)
 		ts->call.comm_sent = 0;
 
@@ -1349,10 +1422,12 @@ int BPF_PROG(sched_exit, struct task_struct *p)
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 
-	/* The thread's task-local storage goes with it. */
-	struct thread_state *st = thread_state(p, 0);
+	/* The thread's state goes with it: its task-local storage by
+	 * itself, its slot freed here. */
+	struct thread_state *st = thread_state(p);
 	if (st && st->call.kind)
 		count(C_ENTER_NO_EXIT);
+	thread_slot_free(p->pid, p->start_boottime);
 	if (UNTRUSTED(p)->signal->live.counter != 0)
 		return 0; /* other threads live on */
 
@@ -1394,7 +1469,8 @@ struct bpf_iter__task {
 } __attribute__((preserve_access_index));
 
 /* inflight_dump is what dump_inflight writes per thread with a call in
- * flight (task-local storage cannot be iterated from user space). */
+ * flight (task-local storage cannot be read from user space, nor told
+ * which threads' slots hold a call). */
 struct inflight_dump {
 	__u32 tid;
 	__u32 pad;
@@ -1408,7 +1484,7 @@ int dump_inflight(struct bpf_iter__task *ctx)
 	struct task_struct *t = ctx->task;
 	if (!t)
 		return 0;
-	struct thread_state *st = thread_state(t, 0);
+	struct thread_state *st = thread_state(t);
 	if (!st || !st->call.kind)
 		return 0;
 	struct inflight_dump d = {};
@@ -1683,7 +1759,7 @@ static __always_inline void async_cause_end(struct task_struct *t)
 	STORE_ONCE(as->cause.id, 0);
 	as->cause.kiocb = 0;
 	COMPILER_BARRIER();
-	struct thread_state *st = thread_state(t, 0);
+	struct thread_state *st = thread_state(t);
 	if (!st || LOAD_ONCE(st->cause.id) != id)
 		return;
 	__u32 nr = st->cause.nr_bios;
@@ -1713,7 +1789,7 @@ static __always_inline void async_cause_end(struct task_struct *t)
 		 * bios to its counts while it is still in that call. */
 		struct task_struct *s = bpf_task_from_pid(tgid);
 		if (s) {
-			struct thread_state *ss = thread_state(s, 0);
+			struct thread_state *ss = thread_state(s);
 			if (ss && ss->cause.id == id) {
 				__sync_fetch_and_add(&ss->cause.nr_bios, nr);
 				__sync_fetch_and_add(&ss->cause.bio_bytes, bytes);
@@ -1728,7 +1804,9 @@ static __always_inline void async_cause_begin(struct task_struct *t, __u8 kind, 
 {
 	if (!cfg_cause)
 		return;
-	struct thread_state *st = thread_state(t, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct thread_state *st = thread_state(t);
+	if (!st)
+		st = thread_state_new(t, false);
 	if (!st)
 		return;
 	if (st->call.kind && st->cause.id == st->call.id)
@@ -2102,7 +2180,7 @@ int BPF_PROG(wb_queue, void *wb, void *work)
 	if (!cfg_cause)
 		return 0;
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct thread_state *st = thread_state(t, 0);
+	struct thread_state *st = thread_state(t);
 	if (!st || !st->call.kind || st->cause.id != st->call.id)
 		return 0;
 	struct wb_cause c = { .id = st->cause.id, .tid = t->pid };

@@ -246,7 +246,7 @@ enum counter {
 	C_EXIT_NO_ENTER,    /* syscall exit without its enter */
 	C_ENTER_NO_EXIT,    /* thread exited inside a traced syscall */
 	C_KIND_MISMATCH,    /* exit of another syscall than the one entered */
-	C_INFLIGHT_FULL,    /* enter not recorded: no task storage (memory) */
+	C_INFLIGHT_FULL,    /* enter not recorded: no thread state (slot taken, no task storage: memory) */
 	C_PATH_RETRY,       /* path not resident at enter, retried at exit */
 	C_PATH_FAILED,      /* path unreadable at enter and exit */
 	C_URING_NO_SUBMIT,  /* io_uring completion without submission */
@@ -261,6 +261,7 @@ enum counter {
 	C_LOST_PC,          /* page-cache eviction records lost: ring buffer full */
 	C_LOST_USTACK_COPY, /* user stack copies lost: ring buffer full */
 	C_SLOTS_FULL,       /* syscall records sent to rb: the CPU's record slots full */
+	C_STATE_STORAGE,    /* thread states made in task storage (slot taken, a non-leader exec, asynchronous first) */
 	C_MAX,
 };
 

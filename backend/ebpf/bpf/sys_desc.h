@@ -35,6 +35,8 @@
 #define CK_PAIR_ARG(c) (((c) >> 24) & 0xf)
 /* a read of fd args[0] (see SF_WAITED_IO) */
 #define CK_READ (1ULL << 40)
+/* execve, execveat: a non-leader thread's state moves to its task storage (it takes the leader's ID) */
+#define CK_EXEC (1ULL << 43)
 /* io_submit, io_getevents/io_pgetevents, io_uring_enter: no event of their own, handled in "Asynchronous requests" */
 #define CK_ASYNC(c) (((c) >> 41) & 3)
 /* io_submit */

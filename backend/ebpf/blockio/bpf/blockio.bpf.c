@@ -101,7 +101,17 @@ struct folio {
 
 struct task_struct {
 	unsigned int flags;
+	int pid;
+	__u64 start_boottime;
 } __attribute__((preserve_access_index));
+
+/* cur_thread_state returns the current thread's state (cur_syscall.h),
+ * NULL when it has none. */
+static __always_inline struct syscall_state *cur_thread_state(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	return syscall_state_of(t, t->pid, t->start_boottime);
+}
 
 #define PF_KTHREAD 0x00200000
 #define S_IFMT 00170000
@@ -488,7 +498,7 @@ int block_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	if (inode_read && pc_records)
 		bio_file_range(bio, &bi, mapping);
 
-	struct syscall_state *st = bpf_task_storage_get(&cur_syscall, bpf_get_current_task_btf(), 0, 0);
+	struct syscall_state *st = cur_thread_state();
 	struct syscall_cause *cs = st ? &st->cause : NULL;
 	if (cs && !cs->id)
 		cs = NULL; /* the thread's entry, between two syscalls */
@@ -580,7 +590,7 @@ int block_split(struct bpf_raw_tracepoint_args *ctx)
 	/* The syscall that queued the parent caused this child too. */
 	if (bi.cause) {
 		/* Split in the submitter's context, still inside its syscall. */
-		struct syscall_state *st = bpf_task_storage_get(&cur_syscall, bpf_get_current_task_btf(), 0, 0);
+		struct syscall_state *st = cur_thread_state();
 		if (st && st->cause.id == bi.cause)
 			__sync_fetch_and_add(&st->cause.nr_bios, 1);
 	}
