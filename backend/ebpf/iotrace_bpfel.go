@@ -232,8 +232,9 @@ type iotraceThreadSlot struct {
 	Tid   uint32
 	Pad   uint32
 	Start uint64
+	Regs  uint64
 	St    iotraceSyscallState
-	Pad2  [40]uint8
+	Pad2  [32]uint8
 }
 
 type iotraceUnwindFile struct {
@@ -352,6 +353,7 @@ const (
 	iotraceMapRb                 = "rb"
 	iotraceMapSeq                = "seq"
 	iotraceMapSlotHeads          = "slot_heads"
+	iotraceMapSlotHints          = "slot_hints"
 	iotraceMapSlotTails          = "slot_tails"
 	iotraceMapSlots              = "slots"
 	iotraceMapStackScratch       = "stack_scratch"
@@ -480,6 +482,7 @@ type iotraceMapSpecs struct {
 	Rb                *ebpf.MapSpec `ebpf:"rb"`
 	Seq               *ebpf.MapSpec `ebpf:"seq"`
 	SlotHeads         *ebpf.MapSpec `ebpf:"slot_heads"`
+	SlotHints         *ebpf.MapSpec `ebpf:"slot_hints"`
 	SlotTails         *ebpf.MapSpec `ebpf:"slot_tails"`
 	Slots             *ebpf.MapSpec `ebpf:"slots"`
 	StackScratch      *ebpf.MapSpec `ebpf:"stack_scratch"`
@@ -552,6 +555,7 @@ type iotraceMaps struct {
 	Rb                *ebpf.Map `ebpf:"rb"`
 	Seq               *ebpf.Map `ebpf:"seq"`
 	SlotHeads         *ebpf.Map `ebpf:"slot_heads"`
+	SlotHints         *ebpf.Map `ebpf:"slot_hints"`
 	SlotTails         *ebpf.Map `ebpf:"slot_tails"`
 	Slots             *ebpf.Map `ebpf:"slots"`
 	StackScratch      *ebpf.Map `ebpf:"stack_scratch"`
@@ -583,6 +587,7 @@ func (m *iotraceMaps) Close() error {
 		m.Rb,
 		m.Seq,
 		m.SlotHeads,
+		m.SlotHints,
 		m.SlotTails,
 		m.Slots,
 		m.StackScratch,

@@ -106,8 +106,9 @@ type blockioThreadSlot struct {
 	Tid   uint32
 	Pad   uint32
 	Start uint64
+	Regs  uint64
 	St    blockioSyscallState
-	Pad2  [40]uint8
+	Pad2  [32]uint8
 }
 
 type blockioUnwindFile struct {

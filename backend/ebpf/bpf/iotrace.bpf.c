@@ -344,6 +344,7 @@ static __always_inline void thread_slot_release(struct thread_slot *s)
 {
 	struct thread_state *st = (struct thread_state *)&s->st;
 	s->start = 0;
+	s->regs = 0;
 	st->cause.id = 0;
 	st->cause.nr_bios = 0;
 	st->cause.submitter = 0;
@@ -372,6 +373,47 @@ static __always_inline struct thread_state *thread_state_unslot(struct task_stru
 	*n = *st;
 	thread_slot_release(s);
 	return n;
+}
+
+/* The slot of the call each CPU began last, for sys_exit to find its
+ * thread's state without the task (bpf_get_current_task_btf, a helper
+ * call, and a return through this machine's return thunk). The hint is checked, not trusted: a slot is the current
+ * thread's when it holds the pt_regs sys_exit was given, which name one
+ * live thread (they sit at the top of its kernel stack), written by that
+ * thread at sys_enter and cleared when the slot is freed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32); /* index in thread_slots */
+} slot_hints SEC(".maps");
+
+/* slot_hint_note, at sys_enter of a call recorded in slot s (index
+ * tid & mask), notes the call's pt_regs in s and s in this CPU's hint. */
+static __always_inline void slot_hint_note(struct thread_slot *s, __u32 tid, struct pt_regs *regs)
+{
+	__u32 zero = 0;
+	__u32 *h = bpf_map_lookup_elem(&slot_hints, &zero);
+	if (!h)
+		return;
+	s->regs = (__u64)regs;
+	*h = tid & cfg_thread_slot_mask;
+}
+
+/* slot_hinted returns, at sys_exit, the current thread's state when this
+ * CPU's hint names its slot (and its ID in *tid); else NULL. */
+static __always_inline struct thread_state *slot_hinted(struct pt_regs *regs, __u32 *tid)
+{
+	__u32 zero = 0;
+	__u32 *h = bpf_map_lookup_elem(&slot_hints, &zero);
+	if (!h)
+		return NULL;
+	__u32 i = *h;
+	struct thread_slot *s = bpf_map_lookup_elem(&thread_slots, &i);
+	if (!s || !s->tid || s->regs != (__u64)regs)
+		return NULL;
+	*tid = s->tid;
+	return (struct thread_state *)&s->st;
 }
 
 /* thread_slot_free frees the slot of an exiting thread, ID tid and start
@@ -994,6 +1036,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	v->fflags = 0;
 	v->sflags = 0;
 	v->kind = CK_KIND(cookie);
+	struct thread_slot *slot = thread_slot(tid);
+	if (slot && tid && slot->tid == tid && slot->start == task->start_boottime)
+		slot_hint_note(slot, tid, regs);
 
 	if (cookie & CK_OPENAT2) {
 		__u64 how[2] = {};
@@ -1070,17 +1115,27 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		async_exit(cookie, ret);
 		return 0;
 	}
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid, tid = task->pid;
-	struct thread_state *st = thread_state(task);
-	struct inflight *v = st ? &st->call : NULL;
-	if (!v || !v->kind) {
+	/* The task only when the hint missed, or for the rarer calls below
+	 * that read a file of the thread's. */
+	struct task_struct *task = NULL;
+	__u32 tgid, tid = 0;
+	struct thread_state *st = slot_hinted(regs, &tid);
+	if (st) {
+		tgid = st->call.pid;
+	} else {
+		task = bpf_get_current_task_btf();
+		tgid = task->tgid;
+		tid = task->pid;
+		st = thread_state(task);
+	}
+	if (!st || !st->call.kind) {
 		/* Anonymous mmaps and fcntls other than dups are skipped at
 		 * enter on purpose. */
 		if (!(cookie & (CK_MMAP | CK_FCNTL)) && want(tgid) && !compat(regs))
 			count(C_EXIT_NO_ENTER);
 		return 0;
 	}
+	struct inflight *v = &st->call;
 	__u64 now = bench_switch(BENCH_NO_CLOCK) ? 2 : bpf_ktime_get_boot_ns();
 	if (CK_KIND(cookie) != v->kind) {
 		count(C_KIND_MISMATCH);
@@ -1157,6 +1212,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->bio_bytes = 0;
 	if ((cookie & CK_NEWFD) && ret >= 0) {
 		struct inflight tmp = {};
+		if (!task)
+			task = bpf_get_current_task_btf();
 		file_info(task, &tmp, ret, false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
@@ -1168,6 +1225,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		bpf_probe_read_user(fds, sizeof(fds), (const void *)arg(v->args, CK_PAIR_ARG(cookie)));
 		r->size = (__u64)(__u32)fds[0] | (__u64)(__u32)fds[1] << 32;
 		struct inflight tmp = {};
+		if (!task)
+			task = bpf_get_current_task_btf();
 		file_info(task, &tmp, fds[0], false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
@@ -1192,6 +1251,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 					fi.ino = v->ino;
 					fi.dev = v->dev;
 				} else {
+					if (!task)
+						task = bpf_get_current_task_btf();
 					file_info(task, &fi, (__s64)v->args[0], false);
 				}
 				struct inode_io_key k = { .ino = fi.ino, .dev = fi.dev };
