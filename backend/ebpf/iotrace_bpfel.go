@@ -233,8 +233,9 @@ type iotraceThreadSlot struct {
 	Pad   uint32
 	Start uint64
 	Regs  uint64
+	Task  uint64
 	St    iotraceSyscallState
-	Pad2  [32]uint8
+	Pad2  [24]uint8
 }
 
 type iotraceUnwindFile struct {

@@ -107,8 +107,9 @@ type blockioThreadSlot struct {
 	Pad   uint32
 	Start uint64
 	Regs  uint64
+	Task  uint64
 	St    blockioSyscallState
-	Pad2  [32]uint8
+	Pad2  [24]uint8
 }
 
 type blockioUnwindFile struct {

@@ -80,8 +80,9 @@ struct thread_slot {
 	__u32 pad;
 	__u64 start; /* its start_boottime */
 	__u64 regs;  /* its user registers (struct pt_regs *) when its current call began; 0 when free */
+	__u64 task;  /* its struct task_struct *, with regs */
 	struct syscall_state st;
-	__u8 pad2[32]; /* to three cache lines (the array mapped: values page-aligned), so two threads' slots share none */
+	__u8 pad2[24]; /* to three cache lines (the array mapped: values page-aligned), so two threads' slots share none */
 };
 _Static_assert(sizeof(struct thread_slot) == 192, "struct thread_slot fills three cache lines");
 

@@ -345,6 +345,7 @@ static __always_inline void thread_slot_release(struct thread_slot *s)
 	struct thread_state *st = (struct thread_state *)&s->st;
 	s->start = 0;
 	s->regs = 0;
+	s->task = 0;
 	st->cause.id = 0;
 	st->cause.nr_bios = 0;
 	st->cause.submitter = 0;
@@ -389,20 +390,22 @@ struct {
 } slot_hints SEC(".maps");
 
 /* slot_hint_note, at sys_enter of a call recorded in slot s (index
- * tid & mask), notes the call's pt_regs in s and s in this CPU's hint. */
-static __always_inline void slot_hint_note(struct thread_slot *s, __u32 tid, struct pt_regs *regs)
+ * tid & mask) by task t, notes the call's pt_regs and t in s, and s in
+ * this CPU's hint. */
+static __always_inline void slot_hint_note(struct thread_slot *s, __u32 tid, struct pt_regs *regs, struct task_struct *t)
 {
 	__u32 zero = 0;
 	__u32 *h = bpf_map_lookup_elem(&slot_hints, &zero);
 	if (!h)
 		return;
 	s->regs = (__u64)regs;
+	s->task = (__u64)t;
 	*h = tid & cfg_thread_slot_mask;
 }
 
-/* slot_hinted returns, at sys_exit, the current thread's state when this
- * CPU's hint names its slot (and its ID in *tid); else NULL. */
-static __always_inline struct thread_state *slot_hinted(struct pt_regs *regs, __u32 *tid)
+/* slot_hinted returns the current thread's slot when this CPU's hint
+ * names it (it holds the pt_regs the program was given), else NULL. */
+static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs)
 {
 	__u32 zero = 0;
 	__u32 *h = bpf_map_lookup_elem(&slot_hints, &zero);
@@ -412,8 +415,7 @@ static __always_inline struct thread_state *slot_hinted(struct pt_regs *regs, __
 	struct thread_slot *s = bpf_map_lookup_elem(&thread_slots, &i);
 	if (!s || !s->tid || s->regs != (__u64)regs)
 		return NULL;
-	*tid = s->tid;
-	return (struct thread_state *)&s->st;
+	return s;
 }
 
 /* thread_slot_free frees the slot of an exiting thread, ID tid and start
@@ -971,15 +973,29 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	__u64 cookie = syscall_desc(nr);
 	if (!cookie || bench_switch(BENCH_BODY))
 		return 0;
-	/* the IDs from the task's fields: two loads, not a helper call */
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid, tid = task->pid;
+	/* The thread's slot from this CPU's hint (the thread's last call
+	 * began here), with its IDs and task: no helper call; else the IDs
+	 * from the task's fields. */
+	struct task_struct *task;
+	__u32 tgid, tid;
+	struct thread_state *st;
+	struct thread_slot *hs = slot_hinted(regs);
+	if (hs) {
+		st = (struct thread_state *)&hs->st;
+		task = bpf_rdonly_cast((void *)hs->task, bpf_core_type_id_kernel(struct task_struct));
+		tid = hs->tid;
+		tgid = st->call.pid;
+	} else {
+		task = bpf_get_current_task_btf();
+		tgid = task->tgid;
+		tid = task->pid;
+		st = thread_state(task);
+	}
 
-	/* A thread with storage was wanted at its first traced call, and
+	/* A thread with state was wanted at its first traced call, and
 	 * stays wanted while it lives (a process leaves the pid filter when
 	 * its last thread exits); only a comm filter can change its mind
-	 * (exec, PR_SET_NAME). Storage is made only for wanted threads. */
-	struct thread_state *st = thread_state(task);
+	 * (exec, PR_SET_NAME). State is made only for wanted threads. */
 	if ((!st || cfg_filter_comm) && !want(tgid))
 		return 0;
 	if (compat(regs))
@@ -1011,9 +1027,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	 * not be in a slot, found by ID (thread_state_unslot). */
 	bool exec_nonleader = (cookie & CK_EXEC) && tid != tgid;
 	if (!st)
-		st = thread_state_new(task, !exec_nonleader);
+		st = thread_state_new(bpf_get_current_task_btf(), !exec_nonleader);
 	else if (exec_nonleader)
-		st = thread_state_unslot(task, tid, st);
+		st = thread_state_unslot(bpf_get_current_task_btf(), tid, st);
 	if (!st) {
 		count(C_INFLIGHT_FULL);
 		return 0;
@@ -1036,9 +1052,11 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	v->fflags = 0;
 	v->sflags = 0;
 	v->kind = CK_KIND(cookie);
-	struct thread_slot *slot = thread_slot(tid);
-	if (slot && tid && slot->tid == tid && slot->start == task->start_boottime)
-		slot_hint_note(slot, tid, regs);
+	if (!hs) {
+		struct thread_slot *slot = thread_slot(tid);
+		if (slot && tid && slot->tid == tid && slot->start == task->start_boottime)
+			slot_hint_note(slot, tid, regs, task);
+	}
 
 	if (cookie & CK_OPENAT2) {
 		__u64 how[2] = {};
@@ -1119,8 +1137,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	 * that read a file of the thread's. */
 	struct task_struct *task = NULL;
 	__u32 tgid, tid = 0;
-	struct thread_state *st = slot_hinted(regs, &tid);
-	if (st) {
+	struct thread_slot *hs = slot_hinted(regs);
+	struct thread_state *st = NULL;
+	if (hs) {
+		st = (struct thread_state *)&hs->st;
+		tid = hs->tid;
 		tgid = st->call.pid;
 	} else {
 		task = bpf_get_current_task_btf();
