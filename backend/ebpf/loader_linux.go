@@ -83,8 +83,9 @@ func unusedPrograms(ac attachConfig) map[string]bool {
 // probes are the loaded programs and maps and the links attaching them.
 type probes struct {
 	objs iotraceObjects
-	// enters, others and exits are detached in that order at the end
-	// (detachEnters, detach).
+	// enters, exits and others are detached in that order at the end
+	// (detachEnters, detach): sched_process_exit, which frees a thread's
+	// slot, after every program that finds one.
 	enters, exits, others []link.Link
 	rd                    *ringbuf.Reader
 	// slots reads the per-CPU record slots (nil: none, every record
@@ -532,8 +533,8 @@ func (p *probes) detachEnters() {
 // detach closes every link.
 func (p *probes) detach() {
 	closeLinks(p.enters)
-	closeLinks(p.others)
 	closeLinks(p.exits)
+	closeLinks(p.others)
 	p.enters, p.others, p.exits = nil, nil, nil
 }
 

@@ -70,7 +70,8 @@ struct {
  * (the asynchronous paths create it there). A slot names its thread by ID
  * and start time, so a slot whose thread's exit went unseen never passes
  * for a later thread given that ID. A non-leader thread that execs takes
- * the leader's ID and start time: sched_process_exec moves its state.
+ * the leader's ID and start time: sys_enter of its execve moves its state
+ * to task storage first.
  * Only the system-call object takes and frees slots; the block object
  * only looks them up (syscall_state_of), through the same map. */
 #define THREAD_SLOTS 8192 /* the map's size; the loader may set a smaller power of two */
@@ -79,8 +80,8 @@ struct thread_slot {
 	__u32 tid;   /* the thread holding the slot; 0: free */
 	__u32 pad;
 	__u64 start; /* its start_boottime */
-	__u64 regs;  /* its user registers (struct pt_regs *) when its current call began; 0 when free */
-	__u64 task;  /* its struct task_struct *, with regs */
+	__u64 regs;  /* its user registers (struct pt_regs *: the top of its kernel stack), noted by sys_enter; 0 when free */
+	__u64 task;  /* its struct task_struct *, noted with regs */
 	struct syscall_state st;
 	__u8 pad2[24]; /* to three cache lines (the array mapped: values page-aligned), so two threads' slots share none */
 };

@@ -199,6 +199,10 @@ volatile const __u8 cfg_evict_page;     /* mm_filemap_delete_from_page_cache(str
 volatile const __u32 cfg_slot_shift;    /* log2 of the record slots per CPU; 0: none (all records to rb) */
 volatile const __u8 cfg_tso;            /* the CPU keeps stores in order (x86): slots published by a plain store */
 
+/* bpf_rdonly_cast turns a kernel address read as a number into a typed
+ * pointer whose fields are plain loads (kfunc, Linux 6.2). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
 /* ---- Maps ---- */
 #define MAX_SYSCALL_NR 1024
 
@@ -360,28 +364,33 @@ static __always_inline void thread_slot_release(struct thread_slot *s)
  * non-leader thread about to exec, which will take the leader's ID and
  * start time (the kernel's de_thread) while its task (the key of task
  * storage) stays. Its execve pairs and stays the cause of its block I/O,
- * exec fails or not. NULL when the storage could not be had (memory: the
- * slot is kept). */
+ * exec fails or not. When the storage cannot be had (memory) the slot is
+ * freed all the same, its state dropped, and NULL returned: a slot must
+ * not outlive its thread's ID. */
 static __always_inline struct thread_state *thread_state_unslot(struct task_struct *t, __u32 tid, struct thread_state *st)
 {
 	struct thread_slot *s = thread_slot(tid);
 	if (!s || s->tid != tid || s->start != t->start_boottime)
 		return st; /* not in a slot */
 	struct thread_state *n = bpf_task_storage_get(&cur_syscall, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!n)
-		return st;
-	count(C_STATE_STORAGE);
-	*n = *st;
+	if (n) {
+		count(C_STATE_STORAGE);
+		*n = *st;
+	}
 	thread_slot_release(s);
 	return n;
 }
 
-/* The slot of the call each CPU began last, for sys_exit to find its
- * thread's state without the task (bpf_get_current_task_btf, a helper
- * call, and a return through this machine's return thunk). The hint is checked, not trusted: a slot is the current
- * thread's when it holds the pt_regs sys_exit was given, which name one
- * live thread (they sit at the top of its kernel stack), written by that
- * thread at sys_enter and cleared when the slot is freed. */
+/* The thread slot each CPU noted last (at a sys_enter that found no hint
+ * for its thread), for sys_enter and sys_exit to find the thread's state
+ * without asking for the task (bpf_get_current_task_btf: a helper call,
+ * and a return through this machine's return thunk). The hint is checked,
+ * not trusted: a slot is the current thread's when it holds the pt_regs
+ * the program was given, which name one live thread (they sit at the top
+ * of its kernel stack), written by that thread and cleared when the slot
+ * is freed; and when the task noted in it still has the slot's ID and
+ * start time (a slot left by a thread whose exit or exec went unseen, its
+ * stack since another's, never passes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -414,6 +423,9 @@ static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs)
 	__u32 i = *h;
 	struct thread_slot *s = bpf_map_lookup_elem(&thread_slots, &i);
 	if (!s || !s->tid || s->regs != (__u64)regs)
+		return NULL;
+	struct task_struct *t = bpf_rdonly_cast((void *)s->task, bpf_core_type_id_kernel(struct task_struct));
+	if ((__u32)t->pid != s->tid || t->start_boottime != s->start)
 		return NULL;
 	return s;
 }
@@ -595,10 +607,6 @@ static __always_inline __u64 arg(const __u64 *args, __u32 i)
 	}
 	return 0;
 }
-
-/* bpf_rdonly_cast turns a kernel address read as a number into a typed
- * pointer whose fields are plain loads (kfunc, Linux 6.2). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* UNTRUSTED(p) is p as a read-only pointer (the cast is inlined to a
  * move). Loading a pointer field through a trusted BTF pointer makes the
