@@ -430,6 +430,34 @@ static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs)
 	return s;
 }
 
+/* struct current is the thread a system-call program runs for. */
+struct current {
+	struct thread_state *st;  /* its state, NULL when it has none */
+	struct thread_slot *hint; /* its slot, when found from the CPU's hint */
+	struct task_struct *task; /* its task: read-only when found from the hint */
+	__u32 tgid, tid;
+};
+
+/* current_of finds the current thread at either end of a system call
+ * given regs: from the CPU's hint (no helper call), else through its
+ * task (its IDs from the task's fields: two loads). */
+static __always_inline void current_of(struct pt_regs *regs, struct current *c)
+{
+	struct thread_slot *hs = slot_hinted(regs);
+	c->hint = hs;
+	if (hs) {
+		c->st = (struct thread_state *)&hs->st;
+		c->task = bpf_rdonly_cast((void *)hs->task, bpf_core_type_id_kernel(struct task_struct));
+		c->tid = hs->tid;
+		c->tgid = c->st->call.pid;
+		return;
+	}
+	c->task = bpf_get_current_task_btf();
+	c->tgid = c->task->tgid;
+	c->tid = c->task->pid;
+	c->st = thread_state(c->task);
+}
+
 /* thread_slot_free frees the slot of an exiting thread, ID tid and start
  * time start, when it holds one. */
 static __always_inline void thread_slot_free(__u32 tid, __u64 start)
@@ -984,21 +1012,12 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	/* The thread's slot from this CPU's hint (the thread's last call
 	 * began here), with its IDs and task: no helper call; else the IDs
 	 * from the task's fields. */
-	struct task_struct *task;
-	__u32 tgid, tid;
-	struct thread_state *st;
-	struct thread_slot *hs = slot_hinted(regs);
-	if (hs) {
-		st = (struct thread_state *)&hs->st;
-		task = bpf_rdonly_cast((void *)hs->task, bpf_core_type_id_kernel(struct task_struct));
-		tid = hs->tid;
-		tgid = st->call.pid;
-	} else {
-		task = bpf_get_current_task_btf();
-		tgid = task->tgid;
-		tid = task->pid;
-		st = thread_state(task);
-	}
+	struct current cur;
+	current_of(regs, &cur);
+	struct task_struct *task = cur.task;
+	__u32 tgid = cur.tgid, tid = cur.tid;
+	struct thread_state *st = cur.st;
+	struct thread_slot *hs = cur.hint;
 
 	/* A thread with state was wanted at its first traced call, and
 	 * stays wanted while it lives (a process leaves the pid filter when
@@ -1141,22 +1160,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		async_exit(cookie, ret);
 		return 0;
 	}
-	/* The task only when the hint missed, or for the rarer calls below
-	 * that read a file of the thread's. */
-	struct task_struct *task = NULL;
-	__u32 tgid, tid = 0;
-	struct thread_slot *hs = slot_hinted(regs);
-	struct thread_state *st = NULL;
-	if (hs) {
-		st = (struct thread_state *)&hs->st;
-		tid = hs->tid;
-		tgid = st->call.pid;
-	} else {
-		task = bpf_get_current_task_btf();
-		tgid = task->tgid;
-		tid = task->pid;
-		st = thread_state(task);
-	}
+	struct current cur;
+	current_of(regs, &cur);
+	struct task_struct *task = cur.task;
+	__u32 tgid = cur.tgid, tid = cur.tid;
+	struct thread_state *st = cur.st;
 	if (!st || !st->call.kind) {
 		/* Anonymous mmaps and fcntls other than dups are skipped at
 		 * enter on purpose. */
@@ -1241,8 +1249,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	r->bio_bytes = 0;
 	if ((cookie & CK_NEWFD) && ret >= 0) {
 		struct inflight tmp = {};
-		if (!task)
-			task = bpf_get_current_task_btf();
 		file_info(task, &tmp, ret, false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
@@ -1254,8 +1260,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		bpf_probe_read_user(fds, sizeof(fds), (const void *)arg(v->args, CK_PAIR_ARG(cookie)));
 		r->size = (__u64)(__u32)fds[0] | (__u64)(__u32)fds[1] << 32;
 		struct inflight tmp = {};
-		if (!task)
-			task = bpf_get_current_task_btf();
 		file_info(task, &tmp, fds[0], false);
 		r->ino = tmp.ino;
 		r->dev = tmp.dev;
@@ -1280,8 +1284,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 					fi.ino = v->ino;
 					fi.dev = v->dev;
 				} else {
-					if (!task)
-						task = bpf_get_current_task_btf();
 					file_info(task, &fi, (__s64)v->args[0], false);
 				}
 				struct inode_io_key k = { .ino = fi.ino, .dev = fi.dev };
