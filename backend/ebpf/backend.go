@@ -10,7 +10,7 @@ const (
 	// when the kernel has not woken it (wakeups are batched).
 	DefaultPollInterval = 10 * time.Millisecond
 	// DefaultThreadSlots is how many threads keep their state in the
-	// BPF programs' array of thread slots (152 bytes each).
+	// BPF programs' array of thread slots (192 bytes each).
 	DefaultThreadSlots = 8192
 )
 

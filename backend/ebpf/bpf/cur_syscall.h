@@ -108,12 +108,22 @@ static __always_inline struct thread_slot *thread_slot(__u32 tid)
 	return bpf_map_lookup_elem(&thread_slots, &i);
 }
 
+/* held_slot returns the slot of the thread with ID tid and start time
+ * start when that thread holds it, else NULL. */
+static __always_inline struct thread_slot *held_slot(__u32 tid, __u64 start)
+{
+	struct thread_slot *s = thread_slot(tid);
+	if (s && tid && s->tid == tid && s->start == start)
+		return s;
+	return NULL;
+}
+
 /* syscall_state_of returns the state of thread t, whose ID is tid and
  * start time start, or NULL when it has none. */
 static __always_inline struct syscall_state *syscall_state_of(struct task_struct *t, __u32 tid, __u64 start)
 {
-	struct thread_slot *s = thread_slot(tid);
-	if (s && tid && s->tid == tid && s->start == start)
+	struct thread_slot *s = held_slot(tid, start);
+	if (s)
 		return &s->st;
 	return bpf_task_storage_get(&cur_syscall, t, 0, 0);
 }

@@ -369,8 +369,8 @@ static __always_inline void thread_slot_release(struct thread_slot *s)
  * not outlive its thread's ID. */
 static __always_inline struct thread_state *thread_state_unslot(struct task_struct *t, __u32 tid, struct thread_state *st)
 {
-	struct thread_slot *s = thread_slot(tid);
-	if (!s || s->tid != tid || s->start != t->start_boottime)
+	struct thread_slot *s = held_slot(tid, t->start_boottime);
+	if (!s)
 		return st; /* not in a slot */
 	struct thread_state *n = bpf_task_storage_get(&cur_syscall, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (n) {
@@ -413,8 +413,9 @@ static __always_inline void slot_hint_note(struct thread_slot *s, __u32 tid, str
 }
 
 /* slot_hinted returns the current thread's slot when this CPU's hint
- * names it (it holds the pt_regs the program was given), else NULL. */
-static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs)
+ * names it (it holds the pt_regs the program was given), and in *task the
+ * task noted in it, read-only; else NULL. */
+static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs, struct task_struct **task)
 {
 	__u32 zero = 0;
 	__u32 *h = bpf_map_lookup_elem(&slot_hints, &zero);
@@ -427,6 +428,7 @@ static __always_inline struct thread_slot *slot_hinted(struct pt_regs *regs)
 	struct task_struct *t = bpf_rdonly_cast((void *)s->task, bpf_core_type_id_kernel(struct task_struct));
 	if ((__u32)t->pid != s->tid || t->start_boottime != s->start)
 		return NULL;
+	*task = t;
 	return s;
 }
 
@@ -443,11 +445,10 @@ struct current {
  * task (its IDs from the task's fields: two loads). */
 static __always_inline void current_of(struct pt_regs *regs, struct current *c)
 {
-	struct thread_slot *hs = slot_hinted(regs);
+	struct thread_slot *hs = slot_hinted(regs, &c->task);
 	c->hint = hs;
 	if (hs) {
 		c->st = (struct thread_state *)&hs->st;
-		c->task = bpf_rdonly_cast((void *)hs->task, bpf_core_type_id_kernel(struct task_struct));
 		c->tid = hs->tid;
 		c->tgid = c->st->call.pid;
 		return;
@@ -462,8 +463,8 @@ static __always_inline void current_of(struct pt_regs *regs, struct current *c)
  * time start, when it holds one. */
 static __always_inline void thread_slot_free(__u32 tid, __u64 start)
 {
-	struct thread_slot *s = thread_slot(tid);
-	if (s && s->tid == tid && s->start == start)
+	struct thread_slot *s = held_slot(tid, start);
+	if (s)
 		thread_slot_release(s);
 }
 
@@ -1080,8 +1081,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	v->sflags = 0;
 	v->kind = CK_KIND(cookie);
 	if (!hs) {
-		struct thread_slot *slot = thread_slot(tid);
-		if (slot && tid && slot->tid == tid && slot->start == task->start_boottime)
+		struct thread_slot *slot = held_slot(tid, task->start_boottime);
+		if (slot)
 			slot_hint_note(slot, tid, regs, task);
 	}
 
